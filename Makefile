@@ -1,0 +1,120 @@
+# idemgate: FastCGI idempotency gateway, its operator tools and tests.
+#
+#   make            build idemgate, idemctl, idemtop        (build/)
+#   make run        install deps, start MariaDB + lighttpd + idemgate demo
+#   make test       install deps, run every test; ends "N passed, N failed"
+#   make bench      idemgate vs fcgiwrap through lighttpd, with wrk
+#   make asan       the same binaries with ASan + UBSan     (build-asan/)
+#   make fuzz       libFuzzer harnesses                     (build-fuzz/)
+#   make format     clang-format the C sources
+#   make deps       apt-get install what is missing (as root)
+#   make clean
+
+B	?= build
+CC	?= cc
+OPT	?= -O2
+MYSQL_CFLAGS	:= $(shell mariadb_config --cflags 2>/dev/null)
+MYSQL_LIBS	:= $(shell mariadb_config --libs 2>/dev/null || echo -lmariadb)
+CURSES_CFLAGS	:= $(shell pkg-config --cflags ncursesw 2>/dev/null)
+CURSES_LIBS	:= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+WARN	= -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) -Ilib $(MYSQL_CFLAGS) $(SAN)
+LDFLAGS	+= -pthread $(SAN)
+LIBS	= $(MYSQL_LIBS) -lssl -lcrypto
+
+LIB_SRC		:= $(sort $(wildcard lib/*.c))
+FCGI_SRC	:= $(sort $(wildcard fcgi/*.c))
+CTL_SRC		:= $(sort $(wildcard admin/idemctl*.c))
+TOP_SRC		:= $(sort $(wildcard admin/idemtop*.c))
+UNIT_SRC	:= $(sort $(wildcard tests/unit/test_*.c))
+ITBIN_SRC	:= $(sort $(wildcard tests/it/*.c))
+FUZZ_SRC	:= $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+LIB_OBJ		:= $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/migrations.o
+FCGI_OBJ	:= $(FCGI_SRC:%.c=$(B)/%.o)
+CTL_OBJ		:= $(CTL_SRC:%.c=$(B)/%.o)
+TOP_OBJ		:= $(TOP_SRC:%.c=$(B)/%.o)
+# fcgi/ objects other than main, for unit tests of fcgi/ modules
+FCGI_LIBOBJ	:= $(filter-out $(B)/fcgi/main.o,$(FCGI_OBJ))
+CTL_LIBOBJ	:= $(filter-out $(B)/admin/idemctl.o,$(CTL_OBJ))
+TOP_LIBOBJ	:= $(filter-out $(B)/admin/idemtop.o,$(TOP_OBJ))
+
+UNIT_BIN	:= $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+ITBIN		:= $(ITBIN_SRC:tests/it/%.c=$(B)/tests/it/%)
+PROGS		:= $(B)/idemgate $(B)/idemctl $(B)/idemtop
+
+.PHONY: all run test bench asan fuzz format clean deps tests
+all: $(PROGS)
+tests: $(PROGS) $(UNIT_BIN) $(ITBIN)
+
+$(B)/%.o: %.c $(wildcard lib/*.h fcgi/*.h admin/*.h tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CURSES_CFLAGS) -Ifcgi -Iadmin -c -o $@ $<
+
+$(B)/gen/migrations.c: $(sort $(wildcard sql/[0-9]*.sql)) tools/embed_sql.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_sql.sh $(sort $(wildcard sql/[0-9]*.sql)) > $@
+
+$(B)/gen/migrations.o: $(B)/gen/migrations.c lib/migrations.h
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/libidem.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/libgw.a: $(FCGI_LIBOBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/libadmin.a: $(CTL_LIBOBJ) $(TOP_LIBOBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/idemgate: $(FCGI_OBJ) $(B)/libidem.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lfcgi $(LIBS)
+
+$(B)/idemctl: $(CTL_OBJ) $(B)/libidem.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/idemtop: $(TOP_OBJ) $(B)/libidem.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CURSES_LIBS) $(LIBS)
+
+# Unit tests link everything but the programs' main() files.
+$(B)/tests/%: $(B)/tests/unit/%.o $(B)/libgw.a $(B)/libadmin.a $(B)/libidem.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lfcgi $(CURSES_LIBS) $(LIBS)
+
+# Helper programs for integration tests (CGI handlers, a libfcgi app, ...).
+$(B)/tests/it/%: $(B)/tests/it/%.o $(B)/libidem.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lfcgi $(LIBS)
+
+asan:
+	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" tests
+
+fuzz:
+	$(MAKE) B=build-fuzz CC=clang OPT=-O1 SAN="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libidem.a
+	@mkdir -p build-fuzz/fuzz
+	for f in $(FUZZ_SRC); do \
+		n=$$(basename $$f .c); \
+		clang -std=c11 -D_GNU_SOURCE -O1 -g -Ilib $(MYSQL_CFLAGS) -fsanitize=fuzzer,address,undefined \
+			-o build-fuzz/fuzz/$$n $$f build-fuzz/libidem.a $(LIBS) -lpthread || exit 1; \
+	done
+
+deps:
+	@sh tools/deps.sh
+
+run: deps all
+	@sh tools/run.sh
+
+test: deps
+	@bash tests/run.sh
+
+bench: deps all
+	@bash bench/bench.sh
+
+format:
+	clang-format -i $(wildcard lib/*.[ch] fcgi/*.[ch] admin/*.[ch] tests/*/*.[ch])
+
+clean:
+	rm -rf build build-asan build-fuzz

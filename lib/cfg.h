@@ -1,0 +1,124 @@
+/* The INI configuration shared by idemgate, idemctl and idemtop. */
+#ifndef IDEM_CFG_H
+#define IDEM_CFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+enum handler_kind {
+	HANDLER_NONE = 0,	/* route without handler: 502 (cfg_check refuses) */
+	HANDLER_CGI,		/* cgi:/path/to/program */
+	HANDLER_SCRIPT,		/* script: SCRIPT_FILENAME under script_root */
+	HANDLER_FASTCGI,	/* fastcgi:unix:/path or fastcgi:tcp:host:port */
+};
+
+enum scope_kind {
+	SCOPE_NONE = 0,
+	SCOPE_REMOTE_USER,
+	SCOPE_HEADER,		/* header:NAME, value hashed */
+};
+
+enum store_err_mode {
+	STORE_ERR_REJECT = 0,	/* 503 + Retry-After, handler not run */
+	STORE_ERR_PASS,		/* run the handler unprotected */
+};
+
+#define CFG_MAX_METHODS	16
+
+/*
+ * One [route PREFIX] section with the [idempotency] defaults folded in.
+ * All strings are owned by the struct cfg they came from.
+ */
+struct route {
+	char			*prefix;	/* "/payments"; "/" matches all */
+	int			 line;		/* line of the section header */
+
+	enum handler_kind	 handler;
+	char			*program;	/* HANDLER_CGI: absolute path */
+	char			*script_root;	/* HANDLER_SCRIPT: realpath'd */
+	char			*upstream;	/* HANDLER_FASTCGI: "unix:/p" or "tcp:h:p" */
+	int64_t			 timeout_ms;	/* handler timeout, default 30s */
+
+	int			 idempotency;	/* 1 on (default), 0 off */
+	char			*key_header;	/* default "Idempotency-Key" */
+	char			*methods[CFG_MAX_METHODS]; /* upper case */
+	size_t			 nmethods;	/* default POST PATCH */
+	int			 require_key;	/* default 0 */
+	enum scope_kind		 scope;		/* default SCOPE_NONE */
+	char			*scope_header;	/* SCOPE_HEADER: header name */
+	int64_t			 ttl_ms;	/* default 24h */
+	int64_t			 wait_ms;	/* default 10s */
+	int64_t			 lease_ms;	/* default 60s */
+	int			 store_5xx;	/* default 0 */
+	size_t			 max_body;	/* default 1M */
+	size_t			 max_response;	/* default 8M */
+	enum store_err_mode	 on_store_error; /* default reject */
+};
+
+struct cfg {
+	char		*path;			/* file it was read from */
+
+	/* [gateway] */
+	char		*listen;		/* "unix:/p", "tcp:h:p" or "fd:0" */
+	char		*socket_owner;		/* "user:group", "user", ":group" or NULL */
+	unsigned	 socket_mode;		/* default 0660; 0o002 refused */
+	int		 threads;		/* per worker, default 32 */
+	int		 workers;		/* worker processes, default 2 */
+	int		 log_syslog;		/* log = syslog */
+	char		*mysql_defaults_file;	/* MySQL option file or NULL */
+	char		*mysql_group;		/* default "idemgate" */
+	char		*host_name;		/* counters' host label; default gethostname() */
+	size_t		 max_params;		/* total FastCGI params bytes, default 64K */
+	int64_t		 counters_flush_ms;	/* default 5s */
+
+	/* [cleanup] (idemctl cleanup) */
+	int		 cleanup_batch;		/* default 1000 */
+	int64_t		 cleanup_sleep_ms;	/* pause between batches, default 0 */
+	int64_t		 cleanup_max_ms;	/* 0 = unlimited (default) */
+	int64_t		 stale_after_ms;	/* in-progress rows this long past their lease, default 1h */
+	int64_t		 counters_retention_ms;	/* default 7d */
+	int64_t		 runs_retention_ms;	/* cleanup run records, default 30d */
+
+	/* [console] (idemtop) */
+	int64_t		 refresh_ms;		/* default 2s */
+	int64_t		 cleanup_warn_ms;	/* warn when no run succeeded for this long, default 2h */
+
+	/* Routes sorted longest prefix first; [idempotency] folded into each. */
+	struct route	*routes;
+	size_t		 nroutes;
+};
+
+/*
+ * Reads and validates path.  On failure returns IDEM_ECONFIG (or
+ * IDEM_ENOMEM / IDEM_ESYS) and writes "FILE:LINE:COL: message" into err.
+ * Unknown sections and keys are errors.  *out is set only on success and
+ * is freed with cfg_free().
+ */
+enum idem_err cfg_load(const char *path, struct cfg **out, char *err,
+    size_t errlen);
+
+/* As cfg_load() on text already in memory (len bytes, NULs refused); name is
+ * used in messages.  Does not touch the filesystem except realpath of
+ * script_root (a missing root is an error only in cfg_load()). */
+enum idem_err cfg_parse(const char *text, size_t len, const char *name,
+    struct cfg **out, char *err, size_t errlen);
+
+/* NULL is a no-op. */
+void cfg_free(struct cfg *c);
+
+/* Longest-prefix route for path (REQUEST_URI without its query), matched on
+ * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
+const struct route *cfg_route(const struct cfg *c, const char *path);
+
+/* 1 if the route protects method (idempotency on and method listed). */
+int cfg_protects(const struct route *r, const char *method);
+
+/* "250ms", "10s", "5m", "72h", "7d", bare number = seconds.  0 on success. */
+int cfg_parse_duration(const char *s, int64_t *ms);
+
+/* "512", "64K", "1M", "2G" (powers of 1024).  0 on success. */
+int cfg_parse_size(const char *s, size_t *bytes);
+
+#endif

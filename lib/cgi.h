@@ -1,0 +1,77 @@
+/* Running legacy CGI programs: environment, script lookup, spawn and I/O. */
+#ifndef IDEM_CGI_H
+#define IDEM_CGI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/*
+ * Builds a clean CGI/1.1 environment (RFC 3875 §4.1) from the request's
+ * FastCGI params ("NAME=value" strings, NULL-terminated; borrowed).
+ * Nothing of the gateway's own environment is passed.  Dropped: HTTP_PROXY
+ * (httpoxy), names that are not [A-Za-z0-9_], LD_* and BASH_FUNC_*.
+ * Set or replaced: GATEWAY_INTERFACE=CGI/1.1, PATH (a fixed safe default
+ * unless params carry one), SCRIPT_FILENAME=script (if not NULL),
+ * CONTENT_LENGTH=bodylen when the request had a body but no CONTENT_LENGTH
+ * (chunked transfer).  *out (copied, NULL-terminated) is freed with
+ * cgi_env_free().  Set only on success.
+ */
+enum idem_err cgi_env_build(char *const *params, const char *script,
+    size_t bodylen, int had_body, char ***out);
+void cgi_env_free(char **env);
+
+/*
+ * fcgiwrap-style lookup: script (SCRIPT_FILENAME) must resolve, with
+ * symlinks followed, to a regular executable file inside root (realpath'd)
+ * and contain no ".." component.  IDEM_ENOTFOUND if it does not exist
+ * (404), IDEM_EFORBIDDEN if outside root, not regular or not executable
+ * (403).  On success copies the resolved path to out (outlen bytes).
+ */
+enum idem_err cgi_script_resolve(const char *root, const char *script,
+    char *out, size_t outlen);
+
+struct cgi_run {
+	const char	 *program;	/* absolute path, run as argv[0] */
+	char *const	 *env;		/* from cgi_env_build() */
+	const void	 *body;		/* request body, written to stdin */
+	size_t		  bodylen;
+	int64_t		  timeout_ms;	/* whole run; 0 = none */
+	const char	 *tag;		/* prefix for stderr lines in the log */
+
+	/*
+	 * Receives the program's stdout as it arrives.  A non-OK return
+	 * aborts the run: the process group is killed and reaped, and
+	 * cgi_exec() returns that error.
+	 */
+	enum idem_err	(*out)(void *arg, const void *p, size_t n);
+
+	/* If set, called about every tick_ms while the program runs (the
+	 * guard renews its lease here). */
+	void		(*tick)(void *arg);
+	int64_t		  tick_ms;
+	void		 *arg;
+};
+
+struct cgi_status {
+	int		 exited;	/* 1: exit_code valid */
+	int		 exit_code;
+	int		 signo;		/* killed by this signal, else 0 */
+	int		 timed_out;	/* 1: we killed it at timeout_ms */
+};
+
+/*
+ * Runs r->program with posix_spawn in its own process group, with a clean
+ * environment, working directory = the program's directory, stdin/stdout/
+ * stderr on pipes.  The body is written to stdin while stdout and stderr
+ * are read (poll), so a program that ignores stdin or writes a lot cannot
+ * deadlock; EPIPE on stdin is not an error.  stderr is logged line by line
+ * under r->tag.  At timeout_ms the whole group gets SIGKILL and
+ * IDEM_ETIMEOUT is returned.  The child is always reaped before return.
+ * Returns IDEM_OK when the program ran to EOF on stdout and exited (with
+ * any status; see *st), IDEM_EHANDLER if it could not be started.  OUT: st.
+ */
+enum idem_err cgi_exec(const struct cgi_run *r, struct cgi_status *st);
+
+#endif

@@ -1,0 +1,49 @@
+/* Idempotency keys, request fingerprints and scope hashes (OpenSSL SHA-256). */
+#ifndef IDEM_FP_H
+#define IDEM_FP_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+#define FP_LEN		32	/* SHA-256 */
+#define KEY_MAX		255	/* bytes of key after unquoting */
+
+/*
+ * Parses an Idempotency-Key header value: optional whitespace around either
+ * a bare token (1*255 visible ASCII, no DQUOTE, comma, semicolon, backslash
+ * or space) or a Structured-Field string ("abc", \" and \\ escapes, printable
+ * ASCII only, RFC 8941 §3.3.3) whose quotes are not part of the key.
+ * Empty, over KEY_MAX bytes, control or non-ASCII bytes, trailing garbage or
+ * several values: IDEM_EINVAL.  On success copies the key to out (KEY_MAX + 1
+ * bytes, NUL-terminated) and its length to *outlen.
+ */
+enum idem_err key_parse(const char *raw, size_t rawlen, char *out,
+    size_t *outlen);
+
+/*
+ * SHA-256 over method, path, query, content type and body, each prefixed
+ * with its length as 8 bytes big-endian, so no two different requests can
+ * share an input.  NULL strings count as empty.  OUT: fp.
+ */
+void fp_request(const char *method, const char *path, const char *query,
+    const char *ctype, const void *body, size_t bodylen,
+    unsigned char fp[FP_LEN]);
+
+/*
+ * Scope hash: SHA-256 over kind ("none", "remote_user" or "header:name" in
+ * lower case) and value, length-prefixed.  The value (an API key, say) is
+ * never stored in clear.  OUT: out.
+ */
+void fp_scope(const char *kind, const char *value, unsigned char out[FP_LEN]);
+
+/* Writes 2 * n lower-case hex digits and a NUL to out. */
+void fp_hex(const unsigned char *p, size_t n, char *out);
+
+/* Name of the MySQL named lock for (scope, key): "idem:" + 48 hex digits
+ * (< 64 bytes, MySQL's limit).  out must hold FP_LOCKNAME_LEN bytes. */
+#define FP_LOCKNAME_LEN	54
+void fp_lockname(const unsigned char scope[FP_LEN], const char *key,
+    size_t keylen, char out[FP_LOCKNAME_LEN]);
+
+#endif

@@ -1,0 +1,55 @@
+/* HTTP responses: parsing CGI output, filtering and serializing headers. */
+#ifndef IDEM_RESP_H
+#define IDEM_RESP_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "err.h"
+
+#define RESP_HEAD_MAX	(64 * 1024)	/* CGI header block limit */
+
+/*
+ * A response head.  hdrs holds "Name: value\r\n" lines in the handler's
+ * order, without Status; names keep their case.  status is 100..599.
+ */
+struct resp_head {
+	int		 status;
+	struct buf	 hdrs;		/* owned; max RESP_HEAD_MAX */
+};
+
+void resp_head_init(struct resp_head *h);
+void resp_head_free(struct resp_head *h);	/* NULL is a no-op */
+
+/*
+ * Parses a CGI response header block (RFC 3875 §6.2) at the start of
+ * p[0..len): lines end in LF or CRLF, the block ends at an empty line.
+ * "Status: 201 Created" sets status; a Location without Status gives 302
+ * (a local "/path" redirect too); otherwise 200.  At least one of
+ * Content-Type, Location or Status is required.  Lines without a colon,
+ * names with bytes outside RFC 9110 token chars, values with CR/LF/NUL,
+ * or a bad Status: IDEM_EHANDLER.  No blank line yet within len bytes:
+ * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success fills
+ * out (which must be initialised) and sets *used to the bytes consumed,
+ * blank line included.
+ */
+enum idem_err resp_parse_cgi(const char *p, size_t len, struct resp_head *out,
+    size_t *used);
+
+/* 1 if name (len bytes) is a hop-by-hop header (Connection, Keep-Alive,
+ * Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade) or Set-Cookie, which a
+ * replay must not repeat.  Case-insensitive. */
+int resp_hdr_dropped_on_replay(const char *name, size_t len);
+
+/*
+ * Copies the lines of in that a replay may repeat into out (see above);
+ * also drops any Idempotent-Replayed / Idempotency-Result the handler set.
+ */
+enum idem_err resp_hdrs_for_replay(const struct buf *in, struct buf *out);
+
+/* Finds header name in hdrs (case-insensitive); returns a pointer to the
+ * value (not NUL-terminated at line end) and its length in *vlen, or NULL. */
+const char *resp_hdr_get(const struct buf *hdrs, const char *name,
+    size_t *vlen);
+
+#endif

@@ -1,0 +1,165 @@
+/* The MySQL/MariaDB store: the only place that speaks SQL (hot path). */
+#ifndef IDEM_STORE_H
+#define IDEM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "err.h"
+#include "fp.h"
+
+/*
+ * One connection with its prepared statements.  Not thread-safe: one per
+ * thread.  Connects lazily and reconnects (re-preparing statements) after
+ * the server went away, so callers just retry on their next request.
+ */
+struct store;
+
+/*
+ * Creates a store for cfg's mysql_defaults_file / mysql_group (a MySQL
+ * option file with host/socket/port/user/password/database).  Does not
+ * connect yet.  cfg is borrowed and must outlive the store.
+ */
+enum idem_err store_new(const struct cfg *cfg, struct store **out);
+void store_free(struct store *st);		/* NULL is a no-op */
+
+/* Connects now if not connected.  IDEM_ESTORE if unreachable. */
+enum idem_err store_connect(struct store *st);
+
+/* The server's last error text, for logs only (never for clients). */
+const char *store_last_error(const struct store *st);
+
+/* What identifies one protected request. Borrowed by the calls below. */
+struct req_id {
+	unsigned char	 scope[FP_LEN];	/* fp_scope() */
+	const char	*key;		/* key_parse() output */
+	size_t		 keylen;
+	unsigned char	 fp[FP_LEN];	/* fp_request() */
+	const char	*route;		/* route prefix */
+	const char	*method;
+	const char	*owner;		/* "host:pid" of this gateway */
+	int64_t		 ttl_ms;
+	int64_t		 lease_ms;
+};
+
+enum claim_state {
+	CLAIM_NEW,		/* ours: run the handler, then complete/release */
+	CLAIM_DONE,		/* completed with the same fingerprint: replay */
+	CLAIM_MISMATCH,		/* same key, different fingerprint: 422 */
+	CLAIM_BUSY,		/* in progress elsewhere with a live lease */
+	CLAIM_TOMBSTONE,	/* answer was too large to keep: error, no rerun */
+};
+
+/*
+ * Result of store_claim().  For CLAIM_DONE, status/hdrs/body hold the stored
+ * response (owned; claim_reset() frees).  For CLAIM_NEW, id and token name
+ * the row we own.  For CLAIM_BUSY, lease_left_ms is the live lease.
+ */
+struct claim {
+	enum claim_state state;
+	uint64_t	 id;
+	uint64_t	 token;
+	int		 locked;	/* we hold the named lock */
+	int64_t		 lease_left_ms;
+	int		 status;
+	struct buf	 hdrs;
+	struct buf	 body;
+	char		 lockname[FP_LOCKNAME_LEN];
+};
+
+void claim_init(struct claim *c);
+void claim_reset(struct claim *c);
+
+/*
+ * The claim.  An INSERT whose duplicate-key error is the normal path for a
+ * retry (no SELECT-then-INSERT window).  A row whose ttl passed, or an
+ * in-progress row whose lease expired and whose owner no longer holds the
+ * named lock, is taken over by exactly one caller (conditional UPDATE) and
+ * reported as CLAIM_NEW.  On CLAIM_NEW the caller holds the key's named
+ * lock until store_complete/store_tombstone/store_release.  OUT: c.
+ */
+enum idem_err store_claim(struct store *st, const struct req_id *id,
+    struct claim *c);
+
+/*
+ * Blocks (without polling) until the key's owner releases its named lock or
+ * wait_ms passes; then the caller claims again.  *released is 1 if the lock
+ * came free, 0 on timeout.  Also counts this waiter in the row's waiters
+ * column while waiting, for idemtop.
+ */
+enum idem_err store_wait(struct store *st, const struct req_id *id,
+    int64_t wait_ms, int *released);
+
+/* Pushes the lease of an owned row lease_ms into the future. */
+enum idem_err store_renew(struct store *st, const struct claim *c,
+    int64_t lease_ms);
+
+/*
+ * Stores the handler's answer (status, replayable header lines, body bytes,
+ * binary-safe), marks the row completed with expiry now + ttl_ms and drops
+ * the named lock.
+ */
+enum idem_err store_complete(struct store *st, const struct claim *c,
+    int status, const void *hdrs, size_t hdrslen, const void *body,
+    size_t bodylen, int64_t ttl_ms);
+
+/* Marks the row a tombstone (answer too large to keep; status kept) and
+ * drops the named lock.  Retries get an error, never a second run. */
+enum idem_err store_tombstone(struct store *st, const struct claim *c,
+    int status, int64_t ttl_ms);
+
+/* Deletes the owned row (5xx, crash, timeout) and drops the named lock so
+ * a retry runs the handler again. */
+enum idem_err store_release(struct store *st, const struct claim *c);
+
+/* Fleet counters, one row per (minute, host, route), added to (INSERT ...
+ * ON DUPLICATE KEY UPDATE col = col + VALUES(col)). */
+enum stat_id {
+	STAT_REQUESTS,		/* protected requests */
+	STAT_CREATED,
+	STAT_REUSED,
+	STAT_MISMATCHED,	/* 422 */
+	STAT_CONFLICTED,	/* 409 */
+	STAT_WAITED,
+	STAT_RELEASED,
+	STAT_TOMBSTONED,
+	STAT_STORE_ERRORS,
+	STAT_MISSING_KEY,
+	STAT_INVALID_KEY,
+	STAT_PASSTHROUGH,	/* requests the guard did not protect */
+	STAT__COUNT
+};
+
+/* Wait-time histogram upper bounds in ms; the last bucket is +Inf. */
+#define STAT_WAIT_BUCKETS	10
+extern const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1];
+
+/* Column names, for SQL and for idemctl/idemtop output. */
+extern const char *const stat_names[STAT__COUNT];
+
+struct stat_row {
+	int64_t		 minute;	/* unix time, multiple of 60 */
+	const char	*route;
+	uint64_t	 n[STAT__COUNT];
+	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];	/* not cumulative */
+	uint64_t	 wait_sum_ms;
+};
+
+enum idem_err store_counters_add(struct store *st, const char *host,
+    const struct stat_row *rows, size_t nrows);
+
+/* Schema version this build expects (highest sql/NNN-*.sql). */
+int store_schema_expected(void);
+/* Version in the database, 0 if no schema yet.  OUT: version. */
+enum idem_err store_schema_version(struct store *st, int *version);
+/* Applies missing migrations in order; safe to run twice.  OUT: applied. */
+enum idem_err store_migrate(struct store *st, int *applied);
+
+/* For idemctl/idemtop's own queries in lib/store_*.c: the connection
+ * (NULL until store_connect() succeeded).  Callers outside lib/store*.c
+ * must not use it. */
+struct st_mysql *store_mysql(struct store *st);
+
+#endif
