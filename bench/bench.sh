@@ -1,0 +1,180 @@
+#!/bin/bash
+# make bench: idemgate side by side with fcgiwrap (and a bare libfcgi
+# responder) behind one lighttpd, driven by wrk on loopback, in one run.
+# Prints requests/s and ratios; not a timed test.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+B=${IDEM_BUILD:-build}
+DUR=${BENCH_SECONDS:-5}
+CONN=${BENCH_CONNECTIONS:-16}
+ROWS=${BENCH_ROWS:-1000000}
+make -s tests >/dev/null || { echo "bench: build failed" >&2; exit 1; }
+
+TESTROOT=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
+export TESTROOT
+. tests/lib/mariadb.sh
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	pkill -f "$TESTROOT/" 2>/dev/null
+	sleep 0.5
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	pkill -9 -f "$TESTROOT/" 2>/dev/null
+	mariadb_cleanup
+	rm -rf "$TESTROOT"
+}
+trap cleanup EXIT INT TERM
+
+say() { printf '%s\n' "$*" >&2; }
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# wrk_rps URL SCRIPT [ARGS]: prints "rps p99ms"
+wrk_run() {
+	local url=$1 script=$2; shift 2
+	local out
+	out=$(wrk -t2 -c"$CONN" -d"${DUR}s" --latency -s "$script" "$url" -- "$@" 2>&1)
+	echo "$out" >>"$TESTROOT/wrk.log"
+	local rps p99 non2xx
+	rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+	p99=$(echo "$out" | awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}')
+	non2xx=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
+	echo "${rps:-0} ${p99:-0} ${non2xx:-0}"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+say "bench: starting MariaDB, fcgiwrap, a bare libfcgi app, idemgate and lighttpd"
+mariadb_init >/dev/null || exit 1
+mariadb_newdb bench || exit 1
+
+W=$TESTROOT/www
+mkdir -p "$W/fw" "$TESTROOT/cgi"
+cp "$B/tests/it/hello_cgi" "$W/fw/hello.cgi"
+cp "$B/tests/it/hello_cgi" "$TESTROOT/cgi/hello.cgi"
+cp bench/slow.cgi "$TESTROOT/cgi/slow.cgi"
+
+cat >"$TESTROOT/idemgate.conf" <<CONF
+[gateway]
+listen = unix:$TESTROOT/idemgate.sock
+workers = 2
+threads = 32
+mysql_defaults_file = $TESTROOT/bench.cnf
+
+[idempotency]
+wait = 10s
+
+[route /ig/hello]
+handler = cgi:$TESTROOT/cgi/hello.cgi
+
+[route /ig/slow]
+handler = cgi:$TESTROOT/cgi/slow.cgi
+CONF
+"$B/idemctl" -c "$TESTROOT/idemgate.conf" migrate >/dev/null || { say "bench: migrate failed"; exit 1; }
+"$B/idemgate" -c "$TESTROOT/idemgate.conf" 2>"$TESTROOT/idemgate.log" &
+gw_pid=$!
+pids+=($gw_pid)
+spawn-fcgi -n -s "$TESTROOT/fcgiwrap.sock" -M 0660 -- /usr/sbin/fcgiwrap -c 16 >/dev/null 2>&1 &
+pids+=($!)
+spawn-fcgi -F 2 -s "$TESTROOT/app.sock" -M 0660 -- "$B/tests/it/fcgi_app" >/dev/null 2>&1
+PORT=$(free_port)
+cat >"$TESTROOT/lighttpd.conf" <<CONF
+server.modules = ("mod_fastcgi")
+server.bind = "127.0.0.1"
+server.port = $PORT
+server.document-root = "$W"
+server.pid-file = "$TESTROOT/lighttpd.pid"
+server.errorlog = "$TESTROOT/lighttpd.log"
+server.max-connections = 1024
+fastcgi.server = (
+	"/fw/" => (( "socket" => "$TESTROOT/fcgiwrap.sock", "check-local" => "disable" )),
+	"/ig/" => (( "socket" => "$TESTROOT/idemgate.sock", "check-local" => "disable" )),
+	"/app/" => (( "socket" => "$TESTROOT/app.sock", "check-local" => "disable" )),
+)
+CONF
+for _ in $(seq 1 100); do [ -S "$TESTROOT/idemgate.sock" ] && [ -S "$TESTROOT/fcgiwrap.sock" ] && break; sleep 0.1; done
+lighttpd -D -f "$TESTROOT/lighttpd.conf" &
+pids+=($!)
+U=http://127.0.0.1:$PORT
+for _ in $(seq 1 100); do curl -fs -o /dev/null "$U/fw/hello.cgi" && break; sleep 0.1; done
+for path in /fw/hello.cgi /ig/hello /app/; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' "$U$path")
+	[ "$code" = 200 ] || { say "bench: $path answered $code"; exit 1; }
+done
+
+rss_sample() {	# total and largest RSS (KiB) of idemgate processes
+	local pids_gw
+	pids_gw=$(pgrep -f "$B/idemgate -c $TESTROOT" | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	ps -o rss= -p ${pids_gw:-0} 2>/dev/null | awk '{t+=$1; if ($1>m) m=$1} END {print t+0, m+0}'
+}
+
+say "bench: $DUR s per run, wrk -t2 -c$CONN, loopback, 2 cores shared by everything"
+read -r fw_get fw_get99 _ < <(wrk_run "$U/fw/hello.cgi" /dev/null)
+read -r ig_get ig_get99 _ < <(wrk_run "$U/ig/hello" /dev/null)
+read -r fw_post fw_post99 _ < <(wrk_run "$U/fw/hello.cgi" bench/post.lua)
+( sleep $((DUR / 2)); rss_sample >"$TESTROOT/rss" ) &
+read -r ig_fresh ig_fresh99 ig_fresh_bad < <(wrk_run "$U/ig/hello" bench/fresh.lua "empty$$")
+wait
+read -r rss_total rss_max <"$TESTROOT/rss"
+read -r app_get app_get99 _ < <(wrk_run "$U/app/" /dev/null)
+curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-key' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/ig/hello"
+read -r ig_replay ig_replay99 ig_replay_bad < <(wrk_run "$U/ig/hello" bench/replay.lua)
+
+# Waiters: an owner runs a 300 ms handler; 8 retries arrive 50 ms later and
+# wait.  Extra latency = when each waiter got its answer - when the owner did.
+waiters() {
+	local key=w-$RANDOM-$$ t0 i
+	t0=$(date +%s%N)
+	( curl -s -o /dev/null -X POST -H "Idempotency-Key: $key" -d x=1 "$U/ig/slow"; date +%s%N >"$TESTROOT/owner.t" ) &
+	sleep 0.05
+	for i in 1 2 3 4 5 6 7 8; do
+		( curl -s -o /dev/null -X POST -H "Idempotency-Key: $key" -d x=1 "$U/ig/slow"; date +%s%N >"$TESTROOT/waiter.$i.t" ) &
+	done
+	wait
+	local owner
+	owner=$(cat "$TESTROOT/owner.t")
+	for i in 1 2 3 4 5 6 7 8; do echo $(( ($(cat "$TESTROOT/waiter.$i.t") - owner) / 1000000 )); done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)], a[NR]}'
+}
+read -r wait_med wait_max < <(waiters)
+
+# A big table: ROWS completed keys that expire tomorrow, then fresh again.
+say "bench: seeding $ROWS rows"
+mariadb_sql "SET SESSION unique_checks=0;
+INSERT INTO bench.idem_keys (scope, idem_key, route, method, fingerprint, state, owner, owner_token,
+  created_at, lease_until, expires_at, completed_at, resp_status, resp_headers, resp_body, resp_size)
+SELECT UNHEX(SHA2('none',256)), CONCAT('seed-', seq), '/ig/hello', 'POST', UNHEX(SHA2(seq,256)), 1, 'seed:1', seq,
+  NOW(6), NOW(6), NOW(6) + INTERVAL 1 DAY, NOW(6), 200, 'Content-Type: text/plain\r\n', 'hello\n', 6
+FROM seq_1_to_$ROWS;" || say "bench: seeding failed"
+read -r ig_fresh_big ig_fresh_big99 _ < <(wrk_run "$U/ig/hello" bench/fresh.lua "big$$")
+
+# Cleanup: make the seeded rows expired, then run cleanup while fresh
+# traffic goes on; compare that traffic's p99 with the run above.
+mariadb_sql "UPDATE bench.idem_keys SET expires_at = NOW(6) - INTERVAL 1 HOUR WHERE idem_key LIKE 'seed-%';"
+(
+	s=$(date +%s%N)
+	"$B/idemctl" -c "$TESTROOT/idemgate.conf" cleanup --batch 1000 >"$TESTROOT/cleanup.out" 2>&1
+	echo $? $(( ($(date +%s%N) - s) / 1000000 )) >"$TESTROOT/cleanup.t"
+) &
+cl_pid=$!
+read -r ig_during ig_during99 _ < <(wrk_run "$U/ig/hello" bench/fresh.lua "during$$")
+wait "$cl_pid"
+read -r cl_rc cl_ms <"$TESTROOT/cleanup.t"
+left=$(mariadb_sql "SELECT COUNT(*) FROM bench.idem_keys WHERE idem_key LIKE 'seed-%'")
+deleted=$((ROWS - left))
+
+cat <<OUT
+
+idemgate bench  (wrk -t2 -c$CONN -d${DUR}s through one lighttpd on 127.0.0.1; same C CGI)
+-------------------------------------------------------------------------------------------
+no key, GET            fcgiwrap ${fw_get} req/s   idemgate ${ig_get} req/s   ratio $(ratio "$ig_get" "$fw_get")x   (goal >= 1.0)
+fresh keys, POST       fcgiwrap ${fw_post} req/s   idemgate ${ig_fresh} req/s   ratio $(ratio "$ig_fresh" "$fw_post")x   (goal >= 1.0, never < 0.9; non-2xx: ${ig_fresh_bad})
+replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} req/s   ratio $(ratio "$ig_replay" "$app_get")x   (goal >= 0.5; non-2xx: ${ig_replay_bad})
+fresh, ${ROWS} rows    ${ig_fresh_big} req/s vs empty ${ig_fresh} req/s   ratio $(ratio "$ig_fresh_big" "$ig_fresh")x   (goal >= 0.9)
+waiters (8 on a 300 ms owner): extra latency after the owner finished: median ${wait_med} ms, max ${wait_max} ms   (goal <= 50 ms)
+RSS under fresh load, 2 workers x 32 threads: largest process $((rss_max / 1024)) MiB, all idemgate processes $((rss_total / 1024)) MiB   (goal <= 64 MiB)
+cleanup of ${deleted} expired rows: ${cl_ms} ms (exit ${cl_rc}) = $(awk -v r="$deleted" -v m="$cl_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s   (goal >= 50000)
+fresh p99 during cleanup ${ig_during99} ms vs without ${ig_fresh_big99} ms   ratio $(ratio "$ig_during99" "$ig_fresh_big99")x   (goal <= 2.0)
+p99 latencies (ms): fcgiwrap GET ${fw_get99}, idemgate GET ${ig_get99}, fcgiwrap POST ${fw_post99}, idemgate fresh ${ig_fresh99}, replay ${ig_replay99}
+OUT
