@@ -1,0 +1,634 @@
+/* Running legacy CGI programs: environment, script lookup, spawn and I/O. */
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgi.h"
+#include "log.h"
+
+#define CGI_PATH_DEFAULT	"/usr/local/bin:/usr/bin:/bin"
+#define CGI_ERRLINE_MAX		1024	/* stderr bytes per log line */
+#define CGI_EXIT_GRACE_MS	5000	/* after stdout EOF, wait this for exit */
+#define CGI_IOBUF		65536
+
+/* ---- environment ---- */
+
+/* 1 if the "NAME=value" entry e has exactly this name. */
+static int
+cgi_env_is(const char *e, const char *name)
+{
+	size_t	 n = strlen(name);
+
+	return strncmp(e, name, n) == 0 && e[n] == '=';
+}
+
+/* 1 if the name part of "NAME=value" (nlen bytes) may reach a program. */
+static int
+cgi_env_name_ok(const char *e, size_t nlen)
+{
+	size_t	 i;
+
+	if (nlen == 0)
+		return 0;
+	for (i = 0; i < nlen; i++) {
+		char c = e[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '_'))
+			return 0;
+	}
+	/* httpoxy: a client's "Proxy:" header must not become a proxy. */
+	if (nlen == 10 && strncasecmp(e, "HTTP_PROXY", 10) == 0)
+		return 0;
+	if (nlen >= 3 && strncmp(e, "LD_", 3) == 0)
+		return 0;
+	if (nlen >= 10 && strncmp(e, "BASH_FUNC_", 10) == 0)
+		return 0;
+	/* Startup files a shell-script CGI would source. */
+	if ((nlen == 8 && strncmp(e, "BASH_ENV", 8) == 0) ||
+	    (nlen == 3 && strncmp(e, "ENV", 3) == 0))
+		return 0;
+	return 1;
+}
+
+void
+cgi_env_free(char **env)
+{
+	size_t	 i;
+
+	if (env == NULL)
+		return;
+	for (i = 0; env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* Sets "name=value" in env[0..*n), replacing an entry of the same name. */
+static enum idem_err
+cgi_env_put(char **env, size_t *n, const char *entry, size_t nlen)
+{
+	char	*dup;
+	size_t	 i;
+
+	if ((dup = strdup(entry)) == NULL)
+		return IDEM_ENOMEM;
+	for (i = 0; i < *n; i++)
+		if (strncmp(env[i], entry, nlen + 1) == 0) {
+			free(env[i]);
+			env[i] = dup;
+			return IDEM_OK;
+		}
+	env[(*n)++] = dup;
+	env[*n] = NULL;
+	return IDEM_OK;
+}
+
+enum idem_err
+cgi_env_build(char *const *params, const char *script, size_t bodylen,
+    int had_body, char ***out)
+{
+	char		**env;
+	char		  tmp[64];
+	const char	 *eq;
+	size_t		  np = 0, n = 0, i;
+	int		  has_path = 0, has_cl = 0;
+	enum idem_err	  er;
+
+	while (params != NULL && params[np] != NULL)
+		np++;
+	/* Room for every param plus the entries set here, and NULL. */
+	if ((env = calloc(np + 8, sizeof(*env))) == NULL)
+		return IDEM_ENOMEM;
+	for (i = 0; i < np; i++) {
+		const char *e = params[i];
+
+		if ((eq = strchr(e, '=')) == NULL ||
+		    !cgi_env_name_ok(e, (size_t)(eq - e)))
+			continue;
+		if (cgi_env_is(e, "GATEWAY_INTERFACE") ||
+		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
+			continue;
+		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown". */
+		if (cgi_env_is(e, "CONTENT_LENGTH")) {
+			if (eq[1] == '\0')
+				continue;
+			has_cl = 1;
+		}
+		if (cgi_env_is(e, "PATH"))
+			has_path = 1;
+		if ((er = cgi_env_put(env, &n, e, (size_t)(eq - e))) != IDEM_OK)
+			goto fail;
+	}
+	if ((er = cgi_env_put(env, &n, "GATEWAY_INTERFACE=CGI/1.1", 17)) !=
+	    IDEM_OK)
+		goto fail;
+	if (!has_path &&
+	    (er = cgi_env_put(env, &n, "PATH=" CGI_PATH_DEFAULT, 4)) != IDEM_OK)
+		goto fail;
+	if (had_body && !has_cl) {
+		snprintf(tmp, sizeof(tmp), "CONTENT_LENGTH=%zu", bodylen);
+		if ((er = cgi_env_put(env, &n, tmp, 14)) != IDEM_OK)
+			goto fail;
+	}
+	if (script != NULL) {
+		size_t	 sl = strlen(script);
+		char	*e;
+
+		if ((e = malloc(sl + sizeof("SCRIPT_FILENAME="))) == NULL) {
+			er = IDEM_ENOMEM;
+			goto fail;
+		}
+		memcpy(e, "SCRIPT_FILENAME=", 16);
+		memcpy(e + 16, script, sl + 1);
+		er = cgi_env_put(env, &n, e, 15);
+		free(e);
+		if (er != IDEM_OK)
+			goto fail;
+	}
+	*out = env;
+	return IDEM_OK;
+fail:
+	cgi_env_free(env);
+	return er;
+}
+
+/* ---- script lookup ---- */
+
+/* 1 if path has a ".." component. */
+static int
+cgi_has_dotdot(const char *path)
+{
+	const char	*p = path;
+
+	while (*p != '\0') {
+		const char *e = strchr(p, '/');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == 2 && p[0] == '.' && p[1] == '.')
+			return 1;
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* 1 if path lies strictly inside dir (a prefix ending on a "/"). */
+static int
+cgi_under(const char *dir, const char *path)
+{
+	size_t	 dl = strlen(dir);
+
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	if (dl == 1 && dir[0] == '/')
+		return path[0] == '/' && path[1] != '\0';
+	return strncmp(path, dir, dl) == 0 && path[dl] == '/' &&
+	    path[dl + 1] != '\0';
+}
+
+enum idem_err
+cgi_script_resolve(const char *root, const char *script, char *out,
+    size_t outlen)
+{
+	char		 rroot[PATH_MAX], rscript[PATH_MAX];
+	struct stat	 sb;
+	size_t		 l;
+
+	if (script == NULL || script[0] == '\0')
+		return IDEM_ENOTFOUND;
+	if (root == NULL || script[0] != '/' || cgi_has_dotdot(script))
+		return IDEM_EFORBIDDEN;
+	if (realpath(root, rroot) == NULL) {
+		log_err("script_root %s: %s", root, strerror(errno));
+		return IDEM_EFORBIDDEN;
+	}
+	/*
+	 * Judge the name before touching the file system, so a path
+	 * outside the root cannot be probed for existence (403 either way).
+	 */
+	if (!cgi_under(root, script) && !cgi_under(rroot, script))
+		return IDEM_EFORBIDDEN;
+	if (realpath(script, rscript) == NULL)
+		return errno == ENOENT || errno == ENOTDIR ? IDEM_ENOTFOUND :
+		    IDEM_EFORBIDDEN;
+	/* Symlinks may not lead out of the root. */
+	if (!cgi_under(rroot, rscript))
+		return IDEM_EFORBIDDEN;
+	if (stat(rscript, &sb) == -1)
+		return IDEM_ENOTFOUND;
+	if (!S_ISREG(sb.st_mode) || (sb.st_mode & 0111) == 0 ||
+	    faccessat(AT_FDCWD, rscript, X_OK, AT_EACCESS) == -1)
+		return IDEM_EFORBIDDEN;
+	l = strlen(rscript);
+	if (l >= outlen)
+		return IDEM_ETOOBIG;
+	memcpy(out, rscript, l + 1);
+	return IDEM_OK;
+}
+
+/* ---- spawn and I/O ---- */
+
+static int64_t
+cgi_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * pipe2(O_CLOEXEC) whose ends are both >= 3, so the dup2 onto the
+ * child's 0/1/2 can never clobber another pipe end (a gateway started
+ * with 1 or 2 closed would otherwise get them back from pipe2).
+ */
+static int
+cgi_pipe(int fds[2])
+{
+	int	 i, nfd;
+
+	if (pipe2(fds, O_CLOEXEC) == -1)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		if (fds[i] >= 3)
+			continue;
+		if ((nfd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) == -1) {
+			close(fds[0]);
+			close(fds[1]);
+			return -1;
+		}
+		close(fds[i]);
+		fds[i] = nfd;
+	}
+	return 0;
+}
+
+static void
+cgi_close(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static void
+cgi_nonblock(int fd)
+{
+	int	 fl = fcntl(fd, F_GETFL);
+
+	if (fl != -1)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* Signals the gateway may ignore or catch; the child gets them default. */
+static void
+cgi_sigdef(sigset_t *set)
+{
+	static const int sigs[] = { SIGPIPE, SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+		SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ, SIGXCPU, SIGTTIN,
+		SIGTTOU, SIGTSTP, SIGURG, SIGWINCH };
+	size_t	 i;
+
+	sigemptyset(set);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(set, sigs[i]);
+}
+
+/* Starts the program with fds 0/1/2 on the given pipe ends.  -1 on error. */
+static pid_t
+cgi_spawn(const struct cgi_run *r, int in, int out, int err)
+{
+	static char *const	 noenv[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t	 at;
+	sigset_t		 set;
+	char			 dir[PATH_MAX];
+	char			*argv[2], *slash;
+	pid_t			 pid = -1;
+	int			 rc;
+
+	if (strlen(r->program) >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(dir, r->program);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
+		errno = rc;
+		return -1;
+	}
+	if ((rc = posix_spawnattr_init(&at)) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		errno = rc;
+		return -1;
+	}
+	if ((rc = posix_spawn_file_actions_adddup2(&fa, in, 0)) != 0 ||
+	    (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) != 0 ||
+	    (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) != 0 ||
+	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0)
+		goto out;
+	/* Its own process group, so a timeout kills what it started too. */
+	if ((rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
+	    (rc = posix_spawnattr_setpgroup(&at, 0)) != 0)
+		goto out;
+	sigemptyset(&set);
+	if ((rc = posix_spawnattr_setsigmask(&at, &set)) != 0)
+		goto out;
+	cgi_sigdef(&set);
+	if ((rc = posix_spawnattr_setsigdefault(&at, &set)) != 0)
+		goto out;
+	argv[0] = (char *)r->program;
+	argv[1] = NULL;
+	rc = posix_spawn(&pid, r->program, &fa, &at, argv,
+	    r->env != NULL ? r->env : noenv);
+	if (rc != 0)
+		pid = -1;
+out:
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		errno = rc;
+	return pid;
+}
+
+/* Accumulates stderr bytes and logs them a line at a time. */
+struct cgi_errlog {
+	const char	*tag;
+	char		 line[CGI_ERRLINE_MAX];
+	size_t		 len;
+};
+
+static void
+cgi_errlog_flush(struct cgi_errlog *el)
+{
+	if (el->len == 0)
+		return;
+	log_warn("%s: %.*s", el->tag != NULL ? el->tag : "cgi", (int)el->len,
+	    el->line);
+	el->len = 0;
+}
+
+static void
+cgi_errlog_add(struct cgi_errlog *el, const char *p, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			if (el->len > 0 && el->line[el->len - 1] == '\r')
+				el->len--;
+			cgi_errlog_flush(el);
+			continue;
+		}
+		/* A line that long is cut into several log lines. */
+		if (el->len == sizeof(el->line))
+			cgi_errlog_flush(el);
+		el->line[el->len++] = p[i];
+	}
+}
+
+/* Fills st from a waitpid() status. */
+static void
+cgi_status_set(struct cgi_status *st, int ws, int timed_out)
+{
+	st->exited = WIFEXITED(ws) ? 1 : 0;
+	st->exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 0;
+	st->signo = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+	st->timed_out = timed_out;
+}
+
+static int
+cgi_reap(pid_t pid)
+{
+	int	 ws = 0;
+
+	while (waitpid(pid, &ws, 0) == -1 && errno == EINTR)
+		;
+	return ws;
+}
+
+static int
+cgi_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/*
+ * Runs the spawned child's I/O: writes the body, reads stdout and stderr,
+ * until stdout EOF and exit, the deadline, or an out() failure.  Returns
+ * 1 (and *ws) if the child was reaped here.
+ */
+static enum idem_err
+cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
+    int *ws, int *reaped)
+{
+	struct cgi_errlog	 el;
+	struct pollfd		 pfd[3];
+	char			 buf[CGI_IOBUF];
+	const char		*body = r->body;
+	size_t			 woff = 0;
+	int64_t			 now, deadline, next_tick, grace_end = -1;
+	int64_t			 wait_ms;
+	int			 pidfd = -1, n, i, rc;
+	ssize_t			 k;
+	enum idem_err		 er = IDEM_OK;
+
+	el.tag = r->tag;
+	el.len = 0;
+	now = cgi_now_ms();
+	deadline = r->timeout_ms > 0 ? now + r->timeout_ms : -1;
+	next_tick = r->tick != NULL && r->tick_ms > 0 ? now + r->tick_ms : -1;
+	if (r->bodylen == 0 || body == NULL)
+		cgi_close(fin);
+	for (;;) {
+		now = cgi_now_ms();
+		if (deadline >= 0 && now >= deadline) {
+			er = IDEM_ETIMEOUT;
+			break;
+		}
+		if (next_tick >= 0 && now >= next_tick) {
+			r->tick(r->arg);
+			next_tick = now + r->tick_ms;
+		}
+		if (*fout < 0) {
+			/* stdout is done: the program should exit now. */
+			rc = waitpid(pid, ws, WNOHANG);
+			if (rc == pid) {
+				*reaped = 1;
+				break;
+			}
+			if (rc == -1 && errno != EINTR) {
+				log_err("%s: waitpid: %s", r->tag ? r->tag :
+				    "cgi", strerror(errno));
+				er = IDEM_ESYS;
+				break;
+			}
+			if (grace_end < 0) {
+				grace_end = now + CGI_EXIT_GRACE_MS;
+				pidfd = cgi_pidfd(pid);
+			}
+			if (now >= grace_end) {
+				log_warn("%s: closed stdout but did not exit; "
+				    "killed", r->tag ? r->tag : "cgi");
+				kill(-pid, SIGKILL);
+				*ws = cgi_reap(pid);
+				*reaped = 1;
+				break;
+			}
+		}
+		n = 0;
+		if (*fin >= 0)
+			pfd[n++] = (struct pollfd){ *fin, POLLOUT, 0 };
+		if (*fout >= 0)
+			pfd[n++] = (struct pollfd){ *fout, POLLIN, 0 };
+		if (*ferr >= 0)
+			pfd[n++] = (struct pollfd){ *ferr, POLLIN, 0 };
+		if (*fout < 0 && pidfd >= 0)
+			pfd[n++] = (struct pollfd){ pidfd, POLLIN, 0 };
+		wait_ms = -1;
+		if (deadline >= 0)
+			wait_ms = deadline - now;
+		if (next_tick >= 0 && (wait_ms < 0 || next_tick - now < wait_ms))
+			wait_ms = next_tick - now;
+		if (grace_end >= 0) {
+			/* Without a pidfd, look at the child every few ms. */
+			int64_t g = pidfd >= 0 ? grace_end - now : 5;
+
+			if (wait_ms < 0 || g < wait_ms)
+				wait_ms = g;
+		}
+		if (wait_ms > INT_MAX)
+			wait_ms = INT_MAX;
+		rc = poll(pfd, (nfds_t)n, (int)wait_ms);
+		if (rc == -1) {
+			if (errno == EINTR)
+				continue;
+			log_err("%s: poll: %s", r->tag ? r->tag : "cgi",
+			    strerror(errno));
+			er = IDEM_ESYS;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			if (pfd[i].fd == *fin) {
+				k = write(*fin, body + woff, r->bodylen - woff);
+				if (k > 0)
+					woff += (size_t)k;
+				else if (k == -1 && (errno == EAGAIN ||
+				    errno == EINTR))
+					continue;
+				else if (k == -1 && errno != EPIPE)
+					log_warn("%s: writing stdin: %s",
+					    r->tag ? r->tag : "cgi",
+					    strerror(errno));
+				/* Done, or the program stopped reading:
+				 * either way it gets EOF now. */
+				if (k <= 0 || woff == r->bodylen)
+					cgi_close(fin);
+			} else if (pfd[i].fd == *fout) {
+				k = read(*fout, buf, sizeof(buf));
+				if (k > 0) {
+					er = r->out(r->arg, buf, (size_t)k);
+					if (er != IDEM_OK)
+						goto out;
+				} else if (k == 0 || (errno != EAGAIN &&
+				    errno != EINTR)) {
+					cgi_close(fout);
+					/* No one reads the answer any more. */
+					cgi_close(fin);
+				}
+			} else if (pfd[i].fd == *ferr) {
+				k = read(*ferr, buf, sizeof(buf));
+				if (k > 0)
+					cgi_errlog_add(&el, buf, (size_t)k);
+				else if (k == 0 || (errno != EAGAIN &&
+				    errno != EINTR))
+					cgi_close(ferr);
+			}
+		}
+	}
+out:
+	cgi_errlog_flush(&el);
+	cgi_close(&pidfd);
+	return er;
+}
+
+enum idem_err
+cgi_exec(const struct cgi_run *r, struct cgi_status *st)
+{
+	int		 pin[2] = { -1, -1 }, pout[2] = { -1, -1 };
+	int		 perr[2] = { -1, -1 };
+	int		 ws = 0, reaped = 0;
+	pid_t		 pid;
+	enum idem_err	 er;
+
+	if (cgi_pipe(pin) == -1 || cgi_pipe(pout) == -1 ||
+	    cgi_pipe(perr) == -1) {
+		log_err("%s: pipe: %s", r->tag ? r->tag : "cgi",
+		    strerror(errno));
+		er = IDEM_EHANDLER;
+		goto close;
+	}
+	pid = cgi_spawn(r, pin[0], pout[1], perr[1]);
+	if (pid == -1) {
+		log_err("%s: cannot start %s: %s", r->tag ? r->tag : "cgi",
+		    r->program, strerror(errno));
+		er = IDEM_EHANDLER;
+		goto close;
+	}
+	/* The child's ends: keeping them would hide EOF from us. */
+	cgi_close(&pin[0]);
+	cgi_close(&pout[1]);
+	cgi_close(&perr[1]);
+	cgi_nonblock(pin[1]);
+	cgi_nonblock(pout[0]);
+	cgi_nonblock(perr[0]);
+	er = cgi_io(r, pid, &pin[1], &pout[0], &perr[0], &ws, &reaped);
+	if (!reaped) {
+		/* Timeout or aborted by out(): the whole group goes. */
+		kill(-pid, SIGKILL);
+		ws = cgi_reap(pid);
+	}
+	cgi_status_set(st, ws, er == IDEM_ETIMEOUT);
+	if (er == IDEM_ETIMEOUT)
+		log_warn("%s: %s timed out after %lld ms; killed",
+		    r->tag ? r->tag : "cgi", r->program,
+		    (long long)r->timeout_ms);
+close:
+	cgi_close(&pin[0]);
+	cgi_close(&pin[1]);
+	cgi_close(&pout[0]);
+	cgi_close(&pout[1]);
+	cgi_close(&perr[0]);
+	cgi_close(&perr[1]);
+	return er;
+}

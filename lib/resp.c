@@ -1,0 +1,272 @@
+/* HTTP responses: parsing CGI output, filtering and serializing headers. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "resp.h"
+
+void
+resp_head_init(struct resp_head *h)
+{
+	h->status = 0;
+	buf_init(&h->hdrs, RESP_HEAD_MAX);
+}
+
+void
+resp_head_free(struct resp_head *h)
+{
+	if (h == NULL)
+		return;
+	buf_free(&h->hdrs);
+	h->status = 0;
+}
+
+/* RFC 9110 §5.6.2 tchar. */
+static int
+resp_is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* 1 if p[0..len) equals the C string s, ignoring ASCII case. */
+static int
+resp_name_eq(const char *p, size_t len, const char *s)
+{
+	return strlen(s) == len && strncasecmp(p, s, len) == 0;
+}
+
+/*
+ * Parses "Status: 404 Not Found" / "Status: 404" values: three digits in
+ * 100..599, then nothing or a space and a reason.  -1 if malformed.
+ */
+static int
+resp_status_parse(const char *v, size_t vlen)
+{
+	int	 code;
+
+	if (vlen < 3 || v[0] < '1' || v[0] > '5' || v[1] < '0' || v[1] > '9' ||
+	    v[2] < '0' || v[2] > '9')
+		return -1;
+	if (vlen > 3 && v[3] != ' ' && v[3] != '\t')
+		return -1;
+	code = (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
+	return code;
+}
+
+/* Flags of which special headers a block carried. */
+struct resp_seen {
+	int	 status;
+	int	 ctype;
+	int	 location;
+};
+
+/*
+ * Checks one header line p[0..len) (line end removed) and, if good,
+ * appends its normalised form to hdrs or records Status.
+ */
+static enum idem_err
+resp_line(const char *p, size_t len, struct resp_head *h, struct resp_seen *seen)
+{
+	size_t	 nlen, i, vs, ve;
+	int	 code;
+
+	for (nlen = 0; nlen < len && p[nlen] != ':'; nlen++)
+		if (!resp_is_tchar((unsigned char)p[nlen]))
+			return IDEM_EHANDLER;
+	if (nlen == 0 || nlen == len)
+		return IDEM_EHANDLER;
+	for (i = nlen + 1; i < len; i++)
+		if (p[i] == '\0' || p[i] == '\r' || p[i] == '\n')
+			return IDEM_EHANDLER;
+	/* Optional whitespace around the value is not part of it. */
+	vs = nlen + 1;
+	while (vs < len && (p[vs] == ' ' || p[vs] == '\t'))
+		vs++;
+	ve = len;
+	while (ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t'))
+		ve--;
+	if (resp_name_eq(p, nlen, "Status")) {
+		if (seen->status)
+			return IDEM_EHANDLER;
+		code = resp_status_parse(p + vs, ve - vs);
+		if (code < 100 || code > 599)
+			return IDEM_EHANDLER;
+		seen->status = 1;
+		h->status = code;
+		return IDEM_OK;
+	}
+	if (resp_name_eq(p, nlen, "Content-Type"))
+		seen->ctype = 1;
+	else if (resp_name_eq(p, nlen, "Location")) {
+		if (ve == vs)
+			return IDEM_EHANDLER;
+		seen->location = 1;
+	}
+	if (buf_add(&h->hdrs, p, nlen) != IDEM_OK ||
+	    buf_add(&h->hdrs, ": ", 2) != IDEM_OK ||
+	    buf_add(&h->hdrs, p + vs, ve - vs) != IDEM_OK ||
+	    buf_add(&h->hdrs, "\r\n", 2) != IDEM_OK)
+		return IDEM_ETOOBIG;
+	return IDEM_OK;
+}
+
+enum idem_err
+resp_parse_cgi(const char *p, size_t len, struct resp_head *out, size_t *used)
+{
+	struct resp_head	 h;
+	struct resp_seen	 seen = { 0, 0, 0 };
+	const char		*nl;
+	size_t			 off = 0, ll, scan;
+	enum idem_err		 er;
+
+	resp_head_init(&h);
+	/* Never look past the limit: a block that long is refused anyway. */
+	scan = len > RESP_HEAD_MAX ? RESP_HEAD_MAX : len;
+	for (;;) {
+		nl = memchr(p + off, '\n', scan - off);
+		if (nl == NULL) {
+			er = len > RESP_HEAD_MAX ? IDEM_ETOOBIG : IDEM_EAGAIN;
+			goto out;
+		}
+		ll = (size_t)(nl - (p + off));
+		if (ll > 0 && p[off + ll - 1] == '\r')
+			ll--;
+		if (ll == 0) {
+			off = (size_t)(nl - p) + 1;
+			break;
+		}
+		/* A complete bad line fails now rather than after 64 KiB. */
+		if ((er = resp_line(p + off, ll, &h, &seen)) != IDEM_OK)
+			goto out;
+		off = (size_t)(nl - p) + 1;
+	}
+	if (!seen.status && !seen.ctype && !seen.location) {
+		er = IDEM_EHANDLER;
+		goto out;
+	}
+	if (!seen.status)
+		h.status = seen.location ? 302 : 200;
+	resp_head_free(out);
+	*out = h;
+	*used = off;
+	return IDEM_OK;
+out:
+	resp_head_free(&h);
+	return er;
+}
+
+int
+resp_hdr_dropped_on_replay(const char *name, size_t len)
+{
+	static const char *const names[] = { "Connection", "Keep-Alive",
+		"TE", "Trailer", "Transfer-Encoding", "Upgrade", "Set-Cookie",
+		"Set-Cookie2", NULL };
+	size_t	 i;
+
+	for (i = 0; names[i] != NULL; i++)
+		if (resp_name_eq(name, len, names[i]))
+			return 1;
+	return len >= 6 && strncasecmp(name, "Proxy-", 6) == 0;
+}
+
+/*
+ * Iterates the "Name: value\r\n" lines of hdrs.  *off is the cursor; on
+ * return 1 the name and value of the next line are set.
+ */
+static int
+resp_hdr_next(const struct buf *hdrs, size_t *off, const char **name,
+    size_t *nlen, const char **val, size_t *vlen)
+{
+	const char	*p, *end, *colon, *eol;
+
+	if (hdrs->p == NULL || *off >= hdrs->len)
+		return 0;
+	p = hdrs->p + *off;
+	end = hdrs->p + hdrs->len;
+	eol = memchr(p, '\n', (size_t)(end - p));
+	if (eol == NULL)
+		eol = end;
+	*off = (size_t)(eol - hdrs->p) + (eol < end ? 1 : 0);
+	if (eol > p && eol[-1] == '\r')
+		eol--;
+	colon = memchr(p, ':', (size_t)(eol - p));
+	if (colon == NULL)
+		colon = eol;
+	*name = p;
+	*nlen = (size_t)(colon - p);
+	*val = colon < eol ? colon + 1 : eol;
+	while (*val < eol && (**val == ' ' || **val == '\t'))
+		(*val)++;
+	*vlen = (size_t)(eol - *val);
+	return 1;
+}
+
+/* 1 if name appears as a token of a Connection header value in hdrs. */
+static int
+resp_conn_listed(const struct buf *hdrs, const char *name, size_t nlen)
+{
+	const char	*n, *v, *t;
+	size_t		 off = 0, nl, vl, i, tl;
+
+	while (resp_hdr_next(hdrs, &off, &n, &nl, &v, &vl)) {
+		if (!resp_name_eq(n, nl, "Connection"))
+			continue;
+		for (i = 0; i < vl;) {
+			while (i < vl && (v[i] == ',' || v[i] == ' ' ||
+			    v[i] == '\t'))
+				i++;
+			t = v + i;
+			while (i < vl && v[i] != ',' && v[i] != ' ' &&
+			    v[i] != '\t')
+				i++;
+			tl = (size_t)(v + i - t);
+			if (tl == nlen && tl > 0 && strncasecmp(t, name, tl) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+enum idem_err
+resp_hdrs_for_replay(const struct buf *in, struct buf *out)
+{
+	const char	*n, *v;
+	size_t		 off = 0, nl, vl, start = out->len;
+	enum idem_err	 er;
+
+	while (resp_hdr_next(in, &off, &n, &nl, &v, &vl)) {
+		if (nl == 0 || resp_hdr_dropped_on_replay(n, nl) ||
+		    resp_name_eq(n, nl, "Idempotent-Replayed") ||
+		    resp_name_eq(n, nl, "Idempotency-Result") ||
+		    resp_conn_listed(in, n, nl))
+			continue;
+		if ((er = buf_add(out, n, nl)) != IDEM_OK ||
+		    (er = buf_add(out, ": ", 2)) != IDEM_OK ||
+		    (er = buf_add(out, v, vl)) != IDEM_OK ||
+		    (er = buf_add(out, "\r\n", 2)) != IDEM_OK) {
+			/* Leave out as it was rather than half a header. */
+			out->len = start;
+			if (out->p != NULL)
+				out->p[start] = '\0';
+			return er;
+		}
+	}
+	return IDEM_OK;
+}
+
+const char *
+resp_hdr_get(const struct buf *hdrs, const char *name, size_t *vlen)
+{
+	const char	*n, *v;
+	size_t		 off = 0, nl, vl;
+
+	while (resp_hdr_next(hdrs, &off, &n, &nl, &v, &vl))
+		if (resp_name_eq(n, nl, name)) {
+			*vlen = vl;
+			return v;
+		}
+	return NULL;
+}

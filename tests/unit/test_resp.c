@@ -1,0 +1,252 @@
+/* Unit tests for the CGI response parser and the replay header filter. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/check.h"
+#include "resp.h"
+
+struct pcase {
+	const char	*in;
+	enum idem_err	 want;
+	int		 status;
+	const char	*hdrs;	/* expected normalised headers, if OK */
+};
+
+static const struct pcase cases[] = {
+	{ "Content-Type: text/plain\r\n\r\nbody", IDEM_OK, 200,
+	    "Content-Type: text/plain\r\n" },
+	{ "Content-Type: text/plain\n\nbody", IDEM_OK, 200,
+	    "Content-Type: text/plain\r\n" },
+	{ "Content-type:text/html  \n\n", IDEM_OK, 200,
+	    "Content-type: text/html\r\n" },
+	{ "Status: 404 Not Found\r\nContent-Type: text/plain\r\n\r\n", IDEM_OK,
+	    404, "Content-Type: text/plain\r\n" },
+	{ "Status: 201\nContent-Type: a/b\nX-A: 1\n\n", IDEM_OK, 201,
+	    "Content-Type: a/b\r\nX-A: 1\r\n" },
+	{ "status: 503 Busy\n\n", IDEM_OK, 503, "" },
+	{ "Location: /elsewhere\n\n", IDEM_OK, 302, "Location: /elsewhere\r\n" },
+	{ "Location: http://x.test/\r\n\r\n", IDEM_OK, 302,
+	    "Location: http://x.test/\r\n" },
+	{ "Status: 303 See Other\nLocation: /a\n\n", IDEM_OK, 303,
+	    "Location: /a\r\n" },
+	{ "Content-Type: text/plain\nX-Empty:\n\n", IDEM_OK, 200,
+	    "Content-Type: text/plain\r\nX-Empty: \r\n" },
+	{ "Content-Type: text/plain\r\nSet-Cookie: a=b\n\n", IDEM_OK, 200,
+	    "Content-Type: text/plain\r\nSet-Cookie: a=b\r\n" },
+	/* incomplete */
+	{ "", IDEM_EAGAIN, 0, NULL },
+	{ "Content-Type: text/plain", IDEM_EAGAIN, 0, NULL },
+	{ "Content-Type: text/plain\r\n", IDEM_EAGAIN, 0, NULL },
+	{ "Content-Type: text/plain\r\n\r", IDEM_EAGAIN, 0, NULL },
+	/* bad */
+	{ "X-Only: 1\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "\n", IDEM_EHANDLER, 0, NULL },
+	{ "hello world\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "hello world\n", IDEM_EHANDLER, 0, NULL },
+	{ "Content Type: text/plain\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Content-Type : text/plain\n\n", IDEM_EHANDLER, 0, NULL },
+	{ ": text/plain\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Content-Type: a\n b\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Content-Type: a\rb\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "X\xc3\xa4: 1\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 99\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 600\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 2000\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: abc\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status:\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 200\nStatus: 200\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 20x OK\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Location:\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "HTTP/1.1 200 OK\r\nContent-Type: a\r\n\r\n", IDEM_EHANDLER, 0, NULL },
+};
+
+/* Offset just past the first empty line (LF or CRLF). */
+static size_t
+head_end(const char *s)
+{
+	const char *p = s;
+
+	for (;;) {
+		if (p[0] == '\n')
+			return (size_t)(p - s) + 1;
+		if (p[0] == '\r' && p[1] == '\n')
+			return (size_t)(p - s) + 2;
+		p = strchr(p, '\n') + 1;
+	}
+}
+
+static void
+test_table(void)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pcase *c = &cases[i];
+		struct resp_head h;
+		size_t used = 0, len = strlen(c->in);
+		enum idem_err er;
+
+		resp_head_init(&h);
+		er = resp_parse_cgi(c->in, len, &h, &used);
+		if (er != c->want)
+			printf("case %zu: got %d want %d\n", i, er, c->want);
+		CHECK(er == c->want);
+		if (er == IDEM_OK && c->want == IDEM_OK) {
+			size_t blank = head_end(c->in);
+
+			CHECK(h.status == c->status);
+			CHECK(used == blank);
+			CHECK(h.hdrs.len == strlen(c->hdrs) &&
+			    (h.hdrs.len == 0 ||
+			    memcmp(h.hdrs.p, c->hdrs, h.hdrs.len) == 0));
+		}
+		resp_head_free(&h);
+	}
+}
+
+/* NUL inside a value is refused; NUL in the body after the head is fine. */
+static void
+test_nul(void)
+{
+	static const char bad[] = "Content-Type: a\0b\n\n";
+	static const char good[] = "Content-Type: ab\n\n\0\0body";
+	struct resp_head h;
+	size_t used;
+
+	resp_head_init(&h);
+	CHECK(resp_parse_cgi(bad, sizeof(bad) - 1, &h, &used) == IDEM_EHANDLER);
+	CHECK(resp_parse_cgi(good, sizeof(good) - 1, &h, &used) == IDEM_OK);
+	CHECK(used == 18);
+	resp_head_free(&h);
+}
+
+/* Feeding a head one byte at a time: EAGAIN until the blank line. */
+static void
+test_incremental(void)
+{
+	const char *in = "Status: 201 Created\r\nContent-Type: x/y\r\n\r\nrest";
+	size_t n, used = 0, end = strlen(in) - 4;
+	struct resp_head h;
+	int again = 1;
+
+	resp_head_init(&h);
+	for (n = 0; n < end; n++)
+		if (resp_parse_cgi(in, n, &h, &used) != IDEM_EAGAIN)
+			again = 0;
+	CHECK(again);
+	CHECK(resp_parse_cgi(in, end, &h, &used) == IDEM_OK);
+	CHECK(used == end && h.status == 201);
+	/* Parsing into a used head replaces its content. */
+	CHECK(resp_parse_cgi(in, strlen(in), &h, &used) == IDEM_OK);
+	CHECK(h.hdrs.len == strlen("Content-Type: x/y\r\n"));
+	resp_head_free(&h);
+	resp_head_free(NULL);
+}
+
+/* Builds a head of exactly total bytes (blank line included). */
+static char *
+big_head(size_t total)
+{
+	const char *ct = "Content-Type: text/plain\r\n";
+	size_t fill, ctl = strlen(ct);
+	char *p = malloc(total + 16);
+
+	/* ct + "X: " + filler + "\r\n" + "\r\n" */
+	fill = total - ctl - 3 - 2 - 2;
+	memcpy(p, ct, ctl);
+	memcpy(p + ctl, "X: ", 3);
+	memset(p + ctl + 3, 'a', fill);
+	memcpy(p + ctl + 3 + fill, "\r\n\r\n", 4);
+	memcpy(p + total, "body", 4);
+	return p;
+}
+
+static void
+test_limit(void)
+{
+	struct resp_head h;
+	size_t used = 0;
+	char *p;
+
+	resp_head_init(&h);
+	p = big_head(RESP_HEAD_MAX);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 4, &h, &used) == IDEM_OK);
+	CHECK(used == RESP_HEAD_MAX);
+	free(p);
+	p = big_head(RESP_HEAD_MAX + 1);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX, &h, &used) == IDEM_EAGAIN);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 1, &h, &used) == IDEM_ETOOBIG);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 5, &h, &used) == IDEM_ETOOBIG);
+	free(p);
+	resp_head_free(&h);
+}
+
+static void
+test_replay(void)
+{
+	struct buf in, out;
+	const char *v;
+	size_t vl;
+
+	buf_init(&in, RESP_HEAD_MAX);
+	buf_init(&out, RESP_HEAD_MAX);
+	buf_addstr(&in, "Content-Type: text/plain\r\n"
+	    "Connection: close, X-Secret\r\n"
+	    "Keep-Alive: timeout=5\r\n"
+	    "Set-Cookie: s=1\r\n"
+	    "set-cookie: s=2\r\n"
+	    "Location: /x\r\n"
+	    "Proxy-Authenticate: Basic\r\n"
+	    "Transfer-Encoding: chunked\r\n"
+	    "TE: trailers\r\nTrailer: X\r\nUpgrade: h2c\r\n"
+	    "X-Secret: 1\r\n"
+	    "Idempotent-Replayed: false\r\n"
+	    "idempotency-result: created\r\n"
+	    "ETag: \"abc\"\r\n"
+	    "X-Other: y\r\n");
+	CHECK(resp_hdrs_for_replay(&in, &out) == IDEM_OK);
+	CHECK(out.len > 0 && strcmp(out.p, "Content-Type: text/plain\r\n"
+	    "Location: /x\r\nETag: \"abc\"\r\nX-Other: y\r\n") == 0);
+
+	CHECK(resp_hdr_dropped_on_replay("SET-COOKIE", 10));
+	CHECK(resp_hdr_dropped_on_replay("proxy-connection", 16));
+	CHECK(resp_hdr_dropped_on_replay("Connection", 10));
+	CHECK(!resp_hdr_dropped_on_replay("Content-Type", 12));
+	CHECK(!resp_hdr_dropped_on_replay("Set-Cookies", 11));
+	CHECK(!resp_hdr_dropped_on_replay("TEx", 3));
+
+	v = resp_hdr_get(&in, "content-type", &vl);
+	CHECK(v != NULL && vl == 10 && memcmp(v, "text/plain", 10) == 0);
+	v = resp_hdr_get(&in, "ETAG", &vl);
+	CHECK(v != NULL && vl == 5 && memcmp(v, "\"abc\"", 5) == 0);
+	CHECK(resp_hdr_get(&in, "Content", &vl) == NULL);
+	CHECK(resp_hdr_get(&out, "Set-Cookie", &vl) == NULL);
+
+	/* A full out buffer leaves out unchanged. */
+	buf_free(&out);
+	buf_init(&out, 30);
+	buf_addstr(&out, "A: b\r\n");
+	CHECK(resp_hdrs_for_replay(&in, &out) == IDEM_ETOOBIG);
+	CHECK(out.len == 6 && strcmp(out.p, "A: b\r\n") == 0);
+	buf_free(&in);
+	buf_free(&out);
+
+	/* An empty list. */
+	buf_init(&in, 10);
+	buf_init(&out, 10);
+	CHECK(resp_hdrs_for_replay(&in, &out) == IDEM_OK && out.len == 0);
+	CHECK(resp_hdr_get(&in, "X", &vl) == NULL);
+	buf_free(&in);
+	buf_free(&out);
+}
+
+int
+main(void)
+{
+	test_table();
+	test_nul();
+	test_incremental();
+	test_limit();
+	test_replay();
+	return CHECK_DONE();
+}
