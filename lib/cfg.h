@@ -108,6 +108,12 @@ enum idem_err cfg_parse(const char *text, size_t len, const char *name,
 /* NULL is a no-op. */
 void cfg_free(struct cfg *c);
 
+/*
+ * 0 if c is usable by idemgate (at least one route); otherwise -1 with
+ * "FILE: message" in err.  idemctl and idemtop need no routes.
+ */
+int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
+
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
 const struct route *cfg_route(const struct cfg *c, const char *path);

@@ -1,0 +1,186 @@
+/* Idempotency keys, request fingerprints and scope hashes (OpenSSL SHA-256). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "fp.h"
+#include "log.h"
+
+static int
+is_ows(unsigned char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+enum idem_err
+key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
+{
+	char		 tmp[KEY_MAX + 1];
+	size_t		 b = 0, e = rawlen, i, n = 0;
+	unsigned char	 ch;
+
+	if (raw == NULL)
+		return IDEM_EINVAL;
+	while (b < e && is_ows((unsigned char)raw[b]))
+		b++;
+	while (e > b && is_ows((unsigned char)raw[e - 1]))
+		e--;
+	if (b == e)
+		return IDEM_EINVAL;
+	if (raw[b] == '"') {
+		/* RFC 8941 §4.2.5: printable ASCII, only \" and \\ escapes. */
+		for (i = b + 1; i < e; i++) {
+			ch = (unsigned char)raw[i];
+			if (ch == '"')
+				break;
+			if (ch < 0x20 || ch > 0x7e)
+				return IDEM_EINVAL;
+			if (ch == '\\') {
+				if (++i == e)
+					return IDEM_EINVAL;
+				ch = (unsigned char)raw[i];
+				if (ch != '"' && ch != '\\')
+					return IDEM_EINVAL;
+			}
+			if (n == KEY_MAX)
+				return IDEM_EINVAL;
+			tmp[n++] = (char)ch;
+		}
+		/* Unterminated, or something (a second value) after it. */
+		if (i == e || i + 1 != e)
+			return IDEM_EINVAL;
+	} else {
+		for (i = b; i < e; i++) {
+			ch = (unsigned char)raw[i];
+			if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == ',' ||
+			    ch == ';' || ch == '\\')
+				return IDEM_EINVAL;
+			if (n == KEY_MAX)
+				return IDEM_EINVAL;
+			tmp[n++] = (char)ch;
+		}
+	}
+	if (n == 0)
+		return IDEM_EINVAL;
+	tmp[n] = '\0';
+	memcpy(out, tmp, n + 1);
+	*outlen = n;
+	return IDEM_OK;
+}
+
+/*
+ * Digests cannot be skipped or faked: a zeroed fingerprint would make
+ * unrelated requests replay each other's answers.  OpenSSL failing here
+ * means memory is gone, so the process stops instead.
+ */
+static EVP_MD_CTX *
+sha_begin(void)
+{
+	EVP_MD_CTX	*ctx = EVP_MD_CTX_new();
+
+	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		log_err("SHA-256 unavailable");
+		abort();
+	}
+	return ctx;
+}
+
+static void
+sha_add(EVP_MD_CTX *ctx, const void *p, size_t n)
+{
+	if (n > 0 && EVP_DigestUpdate(ctx, p, n) != 1) {
+		log_err("SHA-256 update failed");
+		abort();
+	}
+}
+
+/* Adds n as 8 bytes big-endian, then the n bytes. */
+static void
+sha_add_field(EVP_MD_CTX *ctx, const void *p, size_t n)
+{
+	unsigned char	 be[8];
+	uint64_t	 v = (uint64_t)n;
+	int		 i;
+
+	for (i = 7; i >= 0; i--) {
+		be[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+	sha_add(ctx, be, sizeof(be));
+	sha_add(ctx, p, n);
+}
+
+static void
+sha_add_str(EVP_MD_CTX *ctx, const char *s)
+{
+	sha_add_field(ctx, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
+}
+
+static void
+sha_end(EVP_MD_CTX *ctx, unsigned char out[FP_LEN])
+{
+	unsigned int	 len = 0;
+
+	if (EVP_DigestFinal_ex(ctx, out, &len) != 1 || len != FP_LEN) {
+		log_err("SHA-256 final failed");
+		abort();
+	}
+	EVP_MD_CTX_free(ctx);
+}
+
+void
+fp_request(const char *method, const char *path, const char *query,
+    const char *ctype, const void *body, size_t bodylen,
+    unsigned char fp[FP_LEN])
+{
+	EVP_MD_CTX	*ctx = sha_begin();
+
+	sha_add_str(ctx, method);
+	sha_add_str(ctx, path);
+	sha_add_str(ctx, query);
+	sha_add_str(ctx, ctype);
+	sha_add_field(ctx, body != NULL ? body : "", body != NULL ? bodylen : 0);
+	sha_end(ctx, fp);
+}
+
+void
+fp_scope(const char *kind, const char *value, unsigned char out[FP_LEN])
+{
+	EVP_MD_CTX	*ctx = sha_begin();
+
+	sha_add_str(ctx, kind);
+	sha_add_str(ctx, value);
+	sha_end(ctx, out);
+}
+
+void
+fp_hex(const unsigned char *p, size_t n, char *out)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[p[i] >> 4];
+		out[2 * i + 1] = hex[p[i] & 0x0f];
+	}
+	out[2 * n] = '\0';
+}
+
+void
+fp_lockname(const unsigned char scope[FP_LEN], const char *key, size_t keylen,
+    char out[FP_LOCKNAME_LEN])
+{
+	EVP_MD_CTX	*ctx = sha_begin();
+	unsigned char	 h[FP_LEN];
+
+	/* The scope hash has a fixed length, so scope || key is unambiguous. */
+	sha_add(ctx, scope, FP_LEN);
+	sha_add(ctx, key, keylen);
+	sha_end(ctx, h);
+	memcpy(out, "idem:", 5);
+	fp_hex(h, 24, out + 5);
+	OPENSSL_cleanse(h, sizeof(h));
+}
