@@ -1,0 +1,610 @@
+/* Unit tests for CGI environment building, script lookup and cgi_exec. */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/check.h"
+#include "buf.h"
+#include "cgi.h"
+
+static char	 tmpdir[1024];
+
+static int
+count_fds(void)
+{
+	DIR		*d = opendir("/proc/self/fd");
+	struct dirent	*de;
+	int		 n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static const char *
+env_get(char **env, const char *name)
+{
+	size_t	 i, l = strlen(name);
+
+	for (i = 0; env[i] != NULL; i++)
+		if (strncmp(env[i], name, l) == 0 && env[i][l] == '=')
+			return env[i] + l + 1;
+	return NULL;
+}
+
+static size_t
+env_count(char **env, const char *name)
+{
+	size_t	 i, n = 0, l = strlen(name);
+
+	for (i = 0; env[i] != NULL; i++)
+		if (strncmp(env[i], name, l) == 0 && env[i][l] == '=')
+			n++;
+	return n;
+}
+
+static void
+test_env(void)
+{
+	char *const params[] = {
+		"REQUEST_METHOD=POST", "QUERY_STRING=a=b&c=d",
+		"HTTP_PROXY=http://evil.test:8080", "http_proxy=x",
+		"HTTP_HOST=example.test", "LD_PRELOAD=/tmp/evil.so",
+		"BASH_FUNC_x%%=() { :; }", "BASH_FUNC_y=() { :; }",
+		"BASH_ENV=/tmp/evil", "BAD-NAME=1", "NOEQUALS",
+		"=novalue", "GATEWAY_INTERFACE=CGI/0.9",
+		"SCRIPT_FILENAME=/wrong", "CONTENT_LENGTH=",
+		"HTTP_X=1", "HTTP_X=2", NULL };
+	char *const withlen[] = { "CONTENT_LENGTH=17", "PATH=/opt/bin", NULL };
+	char **env = NULL;
+	size_t i;
+	int leak = 0;
+
+	setenv("IDEM_TEST_LEAK_SENTINEL", "leaked", 1);
+	setenv("HTTP_PROXY", "http://from-environ.test", 1);
+	CHECK(cgi_env_build(params, "/srv/cgi/x.cgi", 1234, 1, &env) ==
+	    IDEM_OK);
+	CHECK(env != NULL);
+	if (env == NULL)
+		return;
+	CHECK(env_get(env, "HTTP_PROXY") == NULL);
+	CHECK(env_get(env, "LD_PRELOAD") == NULL);
+	CHECK(env_get(env, "BASH_FUNC_y") == NULL);
+	CHECK(env_get(env, "BASH_ENV") == NULL);
+	CHECK(env_get(env, "IDEM_TEST_LEAK_SENTINEL") == NULL);
+	for (i = 0; env[i] != NULL; i++) {
+		if (strchr(env[i], '-') != NULL || strchr(env[i], '%') != NULL ||
+		    strcmp(env[i], "NOEQUALS") == 0 || env[i][0] == '=' ||
+		    strstr(env[i], "leaked") != NULL ||
+		    strstr(env[i], "from-environ") != NULL)
+			leak = 1;
+	}
+	CHECK(!leak);
+	CHECK(env_get(env, "REQUEST_METHOD") &&
+	    strcmp(env_get(env, "REQUEST_METHOD"), "POST") == 0);
+	CHECK(env_get(env, "QUERY_STRING") &&
+	    strcmp(env_get(env, "QUERY_STRING"), "a=b&c=d") == 0);
+	CHECK(env_get(env, "GATEWAY_INTERFACE") &&
+	    strcmp(env_get(env, "GATEWAY_INTERFACE"), "CGI/1.1") == 0);
+	CHECK(env_count(env, "GATEWAY_INTERFACE") == 1);
+	CHECK(env_get(env, "SCRIPT_FILENAME") &&
+	    strcmp(env_get(env, "SCRIPT_FILENAME"), "/srv/cgi/x.cgi") == 0);
+	CHECK(env_count(env, "SCRIPT_FILENAME") == 1);
+	/* Chunked body: the length comes from what was read. */
+	CHECK(env_get(env, "CONTENT_LENGTH") &&
+	    strcmp(env_get(env, "CONTENT_LENGTH"), "1234") == 0);
+	CHECK(env_count(env, "CONTENT_LENGTH") == 1);
+	CHECK(env_get(env, "PATH") && strcmp(env_get(env, "PATH"),
+	    "/usr/local/bin:/usr/bin:/bin") == 0);
+	CHECK(env_count(env, "HTTP_X") == 1 &&
+	    strcmp(env_get(env, "HTTP_X"), "2") == 0);
+	cgi_env_free(env);
+
+	/* A given CONTENT_LENGTH and PATH are kept; no script, no body. */
+	env = NULL;
+	CHECK(cgi_env_build(withlen, NULL, 99, 1, &env) == IDEM_OK);
+	CHECK(env && strcmp(env_get(env, "CONTENT_LENGTH"), "17") == 0);
+	CHECK(env && strcmp(env_get(env, "PATH"), "/opt/bin") == 0);
+	CHECK(env && env_get(env, "SCRIPT_FILENAME") == NULL);
+	cgi_env_free(env);
+	env = NULL;
+	CHECK(cgi_env_build(NULL, NULL, 0, 0, &env) == IDEM_OK);
+	CHECK(env && env_get(env, "CONTENT_LENGTH") == NULL);
+	CHECK(env && env_get(env, "GATEWAY_INTERFACE") != NULL);
+	cgi_env_free(env);
+	cgi_env_free(NULL);
+	unsetenv("HTTP_PROXY");
+	unsetenv("IDEM_TEST_LEAK_SENTINEL");
+}
+
+/* Writes a script file with the given mode. */
+static void
+write_file(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	char	 path[PATH_MAX];
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f == NULL) {
+		perror(path);
+		exit(2);
+	}
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+static enum idem_err
+resolve(const char *root, const char *rel, char *out)
+{
+	char	 path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return cgi_script_resolve(root, path, out, PATH_MAX);
+}
+
+static void
+test_resolve(void)
+{
+	char	 root[PATH_MAX], other[PATH_MAX], out[PATH_MAX];
+	char	 want[PATH_MAX + 16], path[PATH_MAX * 2];
+	int	 r;
+
+	snprintf(root, sizeof(root), "%s/root", tmpdir);
+	snprintf(other, sizeof(other), "%s/rootother", tmpdir);
+	mkdir(root, 0755);
+	mkdir(other, 0755);
+	snprintf(path, sizeof(path), "%s/sub", root);
+	mkdir(path, 0755);
+	write_file(root, "ok.cgi", "#!/bin/sh\n", 0755);
+	write_file(root, "noexec.cgi", "#!/bin/sh\n", 0644);
+	write_file(root, "sub/deep.cgi", "#!/bin/sh\n", 0750);
+	write_file(other, "out.cgi", "#!/bin/sh\n", 0755);
+	snprintf(path, sizeof(path), "%s/escape.cgi", root);
+	r = symlink("../rootother/out.cgi", path);
+	snprintf(path, sizeof(path), "%s/inside.cgi", root);
+	r |= symlink("sub/deep.cgi", path);
+	snprintf(path, sizeof(path), "%s/dangling.cgi", root);
+	r |= symlink("nowhere.cgi", path);
+	snprintf(path, sizeof(path), "%s/linkdir", root);
+	r |= symlink("../rootother", path);
+	CHECK(r == 0);
+
+	CHECK(resolve(root, "ok.cgi", out) == IDEM_OK);
+	snprintf(want, sizeof(want), "%s/ok.cgi", root);
+	CHECK(strcmp(out, want) == 0);
+	CHECK(resolve(root, "sub/deep.cgi", out) == IDEM_OK);
+	CHECK(resolve(root, "inside.cgi", out) == IDEM_OK);
+	snprintf(want, sizeof(want), "%s/sub/deep.cgi", root);
+	CHECK(strcmp(out, want) == 0);
+	CHECK(resolve(root, "missing.cgi", out) == IDEM_ENOTFOUND);
+	CHECK(resolve(root, "ok.cgi/x", out) == IDEM_ENOTFOUND);
+	CHECK(resolve(root, "dangling.cgi", out) == IDEM_ENOTFOUND);
+	CHECK(resolve(root, "noexec.cgi", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "sub", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "escape.cgi", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "linkdir/out.cgi", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "../root/ok.cgi", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "sub/../ok.cgi", out) == IDEM_EFORBIDDEN);
+	CHECK(resolve(root, "../rootother/out.cgi", out) == IDEM_EFORBIDDEN);
+	/* A sibling sharing the root's name as a prefix is outside. */
+	snprintf(path, sizeof(path), "%s/out.cgi", other);
+	CHECK(cgi_script_resolve(root, path, out, sizeof(out)) ==
+	    IDEM_EFORBIDDEN);
+	/* Outside the root, even a missing file is 403, not 404. */
+	CHECK(cgi_script_resolve(root, "/nonexistent/x.cgi", out,
+	    sizeof(out)) == IDEM_EFORBIDDEN);
+	CHECK(cgi_script_resolve(root, "ok.cgi", out, sizeof(out)) ==
+	    IDEM_EFORBIDDEN);
+	CHECK(cgi_script_resolve(root, NULL, out, sizeof(out)) ==
+	    IDEM_ENOTFOUND);
+	/* A root given with a trailing slash works the same. */
+	snprintf(want, sizeof(want), "%s/", root);
+	snprintf(path, sizeof(path), "%s/ok.cgi", root);
+	CHECK(cgi_script_resolve(want, path, out, sizeof(out)) == IDEM_OK);
+	CHECK(cgi_script_resolve(root, path, out, 5) == IDEM_ETOOBIG);
+}
+
+/* ---- cgi_exec ---- */
+
+struct sink {
+	struct buf	 b;
+	size_t		 total;
+	size_t		 fail_after;	/* 0: never fail */
+	int		 ticks;
+};
+
+static enum idem_err
+sink_out(void *arg, const void *p, size_t n)
+{
+	struct sink *s = arg;
+
+	s->total += n;
+	if (s->fail_after > 0 && s->total > s->fail_after)
+		return IDEM_ETOOBIG;
+	return buf_add(&s->b, p, n);
+}
+
+static void
+sink_tick(void *arg)
+{
+	((struct sink *)arg)->ticks++;
+}
+
+static enum idem_err
+run(const char *name, const void *body, size_t bodylen, int64_t tmo,
+    struct sink *s, struct cgi_status *st)
+{
+	char		 prog[PATH_MAX];
+	char *const	 params[] = { "REQUEST_METHOD=POST", NULL };
+	char		**env = NULL;
+	struct cgi_run	 r;
+	enum idem_err	 er;
+
+	snprintf(prog, sizeof(prog), "%s/cgi/%s", tmpdir, name);
+	if (cgi_env_build(params, NULL, bodylen, bodylen > 0, &env) != IDEM_OK)
+		return IDEM_ENOMEM;
+	memset(&r, 0, sizeof(r));
+	r.program = prog;
+	r.env = env;
+	r.body = body;
+	r.bodylen = bodylen;
+	r.timeout_ms = tmo;
+	r.tag = name;
+	r.out = sink_out;
+	r.tick = sink_tick;
+	r.tick_ms = 50;
+	r.arg = s;
+	memset(st, 0xff, sizeof(*st));
+	er = cgi_exec(&r, st);
+	cgi_env_free(env);
+	return er;
+}
+
+static void
+sink_init(struct sink *s)
+{
+	memset(s, 0, sizeof(*s));
+	buf_init(&s->b, 64 * 1024 * 1024);
+}
+
+/* 1 if pid no longer exists (or is a zombie waiting for init). */
+static int
+pid_gone(pid_t pid)
+{
+	char	 path[64], buf[256], *p;
+	FILE	*f;
+	size_t	 n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec	 ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void
+make_scripts(void)
+{
+	char	 dir[PATH_MAX + 8];
+	char	 text[PATH_MAX * 2 + 256];
+
+	snprintf(dir, sizeof(dir), "%s/cgi", tmpdir);
+	mkdir(dir, 0755);
+	write_file(dir, "hello.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\r\\n\\r\\nhello'\n", 0755);
+	write_file(dir, "echo.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: application/octet-stream\\n\\n'\n"
+	    "exec cat\n", 0755);
+	write_file(dir, "big.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: application/octet-stream\\n\\n'\n"
+	    "exec head -c 8388608 /dev/zero\n", 0755);
+	snprintf(text, sizeof(text), "#!/bin/sh\n"
+	    "sleep 30 &\n"
+	    "echo $! > %s/grandchild.pid\n"
+	    "exec sleep 30\n", tmpdir);
+	write_file(dir, "sleep.cgi", text, 0755);
+	write_file(dir, "fail.cgi", "#!/bin/sh\n"
+	    "printf 'Status: 500\\n\\n'\nexit 3\n", 0755);
+	write_file(dir, "stderr.cgi", "#!/bin/sh\n"
+	    "echo 'first complaint' >&2\n"
+	    "printf 'no newline at end' >&2\n"
+	    "printf 'Content-Type: text/plain\\n\\nok'\n", 0755);
+	write_file(dir, "env.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\n\\n'\n"
+	    "echo \"GI=$GATEWAY_INTERFACE\"\n"
+	    "echo \"PWD=$(pwd)\"\n"
+	    "grep -E '^Sig(Blk|Ign):' /proc/$$/status\n", 0755);
+	write_file(dir, "slow.cgi", "#!/bin/sh\n"
+	    "sleep 0.3\nprintf 'Content-Type: text/plain\\n\\n'\n", 0755);
+	write_file(dir, "sigsegv.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\n\\n'\nkill -SEGV $$\n", 0755);
+}
+
+static void
+test_exec_basic(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+	static char		 body4m[4 * 1024 * 1024];
+	enum idem_err		 er;
+
+	/* Ignores stdin while a 4 MiB body is offered. */
+	memset(body4m, 'b', sizeof(body4m));
+	sink_init(&s);
+	er = run("hello.cgi", body4m, sizeof(body4m), 10000, &s, &st);
+	CHECK(er == IDEM_OK);
+	CHECK(st.exited == 1 && st.exit_code == 0 && st.signo == 0 &&
+	    st.timed_out == 0);
+	CHECK(s.b.len == 33 && memcmp(s.b.p,
+	    "Content-Type: text/plain\r\n\r\nhello", 33) == 0);
+	buf_free(&s.b);
+
+	/* Writes 8 MiB. */
+	sink_init(&s);
+	er = run("big.cgi", NULL, 0, 20000, &s, &st);
+	CHECK(er == IDEM_OK && st.exited && st.exit_code == 0);
+	CHECK(s.b.len == 8388608 + 40);
+	buf_free(&s.b);
+
+	/* Non-zero exit is still a run. */
+	sink_init(&s);
+	er = run("fail.cgi", NULL, 0, 5000, &s, &st);
+	CHECK(er == IDEM_OK && st.exited == 1 && st.exit_code == 3);
+	buf_free(&s.b);
+
+	/* Killed by a signal. */
+	sink_init(&s);
+	er = run("sigsegv.cgi", NULL, 0, 5000, &s, &st);
+	CHECK(er == IDEM_OK && st.exited == 0 && st.signo == SIGSEGV);
+	buf_free(&s.b);
+
+	/* Missing program: cannot start. */
+	sink_init(&s);
+	er = run("does-not-exist.cgi", NULL, 0, 5000, &s, &st);
+	CHECK(er == IDEM_EHANDLER);
+	buf_free(&s.b);
+
+	/* Ticks while it runs. */
+	sink_init(&s);
+	er = run("slow.cgi", NULL, 0, 5000, &s, &st);
+	CHECK(er == IDEM_OK && s.ticks >= 2);
+	buf_free(&s.b);
+}
+
+static void
+test_exec_echo(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+	size_t			 n = 3 * 1024 * 1024 + 17, i;
+	unsigned char		*body = malloc(n);
+	const size_t		 hl = strlen("Content-Type: "
+	    "application/octet-stream\n\n");
+
+	/* Byte-exact, NULs and all, larger than any pipe buffer. */
+	for (i = 0; i < n; i++)
+		body[i] = (unsigned char)((i * 7919) >> 3);
+	for (i = 0; i < n; i += 1000)
+		body[i] = 0;
+	sink_init(&s);
+	CHECK(run("echo.cgi", body, n, 20000, &s, &st) == IDEM_OK);
+	CHECK(s.b.len == hl + n && memcmp(s.b.p + hl, body, n) == 0);
+	buf_free(&s.b);
+	free(body);
+}
+
+static void
+test_exec_timeout(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+	char			 path[PATH_MAX + 32];
+	FILE			*f;
+	int			 gpid = 0, i, gone = 0;
+	int64_t			 t0;
+	struct timespec		 ts;
+	enum idem_err		 er;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	sink_init(&s);
+	er = run("sleep.cgi", NULL, 0, 400, &s, &st);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	CHECK(er == IDEM_ETIMEOUT);
+	CHECK(st.timed_out == 1 && st.signo == SIGKILL);
+	CHECK(ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - t0 < 3000);
+	buf_free(&s.b);
+	snprintf(path, sizeof(path), "%s/grandchild.pid", tmpdir);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%d", &gpid) != 1)
+			gpid = 0;
+		fclose(f);
+	}
+	CHECK(gpid > 0);
+	for (i = 0; gpid > 0 && i < 100 && !gone; i++) {
+		gone = pid_gone(gpid);
+		if (!gone)
+			sleep_ms(20);
+	}
+	CHECK(gone);
+}
+
+static void
+test_exec_abort(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+
+	/* The consumer refuses more output: group killed, its error back. */
+	sink_init(&s);
+	s.fail_after = 100000;
+	CHECK(run("big.cgi", NULL, 0, 20000, &s, &st) == IDEM_ETOOBIG);
+	CHECK(st.timed_out == 0);
+	buf_free(&s.b);
+}
+
+static void
+test_exec_stderr(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+	char			 path[PATH_MAX + 16], log[4096];
+	int			 fd, saved;
+	ssize_t			 n;
+
+	snprintf(path, sizeof(path), "%s/stderr.log", tmpdir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	saved = dup(2);
+	dup2(fd, 2);
+	sink_init(&s);
+	CHECK(run("stderr.cgi", NULL, 0, 5000, &s, &st) == IDEM_OK);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, log, sizeof(log) - 1, 0);
+	close(fd);
+	log[n > 0 ? n : 0] = '\0';
+	CHECK(strstr(log, "stderr.cgi: first complaint") != NULL);
+	CHECK(strstr(log, "stderr.cgi: no newline at end") != NULL);
+	CHECK(s.b.len > 0 && strstr(s.b.p, "\n\nok") != NULL);
+	buf_free(&s.b);
+}
+
+static void
+test_exec_env(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+	char			 want[PATH_MAX + 16], real[PATH_MAX];
+	const char		*ign;
+	sigset_t		 set, old;
+
+	/* The gateway's blocked signals must not reach the program. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	sink_init(&s);
+	CHECK(run("env.cgi", NULL, 0, 5000, &s, &st) == IDEM_OK);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	CHECK(s.b.len > 0 && strstr(s.b.p, "GI=CGI/1.1\n") != NULL);
+	snprintf(want, sizeof(want), "%s/cgi", tmpdir);
+	if (realpath(want, real) != NULL)
+		snprintf(want, sizeof(want), "PWD=%s\n", real);
+	CHECK(s.b.len > 0 && strstr(s.b.p, want) != NULL);
+	/*
+	 * SIGPIPE is ignored in this process, default in the program.  Only
+	 * the classic signals count: glibc's posix_spawn leaves its own two
+	 * internal real-time signals (32, 33) ignored and nothing can set them.
+	 */
+	ign = s.b.len > 0 ? strstr(s.b.p, "SigIgn:\t") : NULL;
+	CHECK(ign != NULL &&
+	    (strtoull(ign + 8, NULL, 16) & 0x7fffffffULL) == 0);
+	CHECK(s.b.len > 0 && strstr(s.b.p, "SigBlk:\t0000000000000000") !=
+	    NULL);
+	buf_free(&s.b);
+}
+
+struct par {
+	int	 ok;
+};
+
+/* Many echo runs from two threads: a leaked stdin pipe would hang one. */
+static void *
+par_main(void *arg)
+{
+	struct par		*p = arg;
+	struct sink		 s;
+	struct cgi_status	 st;
+	char			 body[5000];
+	int			 i;
+
+	memset(body, 'p', sizeof(body));
+	p->ok = 1;
+	for (i = 0; i < 15; i++) {
+		sink_init(&s);
+		if (run("echo.cgi", body, sizeof(body), 5000, &s, &st) !=
+		    IDEM_OK || s.total != sizeof(body) + 40)
+			p->ok = 0;
+		buf_free(&s.b);
+	}
+	return NULL;
+}
+
+static void
+test_exec_threads(void)
+{
+	pthread_t	 t[3];
+	struct par	 p[3];
+	int		 i, ok = 1;
+
+	for (i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, par_main, &p[i]);
+	for (i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		ok &= p[i].ok;
+	}
+	CHECK(ok);
+}
+
+int
+main(void)
+{
+	const char	*base = getenv("TESTROOT");
+	char		 cmd[PATH_MAX + 16];
+	int		 fds_before, fds_after;
+
+	/* As the gateway does: a closed pipe is an error code, not death. */
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(tmpdir, sizeof(tmpdir), "%s/idem-cgi-XXXXXX",
+	    base != NULL && base[0] != '\0' ? base : "/tmp");
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 2;
+	}
+	test_env();
+	test_resolve();
+	make_scripts();
+	fds_before = count_fds();
+	test_exec_basic();
+	test_exec_echo();
+	test_exec_timeout();
+	test_exec_abort();
+	test_exec_stderr();
+	test_exec_env();
+	test_exec_threads();
+	fds_after = count_fds();
+	CHECK(fds_before > 0 && fds_before == fds_after);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return CHECK_DONE();
+}
