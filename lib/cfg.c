@@ -956,6 +956,10 @@ parse_pair(struct parser *p, char *s, int col)
 			return perr(p, IDEM_ECONFIG, p->line, col + (int)(q - s),
 			    "unexpected text after quoted value");
 		*o = '\0';
+		if (*v == '\0')
+			return perr(p, IDEM_ECONFIG, p->line, vcol,
+			    "missing value for %.*s", CFG_MAX_SHOWN, s);
+		vcol++;		/* point into the quotes */
 	} else {
 		for (q = v; *q != '\0'; q++)
 			if ((*q == ';' || *q == '#') && (q == v || is_ws(q[-1])))

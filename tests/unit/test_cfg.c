@@ -1,0 +1,792 @@
+/* Unit tests for the configuration parser: values, errors with line:col, folding, routing. */
+#include <sys/stat.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "check.h"
+
+static char	 err[1024];
+
+static struct cfg *
+parse(const char *text)
+{
+	struct cfg	*c = NULL;
+
+	err[0] = '\0';
+	if (cfg_parse(text, strlen(text), "t.conf", &c, err, sizeof(err)) !=
+	    IDEM_OK)
+		return NULL;
+	return c;
+}
+
+/* 1 if text is refused with an error that equals want exactly. */
+static int
+refused(const char *text, const char *want)
+{
+	struct cfg	*c = NULL;
+	enum idem_err	 er;
+
+	strcpy(err, "unset");
+	er = cfg_parse(text, strlen(text), "t.conf", &c, err, sizeof(err));
+	if (er == IDEM_OK) {
+		cfg_free(c);
+		printf("# accepted: %s\n", text);
+		return 0;
+	}
+	if (c != NULL || er != IDEM_ECONFIG || strcmp(err, want) != 0) {
+		printf("# got %d '%s', want '%s'\n", er, err, want);
+		return 0;
+	}
+	return 1;
+}
+
+/* 1 if text parses; frees the result. */
+static int
+accepted(const char *text)
+{
+	struct cfg	*c = parse(text);
+
+	if (c == NULL) {
+		printf("# refused: %s\n", err);
+		return 0;
+	}
+	cfg_free(c);
+	return 1;
+}
+
+#define RT	"[route /x]\nhandler = cgi:/bin/true\n"
+
+static void
+test_duration(void)
+{
+	int64_t	 ms = -7;
+
+	CHECK(cfg_parse_duration("250ms", &ms) == 0 && ms == 250);
+	CHECK(cfg_parse_duration("10s", &ms) == 0 && ms == 10000);
+	CHECK(cfg_parse_duration("5m", &ms) == 0 && ms == 300000);
+	CHECK(cfg_parse_duration("72h", &ms) == 0 && ms == 72LL * 3600000);
+	CHECK(cfg_parse_duration("7d", &ms) == 0 && ms == 7LL * 86400000);
+	CHECK(cfg_parse_duration("10", &ms) == 0 && ms == 10000);
+	CHECK(cfg_parse_duration("0", &ms) == 0 && ms == 0);
+	CHECK(cfg_parse_duration("007s", &ms) == 0 && ms == 7000);
+	ms = 42;
+	CHECK(cfg_parse_duration("", &ms) != 0 && ms == 42);
+	CHECK(cfg_parse_duration(NULL, &ms) != 0);
+	CHECK(cfg_parse_duration("-1", &ms) != 0);
+	CHECK(cfg_parse_duration("+1", &ms) != 0);
+	CHECK(cfg_parse_duration("1x", &ms) != 0);
+	CHECK(cfg_parse_duration("s", &ms) != 0);
+	CHECK(cfg_parse_duration(" 1s", &ms) != 0);
+	CHECK(cfg_parse_duration("1 s", &ms) != 0);
+	CHECK(cfg_parse_duration("1s ", &ms) != 0);
+	CHECK(cfg_parse_duration("1.5s", &ms) != 0);
+	CHECK(cfg_parse_duration("1S", &ms) != 0);
+	CHECK(cfg_parse_duration("1sm", &ms) != 0);
+	CHECK(cfg_parse_duration("1h30m", &ms) != 0);
+	CHECK(ms == 42);
+	/* Overflow: the largest value of each unit, and one past it. */
+	CHECK(cfg_parse_duration("9223372036854775807ms", &ms) == 0 &&
+	    ms == INT64_MAX);
+	CHECK(cfg_parse_duration("9223372036854775808ms", &ms) != 0);
+	CHECK(cfg_parse_duration("9223372036854775s", &ms) == 0 &&
+	    ms == 9223372036854775000LL);
+	CHECK(cfg_parse_duration("9223372036854776s", &ms) != 0);
+	CHECK(cfg_parse_duration("9223372036854776", &ms) != 0);
+	CHECK(cfg_parse_duration("106751991167d", &ms) == 0);
+	CHECK(cfg_parse_duration("106751991168d", &ms) != 0);
+	CHECK(cfg_parse_duration("2562047788015h", &ms) == 0);
+	CHECK(cfg_parse_duration("2562047788016h", &ms) != 0);
+	CHECK(cfg_parse_duration("18446744073709551616ms", &ms) != 0);
+	CHECK(cfg_parse_duration("99999999999999999999999999d", &ms) != 0);
+}
+
+static void
+test_size(void)
+{
+	size_t	 sz = 7;
+
+	CHECK(cfg_parse_size("512", &sz) == 0 && sz == 512);
+	CHECK(cfg_parse_size("64K", &sz) == 0 && sz == 65536);
+	CHECK(cfg_parse_size("1M", &sz) == 0 && sz == 1048576);
+	CHECK(cfg_parse_size("2G", &sz) == 0 && sz == 2147483648UL);
+	CHECK(cfg_parse_size("0", &sz) == 0 && sz == 0);
+	CHECK(cfg_parse_size("1k", &sz) == 0 && sz == 1024);
+	sz = 9;
+	CHECK(cfg_parse_size("", &sz) != 0);
+	CHECK(cfg_parse_size(NULL, &sz) != 0);
+	CHECK(cfg_parse_size("-1", &sz) != 0);
+	CHECK(cfg_parse_size("1T", &sz) != 0);
+	CHECK(cfg_parse_size("1KB", &sz) != 0);
+	CHECK(cfg_parse_size("K", &sz) != 0);
+	CHECK(cfg_parse_size("1 K", &sz) != 0);
+	CHECK(cfg_parse_size("1.5M", &sz) != 0);
+	CHECK(sz == 9);
+	CHECK(cfg_parse_size("18446744073709551615", &sz) == 0 &&
+	    sz == SIZE_MAX);
+	CHECK(cfg_parse_size("18446744073709551616", &sz) != 0);
+	CHECK(cfg_parse_size("18014398509481983K", &sz) == 0);
+	CHECK(cfg_parse_size("18014398509481984K", &sz) != 0);
+	CHECK(cfg_parse_size("17179869183G", &sz) == 0);
+	CHECK(cfg_parse_size("17179869184G", &sz) != 0);
+}
+
+static void
+test_defaults(void)
+{
+	struct cfg		*c = parse(RT);
+	const struct route	*r;
+
+	CHECK(c != NULL);
+	if (c == NULL)
+		return;
+	CHECK(strcmp(c->path, "t.conf") == 0);
+	CHECK(strcmp(c->listen, "unix:/run/idemgate/idemgate.sock") == 0);
+	CHECK(c->socket_owner == NULL);
+	CHECK(c->socket_mode == 0660);
+	CHECK(c->threads == 32);
+	CHECK(c->workers == 2);
+	CHECK(c->log_syslog == 0);
+	CHECK(c->mysql_defaults_file == NULL);
+	CHECK(strcmp(c->mysql_group, "idemgate") == 0);
+	CHECK(c->host_name != NULL && c->host_name[0] != '\0');
+	CHECK(c->max_params == 64 * 1024);
+	CHECK(c->counters_flush_ms == 5000);
+	CHECK(c->cleanup_batch == 1000);
+	CHECK(c->cleanup_sleep_ms == 0);
+	CHECK(c->cleanup_max_ms == 0);
+	CHECK(c->stale_after_ms == 3600000);
+	CHECK(c->counters_retention_ms == 7LL * 86400000);
+	CHECK(c->runs_retention_ms == 30LL * 86400000);
+	CHECK(c->refresh_ms == 2000);
+	CHECK(c->cleanup_warn_ms == 2 * 3600000);
+	CHECK(c->nroutes == 1);
+	r = &c->routes[0];
+	CHECK(strcmp(r->prefix, "/x") == 0 && r->line == 1);
+	CHECK(r->handler == HANDLER_CGI && strcmp(r->program, "/bin/true") == 0);
+	CHECK(r->script_root == NULL && r->upstream == NULL);
+	CHECK(r->timeout_ms == 30000);
+	CHECK(r->idempotency == 1);
+	CHECK(strcmp(r->key_header, "Idempotency-Key") == 0);
+	CHECK(r->nmethods == 2 && strcmp(r->methods[0], "POST") == 0 &&
+	    strcmp(r->methods[1], "PATCH") == 0);
+	CHECK(r->require_key == 0);
+	CHECK(r->scope == SCOPE_NONE && r->scope_header == NULL);
+	CHECK(r->ttl_ms == 86400000);
+	CHECK(r->wait_ms == 10000);
+	CHECK(r->lease_ms == 60000);
+	CHECK(r->store_5xx == 0);
+	CHECK(r->max_body == 1048576);
+	CHECK(r->max_response == 8 * 1048576);
+	CHECK(r->on_store_error == STORE_ERR_REJECT);
+	CHECK(cfg_check_gateway(c, err, sizeof(err)) == 0);
+	cfg_free(c);
+
+	/* No routes: fine for idemctl and idemtop, not for idemgate. */
+	c = parse("[gateway]\nmysql_group = g\n");
+	CHECK(c != NULL && c->nroutes == 0);
+	if (c != NULL) {
+		CHECK(cfg_check_gateway(c, err, sizeof(err)) == -1);
+		CHECK(strcmp(err, "t.conf: no [route] section: idemgate has "
+		    "nothing to serve") == 0);
+		cfg_free(c);
+	}
+	c = parse("");
+	CHECK(c != NULL);
+	cfg_free(c);
+	cfg_free(NULL);
+}
+
+static void
+test_values(void)
+{
+	struct cfg		*c;
+	const struct route	*r;
+
+	c = parse(
+	    "; leading comment\n"
+	    "# another\n"
+	    "  [ gateway ]   ; spaced header\n"
+	    "listen = tcp:127.0.0.1:9000\n"
+	    "socket_owner = root:www-data\n"
+	    "socket_mode = 0640\n"
+	    "threads = 1024\n"
+	    "workers = 64\n"
+	    "log = syslog\n"
+	    "mysql_defaults_file = \"/etc/idem gate/my.cnf\"  ; quoted\n"
+	    "mysql_group = \"a \\\"b\\\" \\\\ c\"\n"
+	    "host_name = web-1.example\n"
+	    "max_params = 16M\n"
+	    "counters_flush = 250ms\n"
+	    "[cleanup]\n"
+	    "batch = 100000\n"
+	    "sleep = 10ms\n"
+	    "max_seconds = 0\n"
+	    "stale_after = 2h\n"
+	    "counters_retention = 14d\n"
+	    "runs_retention = 90d\n"
+	    "[console]\n"
+	    "refresh = 500ms\n"
+	    "cleanup_warn_after = 6h\n"
+	    "[route /pay]\r\n"
+	    "handler = fastcgi:unix:/run/php/fpm.sock\r\n"
+	    "\tkey_header=X-Request-Key\n"
+	    "methods = post put  PATCH post\n"
+	    "require_key = YES\n"
+	    "scope = header:X-Api-Key\n"
+	    "ttl = 72h ; three days\n"
+	    "wait = 0\n"
+	    "lease = 5m # five minutes\n"
+	    "store_5xx = true\n"
+	    "max_body = 1G\n"
+	    "max_response = 0\n"
+	    "on_store_error = pass\n"
+	    "timeout = 2m\n"
+	    "idempotency = 1\n"
+	    "[route /tcp]\n"
+	    "handler = fastcgi:tcp:[::1]:9001\n"
+	    "scope = remote_user\n"
+	    "[route /s]\n"
+	    "handler = script\n"
+	    "script_root = /nonexistent/for/cfg_parse\n"
+	    "idempotency = off\n"
+	    "methods = DELETE\n");
+	CHECK(c != NULL);
+	if (c == NULL) {
+		printf("# %s\n", err);
+		return;
+	}
+	CHECK(strcmp(c->listen, "tcp:127.0.0.1:9000") == 0);
+	CHECK(strcmp(c->socket_owner, "root:www-data") == 0);
+	CHECK(c->socket_mode == 0640);
+	CHECK(c->threads == 1024 && c->workers == 64);
+	CHECK(c->log_syslog == 1);
+	CHECK(strcmp(c->mysql_defaults_file, "/etc/idem gate/my.cnf") == 0);
+	CHECK(strcmp(c->mysql_group, "a \"b\" \\ c") == 0);
+	CHECK(strcmp(c->host_name, "web-1.example") == 0);
+	CHECK(c->max_params == 16 * 1048576);
+	CHECK(c->counters_flush_ms == 250);
+	CHECK(c->cleanup_batch == 100000 && c->cleanup_sleep_ms == 10);
+	CHECK(c->cleanup_max_ms == 0 && c->stale_after_ms == 7200000);
+	CHECK(c->counters_retention_ms == 14LL * 86400000);
+	CHECK(c->runs_retention_ms == 90LL * 86400000);
+	CHECK(c->refresh_ms == 500 && c->cleanup_warn_ms == 6 * 3600000);
+	CHECK(c->nroutes == 3);
+	r = cfg_route(c, "/pay/1");
+	CHECK(r != NULL && strcmp(r->prefix, "/pay") == 0);
+	if (r != NULL) {
+		CHECK(r->handler == HANDLER_FASTCGI);
+		CHECK(strcmp(r->upstream, "unix:/run/php/fpm.sock") == 0);
+		CHECK(strcmp(r->key_header, "X-Request-Key") == 0);
+		CHECK(r->nmethods == 3 && strcmp(r->methods[0], "POST") == 0 &&
+		    strcmp(r->methods[1], "PUT") == 0 &&
+		    strcmp(r->methods[2], "PATCH") == 0);
+		CHECK(r->require_key == 1);
+		CHECK(r->scope == SCOPE_HEADER &&
+		    strcmp(r->scope_header, "x-api-key") == 0);
+		CHECK(r->ttl_ms == 72LL * 3600000 && r->wait_ms == 0);
+		CHECK(r->lease_ms == 300000 && r->store_5xx == 1);
+		CHECK(r->max_body == 1UL << 30 && r->max_response == 0);
+		CHECK(r->on_store_error == STORE_ERR_PASS);
+		CHECK(r->timeout_ms == 120000 && r->idempotency == 1);
+	}
+	r = cfg_route(c, "/tcp");
+	CHECK(r != NULL && strcmp(r->upstream, "tcp:[::1]:9001") == 0 &&
+	    r->scope == SCOPE_REMOTE_USER);
+	r = cfg_route(c, "/s/a.cgi");
+	CHECK(r != NULL && r->handler == HANDLER_SCRIPT && r->idempotency == 0);
+	if (r != NULL) {
+		/* cfg_parse keeps a root that does not exist as written. */
+		CHECK(strcmp(r->script_root, "/nonexistent/for/cfg_parse") == 0);
+		CHECK(!cfg_protects(r, "DELETE"));
+	}
+	cfg_free(c);
+
+	/* Other accepted forms. */
+	CHECK(accepted("[gateway]\nlisten = fd:0\n"));
+	CHECK(accepted("[gateway]\nlisten = fd:65535\n"));
+	CHECK(accepted("[gateway]\nlisten = unix:/tmp/a.sock\n"));
+	CHECK(accepted("[gateway]\nlisten = tcp:localhost:65535\n"));
+	CHECK(accepted("[gateway]\nsocket_owner = www-data\n"));
+	CHECK(accepted("[gateway]\nsocket_owner = :www-data\n"));
+	CHECK(accepted("[gateway]\nsocket_mode = 0600\n"));
+	CHECK(accepted("[gateway]\nsocket_mode = 770\n"));
+	CHECK(accepted("[gateway]\nsocket_mode = 0\n"));
+	CHECK(accepted("[gateway]\nthreads = 1\nworkers = 1\n"));
+	CHECK(accepted("[gateway]\nmax_params = 1K\n"));
+	CHECK(accepted("[cleanup]\nbatch = 1\n"));
+	CHECK(accepted("[idempotency]\nkey_header = a#b\n"));
+	CHECK(refused("[idempotency]\nmethods = \"POST ; PUT\"\n",
+	    "t.conf:2:17: bad method ';'"));
+	CHECK(accepted("[gateway]\nmysql_group = \"a;b\" ; c\n"));
+	CHECK(accepted("[gateway]\nmysql_group = a;b\n"));
+	CHECK(accepted("[gateway]\nmysql_group = a\n\n\n"));
+	CHECK(accepted("[gateway]\nmysql_group = a"));	/* no final newline */
+	CHECK(accepted("[idempotency]\nmax_body = 1024M\n"));
+	CHECK(accepted("[route /a]\nhandler = cgi:/a\n[route /a/]\n"
+	    "handler = cgi:/b\n"));
+	c = parse("[idempotency]\nmethods = "
+	    "A B C D E F G H I J K L M N O P\n" RT);
+	CHECK(c != NULL && c->routes[0].nmethods == CFG_MAX_METHODS);
+	cfg_free(c);
+	c = parse("[gateway]\nmysql_group = a;b\n");
+	CHECK(c != NULL && strcmp(c->mysql_group, "a;b") == 0);
+	cfg_free(c);
+}
+
+/* [idempotency] applies to routes that come before it as well as after. */
+static void
+test_fold(void)
+{
+	struct cfg		*c;
+	const struct route	*a, *b;
+
+	c = parse("[route /a]\nhandler = cgi:/a\nttl = 1h\nscope = header:K\n"
+	    "[idempotency]\nttl = 2h\nmethods = PUT\nscope = header:Other\n"
+	    "timeout = 3s\nrequire_key = on\n"
+	    "[route /b]\nhandler = cgi:/b\nmethods = POST\nrequire_key = 0\n");
+	CHECK(c != NULL);
+	if (c == NULL)
+		return;
+	a = cfg_route(c, "/a");
+	b = cfg_route(c, "/b");
+	CHECK(a != NULL && b != NULL);
+	if (a != NULL && b != NULL) {
+		CHECK(a->ttl_ms == 3600000 && b->ttl_ms == 7200000);
+		CHECK(a->nmethods == 1 && strcmp(a->methods[0], "PUT") == 0);
+		CHECK(b->nmethods == 1 && strcmp(b->methods[0], "POST") == 0);
+		CHECK(strcmp(a->scope_header, "k") == 0);
+		CHECK(b->scope == SCOPE_HEADER &&
+		    strcmp(b->scope_header, "other") == 0);
+		CHECK(a->timeout_ms == 3000 && b->timeout_ms == 3000);
+		CHECK(a->require_key == 1 && b->require_key == 0);
+		/* Folded strings are copies, not shared. */
+		CHECK(a->methods[0] != b->methods[0]);
+	}
+	cfg_free(c);
+}
+
+static void
+test_errors(void)
+{
+	char	*big, *line;
+	size_t	 n;
+
+	CHECK(refused("[gateway]\nfoo = 1\n",
+	    "t.conf:2:1: unknown key 'foo' in [gateway]"));
+	CHECK(refused("[gateway]\n  ttl = 1h\n",
+	    "t.conf:2:3: unknown key 'ttl' in [gateway]"));
+	CHECK(refused("[idempotency]\nhandler = script\n",
+	    "t.conf:2:1: unknown key 'handler' in [idempotency]"));
+	CHECK(refused("[idempotency]\nscript_root = /\n",
+	    "t.conf:2:1: unknown key 'script_root' in [idempotency]"));
+	CHECK(refused(RT "listen = fd:0\n",
+	    "t.conf:3:1: unknown key 'listen' in [route /x]"));
+	CHECK(refused("[cleanup]\nrefresh = 1s\n",
+	    "t.conf:2:1: unknown key 'refresh' in [cleanup]"));
+	CHECK(refused("[console]\nbatch = 1\n",
+	    "t.conf:2:1: unknown key 'batch' in [console]"));
+	CHECK(refused("[idempotency]\nttl = 5x\n",
+	    "t.conf:2:7: bad duration '5x' for ttl"));
+	CHECK(refused("[idempotency]\nttl =\t-1h\n",
+	    "t.conf:2:7: bad duration '-1h' for ttl"));
+	CHECK(refused("[idempotency]\nttl = 0\n",
+	    "t.conf:2:7: ttl must be greater than 0"));
+	CHECK(refused("[idempotency]\nlease = 0s\n",
+	    "t.conf:2:9: lease must be greater than 0"));
+	CHECK(refused(RT "timeout = 0\n",
+	    "t.conf:3:11: timeout must be greater than 0"));
+	CHECK(refused("[idempotency]\nwait = 1y\n",
+	    "t.conf:2:8: bad duration '1y' for wait"));
+	CHECK(refused("[gateway]\ncounters_flush = 0\n",
+	    "t.conf:2:18: counters_flush must be greater than 0"));
+	CHECK(refused("[cleanup]\nsleep = x\n",
+	    "t.conf:2:9: bad duration 'x' for sleep"));
+	CHECK(refused("[console]\nrefresh = 0ms\n",
+	    "t.conf:2:11: refresh must be greater than 0"));
+	CHECK(refused("[bogus]\n", "t.conf:1:2: unknown section [bogus]"));
+	CHECK(refused("\n[route]\n",
+	    "t.conf:2:1: [route] needs a path prefix: [route /path]"));
+	CHECK(refused("[routes /x]\n", "t.conf:1:2: unknown section [routes /x]"));
+	CHECK(refused("[gateway\n",
+	    "t.conf:1:1: missing ']' in section header"));
+	CHECK(refused("[gateway] x\n",
+	    "t.conf:1:11: unexpected text after section header"));
+	CHECK(refused("[gateway]\n[gateway]\n",
+	    "t.conf:2:1: duplicate section [gateway]"));
+	CHECK(refused("listen = fd:0\n",
+	    "t.conf:1:1: key 'listen' outside of any section"));
+	CHECK(refused("[gateway]\nlisten\n",
+	    "t.conf:2:1: expected 'key = value'"));
+	CHECK(refused("[gateway]\n = x\n", "t.conf:2:2: missing key before '='"));
+	CHECK(refused("[gateway]\nmy key = x\n",
+	    "t.conf:2:3: bad key name (expected 'key = value')"));
+	CHECK(refused("[gateway]\nmysql_group = \"abc\n",
+	    "t.conf:2:15: unterminated quoted value"));
+	CHECK(refused("[gateway]\nmysql_group = \"a\\bc\"\n",
+	    "t.conf:2:17: bad escape in quoted value (only \\\" and \\\\)"));
+	CHECK(refused("[gateway]\nmysql_group = \"a\" b\n",
+	    "t.conf:2:19: unexpected text after quoted value"));
+	CHECK(refused("[gateway]\nmysql_group = \n",
+	    "t.conf:2:15: missing value for mysql_group"));
+	CHECK(refused("[gateway]\nmysql_group =   ; comment\n",
+	    "t.conf:2:17: missing value for mysql_group"));
+	CHECK(refused("[gateway]\nmysql_group = \"\"\n",
+	    "t.conf:2:15: missing value for mysql_group"));
+	CHECK(refused("[gateway]\nthreads = 2\nthreads = 3\n",
+	    "t.conf:3:1: duplicate key 'threads' in [gateway]"));
+	CHECK(refused(RT "ttl = 1h\nttl = 2h\n",
+	    "t.conf:4:1: duplicate key 'ttl' in [route /x]"));
+
+	/* Routes. */
+	CHECK(refused("[route x]\n",
+	    "t.conf:1:8: route prefix 'x' must start with '/'"));
+	CHECK(refused("[route /a b]\n",
+	    "t.conf:1:10: bad character in route prefix"));
+	CHECK(refused("[route /a?q]\n",
+	    "t.conf:1:10: bad character in route prefix"));
+	CHECK(refused(RT "\n[route /x]\n",
+	    "t.conf:4:8: duplicate [route /x] (first on line 1)"));
+	CHECK(refused("[route /x]\nttl = 1h\n",
+	    "t.conf:1:1: [route /x] has no handler"));
+	CHECK(refused("[gateway]\n[route /x]\nhandler = script\n",
+	    "t.conf:2:1: [route /x]: handler = script needs script_root"));
+	CHECK(refused(RT "script_root = /tmp\n",
+	    "t.conf:3:15: script_root applies only to handler = script"));
+	CHECK(refused("[route /x]\nhandler = script\nscript_root = tmp\n",
+	    "t.conf:3:15: script_root must be an absolute path"));
+	CHECK(refused("[route /x]\nhandler = cgi:bin/true\n",
+	    "t.conf:2:11: bad handler 'cgi:bin/true' (cgi:/path, script, "
+	    "fastcgi:unix:/path or fastcgi:tcp:host:port)"));
+	CHECK(refused("[route /x]\nhandler = fastcgi:tcp:host\n",
+	    "t.conf:2:11: bad handler 'fastcgi:tcp:host' (cgi:/path, script, "
+	    "fastcgi:unix:/path or fastcgi:tcp:host:port)"));
+	CHECK(refused("[route /x]\nhandler = fcgi\n",
+	    "t.conf:2:11: bad handler 'fcgi' (cgi:/path, script, "
+	    "fastcgi:unix:/path or fastcgi:tcp:host:port)"));
+
+	/* [gateway] values. */
+#define BADLISTEN(v) refused("[gateway]\nlisten = " v "\n", \
+	"t.conf:2:10: bad listen address '" v "' (unix:/path, tcp:host:port or fd:N)")
+	CHECK(BADLISTEN("/run/x.sock"));
+	CHECK(BADLISTEN("unix:rel.sock"));
+	CHECK(BADLISTEN("tcp:127.0.0.1"));
+	CHECK(BADLISTEN("tcp::9000"));
+	CHECK(BADLISTEN("tcp:127.0.0.1:0"));
+	CHECK(BADLISTEN("tcp:127.0.0.1:65536"));
+	CHECK(BADLISTEN("tcp:127.0.0.1:90x"));
+	CHECK(BADLISTEN("tcp:::1:9000"));
+	CHECK(BADLISTEN("fd:"));
+	CHECK(BADLISTEN("fd:-1"));
+	CHECK(BADLISTEN("fd:65536"));
+	CHECK(BADLISTEN("udp:1.2.3.4:5"));
+	CHECK(refused("[gateway]\nsocket_owner = a:b:c\n",
+	    "t.conf:2:16: bad socket_owner 'a:b:c' (user:group, user or :group)"));
+	CHECK(refused("[gateway]\nsocket_owner = :\n",
+	    "t.conf:2:16: bad socket_owner ':' (user:group, user or :group)"));
+	CHECK(refused("[gateway]\nsocket_owner = \"a b\"\n",
+	    "t.conf:2:17: bad socket_owner 'a b' (user:group, user or :group)"));
+	CHECK(refused("[gateway]\nsocket_mode = 0666\n",
+	    "t.conf:2:15: socket_mode 0666: socket must not be world-accessible"));
+	CHECK(refused("[gateway]\nsocket_mode = 0661\n",
+	    "t.conf:2:15: socket_mode 0661: socket must not be world-accessible"));
+	CHECK(refused("[gateway]\nsocket_mode = 0664\n",
+	    "t.conf:2:15: socket_mode 0664: socket must not be world-accessible"));
+	CHECK(refused("[gateway]\nsocket_mode = 0680\n",
+	    "t.conf:2:15: bad octal mode '0680' for socket_mode"));
+	CHECK(refused("[gateway]\nsocket_mode = 01660\n",
+	    "t.conf:2:15: bad octal mode '01660' for socket_mode"));
+	CHECK(refused("[gateway]\nsocket_mode = 000000660\n",
+	    "t.conf:2:15: bad octal mode '000000660' for socket_mode"));
+	CHECK(refused("[gateway]\nthreads = 0\n",
+	    "t.conf:2:11: bad number '0' for threads (1..1024)"));
+	CHECK(refused("[gateway]\nthreads = 1025\n",
+	    "t.conf:2:11: bad number '1025' for threads (1..1024)"));
+	CHECK(refused("[gateway]\nthreads = 99999999999999999999999\n",
+	    "t.conf:2:11: bad number '99999999999999999999999' for threads "
+	    "(1..1024)"));
+	CHECK(refused("[gateway]\nworkers = 65\n",
+	    "t.conf:2:11: bad number '65' for workers (1..64)"));
+	CHECK(refused("[gateway]\nworkers = -1\n",
+	    "t.conf:2:11: bad number '-1' for workers (1..64)"));
+	CHECK(refused("[cleanup]\nbatch = 100001\n",
+	    "t.conf:2:9: bad number '100001' for batch (1..100000)"));
+	CHECK(refused("[gateway]\nlog = file\n",
+	    "t.conf:2:7: bad value 'file' for log (stderr or syslog)"));
+	CHECK(refused("[gateway]\nhost_name = \"a b\"\n",
+	    "t.conf:2:14: bad host_name 'a b' (up to 64 visible ASCII bytes)"));
+	CHECK(refused("[gateway]\nmax_params = 1023\n",
+	    "t.conf:2:14: max_params must be between 1K and 16M"));
+	CHECK(refused("[gateway]\nmax_params = 16385K\n",
+	    "t.conf:2:14: max_params must be between 1K and 16M"));
+	CHECK(refused("[gateway]\nmax_params = lots\n",
+	    "t.conf:2:14: bad size 'lots' for max_params"));
+
+	/* [idempotency] / route values. */
+	CHECK(refused("[idempotency]\nrequire_key = maybe\n",
+	    "t.conf:2:15: bad boolean 'maybe' for require_key"));
+	CHECK(refused(RT "idempotency = 2\n",
+	    "t.conf:3:15: bad boolean '2' for idempotency"));
+	CHECK(refused("[idempotency]\nstore_5xx = \n",
+	    "t.conf:2:13: missing value for store_5xx"));
+	CHECK(refused("[idempotency]\nkey_header = Idem Key\n",
+	    "t.conf:2:14: bad header name 'Idem Key' for key_header"));
+	CHECK(refused("[idempotency]\nkey_header = Idem:Key\n",
+	    "t.conf:2:14: bad header name 'Idem:Key' for key_header"));
+	CHECK(refused("[idempotency]\nmethods = POST P(T\n",
+	    "t.conf:2:17: bad method 'P(T'"));
+	CHECK(refused("[idempotency]\nmethods = POST ABCDEFGHIJKLMNOPQ\n",
+	    "t.conf:2:16: method longer than 16 bytes"));
+	CHECK(refused("[idempotency]\nmethods = "
+	    "A B C D E F G H I J K L M N O P Q\n",
+	    "t.conf:2:43: more than 16 methods"));
+	CHECK(refused("[idempotency]\nmethods = \" \"\n",
+	    "t.conf:2:12: no methods listed"));
+	CHECK(refused("[idempotency]\nscope = user\n",
+	    "t.conf:2:9: bad scope 'user' (none, remote_user or header:NAME)"));
+	CHECK(refused("[idempotency]\nscope = header:\n",
+	    "t.conf:2:9: bad scope 'header:' (none, remote_user or header:NAME)"));
+	CHECK(refused("[idempotency]\nscope = header:a b\n",
+	    "t.conf:2:9: bad scope 'header:a b' (none, remote_user or "
+	    "header:NAME)"));
+	CHECK(refused("[idempotency]\nmax_body = 1025M\n",
+	    "t.conf:2:12: max_body must be at most 1G"));
+	CHECK(refused("[idempotency]\nmax_response = 8MB\n",
+	    "t.conf:2:16: bad size '8MB' for max_response"));
+	CHECK(refused("[idempotency]\non_store_error = ignore\n",
+	    "t.conf:2:18: bad value 'ignore' for on_store_error (reject or pass)"));
+
+	/* Bytes: control characters, NUL, line and file limits. */
+	CHECK(refused("[gateway]\nmysql_group = a\x01" "b\n",
+	    "t.conf:2:16: control character 0x01"));
+	CHECK(refused("[gateway]\x7f\n", "t.conf:1:10: control character 0x7f"));
+	CHECK(refused("[gateway]\r\r\n", "t.conf:1:10: control character 0x0d"));
+	{
+		static const char nul[] = "[gateway]\nmysql_group = a\0b\n";
+		struct cfg *c = NULL;
+
+		CHECK(cfg_parse(nul, sizeof(nul) - 1, "t.conf", &c, err,
+		    sizeof(err)) == IDEM_ECONFIG && c == NULL);
+		CHECK(strcmp(err, "t.conf:2:16: NUL byte") == 0);
+	}
+	line = malloc(4200);
+	if (line != NULL) {
+		/* A comment line of exactly 4096 bytes, then 4097. */
+		n = 4096;
+		memset(line, 'x', n);
+		line[0] = '#';
+		line[n] = '\0';
+		CHECK(accepted(line));
+		memcpy(line + n, "\r\n", 3);
+		CHECK(accepted(line));
+		line[n] = 'x';
+		line[n + 1] = '\0';
+		CHECK(refused(line, "t.conf:1:4097: line longer than 4096 bytes"));
+		free(line);
+	}
+	big = malloc(1024 * 1024 + 2);
+	if (big != NULL) {
+		/* 1 MiB of blank lines is fine; one byte more is not. */
+		memset(big, '\n', 1024 * 1024 + 1);
+		big[1024 * 1024] = '\0';
+		CHECK(accepted(big));
+		big[1024 * 1024] = '\n';
+		big[1024 * 1024 + 1] = '\0';
+		CHECK(refused(big, "t.conf: file larger than 1 MiB"));
+		free(big);
+	}
+	/* A tiny error buffer is never overrun and a NULL one is allowed. */
+	{
+		struct cfg	*c = NULL;
+		char		 small[8];
+
+		memset(small, 'z', sizeof(small));
+		CHECK(cfg_parse("x", 1, "t.conf", &c, small, 5) == IDEM_ECONFIG);
+		CHECK(strlen(small) == 4 && small[5] == 'z');
+		CHECK(cfg_parse("x", 1, "t.conf", &c, NULL, 0) == IDEM_ECONFIG);
+	}
+}
+
+static void
+test_route(void)
+{
+	struct cfg	*c;
+	static const struct {
+		const char	*path;
+		const char	*want;	/* prefix or NULL */
+	} tab[] = {
+		{ "/payments", "/payments" },
+		{ "/payments/", "/payments" },
+		{ "/payments/42", "/payments" },
+		{ "/paymentsX", "/" },
+		{ "/payments/refunds", "/payments/refunds" },
+		{ "/payments/refunds/7", "/payments/refunds" },
+		{ "/payments/refundsX", "/payments" },
+		{ "/pay", "/" },
+		{ "/api/", "/api/" },
+		{ "/api/v1", "/api/" },
+		{ "/api", "/" },
+		{ "/", "/" },
+		{ "/anything/else", "/" },
+		{ "", NULL },
+		{ "payments", NULL },
+		{ "*", NULL },
+	};
+	size_t			 i;
+	const struct route	*r;
+
+	c = parse("[route /]\nhandler = cgi:/root\n"
+	    "[route /payments]\nhandler = cgi:/p\n"
+	    "[route /api/]\nhandler = cgi:/a\n"
+	    "[route /payments/refunds]\nhandler = cgi:/r\n");
+	CHECK(c != NULL);
+	if (c == NULL)
+		return;
+	/* Longest first. */
+	CHECK(strcmp(c->routes[0].prefix, "/payments/refunds") == 0);
+	CHECK(strcmp(c->routes[c->nroutes - 1].prefix, "/") == 0);
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		r = cfg_route(c, tab[i].path);
+		if (tab[i].want == NULL)
+			CHECK(r == NULL);
+		else
+			CHECK(r != NULL && strcmp(r->prefix, tab[i].want) == 0);
+		if (r == NULL ? tab[i].want != NULL :
+		    tab[i].want == NULL || strcmp(r->prefix, tab[i].want) != 0)
+			printf("# path '%s'\n", tab[i].path);
+	}
+	CHECK(cfg_route(c, NULL) == NULL);
+	CHECK(cfg_route(NULL, "/") == NULL);
+	r = cfg_route(c, "/payments");
+	CHECK(cfg_protects(r, "POST"));
+	CHECK(cfg_protects(r, "PATCH"));
+	CHECK(!cfg_protects(r, "post"));
+	CHECK(!cfg_protects(r, "GET"));
+	CHECK(!cfg_protects(r, "HEAD"));
+	CHECK(!cfg_protects(r, "PUT"));
+	CHECK(!cfg_protects(r, "POSTX"));
+	CHECK(!cfg_protects(r, ""));
+	CHECK(!cfg_protects(r, NULL));
+	CHECK(!cfg_protects(NULL, "POST"));
+	cfg_free(c);
+
+	/* Without "/" nothing outside the prefixes matches. */
+	c = parse("[route /only]\nhandler = cgi:/o\n");
+	CHECK(c != NULL && cfg_route(c, "/other") == NULL &&
+	    cfg_route(c, "/only/x") != NULL);
+	cfg_free(c);
+}
+
+static void
+test_load(void)
+{
+	char		 dir[] = "/tmp/test_cfg.XXXXXX", path[256], sub[256];
+	struct cfg	*c = NULL;
+	FILE		*f;
+	enum idem_err	 er;
+
+	if (mkdtemp(dir) == NULL) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/a.conf", dir);
+	snprintf(sub, sizeof(sub), "%s/cgi", dir);
+	CHECK(mkdir(sub, 0755) == 0);
+
+	er = cfg_load("/nonexistent/idemgate.conf", &c, err, sizeof(err));
+	CHECK(er == IDEM_ESYS && c == NULL);
+	CHECK(strcmp(err, "/nonexistent/idemgate.conf: No such file or "
+	    "directory") == 0);
+	er = cfg_load(dir, &c, err, sizeof(err));
+	CHECK(er == IDEM_ECONFIG && c == NULL);
+
+	/* script_root is resolved and must be a directory. */
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fprintf(f, "[route /]\nhandler = script\nscript_root = %s/./cgi/"
+		    "\n", dir);
+		fclose(f);
+	}
+	er = cfg_load(path, &c, err, sizeof(err));
+	CHECK(er == IDEM_OK && c != NULL);
+	if (c != NULL) {
+		CHECK(strcmp(c->path, path) == 0);
+		CHECK(strcmp(c->routes[0].script_root, sub) == 0);
+		cfg_free(c);
+		c = NULL;
+	}
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fprintf(f, "[route /]\nhandler = script\nscript_root = %s/no\n",
+		    dir);
+		fclose(f);
+	}
+	er = cfg_load(path, &c, err, sizeof(err));
+	CHECK(er == IDEM_ECONFIG && c == NULL);
+	CHECK(strstr(err, ":3:15: script_root '") != NULL &&
+	    strstr(err, "No such file or directory") != NULL);
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fprintf(f, "[route /]\nhandler = script\nscript_root = %s\n",
+		    path);
+		fclose(f);
+	}
+	er = cfg_load(path, &c, err, sizeof(err));
+	CHECK(er == IDEM_ECONFIG && c == NULL);
+	CHECK(strstr(err, "is not a directory") != NULL);
+	/* The same text through cfg_parse does not look at the disk. */
+	{
+		char text[512];
+
+		snprintf(text, sizeof(text), "[route /]\nhandler = script\n"
+		    "script_root = %s/no\n", dir);
+		c = parse(text);
+		CHECK(c != NULL);
+		cfg_free(c);
+		c = NULL;
+	}
+	/* Errors name the file as given. */
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fputs("[gateway]\nthreads = many\n", f);
+		fclose(f);
+	}
+	er = cfg_load(path, &c, err, sizeof(err));
+	CHECK(er == IDEM_ECONFIG && strncmp(err, path, strlen(path)) == 0 &&
+	    strcmp(err + strlen(path),
+	    ":2:11: bad number 'many' for threads (1..1024)") == 0);
+
+	/* The shipped example loads and is routable by idemgate. */
+	er = cfg_load("etc/idemgate.conf", &c, err, sizeof(err));
+	if (er == IDEM_OK) {
+		CHECK(cfg_check_gateway(c, err, sizeof(err)) == 0);
+		cfg_free(c);
+		c = NULL;
+	} else if (access("etc/idemgate.conf", R_OK) == 0) {
+		/* script_root of the example may be missing on this host. */
+		CHECK(strstr(err, "script_root") != NULL);
+		printf("# etc/idemgate.conf: %s\n", err);
+	}
+
+	unlink(path);
+	rmdir(sub);
+	rmdir(dir);
+}
+
+int
+main(void)
+{
+	test_duration();
+	test_size();
+	test_defaults();
+	test_values();
+	test_fold();
+	test_errors();
+	test_route();
+	test_load();
+	return CHECK_DONE();
+}
