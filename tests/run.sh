@@ -1,0 +1,178 @@
+#!/bin/bash
+# Runs every idemgate test (unit, integration, console, fuzz, ASan+UBSan)
+# and ends with one line "N passed, N failed".
+#
+#   tests/run.sh              everything (what `make test` runs)
+#   tests/run.sh --quick      no fuzz, no ASan pass
+#   tests/run.sh PATTERN...   only tests whose name contains a PATTERN (quick)
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+LOGS="$ROOT/build/test-logs"
+QUICK=0
+PATTERNS=()
+for a in "$@"; do
+	case $a in
+	--quick) QUICK=1 ;;
+	-h | --help)
+		sed -n '2,8p' "$0"
+		exit 0
+		;;
+	*) PATTERNS+=("$a") ;;
+	esac
+done
+[ ${#PATTERNS[@]} -gt 0 ] && QUICK=1
+
+mkdir -p "$LOGS"
+rm -f "$LOGS"/*.log
+PASSED=0
+FAILED=0
+FAILS="$LOGS/FAILS"
+: >"$FAILS"
+
+selected() { # selected NAME: matches a pattern (or no patterns given)
+	local p
+	[ ${#PATTERNS[@]} -eq 0 ] && return 0
+	for p in "${PATTERNS[@]}"; do
+		case $1 in *"$p"*) return 0 ;; esac
+	done
+	return 1
+}
+
+fail_line() { # fail_line TEXT: a FAIL of the runner's own
+	echo "FAIL: $1" | tee -a "$FAILS"
+	FAILED=$((FAILED + 1))
+}
+
+# tally NAME LOG RC [SCAN]: count PASS/FAIL lines of one part
+tally() {
+	local name=$1 log=$2 rc=$3 scan=${4:-0} p f
+	p=$(grep -c '^PASS: ' "$log")
+	f=$(grep -c '^FAIL: ' "$log")
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	grep '^FAIL: ' "$log" | sed "s|^FAIL: |FAIL: [$name] |" >>"$FAILS"
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			fail_line "$name timed out (log: $log)"
+		else
+			fail_line "$name exited $rc without a FAIL line (log: $log)"
+		fi
+	fi
+	if [ "$scan" = 1 ] &&
+		grep -Eq 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$log"; then
+		fail_line "$name: sanitizer report: $(grep -Em1 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$log" | cut -c1-200)"
+	fi
+	printf '%-40s %4d pass %3d fail%s\n' "$name" "$p" "$f" \
+		"$([ "$rc" -ne 0 ] && echo " (exit $rc)")"
+}
+
+# run_part NAME TIMEOUT SCAN cmd...: run with a time limit, log, tally
+run_part() {
+	local name=$1 limit=$2 scan=$3 log rc
+	shift 3
+	log="$LOGS/$(echo "$name" | tr '/ ' '__').log"
+	timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null
+	rc=$?
+	tally "$name" "$log" "$rc" "$scan"
+}
+
+# ------------------------------------------------------------ servers
+
+TESTROOT=$(mktemp -d /tmp/idemtest.XXXXXX)
+export TESTROOT
+cleanup() {
+	trap - EXIT INT TERM
+	mariadb_cleanup >/dev/null 2>&1
+	rm -rf "$TESTROOT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# shellcheck source=lib/mariadb.sh
+. "$ROOT/tests/lib/mariadb.sh"
+
+# ------------------------------------------------------------ parts
+
+unit_and_it() { # unit_and_it BUILD SCAN
+	local b=$1 scan=$2 t n
+	for t in "$b"/tests/test_*; do
+		[ -x "$t" ] && [ -f "$t" ] || continue
+		n=$(basename "$t")
+		selected "$n" || continue
+		run_part "$b:$n" 120 "$scan" env IDEM_BUILD="$b" "$t"
+	done
+	for t in tests/it/t_*.sh tests/tui/t_*.sh; do
+		[ -f "$t" ] || continue
+		n=$(basename "$t" .sh)
+		selected "$n" || continue
+		run_part "$b:$n" 300 "$scan" env IDEM_BUILD="$b" bash "$t"
+	done
+}
+
+START=$(date +%s)
+echo "== build"
+if make -j2 tests >"$LOGS/build.log" 2>&1; then
+	PASSED=$((PASSED + 1))
+	echo "PASS: build"
+else
+	fail_line "build: make tests failed (log: $LOGS/build.log): $(grep -m1 -E 'error|Error' "$LOGS/build.log" | cut -c1-200)"
+fi
+
+echo "== MariaDB"
+if mariadb_init >"$LOGS/mariadb.log" 2>&1 && mariadb_newdb unit >>"$LOGS/mariadb.log" 2>&1; then
+	export IDEM_TEST_MYCNF="$TESTROOT/unit.cnf"
+	export IDEM_TEST_MDB_SOCK="$MDB_SOCK"
+else
+	fail_line "private MariaDB did not start (log: $LOGS/mariadb.log)"
+fi
+
+echo "== unit + integration (build)"
+unit_and_it build 0
+
+if [ "$QUICK" = 0 ]; then
+	echo "== fuzz"
+	if ls tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
+		if make fuzz >"$LOGS/fuzz-build.log" 2>&1; then
+			for f in build-fuzz/fuzz/fuzz_*; do
+				[ -x "$f" ] || continue
+				n=$(basename "$f")
+				corpus="$TESTROOT/corpus-$n"
+				mkdir -p "$corpus"
+				[ -d "tests/fuzz/corpus/$n" ] && cp -r "tests/fuzz/corpus/$n/." "$corpus/"
+				log="$LOGS/fuzz-$n.log"
+				timeout -k 10 60 "$f" -max_total_time=15 -rss_limit_mb=1024 \
+					-print_final_stats=1 "$corpus" >"$log" 2>&1
+				rc=$?
+				if [ "$rc" -eq 0 ]; then
+					PASSED=$((PASSED + 1))
+					echo "PASS: fuzz $n"
+				else
+					fail_line "fuzz $n exited $rc (log: $log): $(grep -Em1 'ERROR|runtime error|SUMMARY' "$log" | cut -c1-200)"
+				fi
+			done
+		else
+			fail_line "make fuzz failed (log: $LOGS/fuzz-build.log)"
+		fi
+	fi
+
+	echo "== ASan + UBSan"
+	if make asan >"$LOGS/asan-build.log" 2>&1; then
+		PASSED=$((PASSED + 1))
+		echo "PASS: asan build"
+		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+		unit_and_it build-asan 1
+		unset ASAN_OPTIONS UBSAN_OPTIONS
+	else
+		fail_line "make asan failed (log: $LOGS/asan-build.log)"
+	fi
+fi
+
+echo "== done in $(($(date +%s) - START)) s; logs in $LOGS"
+if [ -s "$FAILS" ]; then
+	echo "== failures"
+	cat "$FAILS"
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
