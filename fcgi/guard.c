@@ -1,0 +1,355 @@
+/* The idempotency flow between route and handler: claim, run, record, replay. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fp.h"
+#include "guard.h"
+#include "handler.h"
+#include "log.h"
+#include "request.h"
+#include "resp.h"
+#include "stats.h"
+#include "store.h"
+
+#define HDR_CREATED	"Idempotency-Result: created\r\n"
+#define HDR_REUSED	"Idempotent-Replayed: true\r\nIdempotency-Result: reused\r\n"
+#define STORE_RETRY_S	5
+/* Claim/wait rounds per request; the wait deadline ends it long before. */
+#define CLAIM_ROUNDS	1000
+
+int
+guard_header_param(const char *name, char *out, size_t outlen)
+{
+	size_t	 i, n = strlen(name);
+
+	if (n + 6 > outlen)
+		return -1;
+	memcpy(out, "HTTP_", 5);
+	for (i = 0; i < n; i++)
+		out[5 + i] = name[i] == '-' ? '_' :
+		    (char)toupper((unsigned char)name[i]);
+	out[5 + n] = '\0';
+	return 0;
+}
+
+int
+guard_retry_after(int64_t lease_left_ms)
+{
+	int64_t	 s = (lease_left_ms + 999) / 1000;
+
+	if (s < 1)
+		s = 1;
+	if (s > 86400)
+		s = 86400;
+	return (int)s;
+}
+
+int64_t
+guard_tick_ms(int64_t lease_ms)
+{
+	int64_t	 t = lease_ms / 3;
+
+	return t < 100 ? 100 : t;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+count(struct request *r, enum stat_id id)
+{
+	if (r->ctx->stats != NULL)
+		stats_add(r->ctx->stats, r->route->prefix, id, 1);
+}
+
+/* Runs the handler without idempotency, streaming its answer. */
+static void
+guard_plain(struct request *r)
+{
+	struct sink	 s;
+	enum idem_err	 er;
+
+	sink_init(&s, 0, 0, NULL, r->out);
+	er = handler_run(r, &s, NULL, NULL, 0);
+	if (er != IDEM_OK && !s.streaming)
+		reply_problem(r->out, problem_from_err(er), 0, 0, NULL);
+	sink_free(&s);
+}
+
+struct owned {
+	struct request	*r;
+	struct claim	*c;
+};
+
+/* Keeps our lease alive while a slow handler runs. */
+static void
+guard_renew(void *arg)
+{
+	struct owned	*o = arg;
+	enum idem_err	 er;
+
+	er = store_renew(o->r->ctx->st, o->c, o->r->route->lease_ms);
+	if (er != IDEM_OK)
+		log_warn("%s: lease renewal failed: %s", o->r->tag,
+		    store_last_error(o->r->ctx->st));
+}
+
+/* We own the key: run the handler once, record the outcome, answer. */
+static void
+guard_run_owned(struct request *r, struct claim *c)
+{
+	const struct route	*rt = r->route;
+	struct store		*st = r->ctx->st;
+	struct owned		 o = { r, c };
+	struct sink		 s;
+	struct buf		 ph, pb, rh;
+	enum problem		 prob = PROB_BAD_GATEWAY;
+	enum idem_err		 er, ser;
+	int			 status, gw_made = 0;
+
+	buf_init(&ph, 4096);
+	buf_init(&pb, 4096);
+	buf_init(&rh, RESP_HEAD_MAX);
+	sink_init(&s, 1, rt->max_response, HDR_CREATED, r->out);
+	er = handler_run(r, &s, guard_renew, &o, guard_tick_ms(rt->lease_ms));
+	if (er == IDEM_OK)
+		status = s.head.status;
+	else {
+		prob = problem_from_err(er);
+		status = problem_status(prob);
+		gw_made = 1;
+	}
+
+	if (s.oversized) {
+		/* Already (partly) delivered: never run twice, unless it is
+		 * a failure a retry may repeat. */
+		if (status >= 500 && !rt->store_5xx) {
+			ser = store_release(st, c);
+			count(r, STAT_RELEASED);
+		} else {
+			ser = store_tombstone(st, c, status, rt->ttl_ms);
+			count(r, STAT_TOMBSTONED);
+		}
+		if (ser != IDEM_OK)
+			log_err("%s: cannot record oversized answer: %s",
+			    r->tag, store_last_error(st));
+		goto out;
+	}
+
+	if (status >= 500 && !rt->store_5xx) {
+		ser = store_release(st, c);
+		if (ser != IDEM_OK)
+			log_err("%s: cannot release key: %s", r->tag,
+			    store_last_error(st));
+		count(r, STAT_RELEASED);
+		if (gw_made)
+			reply_problem(r->out, prob, 0, 0, NULL);
+		else
+			reply_full(r->out, status, s.head.hdrs.p,
+			    s.head.hdrs.len, NULL, s.body.p, s.body.len);
+		goto out;
+	}
+
+	if (gw_made) {
+		/* store_5xx = yes, or a 4xx of our own (script lookup). */
+		if (problem_render(prob, 0, 0, &ph, &pb) != IDEM_OK) {
+			store_release(st, c);
+			reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
+			goto out;
+		}
+		ser = store_complete(st, c, status, ph.p, ph.len, pb.p,
+		    pb.len, rt->ttl_ms);
+		if (ser != IDEM_OK)
+			log_err("%s: cannot store answer: %s", r->tag,
+			    store_last_error(st));
+		count(r, STAT_CREATED);
+		reply_full(r->out, status, ph.p, ph.len, HDR_CREATED, pb.p,
+		    pb.len);
+		goto out;
+	}
+
+	ser = resp_hdrs_for_replay(&s.head.hdrs, &rh);
+	if (ser == IDEM_OK)
+		ser = store_complete(st, c, status, rh.p, rh.len, s.body.p,
+		    s.body.len, rt->ttl_ms);
+	if (ser != IDEM_OK)
+		/* The handler ran: its answer is delivered all the same. */
+		log_err("%s: cannot store answer: %s", r->tag,
+		    ser == IDEM_ESTORE ? store_last_error(st) :
+		    idem_strerror(ser));
+	count(r, STAT_CREATED);
+	reply_full(r->out, status, s.head.hdrs.p, s.head.hdrs.len,
+	    HDR_CREATED, s.body.p, s.body.len);
+out:
+	if (r->out->failed)
+		log_info("%s: client went away; answer recorded", r->tag);
+	sink_free(&s);
+	buf_free(&ph);
+	buf_free(&pb);
+	buf_free(&rh);
+}
+
+/* The store failed before the handler ran: reject or run unprotected. */
+static void
+guard_store_error(struct request *r)
+{
+	log_err("%s: idempotency store unavailable: %s", r->tag,
+	    store_last_error(r->ctx->st));
+	count(r, STAT_STORE_ERRORS);
+	if (r->route->on_store_error == STORE_ERR_PASS)
+		guard_plain(r);
+	else
+		reply_problem(r->out, PROB_STORE_UNAVAILABLE, STORE_RETRY_S, 0,
+		    NULL);
+}
+
+/* Log form of a key: at most 32 bytes, the log escapes the rest. */
+static void
+key_for_log(const char *key, size_t keylen, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%.*s%s", (int)(keylen > 32 ? 32 : keylen), key,
+	    keylen > 32 ? "..." : "");
+}
+
+void
+guard_serve(struct request *r)
+{
+	const struct route	*rt = r->route;
+	struct store		*st = r->ctx->st;
+	struct req_id		 id;
+	struct claim		 c;
+	char			 pname[300], key[KEY_MAX + 1], lkey[40];
+	char			 kind[300];
+	const char		*raw, *sval = "";
+	size_t			 keylen = 0;
+	int64_t			 deadline, t0, waited = 0, left;
+	int			 rounds, released, retry = 1;
+	enum idem_err		 er;
+
+	if (!cfg_protects(rt, r->method)) {
+		count(r, STAT_PASSTHROUGH);
+		guard_plain(r);
+		return;
+	}
+	if (guard_header_param(rt->key_header, pname, sizeof(pname)) != 0)
+		raw = NULL;
+	else
+		raw = request_param(r->envp, pname);
+	if (raw == NULL) {
+		if (rt->require_key) {
+			count(r, STAT_MISSING_KEY);
+			log_info("%s: no idempotency key", r->tag);
+			reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
+		} else {
+			count(r, STAT_PASSTHROUGH);
+			guard_plain(r);
+		}
+		return;
+	}
+	if (key_parse(raw, strlen(raw), key, &keylen) != IDEM_OK) {
+		count(r, STAT_INVALID_KEY);
+		log_info("%s: invalid idempotency key", r->tag);
+		reply_problem(r->out, PROB_INVALID_KEY, 0, 0, NULL);
+		return;
+	}
+	key_for_log(key, keylen, lkey, sizeof(lkey));
+
+	memset(&id, 0, sizeof(id));
+	switch (rt->scope) {
+	case SCOPE_REMOTE_USER:
+		sval = request_param(r->envp, "REMOTE_USER");
+		snprintf(kind, sizeof(kind), "remote_user");
+		break;
+	case SCOPE_HEADER:
+		if (guard_header_param(rt->scope_header, pname,
+		    sizeof(pname)) == 0)
+			sval = request_param(r->envp, pname);
+		else
+			sval = NULL;
+		snprintf(kind, sizeof(kind), "header:%s", rt->scope_header);
+		for (char *p = kind; *p != '\0'; p++)
+			*p = (char)tolower((unsigned char)*p);
+		break;
+	default:
+		snprintf(kind, sizeof(kind), "none");
+		break;
+	}
+	if (sval == NULL || (rt->scope != SCOPE_NONE && *sval == '\0')) {
+		count(r, STAT_MISSING_KEY);
+		log_info("%s: key %s without scope value", r->tag, lkey);
+		reply_problem(r->out, PROB_MISSING_SCOPE, 0, 0, NULL);
+		return;
+	}
+	fp_scope(kind, sval, id.scope);
+	fp_request(r->method, r->path, r->query, r->ctype, r->body.p,
+	    r->body.len, id.fp);
+	id.key = key;
+	id.keylen = keylen;
+	id.route = rt->prefix;
+	id.method = r->method;
+	id.owner = r->ctx->owner;
+	id.ttl_ms = rt->ttl_ms;
+	id.lease_ms = rt->lease_ms;
+	count(r, STAT_REQUESTS);
+
+	claim_init(&c);
+	deadline = now_ms() + rt->wait_ms;
+	for (rounds = 0; rounds < CLAIM_ROUNDS; rounds++) {
+		claim_reset(&c);
+		if (store_claim(st, &id, &c) != IDEM_OK) {
+			guard_store_error(r);
+			goto out;
+		}
+		if (c.state != CLAIM_BUSY)
+			break;
+		retry = guard_retry_after(c.lease_left_ms);
+		left = deadline - now_ms();
+		if (left <= 0)
+			break;
+		t0 = now_ms();
+		er = store_wait(st, &id, left, &released);
+		waited += now_ms() - t0;
+		if (er != IDEM_OK) {
+			guard_store_error(r);
+			goto out;
+		}
+	}
+	if (waited > 0 && r->ctx->stats != NULL)
+		stats_wait(r->ctx->stats, rt->prefix, waited);
+
+	switch (c.state) {
+	case CLAIM_NEW:
+		guard_run_owned(r, &c);
+		break;
+	case CLAIM_DONE:
+		count(r, STAT_REUSED);
+		reply_full(r->out, c.status, c.hdrs.p, c.hdrs.len, HDR_REUSED,
+		    c.body.p, c.body.len);
+		break;
+	case CLAIM_MISMATCH:
+		count(r, STAT_MISMATCHED);
+		log_info("%s: key %s reused for a different request", r->tag,
+		    lkey);
+		reply_problem(r->out, PROB_KEY_MISMATCH, 0, 0, NULL);
+		break;
+	case CLAIM_TOMBSTONE:
+		reply_problem(r->out, PROB_NOT_STORED, 0, c.status, NULL);
+		break;
+	case CLAIM_BUSY:
+		count(r, STAT_CONFLICTED);
+		log_info("%s: key %s still in progress after %lld ms", r->tag,
+		    lkey, (long long)waited);
+		reply_problem(r->out, PROB_KEY_IN_PROGRESS, retry, 0, NULL);
+		break;
+	}
+out:
+	claim_reset(&c);
+}

@@ -1,0 +1,32 @@
+/* The idempotency flow between route and handler: claim, run, record, replay. */
+#ifndef IDEM_GUARD_H
+#define IDEM_GUARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+
+struct request;
+
+/*
+ * Serves r (route chosen, body read): protected requests go through the
+ * store (claim / wait / run once / complete or release / replay), the
+ * rest run straight through.  Answers everything; never fails.
+ */
+void guard_serve(struct request *r);
+
+/*
+ * Param name of a request header: "HTTP_" + name upper-cased with '-' ->
+ * '_'.  0 on success, -1 if it does not fit in outlen.
+ */
+int guard_header_param(const char *name, char *out, size_t outlen);
+
+/* Retry-After seconds for a 409: the lease left rounded up, at least 1. */
+int guard_retry_after(int64_t lease_left_ms);
+
+/* Period of lease renewals while a handler runs: lease / 3, at least
+ * 100 ms. */
+int64_t guard_tick_ms(int64_t lease_ms);
+
+#endif

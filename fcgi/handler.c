@@ -1,0 +1,284 @@
+/* Runs a route's handler (cgi, script, fastcgi) into a response sink. */
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cgi.h"
+#include "handler.h"
+#include "log.h"
+#include "request.h"
+#include "upstream.h"
+
+/* Output before the head parsed: the head limit plus one read's worth. */
+#define SINK_RAW_MAX	(RESP_HEAD_MAX + 65536)
+
+void
+sink_init(struct sink *s, int buffered, size_t max, const char *extra,
+    struct reply *out)
+{
+	memset(s, 0, sizeof(*s));
+	s->buffered = buffered;
+	s->max = max;
+	s->extra = extra;
+	s->out = out;
+	buf_init(&s->raw, SINK_RAW_MAX);
+	resp_head_init(&s->head);
+	buf_init(&s->body, max);
+}
+
+void
+sink_free(struct sink *s)
+{
+	if (s == NULL)
+		return;
+	buf_free(&s->raw);
+	resp_head_free(&s->head);
+	buf_free(&s->body);
+}
+
+static void
+sink_send_head(struct sink *s)
+{
+	reply_full(s->out, s->head.status, s->head.hdrs.p, s->head.hdrs.len,
+	    s->buffered ? s->extra : NULL, NULL, 0);
+	s->streaming = 1;
+}
+
+static enum idem_err
+sink_body(struct sink *s, const char *p, size_t n)
+{
+	enum idem_err	 er;
+
+	if (s->streaming) {
+		reply_bytes(s->out, p, n);
+		return IDEM_OK;
+	}
+	if (n == 0)
+		return IDEM_OK;
+	er = buf_add(&s->body, p, n);
+	if (er != IDEM_ETOOBIG)
+		return er;
+	/* Too large to keep: the client gets it once, streamed. */
+	s->oversized = 1;
+	sink_send_head(s);
+	reply_bytes(s->out, s->body.p, s->body.len);
+	reply_bytes(s->out, p, n);
+	buf_free(&s->body);
+	return IDEM_OK;
+}
+
+enum idem_err
+sink_feed(void *arg, const void *p, size_t n)
+{
+	struct sink	*s = arg;
+	enum idem_err	 er;
+	size_t		 used;
+
+	if (s->have_head)
+		return sink_body(s, p, n);
+	if (buf_add(&s->raw, p, n) != IDEM_OK)
+		return IDEM_EHANDLER;
+	er = resp_parse_cgi(s->raw.p, s->raw.len, &s->head, &used);
+	if (er == IDEM_EAGAIN)
+		return IDEM_OK;
+	if (er != IDEM_OK)
+		return IDEM_EHANDLER;
+	s->have_head = 1;
+	if (s->buffered)
+		handler_drop_idem_hdrs(&s->head.hdrs);
+	else
+		sink_send_head(s);
+	er = sink_body(s, s->raw.p + used, s->raw.len - used);
+	buf_free(&s->raw);
+	return er;
+}
+
+/* 1 if the header line at p (len bytes, ending in LF) is named name. */
+static int
+hdr_is(const char *p, size_t len, const char *name)
+{
+	size_t	 nl = strlen(name);
+
+	return len > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0;
+}
+
+void
+handler_drop_idem_hdrs(struct buf *hdrs)
+{
+	size_t	 r = 0, w = 0, len;
+	char	*nl;
+
+	while (r < hdrs->len) {
+		nl = memchr(hdrs->p + r, '\n', hdrs->len - r);
+		len = nl ? (size_t)(nl - (hdrs->p + r)) + 1 : hdrs->len - r;
+		if (!hdr_is(hdrs->p + r, len, "Idempotent-Replayed") &&
+		    !hdr_is(hdrs->p + r, len, "Idempotency-Result")) {
+			memmove(hdrs->p + w, hdrs->p + r, len);
+			w += len;
+		}
+		r += len;
+	}
+	hdrs->len = w;
+	if (hdrs->p != NULL)
+		hdrs->p[w] = '\0';
+}
+
+/* Passes output to the sink and ticks to the guard. */
+struct run_ctx {
+	struct sink	*s;
+	void		(*tick)(void *);
+	void		*tick_arg;
+};
+
+static enum idem_err
+run_out(void *arg, const void *p, size_t n)
+{
+	struct run_ctx	*rc = arg;
+
+	return sink_feed(rc->s, p, n);
+}
+
+static void
+run_tick(void *arg)
+{
+	struct run_ctx	*rc = arg;
+
+	if (rc->tick != NULL)
+		rc->tick(rc->tick_arg);
+}
+
+static enum idem_err
+run_cgi(struct request *r, const char *program, struct run_ctx *rc,
+    int64_t tick_ms)
+{
+	struct cgi_run		 run;
+	struct cgi_status	 st;
+	char			**env = NULL;
+	enum idem_err		 er;
+
+	er = cgi_env_build(r->params, program, r->body.len,
+	    !r->had_length && r->body.len > 0, &env);
+	if (er != IDEM_OK) {
+		log_err("%s: cannot build CGI environment: %s", r->tag,
+		    idem_strerror(er));
+		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
+	}
+	memset(&run, 0, sizeof(run));
+	memset(&st, 0, sizeof(st));
+	run.program = program;
+	run.env = env;
+	run.body = r->body.p;
+	run.bodylen = r->body.len;
+	run.timeout_ms = r->route->timeout_ms;
+	run.tag = r->tag;
+	run.out = run_out;
+	run.tick = rc->tick != NULL ? run_tick : NULL;
+	run.tick_ms = tick_ms;
+	run.arg = rc;
+	er = cgi_exec(&run, &st);
+	cgi_env_free(env);
+	if (er == IDEM_ETIMEOUT || st.timed_out) {
+		log_err("%s: handler timed out after %lld ms", r->tag,
+		    (long long)r->route->timeout_ms);
+		return IDEM_ETIMEOUT;
+	}
+	if (er != IDEM_OK) {
+		log_err("%s: handler failed: %s", r->tag, idem_strerror(er));
+		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
+	}
+	if (st.signo != 0) {
+		log_err("%s: handler killed by signal %d", r->tag, st.signo);
+		return IDEM_EHANDLER;
+	}
+	if (st.exited && st.exit_code != 0)
+		log_warn("%s: handler exited with status %d", r->tag,
+		    st.exit_code);
+	return IDEM_OK;
+}
+
+static enum idem_err
+run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
+{
+	struct upstream_req	 ur;
+	char			**env = NULL;
+	int			 app_status = 0;
+	enum idem_err		 er;
+
+	er = cgi_env_build(r->params, NULL, r->body.len,
+	    !r->had_length && r->body.len > 0, &env);
+	if (er != IDEM_OK) {
+		log_err("%s: cannot build FastCGI params: %s", r->tag,
+		    idem_strerror(er));
+		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
+	}
+	memset(&ur, 0, sizeof(ur));
+	ur.addr = r->route->upstream;
+	ur.params = env;
+	ur.body = r->body.p;
+	ur.bodylen = r->body.len;
+	ur.timeout_ms = r->route->timeout_ms;
+	ur.tag = r->tag;
+	ur.out = run_out;
+	ur.tick = rc->tick != NULL ? run_tick : NULL;
+	ur.tick_ms = tick_ms;
+	ur.arg = rc;
+	er = upstream_exec(&ur, &app_status);
+	cgi_env_free(env);
+	if (er == IDEM_ETIMEOUT) {
+		log_err("%s: upstream timed out after %lld ms", r->tag,
+		    (long long)r->route->timeout_ms);
+		return er;
+	}
+	if (er != IDEM_OK) {
+		log_err("%s: upstream failed: %s", r->tag, idem_strerror(er));
+		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
+	}
+	if (app_status != 0)
+		log_warn("%s: upstream app status %d", r->tag, app_status);
+	return IDEM_OK;
+}
+
+enum idem_err
+handler_run(struct request *r, struct sink *s, void (*tick)(void *),
+    void *tick_arg, int64_t tick_ms)
+{
+	struct run_ctx	 rc = { s, tick, tick_arg };
+	const char	*script;
+	char		 resolved[PATH_MAX];
+	enum idem_err	 er;
+
+	switch (r->route->handler) {
+	case HANDLER_CGI:
+		er = run_cgi(r, r->route->program, &rc, tick_ms);
+		break;
+	case HANDLER_SCRIPT:
+		script = request_param(r->envp, "SCRIPT_FILENAME");
+		if (script == NULL || *script == '\0') {
+			log_warn("%s: no SCRIPT_FILENAME", r->tag);
+			return IDEM_ENOTFOUND;
+		}
+		er = cgi_script_resolve(r->route->script_root, script,
+		    resolved, sizeof(resolved));
+		if (er != IDEM_OK) {
+			log_warn("%s: script refused: %s", r->tag,
+			    idem_strerror(er));
+			return er == IDEM_ENOTFOUND || er == IDEM_EFORBIDDEN ?
+			    er : IDEM_EFORBIDDEN;
+		}
+		er = run_cgi(r, resolved, &rc, tick_ms);
+		break;
+	case HANDLER_FASTCGI:
+		er = run_upstream(r, &rc, tick_ms);
+		break;
+	default:
+		log_err("%s: route %s has no handler", r->tag,
+		    r->route->prefix);
+		return IDEM_EHANDLER;
+	}
+	if (er == IDEM_OK && !s->have_head) {
+		log_err("%s: handler ended without a complete header block",
+		    r->tag);
+		er = IDEM_EHANDLER;
+	}
+	return er;
+}

@@ -1,0 +1,64 @@
+/* Runs a route's handler (cgi, script, fastcgi) into a response sink. */
+#ifndef IDEM_HANDLER_H
+#define IDEM_HANDLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+#include "resp.h"
+
+struct reply;
+struct request;
+
+/*
+ * Collects a handler's CGI output.  Until the head parses, bytes are kept
+ * in raw.  Unbuffered (unprotected): the head and then the body stream
+ * straight to out.  Buffered (protected): the body is kept up to max
+ * bytes; past it the sink marks itself oversized and streams (head with
+ * extra header lines, what it kept, then the rest).
+ */
+struct sink {
+	int		 buffered;
+	size_t		 max;		/* buffered: max_response */
+	const char	*extra;		/* header lines added when streaming */
+	struct reply	*out;
+
+	struct buf	 raw;		/* output before the head parsed */
+	struct resp_head head;
+	int		 have_head;
+	struct buf	 body;		/* buffered body */
+	int		 streaming;	/* head went to the client */
+	int		 oversized;
+};
+
+void sink_init(struct sink *s, int buffered, size_t max, const char *extra,
+    struct reply *out);
+void sink_free(struct sink *s);		/* NULL is a no-op */
+
+/*
+ * Feeds n bytes of handler output (signature of cgi_run.out).  IDEM_EHANDLER
+ * when the head is invalid or too large (the run is aborted: 502).  A client
+ * that went away is never an error here.
+ */
+enum idem_err sink_feed(void *arg, const void *p, size_t n);
+
+/*
+ * Drops Idempotent-Replayed and Idempotency-Result lines from hdrs (a
+ * handler may not forge them).
+ */
+void handler_drop_idem_hdrs(struct buf *hdrs);
+
+/*
+ * Runs r's route handler with r's body and params, output into s, tick
+ * every tick_ms (0: none).  Returns IDEM_OK when s holds (or streamed) a
+ * complete answer with a valid head, else the error to answer with (see
+ * problem_from_err): IDEM_ENOTFOUND / IDEM_EFORBIDDEN (script lookup),
+ * IDEM_ETIMEOUT, IDEM_EHANDLER (bad output, crash, cannot start, upstream
+ * down), IDEM_ENOMEM.  Logs what went wrong.
+ */
+enum idem_err handler_run(struct request *r, struct sink *s,
+    void (*tick)(void *), void *tick_arg, int64_t tick_ms);
+
+#endif

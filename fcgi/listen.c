@@ -1,0 +1,314 @@
+/* The FastCGI listen socket: unix, tcp or inherited, and who may connect. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "listen.h"
+#include "log.h"
+
+#define LISTEN_BACKLOG	1024
+
+/* Resolves "user:group", "user", ":group" into ids (-1 = unchanged). */
+static int
+owner_ids(const char *spec, uid_t *uid, gid_t *gid)
+{
+	char		 user[256], *colon;
+	struct passwd	*pw;
+	struct group	*gr;
+
+	*uid = (uid_t)-1;
+	*gid = (gid_t)-1;
+	if (snprintf(user, sizeof(user), "%s", spec) >= (int)sizeof(user))
+		return -1;
+	if ((colon = strchr(user, ':')) != NULL) {
+		*colon = '\0';
+		if (colon[1] != '\0') {
+			if ((gr = getgrnam(colon + 1)) == NULL) {
+				log_err("socket_owner: no group %s", colon + 1);
+				return -1;
+			}
+			*gid = gr->gr_gid;
+		}
+	}
+	if (user[0] != '\0') {
+		if ((pw = getpwnam(user)) == NULL) {
+			log_err("socket_owner: no user %s", user);
+			return -1;
+		}
+		*uid = pw->pw_uid;
+	}
+	return 0;
+}
+
+/* Unlinks path if it is a socket nobody listens on. */
+static int
+unlink_stale(const char *path, const struct sockaddr_un *sa)
+{
+	struct stat	 sb;
+	int		 fd, rc;
+
+	if (lstat(path, &sb) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(sb.st_mode)) {
+		log_err("%s exists and is not a socket", path);
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (rc == 0) {
+		log_err("%s: another process is listening on it", path);
+		return -1;
+	}
+	if (unlink(path) != 0 && errno != ENOENT) {
+		log_err("cannot remove stale socket %s: %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	log_info("removed stale socket %s", path);
+	return 0;
+}
+
+static enum idem_err
+open_unix(const struct cfg *cfg, const char *path, int *out)
+{
+	struct sockaddr_un	 sa;
+	mode_t			 old;
+	uid_t			 uid = (uid_t)-1;
+	gid_t			 gid = (gid_t)-1;
+	int			 fd, rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		log_err("socket path too long: %s", path);
+		return IDEM_ECONFIG;
+	}
+	memcpy(sa.sun_path, path, strlen(path));
+	if (cfg->socket_owner != NULL &&
+	    owner_ids(cfg->socket_owner, &uid, &gid) != 0)
+		return IDEM_ECONFIG;
+	if (unlink_stale(path, &sa) != 0)
+		return IDEM_ESYS;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0) {
+		log_err("socket: %s", strerror(errno));
+		return IDEM_ESYS;
+	}
+	/* Owner-only from the first instant; widened below on purpose. */
+	old = umask(0177);
+	rc = bind(fd, (const struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc != 0) {
+		log_err("bind %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (cfg->socket_owner != NULL && chown(path, uid, gid) != 0) {
+		log_err("chown %s to %s: %s", path, cfg->socket_owner,
+		    strerror(errno));
+		goto fail_unlink;
+	}
+	if (chmod(path, cfg->socket_mode & 0775) != 0) {
+		log_err("chmod %s: %s", path, strerror(errno));
+		goto fail_unlink;
+	}
+	if (listen(fd, LISTEN_BACKLOG) != 0) {
+		log_err("listen %s: %s", path, strerror(errno));
+		goto fail_unlink;
+	}
+	*out = fd;
+	return IDEM_OK;
+fail_unlink:
+	unlink(path);
+fail:
+	close(fd);
+	return IDEM_ESYS;
+}
+
+static enum idem_err
+open_tcp(const char *spec, int *out)
+{
+	struct addrinfo	 hints, *res = NULL, *ai;
+	char		 host[256], *port;
+	int		 fd = -1, one = 1, rc;
+
+	if (snprintf(host, sizeof(host), "%s", spec) >= (int)sizeof(host) ||
+	    (port = strrchr(host, ':')) == NULL) {
+		log_err("bad tcp listen address: %s", spec);
+		return IDEM_ECONFIG;
+	}
+	*port++ = '\0';
+	if (host[0] == '[') {
+		size_t	 n = strlen(host);
+
+		if (n < 2 || host[n - 1] != ']') {
+			log_err("bad tcp listen address: %s", spec);
+			return IDEM_ECONFIG;
+		}
+		host[n - 1] = '\0';
+		memmove(host, host + 1, n - 1);
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)) != 0) {
+		log_err("tcp:%s: %s", spec, gai_strerror(rc));
+		return IDEM_ECONFIG;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(fd, LISTEN_BACKLOG) == 0)
+			break;
+		log_err("bind tcp:%s: %s", spec, strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return IDEM_ESYS;
+	*out = fd;
+	return IDEM_OK;
+}
+
+static enum idem_err
+open_fd(const char *spec, int *out)
+{
+	const char	*lpid, *lfds;
+	char		*end;
+	long		 n;
+	int		 type;
+	socklen_t	 len = sizeof(type);
+
+	errno = 0;
+	n = strtol(spec, &end, 10);
+	if (errno != 0 || *end != '\0' || end == spec || n < 0 || n > 65535) {
+		log_err("bad listen fd: %s", spec);
+		return IDEM_ECONFIG;
+	}
+	lpid = getenv("LISTEN_PID");
+	lfds = getenv("LISTEN_FDS");
+	if (n == 0 && lpid != NULL && lfds != NULL &&
+	    strtol(lpid, NULL, 10) == (long)getpid() &&
+	    strtol(lfds, NULL, 10) >= 1) {
+		/* systemd socket activation: the first socket is fd 3. */
+		n = 3;
+		unsetenv("LISTEN_PID");
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_FDNAMES");
+	}
+	if (getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+	    type != SOCK_STREAM) {
+		log_err("fd %ld is not a stream socket", n);
+		return IDEM_ECONFIG;
+	}
+	*out = (int)n;
+	return IDEM_OK;
+}
+
+enum idem_err
+listen_open(const struct cfg *cfg, int *fd)
+{
+	const char	*l = cfg->listen;
+
+	if (l == NULL)
+		l = "fd:0";
+	if (strncmp(l, "unix:", 5) == 0)
+		return open_unix(cfg, l + 5, fd);
+	if (strncmp(l, "tcp:", 4) == 0)
+		return open_tcp(l + 4, fd);
+	if (strncmp(l, "fd:", 3) == 0)
+		return open_fd(l + 3, fd);
+	log_err("bad listen address: %s", l);
+	return IDEM_ECONFIG;
+}
+
+void
+listen_close(const struct cfg *cfg, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	if (cfg->listen != NULL && strncmp(cfg->listen, "unix:", 5) == 0)
+		unlink(cfg->listen + 5);
+}
+
+int
+listen_addr_listed(const char *peer, const char *addrs)
+{
+	unsigned char	 a[16], b[16];
+	char		 item[64];
+	const char	*p, *e;
+	int		 fam;
+	size_t		 n;
+
+	if (addrs == NULL || *addrs == '\0')
+		return 1;
+	fam = strchr(peer, ':') != NULL ? AF_INET6 : AF_INET;
+	if (inet_pton(fam, peer, a) != 1)
+		return 0;
+	for (p = addrs; *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (e == NULL)
+			e = p + strlen(p);
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		n = (size_t)(e - p);
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 0 || n >= sizeof(item))
+			continue;
+		memcpy(item, p, n);
+		item[n] = '\0';
+		if (inet_pton(fam, item, b) == 1 &&
+		    memcmp(a, b, fam == AF_INET ? 4 : 16) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int
+listen_peer_allowed(int fd, const char *addrs)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss);
+	char			 peer[INET6_ADDRSTRLEN];
+	const void		*ap;
+
+	if (addrs == NULL || *addrs == '\0')
+		return 1;
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		ap = &((struct sockaddr_in *)&ss)->sin_addr;
+	else if (ss.ss_family == AF_INET6) {
+		struct in6_addr	*a6 = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		ap = a6;
+		/* An IPv4 client on a dual-stack socket. */
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			if (inet_ntop(AF_INET, &a6->s6_addr[12], peer,
+			    sizeof(peer)) == NULL)
+				return 0;
+			return listen_addr_listed(peer, addrs);
+		}
+	} else
+		return 1;
+	if (inet_ntop(ss.ss_family, ap, peer, sizeof(peer)) == NULL)
+		return 0;
+	return listen_addr_listed(peer, addrs);
+}

@@ -1,0 +1,36 @@
+/* The FastCGI listen socket: unix, tcp or inherited, and who may connect. */
+#ifndef IDEM_LISTEN_H
+#define IDEM_LISTEN_H
+
+#include "cfg.h"
+#include "err.h"
+
+/*
+ * Opens cfg->listen:
+ *   unix:/path   created under umask 0177 (never world-accessible, not even
+ *                between bind and chmod), then chown'd to socket_owner and
+ *                chmod'ed to socket_mode.  A stale socket (nobody answers
+ *                on it) is unlinked first; a live one is an error.
+ *   tcp:host:port  (host may be [v6]); SO_REUSEADDR.
+ *   fd:N         an inherited listening socket (spawn-fcgi, lighttpd
+ *                bin-path and mod_fcgid pass fd 0).  Under systemd socket
+ *                activation (LISTEN_PID = our pid, LISTEN_FDS >= 1) fd:0
+ *                means the first passed socket, fd 3.
+ * Logs the reason on failure.  OUT: fd.
+ */
+enum idem_err listen_open(const struct cfg *cfg, int *fd);
+
+/* Closes fd and, for a unix: listener we created, unlinks its path. */
+void listen_close(const struct cfg *cfg, int fd);
+
+/*
+ * 1 if the peer of connection fd may talk to us: FCGI_WEB_SERVER_ADDRS
+ * (comma-separated IPv4/IPv6 addresses) is unset or empty, the peer is not
+ * an IP socket, or its address is listed.  addrs may be NULL.
+ */
+int listen_peer_allowed(int fd, const char *addrs);
+
+/* Same test on a textual peer address (for tests). */
+int listen_addr_listed(const char *peer, const char *addrs);
+
+#endif

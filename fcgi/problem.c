@@ -1,0 +1,149 @@
+/* Gateway-made answers: the one place internal errors become HTTP statuses. */
+#include <stdio.h>
+
+#include "problem.h"
+
+static const struct {
+	int		 status;
+	const char	*slug;
+	const char	*title;
+	const char	*detail;
+} problems[PROB__MAX] = {
+	[PROB_MISSING_KEY] = { 400, "missing-key",
+	    "Idempotency key required",
+	    "This endpoint requires an Idempotency-Key header." },
+	[PROB_INVALID_KEY] = { 400, "invalid-key",
+	    "Invalid idempotency key",
+	    "The idempotency key must be 1 to 255 visible ASCII characters, "
+	    "a token or a quoted string." },
+	[PROB_MISSING_SCOPE] = { 400, "missing-scope",
+	    "Missing scope",
+	    "The request lacks the credential that scopes its idempotency "
+	    "key." },
+	[PROB_NOT_FOUND] = { 404, "not-found",
+	    "Not found",
+	    "No resource is configured for this path." },
+	[PROB_FORBIDDEN] = { 403, "forbidden",
+	    "Forbidden",
+	    "The requested script may not be run." },
+	[PROB_KEY_IN_PROGRESS] = { 409, "key-in-progress",
+	    "Request in progress",
+	    "A request with this idempotency key is still being processed; "
+	    "retry later." },
+	[PROB_NOT_STORED] = { 410, "response-not-stored",
+	    "Response not stored",
+	    "The first request with this idempotency key was processed and "
+	    "its answer was delivered, but it was too large to keep for "
+	    "replay." },
+	[PROB_BODY_TOO_LARGE] = { 413, "body-too-large",
+	    "Request body too large",
+	    "The request body is larger than this endpoint accepts." },
+	[PROB_KEY_MISMATCH] = { 422, "key-mismatch",
+	    "Idempotency key reused",
+	    "This idempotency key was already used for a different "
+	    "request." },
+	[PROB_HEADERS_TOO_LARGE] = { 431, "headers-too-large",
+	    "Request headers too large",
+	    "The request headers are larger than this gateway accepts." },
+	[PROB_INTERNAL] = { 500, "internal-error",
+	    "Internal error",
+	    "The gateway could not process the request." },
+	[PROB_BAD_GATEWAY] = { 502, "bad-gateway",
+	    "Bad gateway",
+	    "The application failed to produce a valid response." },
+	[PROB_STORE_UNAVAILABLE] = { 503, "store-unavailable",
+	    "Service unavailable",
+	    "The idempotency store is unavailable; retry later." },
+	[PROB_GATEWAY_TIMEOUT] = { 504, "gateway-timeout",
+	    "Gateway timeout",
+	    "The application did not answer in time." },
+};
+
+int
+problem_status(enum problem p)
+{
+	return problems[p].status;
+}
+
+const char *
+problem_slug(enum problem p)
+{
+	return problems[p].slug;
+}
+
+enum problem
+problem_from_err(enum idem_err er)
+{
+	switch (er) {
+	case IDEM_ENOTFOUND:
+		return PROB_NOT_FOUND;
+	case IDEM_EFORBIDDEN:
+		return PROB_FORBIDDEN;
+	case IDEM_ETIMEOUT:
+		return PROB_GATEWAY_TIMEOUT;
+	case IDEM_ENOMEM:
+		return PROB_INTERNAL;
+	default:
+		return PROB_BAD_GATEWAY;
+	}
+}
+
+const char *
+problem_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 402: return "Payment Required";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "";
+	}
+}
+
+enum idem_err
+problem_render(enum problem p, int retry_after, int original_status,
+    struct buf *hdrs, struct buf *body)
+{
+	enum idem_err	 er;
+
+	er = buf_addstr(hdrs, "Content-Type: application/problem+json\r\n"
+	    "Cache-Control: no-store\r\n");
+	if (er == IDEM_OK && retry_after > 0)
+		er = buf_printf(hdrs, "Retry-After: %d\r\n", retry_after);
+	if (er != IDEM_OK)
+		return er;
+	/* The texts are fixed ASCII without quotes or backslashes, so no
+	 * JSON escaping is needed. */
+	er = buf_printf(body, "{\"type\":\"urn:idemgate:problem:%s\","
+	    "\"title\":\"%s\",\"status\":%d,\"detail\":\"%s\"",
+	    problems[p].slug, problems[p].title, problems[p].status,
+	    problems[p].detail);
+	if (er == IDEM_OK && original_status > 0)
+		er = buf_printf(body, ",\"original_status\":%d",
+		    original_status);
+	if (er == IDEM_OK)
+		er = buf_addstr(body, "}\n");
+	return er;
+}

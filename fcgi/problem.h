@@ -1,0 +1,54 @@
+/* Gateway-made answers: the one place internal errors become HTTP statuses. */
+#ifndef IDEM_PROBLEM_H
+#define IDEM_PROBLEM_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "err.h"
+
+/* Every answer idemgate makes itself (decisions.md table). */
+enum problem {
+	PROB_MISSING_KEY,	/* 400 */
+	PROB_INVALID_KEY,	/* 400 */
+	PROB_MISSING_SCOPE,	/* 400 */
+	PROB_NOT_FOUND,		/* 404 */
+	PROB_FORBIDDEN,		/* 403 */
+	PROB_KEY_IN_PROGRESS,	/* 409 + Retry-After */
+	PROB_NOT_STORED,	/* 410, member original_status */
+	PROB_BODY_TOO_LARGE,	/* 413 */
+	PROB_KEY_MISMATCH,	/* 422 */
+	PROB_HEADERS_TOO_LARGE,	/* 431 */
+	PROB_INTERNAL,		/* 500 (out of memory and the like) */
+	PROB_BAD_GATEWAY,	/* 502 */
+	PROB_STORE_UNAVAILABLE,	/* 503 + Retry-After */
+	PROB_GATEWAY_TIMEOUT,	/* 504 */
+	PROB__MAX
+};
+
+/* HTTP status of p. */
+int problem_status(enum problem p);
+
+/* "missing-key" etc.: the last part of the problem type URI. */
+const char *problem_slug(enum problem p);
+
+/*
+ * Maps an error from running a handler to the answer the client gets:
+ * IDEM_ENOTFOUND 404, IDEM_EFORBIDDEN 403, IDEM_ETIMEOUT 504, IDEM_ENOMEM
+ * 500, anything else (bad output, crash, cannot start, upstream down) 502.
+ */
+enum problem problem_from_err(enum idem_err er);
+
+/* Reason phrase for an HTTP status ("Created"), "" if unknown. */
+const char *problem_reason(int status);
+
+/*
+ * Renders p as an RFC 9457 application/problem+json answer: header lines
+ * ("Name: value\r\n", without Status) appended to hdrs and the JSON
+ * document to body.  retry_after > 0 adds Retry-After; original_status > 0
+ * adds the member "original_status" (410).  No internal text is included.
+ */
+enum idem_err problem_render(enum problem p, int retry_after,
+    int original_status, struct buf *hdrs, struct buf *body);
+
+#endif

@@ -1,0 +1,91 @@
+/* One FastCGI request: params, route, body, dispatch to the guard, reply. */
+#ifndef IDEM_REQUEST_H
+#define IDEM_REQUEST_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "err.h"
+#include "problem.h"
+
+struct store;
+struct stats;
+
+/* What a request thread owns; all borrowed by the requests it serves. */
+struct gw_ctx {
+	const struct cfg	*cfg;
+	struct store		*st;		/* this thread's connection */
+	struct stats		*stats;		/* the worker's accumulator */
+	const char		*owner;		/* "host:pid" */
+};
+
+/*
+ * Where the answer goes.  write returns 0 or -1 when the client is gone;
+ * after a failure reply_* calls drop further bytes (failed stays 1), so a
+ * protected run always finishes and is recorded.
+ */
+struct reply {
+	int	(*write)(void *arg, const void *p, size_t n);
+	void	 *arg;
+	int	  failed;
+	size_t	  sent;		/* bytes accepted by write */
+};
+
+/* Writes n bytes unless the client already went away. */
+void reply_bytes(struct reply *o, const void *p, size_t n);
+
+/* Writes "Status: N Reason\r\n", hdrs (header lines), extra (header lines
+ * or NULL), the blank line and the body. */
+void reply_full(struct reply *o, int status, const void *hdrs,
+    size_t hdrslen, const char *extra, const void *body, size_t bodylen);
+
+/* Writes the problem+json answer for p (see problem_render); extra adds
+ * header lines (NULL: none). */
+void reply_problem(struct reply *o, enum problem p, int retry_after,
+    int original_status, const char *extra);
+
+/* One parsed request.  Strings point into the FastCGI params (borrowed)
+ * except path, which is owned. */
+struct request {
+	struct gw_ctx		*ctx;
+	char *const		*envp;		/* all params */
+	char			**params;	/* envp minus client replay headers */
+	const struct route	*route;
+	const char		*method;
+	char			*path;		/* REQUEST_URI up to '?' */
+	const char		*query;
+	const char		*ctype;
+	struct buf		 body;
+	int			 had_length;	/* CONTENT_LENGTH was given */
+	struct reply		*out;
+	char			 tag[96];	/* "METHOD path" for log lines */
+};
+
+/* Value of param name in envp (NULL-terminated "NAME=value"), or NULL. */
+const char *request_param(char *const *envp, const char *name);
+
+/* Sum of the lengths of all params (names and values). */
+size_t request_params_size(char *const *envp);
+
+/*
+ * Request path: REQUEST_URI up to '?' or '#', else SCRIPT_NAME + PATH_INFO,
+ * else "/".  Returns a malloc'd string or NULL (out of memory).
+ */
+char *request_path(char *const *envp);
+
+/* Strict CONTENT_LENGTH: digits only, no overflow.  0 on success. */
+int request_content_length(const char *s, size_t *out);
+
+/* Copies envp into a new NULL-terminated array (strings borrowed) without
+ * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT.  Free with free(). */
+char **request_params_filter(char *const *envp);
+
+/*
+ * Serves one accepted request: reads params and body under the route's
+ * limits, answers gateway errors, hands the rest to the guard.  Never
+ * fails: everything is answered or logged.  fr is an FCGX_Request.
+ */
+void request_serve(struct gw_ctx *ctx, void *fr);
+
+#endif

@@ -1,0 +1,354 @@
+/* The supervisor: keeps worker processes alive, drains, reloads. */
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "listen.h"
+#include "log.h"
+#include "super.h"
+#include "worker.h"
+
+#define DEATHS_MAX	5		/* this many deaths ... */
+#define DEATHS_WINDOW	10000		/* ... within this many ms ... */
+#define DEATHS_PAUSE	1000		/* ... pause restarts this long */
+#define MAX_WORKERS	256
+
+struct wproc {
+	pid_t		 pid;		/* 0: free slot */
+	int		 gen;
+	int		 slot;		/* index within its generation */
+};
+
+struct super {
+	struct cfg	*cfg;		/* current generation's config */
+	int		 listen_fd;
+	int		 gen;
+	struct wproc	 procs[2 * MAX_WORKERS];
+	int64_t		 deaths[DEATHS_MAX];	/* ring of recent death times */
+	int		 ndeaths;
+	int64_t		 restart_at;	/* pause restarts until then */
+};
+
+static int	 sig_pipe[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	unsigned char	 c = (unsigned char)sig;
+	int		 saved = errno;
+
+	(void)!write(sig_pipe[1], &c, 1);
+	errno = saved;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+nworkers(const struct cfg *c)
+{
+	int	 n = c->workers > 0 ? c->workers : 1;
+
+	return n > MAX_WORKERS ? MAX_WORKERS : n;
+}
+
+static void
+set_signals(void (*h)(int))
+{
+	struct sigaction	 sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = h == SIG_DFL ? 0 : SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+}
+
+/* Forks one worker of the current generation into slot. */
+static int
+spawn(struct super *s, int slot)
+{
+	struct wproc	*p = NULL;
+	pid_t		 pid, parent = getpid();
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; i < sizeof(s->procs) / sizeof(s->procs[0]); i++)
+		if (s->procs[i].pid == 0) {
+			p = &s->procs[i];
+			break;
+		}
+	if (p == NULL)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		log_err("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* A worker must not outlive its supervisor. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(0);
+		close(sig_pipe[0]);
+		close(sig_pipe[1]);
+		set_signals(SIG_DFL);
+		rc = worker_run(s->cfg, s->listen_fd);
+		_exit(rc);
+	}
+	p->pid = pid;
+	p->gen = s->gen;
+	p->slot = slot;
+	return 0;
+}
+
+static void
+spawn_generation(struct super *s)
+{
+	int	 i;
+
+	for (i = 0; i < nworkers(s->cfg); i++)
+		if (spawn(s, i) != 0)
+			log_err("cannot start worker %d", i);
+}
+
+static int
+count_alive(const struct super *s, int gen)
+{
+	size_t	 i;
+	int	 n = 0;
+
+	for (i = 0; i < sizeof(s->procs) / sizeof(s->procs[0]); i++)
+		if (s->procs[i].pid != 0 && (gen < 0 || s->procs[i].gen == gen))
+			n++;
+	return n;
+}
+
+static void
+signal_gen(struct super *s, int gen, int sig, int except_gen)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(s->procs) / sizeof(s->procs[0]); i++)
+		if (s->procs[i].pid != 0 &&
+		    (gen < 0 || s->procs[i].gen == gen) &&
+		    s->procs[i].gen != except_gen)
+			kill(s->procs[i].pid, sig);
+}
+
+/* Notes a death; 1 if workers died too fast and restarts should pause. */
+static int
+note_death(struct super *s)
+{
+	int64_t	 t = now_ms();
+
+	s->deaths[s->ndeaths % DEATHS_MAX] = t;
+	s->ndeaths++;
+	return s->ndeaths >= DEATHS_MAX &&
+	    t - s->deaths[(s->ndeaths - DEATHS_MAX) % DEATHS_MAX] <
+	    DEATHS_WINDOW;
+}
+
+/* Reaps dead children; counts the current generation's missing slots. */
+static void
+reap(struct super *s, int stopping)
+{
+	struct wproc	*p;
+	pid_t		 pid;
+	size_t		 i;
+	int		 status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		p = NULL;
+		for (i = 0; i < sizeof(s->procs) / sizeof(s->procs[0]); i++)
+			if (s->procs[i].pid == pid)
+				p = &s->procs[i];
+		if (p == NULL)
+			continue;
+		p->pid = 0;
+		if (stopping || p->gen != s->gen) {
+			if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM)
+				log_warn("worker %ld killed by signal %d",
+				    (long)pid, WTERMSIG(status));
+			continue;
+		}
+		if (WIFSIGNALED(status))
+			log_err("worker %ld killed by signal %d; restarting",
+			    (long)pid, WTERMSIG(status));
+		else
+			log_err("worker %ld exited with status %d; "
+			    "restarting", (long)pid, WEXITSTATUS(status));
+		if (note_death(s) && s->restart_at <= now_ms()) {
+			log_warn("workers die fast; pausing restarts for "
+			    "%d ms", DEATHS_PAUSE);
+			s->restart_at = now_ms() + DEATHS_PAUSE;
+		}
+	}
+}
+
+/* Restarts missing workers of the current generation unless paused. */
+static void
+refill(struct super *s)
+{
+	int	 want, have;
+
+	if (s->restart_at > now_ms())
+		return;
+	want = nworkers(s->cfg);
+	have = count_alive(s, s->gen);
+	while (have < want) {
+		if (spawn(s, have) != 0)
+			break;
+		have++;
+	}
+}
+
+static int64_t
+longest_timeout(const struct cfg *c)
+{
+	int64_t	 t = 0;
+	size_t	 i;
+
+	for (i = 0; i < c->nroutes; i++)
+		if (c->routes[i].timeout_ms > t)
+			t = c->routes[i].timeout_ms;
+	return t;
+}
+
+static void
+reload(struct super *s)
+{
+	struct cfg	*nc = NULL;
+	char		 err[512];
+	if (cfg_load(s->cfg->path, &nc, err, sizeof(err)) != IDEM_OK) {
+		log_err("reload refused, keeping the running config: %s", err);
+		return;
+	}
+	if (strcmp(nc->listen ? nc->listen : "", s->cfg->listen ?
+	    s->cfg->listen : "") != 0)
+		log_warn("reload: listen changed; it takes effect only on "
+		    "restart");
+	/* Workers hold their own copy (fork): the old config can go.  The
+	 * listen socket stays the same, so keep the value in use. */
+	free(nc->listen);
+	nc->listen = s->cfg->listen ? strdup(s->cfg->listen) : NULL;
+	cfg_free(s->cfg);
+	s->cfg = nc;
+	log_open("idemgate", nc->log_syslog);
+	s->gen++;
+	spawn_generation(s);
+	signal_gen(s, -1, SIGTERM, s->gen);
+	log_info("config reloaded from %s", nc->path);
+}
+
+/* SIGTERM to every worker, wait (bounded), SIGKILL the rest. */
+static void
+shutdown_all(struct super *s)
+{
+	int64_t		 deadline;
+	struct pollfd	 pfd = { sig_pipe[0], POLLIN, 0 };
+	unsigned char	 buf[64];
+
+	signal_gen(s, -1, SIGTERM, -1);
+	deadline = now_ms() + longest_timeout(s->cfg) + 5000;
+	reap(s, 1);
+	while (count_alive(s, -1) > 0 && now_ms() < deadline) {
+		if (poll(&pfd, 1, 100) > 0)
+			(void)!read(sig_pipe[0], buf, sizeof(buf));
+		reap(s, 1);
+	}
+	if (count_alive(s, -1) > 0) {
+		log_warn("workers did not drain in time; killing them");
+		signal_gen(s, -1, SIGKILL, -1);
+		while (count_alive(s, -1) > 0) {
+			if (poll(&pfd, 1, 100) > 0)
+				(void)!read(sig_pipe[0], buf, sizeof(buf));
+			reap(s, 1);
+		}
+	}
+}
+
+int
+super_run(struct cfg *cfg)
+{
+	struct super	 s;
+	struct pollfd	 pfd;
+	unsigned char	 buf[64];
+	ssize_t		 n, i;
+	int		 term = 0, hup, timeout;
+
+	memset(&s, 0, sizeof(s));
+	s.cfg = cfg;
+	s.listen_fd = -1;
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		log_err("pipe: %s", strerror(errno));
+		cfg_free(cfg);
+		return 1;
+	}
+	if (listen_open(cfg, &s.listen_fd) != IDEM_OK) {
+		close(sig_pipe[0]);
+		close(sig_pipe[1]);
+		cfg_free(cfg);
+		return 1;
+	}
+	set_signals(on_signal);
+	log_info("listening on %s with %d workers x %d threads",
+	    cfg->listen ? cfg->listen : "fd:0", nworkers(cfg), cfg->threads);
+	spawn_generation(&s);
+
+	while (!term) {
+		pfd.fd = sig_pipe[0];
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		timeout = -1;
+		if (count_alive(&s, s.gen) < nworkers(s.cfg)) {
+			int64_t	 d = s.restart_at - now_ms();
+
+			timeout = d > 0 ? (int)d : 0;
+		}
+		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
+			break;
+		hup = 0;
+		while ((n = read(sig_pipe[0], buf, sizeof(buf))) > 0)
+			for (i = 0; i < n; i++) {
+				if (buf[i] == SIGTERM || buf[i] == SIGINT)
+					term = 1;
+				else if (buf[i] == SIGHUP)
+					hup = 1;
+			}
+		reap(&s, term);
+		if (term)
+			break;
+		if (hup)
+			reload(&s);
+		refill(&s);
+	}
+	log_info("stopping: draining workers");
+	shutdown_all(&s);
+	listen_close(s.cfg, s.listen_fd);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
+	cfg_free(s.cfg);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,292 @@
+/* A worker process: request threads on the shared listen socket. */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "listen.h"
+#include "log.h"
+#include "request.h"
+#include "stats.h"
+#include "store.h"
+#include "worker.h"
+
+/* MySQL client library set-up, defined in lib/store.c (declared here too
+ * until store.h carries them; identical declarations are harmless). */
+enum idem_err store_global_init(void);
+void store_global_end(void);
+enum idem_err store_thread_init(void);
+void store_thread_end(void);
+
+struct worker;
+
+struct rthread {
+	struct worker	*w;
+	pthread_t	 tid;
+	int		 started;
+	atomic_int	 busy;		/* serving a request: do not interrupt */
+	atomic_int	 done;
+};
+
+struct worker {
+	const struct cfg	*cfg;
+	int			 listen_fd;
+	const char		*web_addrs;	/* FCGI_WEB_SERVER_ADDRS */
+	struct stats		*stats;
+	char			 owner[300];
+	char			 host[256];
+	atomic_int		 stop;
+	struct rthread		*threads;
+	int			 nthreads;
+
+	pthread_mutex_t		 flush_mu;
+	pthread_cond_t		 flush_cv;
+	int			 flush_stop;
+};
+
+/* Interrupts accept(); does nothing else. */
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *
+rthread_main(void *arg)
+{
+	struct rthread	*t = arg;
+	struct worker	*w = t->w;
+	struct gw_ctx	 ctx;
+	FCGX_Request	 req;
+	struct store	*st = NULL;
+	sigset_t	 set;
+	enum idem_err	 er;
+
+	/* SIGUSR1 is how the drain reaches a thread blocked in accept. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+
+	if (store_thread_init() != IDEM_OK)
+		log_err("MySQL thread init failed");
+	if ((er = store_new(w->cfg, &st)) != IDEM_OK) {
+		log_err("cannot create store: %s", idem_strerror(er));
+		st = NULL;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = w->cfg;
+	ctx.st = st;
+	ctx.stats = w->stats;
+	ctx.owner = w->owner;
+	if (FCGX_InitRequest(&req, w->listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)
+	    != 0) {
+		log_err("FCGX_InitRequest failed");
+		goto out;
+	}
+	while (!atomic_load(&w->stop)) {
+		if (FCGX_Accept_r(&req) < 0) {
+			if (atomic_load(&w->stop))
+				break;
+			/* EINTR or a connection that failed early. */
+			continue;
+		}
+		atomic_store(&t->busy, 1);
+		if (!listen_peer_allowed(req.ipcFd, w->web_addrs))
+			log_warn("connection from a peer not in "
+			    "FCGI_WEB_SERVER_ADDRS refused");
+		else if (st == NULL) {
+			log_err("no store: cannot serve");
+		} else
+			request_serve(&ctx, &req);
+		FCGX_Finish_r(&req);
+		atomic_store(&t->busy, 0);
+	}
+	FCGX_Free(&req, 0);
+out:
+	store_free(st);
+	store_thread_end();
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+static void
+flush_now(struct worker *w, struct store *st)
+{
+	enum idem_err	 er;
+
+	if (w->stats == NULL || st == NULL)
+		return;
+	er = stats_flush(w->stats, st, w->host);
+	if (er != IDEM_OK)
+		log_warn("counters flush failed: %s", store_last_error(st));
+}
+
+static void *
+flusher_main(void *arg)
+{
+	struct worker	*w = arg;
+	struct store	*st = NULL;
+	struct timespec	 ts;
+	int64_t		 ms = w->cfg->counters_flush_ms;
+
+	if (ms <= 0)
+		ms = 5000;
+	if (store_thread_init() != IDEM_OK)
+		log_err("MySQL thread init failed");
+	if (store_new(w->cfg, &st) != IDEM_OK)
+		st = NULL;
+	pthread_mutex_lock(&w->flush_mu);
+	while (!w->flush_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&w->flush_cv, &w->flush_mu, &ts);
+		if (w->flush_stop)
+			break;
+		pthread_mutex_unlock(&w->flush_mu);
+		flush_now(w, st);
+		pthread_mutex_lock(&w->flush_mu);
+	}
+	pthread_mutex_unlock(&w->flush_mu);
+	/* Last flush after the request threads have stopped. */
+	flush_now(w, st);
+	store_free(st);
+	store_thread_end();
+	return NULL;
+}
+
+/* Signals idle threads until every request thread has exited. */
+static void
+drain(struct worker *w)
+{
+	struct timespec	 ts = { 0, 100 * 1000000 };
+	int		 i, left;
+
+	atomic_store(&w->stop, 1);
+	for (;;) {
+		left = 0;
+		for (i = 0; i < w->nthreads; i++) {
+			struct rthread	*t = &w->threads[i];
+
+			if (!t->started || atomic_load(&t->done))
+				continue;
+			left++;
+			/* A busy thread finishes its request and then sees
+			 * the flag; interrupting it would break its I/O. */
+			if (!atomic_load(&t->busy))
+				pthread_kill(t->tid, SIGUSR1);
+		}
+		if (left == 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	for (i = 0; i < w->nthreads; i++)
+		if (w->threads[i].started)
+			pthread_join(w->threads[i].tid, NULL);
+}
+
+int
+worker_run(const struct cfg *cfg, int listen_fd)
+{
+	struct worker		 w;
+	struct sigaction	 sa;
+	sigset_t		 set;
+	pthread_t		 flusher;
+	int			 flusher_ok = 0, i, sig, rc = 1;
+
+	memset(&w, 0, sizeof(w));
+	w.cfg = cfg;
+	w.listen_fd = listen_fd;
+	w.web_addrs = getenv("FCGI_WEB_SERVER_ADDRS");
+	pthread_mutex_init(&w.flush_mu, NULL);
+	pthread_cond_init(&w.flush_cv, NULL);
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;	/* no SA_RESTART: accept gets EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	/* Only the main thread takes the drain signals (sigwait). */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if (cfg->host_name != NULL)
+		snprintf(w.host, sizeof(w.host), "%s", cfg->host_name);
+	else if (gethostname(w.host, sizeof(w.host) - 1) != 0)
+		snprintf(w.host, sizeof(w.host), "localhost");
+	snprintf(w.owner, sizeof(w.owner), "%s:%ld", w.host, (long)getpid());
+
+	if (FCGX_Init() != 0) {
+		log_err("FCGX_Init failed");
+		goto out;
+	}
+	if (store_global_init() != IDEM_OK) {
+		log_err("MySQL client library init failed");
+		goto out;
+	}
+	if (stats_new(&w.stats) != IDEM_OK) {
+		log_err("out of memory");
+		goto out;
+	}
+	w.nthreads = cfg->threads > 0 ? cfg->threads : 1;
+	if ((w.threads = calloc((size_t)w.nthreads, sizeof(*w.threads))) ==
+	    NULL) {
+		log_err("out of memory");
+		goto out;
+	}
+	for (i = 0; i < w.nthreads; i++) {
+		w.threads[i].w = &w;
+		if (pthread_create(&w.threads[i].tid, NULL, rthread_main,
+		    &w.threads[i]) != 0) {
+			log_err("cannot start request thread %d", i);
+			break;
+		}
+		w.threads[i].started = 1;
+	}
+	if (pthread_create(&flusher, NULL, flusher_main, &w) == 0)
+		flusher_ok = 1;
+	else
+		log_err("cannot start counters thread");
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	for (;;) {
+		if (sigwait(&set, &sig) == 0)
+			break;
+	}
+	drain(&w);
+	rc = 0;
+out:
+	atomic_store(&w.stop, 1);
+	if (flusher_ok) {
+		pthread_mutex_lock(&w.flush_mu);
+		w.flush_stop = 1;
+		pthread_cond_signal(&w.flush_cv);
+		pthread_mutex_unlock(&w.flush_mu);
+		pthread_join(flusher, NULL);
+	}
+	free(w.threads);
+	stats_free(w.stats);
+	pthread_cond_destroy(&w.flush_cv);
+	pthread_mutex_destroy(&w.flush_mu);
+	store_global_end();
+	return rc;
+}
