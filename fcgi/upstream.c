@@ -1,0 +1,692 @@
+/* A FastCGI client: forwards one request to an upstream app (PHP-FPM...). */
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "upstream.h"
+
+/* FastCGI 1.0 record types and constants. */
+#define FCGI_VERSION_1		1
+#define FCGI_BEGIN_REQUEST	1
+#define FCGI_ABORT_REQUEST	2
+#define FCGI_END_REQUEST	3
+#define FCGI_PARAMS		4
+#define FCGI_STDIN		5
+#define FCGI_STDOUT		6
+#define FCGI_STDERR		7
+#define FCGI_DATA		8
+#define FCGI_GET_VALUES		9
+#define FCGI_RESPONDER		1
+#define FCGI_REQUEST_COMPLETE	0
+#define FCGI_HDR_LEN		8
+
+#define UP_REQ_ID		1	/* one request per connection */
+#define UP_REC_MAX		65528	/* content per record: 8-aligned, <= 65535 */
+#define UP_PARAMS_MAX		(4 * 1024 * 1024)
+#define UP_CONNECT_MAX_MS	10000	/* connect limit when timeout_ms is 0 */
+#define UP_ERRLINE_MAX		1024	/* STDERR bytes per log line */
+#define UP_ERRLOG_MAX		(64 * 1024)	/* STDERR bytes logged per request */
+
+static int64_t
+up_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *
+up_tag(const struct upstream_req *r)
+{
+	return r->tag != NULL ? r->tag : "upstream";
+}
+
+/* Writes a record header for type with clen content bytes into h. */
+static void
+up_hdr(unsigned char h[FCGI_HDR_LEN], int type, size_t clen, size_t pad)
+{
+	h[0] = FCGI_VERSION_1;
+	h[1] = (unsigned char)type;
+	h[2] = (UP_REQ_ID >> 8) & 0xff;
+	h[3] = UP_REQ_ID & 0xff;
+	h[4] = (unsigned char)((clen >> 8) & 0xff);
+	h[5] = (unsigned char)(clen & 0xff);
+	h[6] = (unsigned char)pad;
+	h[7] = 0;
+}
+
+/* Appends a name or value length: 1 byte below 128, else 4 bytes. */
+static enum idem_err
+up_len(struct buf *b, size_t len)
+{
+	unsigned char	 l[4];
+
+	if (len < 128) {
+		l[0] = (unsigned char)len;
+		return buf_add(b, l, 1);
+	}
+	if (len > 0x7fffffff)
+		return IDEM_ETOOBIG;
+	l[0] = (unsigned char)(((len >> 24) & 0x7f) | 0x80);
+	l[1] = (unsigned char)((len >> 16) & 0xff);
+	l[2] = (unsigned char)((len >> 8) & 0xff);
+	l[3] = (unsigned char)(len & 0xff);
+	return buf_add(b, l, 4);
+}
+
+static enum idem_err
+up_pair(struct buf *b, const char *name, size_t nlen, const char *val,
+    size_t vlen)
+{
+	enum idem_err	 er;
+
+	if ((er = up_len(b, nlen)) != IDEM_OK ||
+	    (er = up_len(b, vlen)) != IDEM_OK ||
+	    (er = buf_add(b, name, nlen)) != IDEM_OK ||
+	    (er = buf_add(b, val, vlen)) != IDEM_OK)
+		return er;
+	return IDEM_OK;
+}
+
+/* Appends stream bytes as records of type, then the empty record. */
+static enum idem_err
+up_stream(struct buf *out, int type, const char *p, size_t len)
+{
+	unsigned char	 h[FCGI_HDR_LEN];
+	static const unsigned char zero[8];
+	size_t		 n, pad;
+	enum idem_err	 er;
+
+	while (len > 0) {
+		n = len > UP_REC_MAX ? UP_REC_MAX : len;
+		pad = (8 - n % 8) % 8;
+		up_hdr(h, type, n, pad);
+		if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
+		    (er = buf_add(out, p, n)) != IDEM_OK ||
+		    (er = buf_add(out, zero, pad)) != IDEM_OK)
+			return er;
+		p += n;
+		len -= n;
+	}
+	up_hdr(h, type, 0, 0);
+	return buf_add(out, h, sizeof(h));
+}
+
+/*
+ * Encodes BEGIN_REQUEST and the PARAMS stream.  HTTP_PROXY is not
+ * forwarded (httpoxy); an unknown CONTENT_LENGTH gets the body's length
+ * so the app reads the whole (chunked) body.
+ */
+static enum idem_err
+up_encode_head(const struct upstream_req *r, struct buf *out)
+{
+	unsigned char	 h[FCGI_HDR_LEN], begin[8] = { 0, FCGI_RESPONDER,
+		0, 0, 0, 0, 0, 0 };
+	struct buf	 pb;
+	char		 cl[32];
+	const char	*e, *eq;
+	size_t		 i, nlen;
+	int		 has_cl = 0;
+	enum idem_err	 er;
+
+	buf_init(&pb, UP_PARAMS_MAX);
+	up_hdr(h, FCGI_BEGIN_REQUEST, sizeof(begin), 0);
+	if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
+	    (er = buf_add(out, begin, sizeof(begin))) != IDEM_OK)
+		goto out;
+	for (i = 0; r->params != NULL && r->params[i] != NULL; i++) {
+		e = r->params[i];
+		if ((eq = strchr(e, '=')) == NULL || eq == e)
+			continue;
+		nlen = (size_t)(eq - e);
+		if (nlen == 10 && strncmp(e, "HTTP_PROXY", 10) == 0)
+			continue;
+		if (nlen == 14 && strncmp(e, "CONTENT_LENGTH", 14) == 0) {
+			if (eq[1] == '\0')
+				continue;
+			has_cl = 1;
+		}
+		if ((er = up_pair(&pb, e, nlen, eq + 1, strlen(eq + 1))) !=
+		    IDEM_OK)
+			goto out;
+	}
+	if (!has_cl && r->bodylen > 0) {
+		snprintf(cl, sizeof(cl), "%zu", r->bodylen);
+		if ((er = up_pair(&pb, "CONTENT_LENGTH", 14, cl, strlen(cl))) !=
+		    IDEM_OK)
+			goto out;
+	}
+	er = up_stream(out, FCGI_PARAMS, pb.p, pb.len);
+out:
+	buf_free(&pb);
+	return er;
+}
+
+/* ---- connecting ---- */
+
+/* Waits for a non-blocking connect on fd until deadline.  0 on success. */
+static int
+up_connect_wait(int fd, int64_t deadline)
+{
+	struct pollfd	 pfd = { fd, POLLOUT, 0 };
+	int64_t		 left;
+	int		 rc, soerr = 0;
+	socklen_t	 sl = sizeof(soerr);
+
+	for (;;) {
+		left = deadline - up_now_ms();
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		rc = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (rc == -1 && errno == EINTR)
+			continue;
+		if (rc == -1)
+			return -1;
+		if (rc == 1)
+			break;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1)
+		return -1;
+	if (soerr != 0) {
+		errno = soerr;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+up_connect_sa(const struct sockaddr *sa, socklen_t salen, int64_t deadline)
+{
+	int	 fd;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1)
+		return -1;
+	if (connect(fd, sa, salen) == 0)
+		return fd;
+	if ((errno == EINPROGRESS || errno == EINTR) &&
+	    up_connect_wait(fd, deadline) == 0)
+		return fd;
+	{
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+	}
+	return -1;
+}
+
+/* Connects to "unix:/path" or "tcp:host:port".  -1 (errno) on failure. */
+static int
+up_connect(const char *addr, int64_t deadline)
+{
+	struct sockaddr_un	 sun;
+	struct addrinfo		 hints, *res = NULL, *ai;
+	char			 host[256];
+	const char		*hp, *colon, *port;
+	size_t			 hl;
+	int			 fd = -1, rc;
+
+	if (strncmp(addr, "unix:", 5) == 0) {
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		if (strlen(addr + 5) == 0 ||
+		    strlen(addr + 5) >= sizeof(sun.sun_path)) {
+			errno = addr[5] == '\0' ? EINVAL : ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(sun.sun_path, addr + 5, strlen(addr + 5));
+		return up_connect_sa((struct sockaddr *)&sun, sizeof(sun),
+		    deadline);
+	}
+	if (strncmp(addr, "tcp:", 4) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	hp = addr + 4;
+	if ((colon = strrchr(hp, ':')) == NULL || colon[1] == '\0') {
+		errno = EINVAL;
+		return -1;
+	}
+	port = colon + 1;
+	hl = (size_t)(colon - hp);
+	/* [::1]:9000 */
+	if (hl >= 2 && hp[0] == '[' && hp[hl - 1] == ']') {
+		hp++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof(host)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(host, hp, hl);
+	host[hl] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		errno = rc == EAI_SYSTEM ? errno : EHOSTUNREACH;
+		return -1;
+	}
+	for (ai = res; ai != NULL && fd == -1; ai = ai->ai_next)
+		fd = up_connect_sa(ai->ai_addr, ai->ai_addrlen, deadline);
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* ---- the exchange ---- */
+
+/* Parser state for the records the app sends. */
+struct up_rd {
+	unsigned char	 hdr[FCGI_HDR_LEN];
+	size_t		 hdr_have;
+	int		 type;
+	size_t		 content_left;
+	size_t		 pad_left;
+	int		 skip;		/* content not for us: drop it */
+	unsigned char	 end[8];
+	size_t		 end_have;
+	int		 done;		/* END_REQUEST seen */
+	int		 app_status;
+	char		 errline[UP_ERRLINE_MAX];
+	size_t		 errlen;
+	size_t		 errtotal;
+};
+
+static void
+up_err_flush(const struct upstream_req *r, struct up_rd *rd)
+{
+	if (rd->errlen == 0)
+		return;
+	log_warn("%s: %.*s", up_tag(r), (int)rd->errlen, rd->errline);
+	rd->errlen = 0;
+}
+
+/* Logs STDERR a line at a time, at most UP_ERRLOG_MAX bytes a request. */
+static void
+up_err_add(const struct upstream_req *r, struct up_rd *rd, const char *p,
+    size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (rd->errtotal >= UP_ERRLOG_MAX) {
+			if (rd->errtotal++ == UP_ERRLOG_MAX) {
+				up_err_flush(r, rd);
+				log_warn("%s: further stderr dropped",
+				    up_tag(r));
+			}
+			continue;
+		}
+		rd->errtotal++;
+		if (p[i] == '\n') {
+			if (rd->errlen > 0 && rd->errline[rd->errlen - 1] == '\r')
+				rd->errlen--;
+			up_err_flush(r, rd);
+			continue;
+		}
+		if (rd->errlen == sizeof(rd->errline))
+			up_err_flush(r, rd);
+		rd->errline[rd->errlen++] = p[i];
+	}
+}
+
+/* Checks a complete record header and sets up reading its content. */
+static enum idem_err
+up_rd_header(const struct upstream_req *r, struct up_rd *rd)
+{
+	const unsigned char *h = rd->hdr;
+	int	 id = (h[2] << 8) | h[3];
+
+	if (h[0] != FCGI_VERSION_1) {
+		log_err("%s: bad FastCGI version %d", up_tag(r), h[0]);
+		return IDEM_EHANDLER;
+	}
+	rd->type = h[1];
+	rd->content_left = ((size_t)h[4] << 8) | h[5];
+	rd->pad_left = h[6];
+	rd->skip = 0;
+	rd->end_have = 0;
+	switch (rd->type) {
+	case FCGI_STDOUT:
+	case FCGI_STDERR:
+	case FCGI_END_REQUEST:
+		if (id != UP_REQ_ID) {
+			log_err("%s: record for request %d", up_tag(r), id);
+			return IDEM_EHANDLER;
+		}
+		if (rd->type == FCGI_END_REQUEST && rd->content_left < 8) {
+			log_err("%s: short END_REQUEST", up_tag(r));
+			return IDEM_EHANDLER;
+		}
+		break;
+	case FCGI_BEGIN_REQUEST:
+	case FCGI_ABORT_REQUEST:
+	case FCGI_PARAMS:
+	case FCGI_STDIN:
+	case FCGI_DATA:
+	case FCGI_GET_VALUES:
+		/* Only a web server sends these. */
+		log_err("%s: unexpected record type %d", up_tag(r), rd->type);
+		return IDEM_EHANDLER;
+	default:
+		/* GET_VALUES_RESULT, UNKNOWN_TYPE or a future type:
+		 * nothing we asked for, so it is skipped. */
+		log_debug("%s: skipping record type %d", up_tag(r), rd->type);
+		rd->skip = 1;
+		break;
+	}
+	return IDEM_OK;
+}
+
+/* Ends the current record once its content and padding are consumed. */
+static enum idem_err
+up_rd_record_end(const struct upstream_req *r, struct up_rd *rd)
+{
+	const unsigned char *e = rd->end;
+
+	rd->hdr_have = 0;
+	if (rd->type != FCGI_END_REQUEST || rd->skip)
+		return IDEM_OK;
+	rd->app_status = (int)(((uint32_t)e[0] << 24) | ((uint32_t)e[1] << 16) |
+	    ((uint32_t)e[2] << 8) | e[3]);
+	rd->done = 1;
+	if (e[4] != FCGI_REQUEST_COMPLETE) {
+		log_err("%s: request refused (protocolStatus %d)", up_tag(r),
+		    e[4]);
+		return IDEM_EHANDLER;
+	}
+	return IDEM_OK;
+}
+
+/* Feeds bytes read from the app to the record parser. */
+static enum idem_err
+up_rd_feed(const struct upstream_req *r, struct up_rd *rd, const char *p,
+    size_t n)
+{
+	size_t		 k;
+	enum idem_err	 er;
+
+	while (n > 0 && !rd->done) {
+		if (rd->hdr_have < FCGI_HDR_LEN) {
+			k = FCGI_HDR_LEN - rd->hdr_have;
+			if (k > n)
+				k = n;
+			memcpy(rd->hdr + rd->hdr_have, p, k);
+			rd->hdr_have += k;
+			p += k;
+			n -= k;
+			if (rd->hdr_have < FCGI_HDR_LEN)
+				break;
+			if ((er = up_rd_header(r, rd)) != IDEM_OK)
+				return er;
+		} else if (rd->content_left > 0) {
+			k = rd->content_left < n ? rd->content_left : n;
+			if (rd->skip)
+				;
+			else if (rd->type == FCGI_STDOUT) {
+				if ((er = r->out(r->arg, p, k)) != IDEM_OK)
+					return er;
+			} else if (rd->type == FCGI_STDERR)
+				up_err_add(r, rd, p, k);
+			else if (rd->type == FCGI_END_REQUEST) {
+				size_t m = sizeof(rd->end) - rd->end_have;
+
+				if (m > k)
+					m = k;
+				memcpy(rd->end + rd->end_have, p, m);
+				rd->end_have += m;
+			}
+			rd->content_left -= k;
+			p += k;
+			n -= k;
+		} else if (rd->pad_left > 0) {
+			k = rd->pad_left < n ? rd->pad_left : n;
+			rd->pad_left -= k;
+			p += k;
+			n -= k;
+		}
+		if (rd->hdr_have == FCGI_HDR_LEN && rd->content_left == 0 &&
+		    rd->pad_left == 0 &&
+		    (er = up_rd_record_end(r, rd)) != IDEM_OK)
+			return er;
+	}
+	return IDEM_OK;
+}
+
+/* What is left to send: the head buffer, then STDIN records of the body. */
+struct up_wr {
+	const char	*head;
+	size_t		 headlen, headoff;
+	const char	*body;
+	size_t		 bodylen, bodyoff;	/* body bytes framed so far */
+	unsigned char	 rh[FCGI_HDR_LEN + 8];	/* current header or trailer */
+	size_t		 rhlen, rhoff;
+	size_t		 chunk_left;	/* body bytes of the current record */
+	size_t		 pad;		/* padding after the current record */
+	int		 eof_sent;	/* empty STDIN queued */
+	int		 done;
+};
+
+/* Fills iov with the next bytes to send.  Returns the iov count. */
+static int
+up_wr_next(struct up_wr *w, struct iovec iov[2])
+{
+	static const unsigned char zero[8];
+
+	for (;;) {
+		if (w->headoff < w->headlen) {
+			iov[0].iov_base = (char *)w->head + w->headoff;
+			iov[0].iov_len = w->headlen - w->headoff;
+			return 1;
+		}
+		if (w->rhoff < w->rhlen) {
+			iov[0].iov_base = w->rh + w->rhoff;
+			iov[0].iov_len = w->rhlen - w->rhoff;
+			if (w->chunk_left == 0)
+				return 1;
+			iov[1].iov_base = (char *)w->body + w->bodyoff;
+			iov[1].iov_len = w->chunk_left;
+			return 2;
+		}
+		if (w->chunk_left > 0) {
+			iov[0].iov_base = (char *)w->body + w->bodyoff;
+			iov[0].iov_len = w->chunk_left;
+			return 1;
+		}
+		if (w->pad > 0) {
+			iov[0].iov_base = (char *)zero;
+			iov[0].iov_len = w->pad;
+			return 1;
+		}
+		/* Next record. */
+		if (w->bodyoff < w->bodylen) {
+			size_t n = w->bodylen - w->bodyoff;
+
+			if (n > UP_REC_MAX)
+				n = UP_REC_MAX;
+			w->pad = (8 - n % 8) % 8;
+			up_hdr(w->rh, FCGI_STDIN, n, w->pad);
+			w->rhlen = FCGI_HDR_LEN;
+			w->rhoff = 0;
+			w->chunk_left = n;
+			continue;
+		}
+		if (!w->eof_sent) {
+			up_hdr(w->rh, FCGI_STDIN, 0, 0);
+			w->rhlen = FCGI_HDR_LEN;
+			w->rhoff = 0;
+			w->eof_sent = 1;
+			continue;
+		}
+		w->done = 1;
+		return 0;
+	}
+}
+
+/* Accounts for n bytes sent from what up_wr_next() offered. */
+static void
+up_wr_sent(struct up_wr *w, size_t n)
+{
+	size_t	 k;
+
+	if (w->headoff < w->headlen) {
+		w->headoff += n;
+		return;
+	}
+	if (w->rhoff < w->rhlen) {
+		k = w->rhlen - w->rhoff;
+		k = k < n ? k : n;
+		w->rhoff += k;
+		n -= k;
+	}
+	if (n > 0 && w->chunk_left > 0) {
+		k = w->chunk_left < n ? w->chunk_left : n;
+		w->chunk_left -= k;
+		w->bodyoff += k;
+		n -= k;
+	} else if (n > 0 && w->pad > 0)
+		w->pad -= n;
+}
+
+enum idem_err
+upstream_exec(const struct upstream_req *r, int *app_status)
+{
+	struct buf	 head;
+	struct up_wr	 w;
+	struct up_rd	*rd = NULL;
+	struct pollfd	 pfd;
+	struct iovec	 iov[2];
+	struct msghdr	 mh;
+	char		*rbuf = NULL;
+	int64_t		 now, deadline, cdeadline, next_tick, wait_ms;
+	ssize_t		 k;
+	int		 fd = -1, niov, rc, wr_open = 1;
+	enum idem_err	 er;
+
+	buf_init(&head, UP_PARAMS_MAX + UP_PARAMS_MAX / 8 + 64);
+	now = up_now_ms();
+	deadline = r->timeout_ms > 0 ? now + r->timeout_ms : -1;
+	next_tick = r->tick != NULL && r->tick_ms > 0 ? now + r->tick_ms : -1;
+	if ((er = up_encode_head(r, &head)) != IDEM_OK)
+		goto out;
+	rd = calloc(1, sizeof(*rd));
+	rbuf = malloc(65536);
+	if (rd == NULL || rbuf == NULL) {
+		er = IDEM_ENOMEM;
+		goto out;
+	}
+	cdeadline = deadline >= 0 ? deadline : now + UP_CONNECT_MAX_MS;
+	if ((fd = up_connect(r->addr, cdeadline)) == -1) {
+		log_err("%s: cannot connect to %s: %s", up_tag(r), r->addr,
+		    strerror(errno));
+		er = IDEM_EHANDLER;
+		goto out;
+	}
+	memset(&w, 0, sizeof(w));
+	w.head = head.p;
+	w.headlen = head.len;
+	w.body = r->body;
+	w.bodylen = r->body != NULL ? r->bodylen : 0;
+	for (;;) {
+		now = up_now_ms();
+		if (deadline >= 0 && now >= deadline) {
+			log_warn("%s: %s timed out after %lld ms", up_tag(r),
+			    r->addr, (long long)r->timeout_ms);
+			er = IDEM_ETIMEOUT;
+			goto out;
+		}
+		if (next_tick >= 0 && now >= next_tick) {
+			r->tick(r->arg);
+			next_tick = now + r->tick_ms;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLIN | (wr_open ? POLLOUT : 0);
+		pfd.revents = 0;
+		wait_ms = deadline >= 0 ? deadline - now : -1;
+		if (next_tick >= 0 && (wait_ms < 0 || next_tick - now < wait_ms))
+			wait_ms = next_tick - now;
+		if (wait_ms > INT_MAX)
+			wait_ms = INT_MAX;
+		rc = poll(&pfd, 1, (int)wait_ms);
+		if (rc == -1 && errno == EINTR)
+			continue;
+		if (rc == -1) {
+			log_err("%s: poll: %s", up_tag(r), strerror(errno));
+			er = IDEM_ESYS;
+			goto out;
+		}
+		if (rc == 0)
+			continue;
+		if (wr_open && (pfd.revents & (POLLOUT | POLLERR | POLLHUP))) {
+			niov = up_wr_next(&w, iov);
+			if (niov == 0)
+				wr_open = 0;
+			else {
+				memset(&mh, 0, sizeof(mh));
+				mh.msg_iov = iov;
+				mh.msg_iovlen = (size_t)niov;
+				/* MSG_NOSIGNAL: a closed app is an error
+				 * code here, never a SIGPIPE. */
+				k = sendmsg(fd, &mh, MSG_NOSIGNAL);
+				if (k > 0)
+					up_wr_sent(&w, (size_t)k);
+				else if (k == -1 && errno != EAGAIN &&
+				    errno != EINTR) {
+					/* The app may answer without reading
+					 * all input; keep reading. */
+					log_debug("%s: send: %s", up_tag(r),
+					    strerror(errno));
+					wr_open = 0;
+				}
+			}
+		}
+		if (pfd.revents & (POLLIN | POLLERR | POLLHUP)) {
+			k = read(fd, rbuf, 65536);
+			if (k == -1 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (k <= 0) {
+				log_err("%s: %s closed the connection before "
+				    "END_REQUEST%s%s", up_tag(r), r->addr,
+				    k == -1 ? ": " : "",
+				    k == -1 ? strerror(errno) : "");
+				er = IDEM_EHANDLER;
+				goto out;
+			}
+			if ((er = up_rd_feed(r, rd, rbuf, (size_t)k)) !=
+			    IDEM_OK)
+				goto out;
+			if (rd->done)
+				break;
+		}
+	}
+	*app_status = rd->app_status;
+	er = IDEM_OK;
+out:
+	if (rd != NULL)
+		up_err_flush(r, rd);
+	if (fd != -1)
+		close(fd);
+	free(rbuf);
+	free(rd);
+	buf_free(&head);
+	return er;
+}
