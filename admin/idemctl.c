@@ -1,0 +1,124 @@
+/* idemctl: the operator CLI (cleanup from cron, migrate, check, show, forget, stats, metrics). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "idemctl_cleanup.h"
+#include "idemctl_common.h"
+#include "idemctl_db.h"
+#include "idemctl_key.h"
+#include "idemctl_stats.h"
+
+#ifndef IDEMCTL_VERSION
+#define IDEMCTL_VERSION	"0.1"
+#endif
+
+static const struct {
+	const char	*name;
+	int		(*run)(struct ctl *, int, char **);
+	const char	*usage;
+	const char	*summary;
+} cmds[] = {
+	{ "cleanup", ctl_cleanup, ctl_cleanup_usage,
+	  "delete expired keys in batches (run from cron)" },
+	{ "migrate", ctl_migrate, ctl_migrate_usage,
+	  "create or upgrade the database schema" },
+	{ "check", ctl_check, ctl_check_usage,
+	  "check config, database, schema and privileges" },
+	{ "show", ctl_show, ctl_show_usage,
+	  "show one key (--body: its stored response body)" },
+	{ "forget", ctl_forget, ctl_forget_usage,
+	  "delete one key so it runs again" },
+	{ "stats", ctl_stats, ctl_stats_usage,
+	  "fleet counters per route (table, tsv, json)" },
+	{ "metrics", ctl_metrics, ctl_metrics_usage,
+	  "Prometheus text for node_exporter's textfile collector" },
+};
+
+#define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
+
+static void
+usage(FILE *f)
+{
+	size_t	 i;
+
+	fputs("usage: idemctl [-c FILE] [-v] COMMAND [options]\n"
+	    "       idemctl COMMAND --help | --help | --version\n\n"
+	    "Commands:\n", f);
+	for (i = 0; i < NCMDS; i++)
+		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].summary);
+	fputs("\nOptions:\n"
+	    "  -c, --config FILE  idemgate config file (default "
+	    CTL_DEFAULT_CONFIG ");\n"
+	    "                     its [gateway] mysql_defaults_file names the "
+	    "database\n"
+	    "  -v, --verbose      say more (cleanup: a summary line)\n"
+	    "  -h, --help         this text; 'idemctl COMMAND --help' for one "
+	    "command\n"
+	    "  -V, --version      print the version\n\n"
+	    "Exit codes:\n"
+	    "  0 ok                         5 cleanup partial (--max-seconds hit)\n"
+	    "  1 usage (command, flag, key) 6 schema missing or older than this build\n"
+	    "  2 config file invalid        7 no such key (show, forget)\n"
+	    "  3 database unreachable or    8 key in progress (forget without --force)\n"
+	    "    a query failed             9 privileges missing (check)\n"
+	    "  4 another cleanup is running\n", f);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctl	 c;
+	size_t		 i;
+	int		 ch, rc;
+
+	memset(&c, 0, sizeof(c));
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:c:vhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			c.cfgpath = optarg;
+			break;
+		case 'v':
+			c.verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return CTL_OK;
+		case 'V':
+			printf("idemctl %s\n", IDEMCTL_VERSION);
+			return CTL_OK;
+		default:
+			return ctl_opt_err(NULL, ch, argv);
+		}
+	}
+	if (optind >= argc)
+		return ctl_usage_err(NULL, "missing command (cleanup, migrate, "
+		    "check, show, forget, stats, metrics)");
+	for (i = 0; i < NCMDS; i++)
+		if (strcmp(argv[optind], cmds[i].name) == 0)
+			break;
+	if (i == NCMDS) {
+		if (strcmp(argv[optind], "help") == 0) {
+			usage(stdout);
+			return CTL_OK;
+		}
+		return ctl_usage_err(NULL, "unknown command '%s'",
+		    argv[optind]);
+	}
+	rc = cmds[i].run(&c, argc - optind, argv + optind);
+	fflush(stdout);
+	if (ferror(stdout) && rc == CTL_OK) {
+		ctl_err("writing output failed");
+		rc = CTL_ESTORE;
+	}
+	ctl_close(&c);
+	return rc;
+}

@@ -1,0 +1,182 @@
+/* idemctl cleanup: the cron job that removes expired keys in small batches. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "idemctl_cleanup.h"
+#include "log.h"
+#include "store_admin.h"
+
+const char ctl_cleanup_usage[] =
+"usage: idemctl [-c FILE] cleanup [--batch N] [--max-seconds S] [--sleep MS]\n"
+"                                 [--dry-run] [--verbose]\n"
+"\n"
+"Deletes expired keys and abandoned in-progress keys in batches committed\n"
+"one by one, then prunes fleet counters and run records past their\n"
+"retention.  Never overlaps another run (MySQL named lock\n"
+"'" CLEANUP_LOCK_NAME "').  Every run is recorded in idem_cleanup_runs and\n"
+"logged to syslog.  Prints nothing on success (for cron).\n"
+"\n"
+"  -b, --batch N        rows per DELETE (default [cleanup] batch, 1000)\n"
+"  -t, --max-seconds S  stop between batches after S seconds; the run is\n"
+"                       'partial' and exits 5 (default [cleanup] max_time,\n"
+"                       unlimited)\n"
+"  -s, --sleep MS       pause between batches (default [cleanup] sleep, 0)\n"
+"  -n, --dry-run        count what would go, change nothing; prints the\n"
+"                       counts and records a run with outcome 'dry-run'\n"
+"  -v, --verbose        print a summary line on success\n"
+"  -c, --config FILE    config file (default " CTL_DEFAULT_CONFIG ")\n"
+"\n"
+"Exit: 0 ok, 1 usage, 2 config, 3 database, 4 another cleanup is running,\n"
+"      5 partial (time limit), 6 schema missing or old.\n";
+
+static void
+cleanup_summary(FILE *f, const struct cleanup_opts *o,
+    const struct cleanup_result *r)
+{
+	double	 secs = (double)r->elapsed_ms / 1000.0;
+	double	 rate = secs > 0 ? (double)(r->rows_deleted +
+	    r->stale_released) / secs : 0;
+
+	if (o->dry_run) {
+		fprintf(f, "cleanup dry run: would delete %llu expired keys "
+		    "and %llu stale in-progress keys, prune %llu counter rows "
+		    "and %llu run records\n",
+		    (unsigned long long)r->rows_deleted,
+		    (unsigned long long)r->stale_released,
+		    (unsigned long long)r->counters_pruned,
+		    (unsigned long long)r->runs_pruned);
+		return;
+	}
+	fprintf(f, "cleanup %s: deleted %llu expired keys, released %llu "
+	    "stale in-progress keys, pruned %llu counter rows and %llu run "
+	    "records in %u batches, %.3f s (%.0f keys/s)\n", r->outcome,
+	    (unsigned long long)r->rows_deleted,
+	    (unsigned long long)r->stale_released,
+	    (unsigned long long)r->counters_pruned,
+	    (unsigned long long)r->runs_pruned, r->batches, secs, rate);
+}
+
+int
+ctl_cleanup(struct ctl *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "batch", required_argument, NULL, 'b' },
+		{ "max-seconds", required_argument, NULL, 't' },
+		{ "sleep", required_argument, NULL, 's' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cleanup_opts	 o;
+	struct cleanup_result	 r;
+	long			 batch = -1, maxs = -1, sleepms = -1;
+	int			 ch, rc, dry = 0;
+	enum idem_err		 er;
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":b:t:s:nvc:h", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			if (ctl_parse_long(optarg, 1, 1000000, &batch) != 0)
+				return ctl_usage_err("cleanup", "--batch wants "
+				    "a number from 1 to 1000000, not '%s'",
+				    optarg);
+			break;
+		case 't':
+			if (ctl_parse_long(optarg, 0, 86400 * 7, &maxs) != 0)
+				return ctl_usage_err("cleanup", "--max-seconds "
+				    "wants whole seconds (0 = no limit), not "
+				    "'%s'", optarg);
+			break;
+		case 's':
+			if (ctl_parse_long(optarg, 0, 60000, &sleepms) != 0)
+				return ctl_usage_err("cleanup", "--sleep wants "
+				    "milliseconds from 0 to 60000, not '%s'",
+				    optarg);
+			break;
+		case 'n':
+			dry = 1;
+			break;
+		case 'v':
+			c->verbose = 1;
+			break;
+		case 'c':
+			c->cfgpath = optarg;
+			break;
+		case 'h':
+			fputs(ctl_cleanup_usage, stdout);
+			return CTL_OK;
+		default:
+			return ctl_opt_err("cleanup", ch, argv);
+		}
+	}
+	if (optind < argc)
+		return ctl_usage_err("cleanup", "unexpected argument '%s'",
+		    argv[optind]);
+
+	log_open("idemctl", 1);
+	if ((rc = ctl_load(c)) != CTL_OK)
+		return rc;
+	memset(&o, 0, sizeof(o));
+	o.batch = batch > 0 ? (int)batch : c->cfg->cleanup_batch;
+	if (o.batch < 1)
+		o.batch = 1000;
+	o.max_ms = maxs >= 0 ? (int64_t)maxs * 1000 : c->cfg->cleanup_max_ms;
+	o.sleep_ms = sleepms >= 0 ? sleepms : c->cfg->cleanup_sleep_ms;
+	o.dry_run = dry;
+	o.stale_after_ms = c->cfg->stale_after_ms;
+	o.counters_retention_ms = c->cfg->counters_retention_ms;
+	o.runs_retention_ms = c->cfg->runs_retention_ms;
+	o.host = c->cfg->host_name != NULL ? c->cfg->host_name : "unknown";
+
+	if ((rc = ctl_connect(c)) != CTL_OK) {
+		log_err("cleanup failed: database unreachable");
+		return rc;
+	}
+	if ((rc = ctl_need_schema(c)) != CTL_OK) {
+		log_err("cleanup failed: schema missing or old");
+		return rc;
+	}
+
+	er = store_admin_cleanup(c->st, &o, &r);
+	switch (er) {
+	case IDEM_OK:
+		log_info("cleanup %s: run %llu deleted %llu expired, released "
+		    "%llu stale, pruned %llu counter rows, %u batches, %lld ms",
+		    r.outcome, (unsigned long long)r.run_id,
+		    (unsigned long long)r.rows_deleted,
+		    (unsigned long long)r.stale_released,
+		    (unsigned long long)r.counters_pruned, r.batches,
+		    (long long)r.elapsed_ms);
+		if (c->verbose || dry)
+			cleanup_summary(stdout, &o, &r);
+		return CTL_OK;
+	case IDEM_EBUSY:
+		log_warn("cleanup skipped: already running on another "
+		    "connection");
+		ctl_err("cleanup already running on another connection");
+		return CTL_EBUSY;
+	case IDEM_ETIMEOUT:
+		log_warn("cleanup partial: run %llu %s; deleted %llu expired, "
+		    "released %llu stale, %u batches",
+		    (unsigned long long)r.run_id, r.reason,
+		    (unsigned long long)r.rows_deleted,
+		    (unsigned long long)r.stale_released, r.batches);
+		ctl_err("cleanup partial: %s after deleting %llu keys; the "
+		    "next run continues", r.reason,
+		    (unsigned long long)(r.rows_deleted + r.stale_released));
+		return CTL_EPARTIAL;
+	case IDEM_EINVAL:
+		ctl_err("cleanup: %s", store_admin_error());
+		return CTL_EUSAGE;
+	default:
+		log_err("cleanup failed: %s", store_admin_error());
+		ctl_err("cleanup failed: %s", store_admin_error());
+		return CTL_ESTORE;
+	}
+}

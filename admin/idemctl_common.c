@@ -1,0 +1,239 @@
+/* What idemctl's commands share: exit codes, config and store set-up, output helpers. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "idemctl_common.h"
+#include "store_admin.h"
+
+void
+ctl_err(const char *fmt, ...)
+{
+	char	 line[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "idemctl: %s\n", line);
+}
+
+int
+ctl_usage_err(const char *cmd, const char *fmt, ...)
+{
+	char	 line[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (cmd != NULL) {
+		fprintf(stderr, "idemctl: %s: %s\n", cmd, line);
+		fprintf(stderr, "Try 'idemctl %s --help'.\n", cmd);
+	} else {
+		fprintf(stderr, "idemctl: %s\n", line);
+		fprintf(stderr, "Try 'idemctl --help'.\n");
+	}
+	return CTL_EUSAGE;
+}
+
+int
+ctl_opt_err(const char *cmd, int ch, char **argv)
+{
+	const char	*arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (ch == ':') {
+		if (optopt != 0 && optopt != ':')
+			return ctl_usage_err(cmd, "option '-%c' needs a value",
+			    optopt);
+		return ctl_usage_err(cmd, "option '%s' needs a value", arg);
+	}
+	if (optopt != 0)
+		return ctl_usage_err(cmd, "unknown option '-%c'", optopt);
+	return ctl_usage_err(cmd, "unknown option '%s'", arg);
+}
+
+int
+ctl_load(struct ctl *c)
+{
+	char		 err[512];
+	enum idem_err	 er;
+
+	if (c->cfg != NULL)
+		return CTL_OK;
+	if (c->cfgpath == NULL)
+		c->cfgpath = CTL_DEFAULT_CONFIG;
+	er = cfg_load(c->cfgpath, &c->cfg, err, sizeof(err));
+	if (er != IDEM_OK) {
+		if (err[0] == '\0')
+			snprintf(err, sizeof(err), "%s: %s", c->cfgpath,
+			    idem_strerror(er));
+		ctl_err("%s", err);
+		return CTL_ECONFIG;
+	}
+	return CTL_OK;
+}
+
+int
+ctl_connect(struct ctl *c)
+{
+	int		 rc;
+	enum idem_err	 er;
+
+	if ((rc = ctl_load(c)) != CTL_OK)
+		return rc;
+	if (c->st == NULL) {
+		er = store_new(c->cfg, &c->st);
+		if (er != IDEM_OK) {
+			ctl_err("database: %s", idem_strerror(er));
+			return CTL_ESTORE;
+		}
+	}
+	if (store_connect(c->st) != IDEM_OK) {
+		const char	*e = store_last_error(c->st);
+
+		ctl_err("database unreachable: %s",
+		    e != NULL && *e != '\0' ? e : "connection failed");
+		return CTL_ESTORE;
+	}
+	return CTL_OK;
+}
+
+int
+ctl_need_schema(struct ctl *c)
+{
+	int	 v = 0, want = store_schema_expected();
+
+	if (store_schema_version(c->st, &v) != IDEM_OK) {
+		ctl_err("database: cannot read schema version: %s",
+		    store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (v < want) {
+		if (v == 0)
+			ctl_err("schema missing (run 'idemctl migrate')");
+		else
+			ctl_err("schema at version %d, this build needs %d "
+			    "(run 'idemctl migrate')", v, want);
+		return CTL_ESCHEMA;
+	}
+	return CTL_OK;
+}
+
+void
+ctl_close(struct ctl *c)
+{
+	store_free(c->st);
+	c->st = NULL;
+	cfg_free(c->cfg);
+	c->cfg = NULL;
+}
+
+int
+ctl_parse_scope(const char *s, unsigned char out[FP_LEN])
+{
+	char		 kind[8 + 256];
+	const char	*colon;
+	size_t		 i, n;
+
+	if (s == NULL || strcmp(s, "none") == 0) {
+		fp_scope("none", "", out);
+		return 0;
+	}
+	if (strncmp(s, "remote_user:", 12) == 0) {
+		fp_scope("remote_user", s + 12, out);
+		return 0;
+	}
+	if (strncmp(s, "header:", 7) == 0) {
+		s += 7;
+		if ((colon = strchr(s, ':')) == NULL || colon == s)
+			return -1;
+		n = (size_t)(colon - s);
+		if (n > 255)
+			return -1;
+		memcpy(kind, "header:", 7);
+		for (i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)s[i];
+
+			if (ch <= 0x20 || ch >= 0x7f)
+				return -1;
+			kind[7 + i] = (char)tolower(ch);
+		}
+		kind[7 + n] = '\0';
+		fp_scope(kind, colon + 1, out);
+		return 0;
+	}
+	return -1;
+}
+
+int
+ctl_parse_key(const char *s, char *out, size_t *len)
+{
+	return key_parse(s, strlen(s), out, len) == IDEM_OK ? 0 : -1;
+}
+
+int
+ctl_parse_long(const char *s, long min, long max, long *v)
+{
+	char	*end;
+	long	 n;
+
+	if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || n < min || n > max)
+		return -1;
+	*v = n;
+	return 0;
+}
+
+void
+ctl_put_escaped(FILE *f, const char *p, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+
+		if (ch == '\\')
+			fputs("\\\\", f);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch == '\t')
+			fputs("\\t", f);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
+void
+ctl_fmt_time(double t, char *out, size_t outlen)
+{
+	struct tm	 tm;
+	time_t		 s;
+	long		 ms;
+	char		 base[32];
+
+	if (!(t > 0) || t > 253402300799.0) {
+		snprintf(out, outlen, "-");
+		return;
+	}
+	s = (time_t)t;
+	ms = (long)((t - (double)s) * 1000.0 + 0.5);
+	if (ms >= 1000) {
+		s++;
+		ms -= 1000;
+	}
+	gmtime_r(&s, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, outlen, "%s.%03ldZ", base, ms);
+}

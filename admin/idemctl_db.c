@@ -1,0 +1,215 @@
+/* idemctl migrate and check: the schema and the health of the set-up. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "idemctl_db.h"
+#include "store_admin.h"
+
+const char ctl_migrate_usage[] =
+"usage: idemctl [-c FILE] migrate\n"
+"\n"
+"Applies the schema migrations this build carries that the database lacks,\n"
+"in order; safe to run again.  Prints one line: the schema version and how\n"
+"many migrations were applied.  Needs CREATE and ALTER on the database.\n"
+"\n"
+"Exit: 0 ok, 1 usage, 2 config, 3 database.\n";
+
+const char ctl_check_usage[] =
+"usage: idemctl [-c FILE] check\n"
+"\n"
+"Checks the config file, that the database is reachable, that the schema is\n"
+"current, and that the MySQL user may SELECT, INSERT, UPDATE and DELETE on\n"
+"every idemgate table.  One line per finding, starting '[ ok ]', '[warn]'\n"
+"or '[fail]'.\n"
+"\n"
+"Exit: 0 all ok (warnings allowed), 2 config, 3 database, 6 schema,\n"
+"      9 privileges missing.\n";
+
+/* Parses the options of commands that take none of their own. */
+static int
+plain_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
+    char **argv)
+{
+	static const struct option longopts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int	 ch;
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":vc:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			c->verbose = 1;
+			break;
+		case 'c':
+			c->cfgpath = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		default:
+			return ctl_opt_err(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return ctl_usage_err(cmd, "unexpected argument '%s'",
+		    argv[optind]);
+	return CTL_OK;
+}
+
+int
+ctl_migrate(struct ctl *c, int argc, char **argv)
+{
+	int		 rc, applied = 0, v = 0;
+	enum idem_err	 er;
+
+	if ((rc = plain_opts(c, "migrate", ctl_migrate_usage, argc, argv)) != 0)
+		return rc < 0 ? CTL_OK : rc;
+	if ((rc = ctl_connect(c)) != CTL_OK)
+		return rc;
+	if ((er = store_migrate(c->st, &applied)) != IDEM_OK) {
+		ctl_err("migrate failed: %s", store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (store_schema_version(c->st, &v) != IDEM_OK) {
+		ctl_err("migrate: cannot read schema version: %s",
+		    store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (applied == 0)
+		printf("schema at version %d, already current\n", v);
+	else
+		printf("schema at version %d, applied %d migration%s\n", v,
+		    applied, applied == 1 ? "" : "s");
+	return CTL_OK;
+}
+
+static void
+finding(const char *tag, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+finding(const char *tag, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	printf("[%s] ", tag);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void
+fmt_age(double secs, char *out, size_t len)
+{
+	if (secs < 120)
+		snprintf(out, len, "%.0f s", secs);
+	else if (secs < 7200)
+		snprintf(out, len, "%.0f min", secs / 60);
+	else if (secs < 172800)
+		snprintf(out, len, "%.1f h", secs / 3600);
+	else
+		snprintf(out, len, "%.1f d", secs / 86400);
+}
+
+int
+ctl_check(struct ctl *c, int argc, char **argv)
+{
+	struct admin_priv	 privs[32];
+	struct admin_gauges	 g;
+	char			 missing[512], age[32];
+	size_t			 n = 0, i, off = 0;
+	int			 rc, v = 0, want = store_schema_expected();
+	int			 result = CTL_OK;
+
+	if ((rc = plain_opts(c, "check", ctl_check_usage, argc, argv)) != 0)
+		return rc < 0 ? CTL_OK : rc;
+	if (c->cfgpath == NULL)
+		c->cfgpath = CTL_DEFAULT_CONFIG;
+	if ((rc = ctl_load(c)) != CTL_OK) {
+		finding("fail", "config %s is not valid (see above)",
+		    c->cfgpath);
+		return rc;
+	}
+	finding(" ok ", "config %s valid (%zu route%s)", c->cfgpath,
+	    c->cfg->nroutes, c->cfg->nroutes == 1 ? "" : "s");
+	if ((rc = ctl_connect(c)) != CTL_OK) {
+		finding("fail", "database unreachable (option file %s, "
+		    "group [%s])", c->cfg->mysql_defaults_file ?
+		    c->cfg->mysql_defaults_file : "(none)",
+		    c->cfg->mysql_group ? c->cfg->mysql_group : "idemgate");
+		return rc;
+	}
+	finding(" ok ", "database reachable");
+
+	if (store_schema_version(c->st, &v) != IDEM_OK) {
+		finding("fail", "schema version unreadable: %s",
+		    store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (v == 0) {
+		finding("fail", "schema missing (run 'idemctl migrate')");
+		result = CTL_ESCHEMA;
+	} else if (v < want) {
+		finding("fail", "schema at version %d, this build needs %d "
+		    "(run 'idemctl migrate')", v, want);
+		result = CTL_ESCHEMA;
+	} else if (v > want)
+		finding("warn", "schema at version %d, newer than this build "
+		    "(%d)", v, want);
+	else
+		finding(" ok ", "schema at version %d (current)", v);
+	if (result != CTL_OK)
+		return result;
+
+	store_admin_privileges(c->st, privs, sizeof(privs) / sizeof(privs[0]),
+	    &n);
+	missing[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (privs[i].ok)
+			continue;
+		off += (size_t)snprintf(missing + off, sizeof(missing) - off,
+		    "%s%s on %s", off ? ", " : "", privs[i].what,
+		    privs[i].table);
+		if (off >= sizeof(missing))
+			off = sizeof(missing) - 1;
+	}
+	if (missing[0] != '\0') {
+		finding("fail", "privileges missing: %s (the gateway and "
+		    "'idemctl cleanup' need SELECT, INSERT, UPDATE, DELETE)",
+		    missing);
+		result = CTL_EPRIV;
+	} else
+		finding(" ok ", "privileges: SELECT, INSERT, UPDATE, DELETE on "
+		    "idem_keys, idem_counters, idem_cleanup_runs");
+
+	if (store_admin_gauges(c->st, &g) == IDEM_OK) {
+		if (!g.has_cleanup_ok)
+			finding("warn", "no successful cleanup run recorded "
+			    "(schedule 'idemctl cleanup' from cron)");
+		else {
+			double	 ago = (double)time(NULL) - g.last_cleanup_ok_end;
+
+			fmt_age(ago > 0 ? ago : 0, age, sizeof(age));
+			if (ago * 1000 > (double)c->cfg->cleanup_warn_ms)
+				finding("warn", "last successful cleanup %s "
+				    "ago", age);
+			else
+				finding(" ok ", "last successful cleanup %s "
+				    "ago", age);
+		}
+		if (g.expired > 0)
+			finding(g.has_cleanup_ok ? " ok " : "warn",
+			    "%llu expired keys waiting for cleanup",
+			    (unsigned long long)g.expired);
+	}
+	return result;
+}

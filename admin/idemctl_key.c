@@ -1,0 +1,242 @@
+/* idemctl show and forget: one key, looked up by (scope, key). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "idemctl_key.h"
+#include "store_admin.h"
+
+#define SCOPE_HELP							\
+"  -s, --scope S      the key's scope, as the route configures it:\n"	\
+"                       none                    (default)\n"		\
+"                       remote_user:NAME        scope = remote_user\n"	\
+"                       header:HEADER-NAME:VALUE  scope = header:NAME\n" \
+"                     (the header name is case-blind; the value is hashed\n" \
+"                     exactly as the gateway hashes it)\n"
+
+const char ctl_show_usage[] =
+"usage: idemctl [-c FILE] show KEY [--scope S] [--body]\n"
+"\n"
+"Shows one key: state (in-progress, completed, tombstone, expired), route,\n"
+"method, fingerprint, times (UTC), owner, waiters, response status and size.\n"
+"KEY is given as in the Idempotency-Key header (a token or a quoted string).\n"
+"Control characters in keys and routes are printed escaped.\n"
+"\n"
+SCOPE_HELP
+"  -b, --body         write only the stored response body, raw, to stdout\n"
+"  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
+"\n"
+"Exit: 0 ok, 1 usage, 2 config, 3 database, 7 no such key.\n";
+
+const char ctl_forget_usage[] =
+"usage: idemctl [-c FILE] forget KEY [--scope S] [--force]\n"
+"\n"
+"Deletes a completed, tombstoned or expired key so the next request with it\n"
+"runs the handler again.  Refuses a key still in progress unless --force\n"
+"(its handler may still be running: a retry could then run it twice).\n"
+"\n"
+SCOPE_HELP
+"  -f, --force        delete even an in-progress key\n"
+"  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
+"\n"
+"Exit: 0 forgotten, 1 usage, 2 config, 3 database,\n"
+"      7 no such key, 8 key in progress (no --force).\n";
+
+struct key_args {
+	const char	*scope_arg;
+	unsigned char	 scope[FP_LEN];
+	char		 key[KEY_MAX + 1];
+	size_t		 keylen;
+	int		 flag;		/* --body or --force */
+};
+
+static int
+key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
+    char **argv, struct key_args *a)
+{
+	static const struct option longopts[] = {
+		{ "scope", required_argument, NULL, 's' },
+		{ "body", no_argument, NULL, 'b' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int	 ch, is_show = strcmp(cmd, "show") == 0;
+
+	memset(a, 0, sizeof(*a));
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, is_show ? ":s:bvc:h" :
+	    ":s:fvc:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			a->scope_arg = optarg;
+			break;
+		case 'b':
+			if (!is_show)
+				return ctl_usage_err(cmd, "unknown option "
+				    "'--body'");
+			a->flag = 1;
+			break;
+		case 'f':
+			if (is_show)
+				return ctl_usage_err(cmd, "unknown option "
+				    "'--force'");
+			a->flag = 1;
+			break;
+		case 'v':
+			c->verbose = 1;
+			break;
+		case 'c':
+			c->cfgpath = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		default:
+			return ctl_opt_err(cmd, ch, argv);
+		}
+	}
+	if (optind >= argc)
+		return ctl_usage_err(cmd, "missing KEY");
+	if (optind + 1 < argc)
+		return ctl_usage_err(cmd, "unexpected argument '%s'",
+		    argv[optind + 1]);
+	if (ctl_parse_key(argv[optind], a->key, &a->keylen) != 0)
+		return ctl_usage_err(cmd, "invalid key (1 to %d visible ASCII "
+		    "bytes, or a quoted string)", KEY_MAX);
+	if (ctl_parse_scope(a->scope_arg, a->scope) != 0)
+		return ctl_usage_err(cmd, "invalid --scope (none, "
+		    "remote_user:NAME or header:HEADER-NAME:VALUE)");
+	return CTL_OK;
+}
+
+/* Prints the scope argument without a header value (often an API key). */
+static void
+put_scope(FILE *f, const char *s)
+{
+	const char	*colon;
+
+	if (s == NULL || strcmp(s, "none") == 0) {
+		fputs("none", f);
+		return;
+	}
+	if (strncmp(s, "header:", 7) == 0 &&
+	    (colon = strchr(s + 7, ':')) != NULL) {
+		ctl_put_escaped(f, s, (size_t)(colon - s));
+		fputs(" (value hashed)", f);
+		return;
+	}
+	ctl_put_escaped(f, s, strlen(s));
+}
+
+int
+ctl_show(struct ctl *c, int argc, char **argv)
+{
+	struct key_args	 a;
+	struct admin_key k;
+	struct buf	 body;
+	char		 t[40], hex[2 * FP_LEN + 1];
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((rc = key_opts(c, "show", ctl_show_usage, argc, argv, &a)) != 0)
+		return rc < 0 ? CTL_OK : rc;
+	if ((rc = ctl_connect(c)) != CTL_OK)
+		return rc;
+	buf_init(&body, (size_t)1 << 30);
+	er = store_admin_key_get(c->st, a.scope, a.key, a.keylen, &k,
+	    a.flag ? &body : NULL);
+	if (er == IDEM_ENOTFOUND) {
+		ctl_err("no such key");
+		rc = CTL_ENOKEY;
+		goto out;
+	}
+	if (er != IDEM_OK) {
+		ctl_err("show failed: %s", store_admin_error());
+		rc = CTL_ESTORE;
+		goto out;
+	}
+	if (a.flag) {
+		if (!k.has_resp || k.raw_state != 1)
+			ctl_err("key has no stored response body (%s)",
+			    admin_key_state_name(k.state));
+		else if (body.len > 0 &&
+		    fwrite(body.p, 1, body.len, stdout) != body.len) {
+			ctl_err("writing the body failed");
+			rc = CTL_ESTORE;
+		}
+		goto out;
+	}
+	printf("key          ");
+	ctl_put_escaped(stdout, a.key, a.keylen);
+	printf("\nscope        ");
+	put_scope(stdout, a.scope_arg);
+	printf("\nstate        %s", admin_key_state_name(k.state));
+	if (k.state == AKEY_IN_PROGRESS && !k.lease_live)
+		printf(" (lease passed: owner gone, next request takes over)");
+	if (k.state == AKEY_EXPIRED)
+		printf(" (was %s)", k.raw_state == 0 ? "in-progress" :
+		    k.raw_state == 1 ? "completed" : "tombstone");
+	printf("\nroute        ");
+	ctl_put_escaped(stdout, k.route, strlen(k.route));
+	printf("\nmethod       ");
+	ctl_put_escaped(stdout, k.method, strlen(k.method));
+	fp_hex(k.fp, FP_LEN, hex);
+	printf("\nfingerprint  %s\n", hex);
+	ctl_fmt_time(k.created_at, t, sizeof(t));
+	printf("created      %s\n", t);
+	ctl_fmt_time(k.expires_at, t, sizeof(t));
+	printf("expires      %s\n", t);
+	ctl_fmt_time(k.lease_until, t, sizeof(t));
+	printf("lease until  %s\n", t);
+	ctl_fmt_time(k.completed_at, t, sizeof(t));
+	printf("completed    %s\n", t);
+	printf("owner        ");
+	ctl_put_escaped(stdout, k.owner, strlen(k.owner));
+	printf("\nwaiters      %llu\n", (unsigned long long)k.waiters);
+	if (k.has_resp)
+		printf("response     status %d, %llu bytes\n", k.resp_status,
+		    (unsigned long long)k.resp_size);
+	else
+		printf("response     -\n");
+	rc = CTL_OK;
+out:
+	buf_free(&body);
+	return rc;
+}
+
+int
+ctl_forget(struct ctl *c, int argc, char **argv)
+{
+	struct key_args	 a;
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((rc = key_opts(c, "forget", ctl_forget_usage, argc, argv, &a))
+	    != 0)
+		return rc < 0 ? CTL_OK : rc;
+	if ((rc = ctl_connect(c)) != CTL_OK)
+		return rc;
+	er = store_admin_key_forget(c->st, a.scope, a.key, a.keylen, a.flag);
+	switch (er) {
+	case IDEM_OK:
+		printf("forgot key ");
+		ctl_put_escaped(stdout, a.key, a.keylen);
+		putchar('\n');
+		return CTL_OK;
+	case IDEM_ENOTFOUND:
+		ctl_err("no such key");
+		return CTL_ENOKEY;
+	case IDEM_EBUSY:
+		ctl_err("%s; use --force to delete it anyway (its handler may "
+		    "still be running)", store_admin_error());
+		return CTL_EINPROGRESS;
+	default:
+		ctl_err("forget failed: %s", store_admin_error());
+		return CTL_ESTORE;
+	}
+}

@@ -1,0 +1,170 @@
+/* The store's operator queries: cleanup, key inspection, fleet counters. */
+#ifndef IDEM_STORE_ADMIN_H
+#define IDEM_STORE_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+#include "fp.h"
+#include "store.h"
+
+/*
+ * Every call here needs a connected store (store_connect() succeeded).
+ * On IDEM_ESTORE (and the other failures) store_admin_error() holds a
+ * one-line text for logs and operators (never for HTTP clients).
+ */
+const char *store_admin_error(void);
+
+/* Name of the MySQL named lock that keeps cleanup runs from overlapping. */
+#define CLEANUP_LOCK_NAME	"idemgate-cleanup"
+
+struct cleanup_opts {
+	int		 batch;			/* rows per DELETE, >= 1 */
+	int64_t		 max_ms;		/* 0 = no time limit */
+	int64_t		 sleep_ms;		/* pause between batches */
+	int		 dry_run;		/* count only, change nothing */
+	int64_t		 stale_after_ms;	/* in-progress rows this long past lease */
+	int64_t		 counters_retention_ms;
+	int64_t		 runs_retention_ms;
+	const char	*host;			/* recorded in idem_cleanup_runs */
+};
+
+struct cleanup_result {
+	uint64_t	 run_id;		/* idem_cleanup_runs.id, 0 if none */
+	uint64_t	 rows_deleted;		/* expired keys (dry run: would go) */
+	uint64_t	 stale_released;	/* abandoned in-progress keys */
+	uint64_t	 counters_pruned;	/* idem_counters rows */
+	uint64_t	 runs_pruned;		/* idem_cleanup_runs rows */
+	unsigned	 batches;		/* DELETEs on idem_keys that removed rows */
+	int64_t		 elapsed_ms;
+	char		 outcome[16];		/* ok, partial, failed, dry-run */
+	char		 reason[256];
+};
+
+/*
+ * One cleanup run.  Takes GET_LOCK(CLEANUP_LOCK_NAME, 0) on the store's
+ * connection (IDEM_EBUSY if another connection holds it; nothing recorded),
+ * records the run in idem_cleanup_runs (outcome 'running', updated at the
+ * end), marks runs left 'running' by a dead process as failed, then deletes
+ * in autocommitted batches of o->batch rows:
+ *   1. expired keys (expires_at passed; in-progress ones only once their
+ *      lease passed too), by the expiry index;
+ *   2. in-progress keys whose lease passed more than stale_after_ms ago,
+ *      by the (state, lease_until) index;
+ *   3. idem_counters rows older than counters_retention_ms, and
+ *   4. idem_cleanup_runs rows older than runs_retention_ms.
+ * A phase ends with the first batch that removes fewer than o->batch rows.
+ * When max_ms passes the run stops between batches: IDEM_ETIMEOUT, outcome
+ * 'partial'.  A dry run counts (SELECT COUNT(*)) what each phase would
+ * remove, records outcome 'dry-run' and changes no key or counter.
+ * out is filled as far as the run went, also on failure.  OUT: out.
+ */
+enum idem_err store_admin_cleanup(struct store *st,
+    const struct cleanup_opts *o, struct cleanup_result *out);
+
+/* Key states as idemctl names them. */
+enum admin_key_state {
+	AKEY_IN_PROGRESS,
+	AKEY_COMPLETED,
+	AKEY_TOMBSTONE,
+	AKEY_EXPIRED,		/* ttl passed, cleanup has not removed it yet */
+};
+
+const char *admin_key_state_name(enum admin_key_state s);
+
+/* One idem_keys row.  Strings are copied (NUL-terminated); times are unix
+ * seconds with microseconds. */
+struct admin_key {
+	uint64_t		 id;
+	enum admin_key_state	 state;
+	int			 raw_state;	/* column value: 0, 1, 2 */
+	int			 lease_live;	/* in progress and lease not passed */
+	char			 route[256];
+	char			 method[17];
+	char			 owner[256];
+	unsigned char		 fp[FP_LEN];
+	uint64_t		 waiters;
+	double			 created_at;
+	double			 expires_at;
+	double			 lease_until;
+	double			 completed_at;	/* 0 if not completed */
+	int			 has_resp;
+	int			 resp_status;
+	uint64_t		 resp_size;
+	double			 now;		/* the server's clock */
+};
+
+/*
+ * Reads the row for (scope, key).  IDEM_ENOTFOUND if there is none.
+ * With body != NULL the stored response body is appended to it (bounded by
+ * body->max: IDEM_ETOOBIG past it).  OUT: out.
+ */
+enum idem_err store_admin_key_get(struct store *st,
+    const unsigned char scope[FP_LEN], const char *key, size_t keylen,
+    struct admin_key *out, struct buf *body);
+
+/*
+ * Deletes the row for (scope, key) if it is completed, a tombstone or
+ * expired; an in-progress row that has not expired only with force.
+ * IDEM_ENOTFOUND: no such row; IDEM_EBUSY: in progress and not forced
+ * (nothing deleted).  One statement, so a row claimed meanwhile is safe.
+ */
+enum idem_err store_admin_key_forget(struct store *st,
+    const unsigned char scope[FP_LEN], const char *key, size_t keylen,
+    int force);
+
+/* Counters summed over idem_counters rows, per route or for the fleet. */
+struct admin_stat {
+	char		 route[256];
+	uint64_t	 n[STAT__COUNT];
+	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];	/* not cumulative */
+	uint64_t	 wait_sum_ms;
+};
+
+/*
+ * Sums counters per route over minutes from since_s seconds ago (0: every
+ * row still retained), only route if not NULL, sorted by route.  *rows is
+ * malloc'd (free() it), *nrows may be 0.  OUT: rows, nrows.
+ */
+enum idem_err store_admin_stats(struct store *st, int64_t since_s,
+    const char *route, struct admin_stat **rows, size_t *nrows);
+
+/* Live table state for gauges. */
+struct admin_gauges {
+	uint64_t	 rows[3];		/* by state: in progress, completed, tombstone */
+	uint64_t	 expired;		/* rows past expiry, all states */
+	uint64_t	 waiters;		/* sum over in-progress rows */
+	double		 oldest_in_progress_s;	/* age, 0 if none */
+	int		 has_cleanup;		/* a finished non-dry run exists */
+	double		 last_cleanup_end;	/* unix seconds */
+	int		 last_cleanup_ok;	/* its outcome was ok */
+	int		 has_cleanup_ok;
+	double		 last_cleanup_ok_end;	/* last run with outcome ok */
+};
+
+enum idem_err store_admin_gauges(struct store *st, struct admin_gauges *out);
+
+/* One privilege probe: table and statement kind ("SELECT", "INSERT",
+ * "UPDATE", "DELETE"); 0 if the server refused to prepare it. */
+struct admin_priv {
+	const char	*table;
+	const char	*what;
+	int		 ok;
+};
+
+/*
+ * Probes the privileges the gateway and idemctl need by preparing (never
+ * executing) one statement per (table, kind); privileges are checked when
+ * a statement is prepared.  Fills up to max entries.  OUT: privs, n.
+ */
+enum idem_err store_admin_privileges(struct store *st,
+    struct admin_priv *privs, size_t max, size_t *n);
+
+/* The wait histogram percentile p (0 < p <= 1) as the upper bound in ms of
+ * the bucket holding it: -1 for the +Inf bucket, -2 if there are no waits. */
+int64_t admin_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS],
+    double p);
+
+#endif
