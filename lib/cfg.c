@@ -19,6 +19,8 @@
 #define CFG_MAX_HOST	64		/* host label in counters and owners */
 #define CFG_MAX_METHOD	16		/* method column in the store */
 #define CFG_MAX_SHOWN	64		/* bytes of a bad value quoted in messages */
+/* Ten years: callers add durations to clocks without overflow checks. */
+#define CFG_MAX_DURATION_MS	(3650LL * 86400 * 1000)
 
 enum sect {
 	SECT_NONE = 0,
@@ -468,6 +470,27 @@ need_positive(enum key_id id)
 	}
 }
 
+/* A duration key: well formed, at most ten years, positive where needed. */
+static enum idem_err
+parse_dur(struct parser *p, enum key_id id, const char *v, int64_t *ms,
+    int line, int col)
+{
+	const char	*k = keys[id].name;
+	int64_t		 n;
+
+	if (cfg_parse_duration(v, &n) != 0)
+		return perr(p, IDEM_ECONFIG, line, col,
+		    "bad duration '%.*s' for %s", CFG_MAX_SHOWN, v, k);
+	if (n == 0 && need_positive(id))
+		return perr(p, IDEM_ECONFIG, line, col,
+		    "%s must be greater than 0", k);
+	if (n > CFG_MAX_DURATION_MS)
+		return perr(p, IDEM_ECONFIG, line, col,
+		    "%s must be at most 3650d", k);
+	*ms = n;
+	return IDEM_OK;
+}
+
 static enum idem_err
 parse_int_range(struct parser *p, const char *v, int lo, int hi, int *out,
     const char *key, int line, int col)
@@ -521,12 +544,8 @@ set_route_key(struct parser *p, struct route *r, enum key_id id,
 			    CFG_MAX_SHOWN, v);
 		return er;
 	case K_TTL: case K_WAIT: case K_LEASE: case K_TIMEOUT:
-		if (cfg_parse_duration(v, &ms) != 0)
-			return perr(p, IDEM_ECONFIG, line, col,
-			    "bad duration '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-		if (ms == 0 && need_positive(id))
-			return perr(p, IDEM_ECONFIG, line, col,
-			    "%s must be greater than 0", k);
+		if ((er = parse_dur(p, id, v, &ms, line, col)) != IDEM_OK)
+			return er;
 		if (id == K_TTL)
 			r->ttl_ms = ms;
 		else if (id == K_WAIT)
@@ -686,12 +705,8 @@ set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 	default:
 		return perr(p, IDEM_ECONFIG, line, col, "internal: key %s", k);
 	}
-	if (cfg_parse_duration(v, &ms) != 0)
-		return perr(p, IDEM_ECONFIG, line, col,
-		    "bad duration '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-	if (ms == 0 && need_positive(id))
-		return perr(p, IDEM_ECONFIG, line, col,
-		    "%s must be greater than 0", k);
+	if (parse_dur(p, id, v, &ms, line, col) != IDEM_OK)
+		return IDEM_ECONFIG;
 	*dst = ms;
 	return IDEM_OK;
 }

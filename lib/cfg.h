@@ -47,7 +47,7 @@ struct route {
 	size_t			 nmethods;	/* default POST PATCH */
 	int			 require_key;	/* default 0 */
 	enum scope_kind		 scope;		/* default SCOPE_NONE */
-	char			*scope_header;	/* SCOPE_HEADER: header name */
+	char			*scope_header;	/* SCOPE_HEADER: header name, lower case */
 	int64_t			 ttl_ms;	/* default 24h */
 	int64_t			 wait_ms;	/* default 10s */
 	int64_t			 lease_ms;	/* default 60s */
@@ -63,7 +63,7 @@ struct cfg {
 	/* [gateway] */
 	char		*listen;		/* "unix:/p", "tcp:h:p" or "fd:0" */
 	char		*socket_owner;		/* "user:group", "user", ":group" or NULL */
-	unsigned	 socket_mode;		/* default 0660; 0o002 refused */
+	unsigned	 socket_mode;		/* default 0660; any of 0007 refused */
 	int		 threads;		/* per worker, default 32 */
 	int		 workers;		/* worker processes, default 2 */
 	int		 log_syslog;		/* log = syslog */

@@ -404,6 +404,12 @@ test_errors(void)
 	    "t.conf:2:8: bad duration '1y' for wait"));
 	CHECK(refused("[gateway]\ncounters_flush = 0\n",
 	    "t.conf:2:18: counters_flush must be greater than 0"));
+	CHECK(accepted("[idempotency]\nttl = 3650d\n"));
+	CHECK(accepted("[idempotency]\nttl = 315360000000ms\n"));
+	CHECK(refused("[idempotency]\nttl = 315360000001ms\n",
+	    "t.conf:2:7: ttl must be at most 3650d"));
+	CHECK(refused("[cleanup]\nmax_seconds = 3651d\n",
+	    "t.conf:2:15: max_seconds must be at most 3650d"));
 	CHECK(refused("[cleanup]\nsleep = x\n",
 	    "t.conf:2:9: bad duration 'x' for sleep"));
 	CHECK(refused("[console]\nrefresh = 0ms\n",
