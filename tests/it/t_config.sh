@@ -1,0 +1,76 @@
+#!/bin/bash
+# idemgate -t: a good config passes, bad ones fail with FILE:LINE in the message.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+printf '[idemgate]\nsocket=/nonexistent\n' >"$T/my.cnf"
+cat >"$T/good.conf" <<EOF
+[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+
+[idempotency]
+ttl = 72h
+wait = 250ms
+max_body = 1M
+
+[route /payments]
+handler = cgi:$PAY
+require_key = yes
+timeout = 30s
+
+[route /]
+handler = script
+script_root = $T/cgi
+EOF
+out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
+expect_eq "good config: exit 0" 0 "$?"
+
+# bad_conf NAME LINE TEXT: a config whose error is on line LINE
+bad_conf() {
+	local name=$1 line=$2 out rc
+	printf '%s\n' "$3" >"$T/$name.conf"
+	out=$("$IDEMGATE" -t -c "$T/$name.conf" 2>&1)
+	rc=$?
+	expect_ne "$name: non-zero exit" 0 "$rc"
+	expect_match "$name: names $name.conf:$line" "$name\\.conf:$line([^0-9]|$)" "$out"
+}
+
+bad_conf unknown_key 4 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+bogus_key = 1"
+bad_conf bad_duration 6 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+
+[route /payments]
+ttl = 3 fortnights
+handler = cgi:$PAY"
+bad_conf bad_size 5 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+[idempotency]
+max_body = lots"
+bad_conf world_writable 3 "[gateway]
+listen = unix:$T/gw.sock
+socket_mode = 0666
+mysql_defaults_file = $T/my.cnf"
+bad_conf unknown_section 4 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+[frobnicate]"
+bad_conf bad_handler 5 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+[route /x]
+handler = teleport:/nowhere"
+
+out=$("$IDEMGATE" -t -c "$T/does-not-exist.conf" 2>&1)
+expect_ne "missing config file: non-zero exit" 0 "$?"
+out=$("$IDEMGATE" -V 2>&1)
+expect_eq "-V exits 0" 0 "$?"
+expect_match "-V prints a version" '[0-9]+\.[0-9]+' "$out"
+out=$("$IDEMGATE" -c "$T/good.conf" -Z 2>&1 </dev/null)
+expect_ne "unknown flag: non-zero exit" 0 "$?"
+done_testing

@@ -1,0 +1,144 @@
+#!/bin/bash
+# Run once, replay byte-for-byte, 422 on reuse, 5xx release / store_5xx, max_response tombstone, TTL.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+S5=$(cgi_install s5)
+SM=$(cgi_install small)
+SH=$(cgi_install short)
+TM=$(cgi_install tmo)
+std_setup "[route /payments]
+handler = cgi:$PAY
+
+[route /s5xx]
+handler = cgi:$S5
+store_5xx = yes
+
+[route /small]
+handler = cgi:$SM
+max_response = 1K
+
+[route /short]
+handler = cgi:$SH
+ttl = 2s
+
+[route /tmo]
+handler = cgi:$TM
+timeout = 1s" || { done_testing; exit 1; }
+U=$(url web /payments)
+CT='Content-Type: application/json'
+
+K=$(new_key)
+http a1 POST "$U?a=1" -H "Idempotency-Key: $K" -H "$CT" --data-binary '{"amount":10}'
+expect_eq "new key: handler status" 201 "$HS"
+expect_eq "new key: Idempotency-Result created" created "$(hdr a1 Idempotency-Result)"
+expect_eq "new key: no Idempotent-Replayed" "" "$(hdr a1 Idempotent-Replayed)"
+expect_match "new key: Set-Cookie delivered" '^session=' "$(hdr a1 Set-Cookie)"
+expect_match "new key: body from the handler" 'body_length=13' "$(body a1)"
+for i in 2 3; do
+	http a$i POST "$U?a=1" -H "Idempotency-Key: $K" -H "$CT" --data-binary '{"amount":10}'
+	expect_eq "replay $i: status" 201 "$HS"
+	expect_eq "replay $i: Idempotent-Replayed" true "$(hdr a$i Idempotent-Replayed)"
+	expect_eq "replay $i: Idempotency-Result reused" reused "$(hdr a$i Idempotency-Result)"
+	expect_file_eq "replay $i: body byte-for-byte" "$T/a1.b" "$T/a$i.b"
+	expect_eq "replay $i: header block identical (minus Date/Server/Set-Cookie)" \
+		"$(hdr_block a1)" "$(hdr_block a$i)"
+	expect_eq "replay $i: status line" "$(head -1 "$T/a1.h" | tr -d '\r')" "$(head -1 "$T/a$i.h" | tr -d '\r')"
+	expect_eq "replay $i: Set-Cookie not replayed" "" "$(hdr a$i Set-Cookie)"
+	expect_eq "replay $i: Location kept" "$(hdr a1 Location)" "$(hdr a$i Location)"
+	expect_eq "replay $i: ETag kept" "$(hdr a1 ETag)" "$(hdr a$i ETag)"
+	expect_eq "replay $i: Content-Type kept" "$(hdr a1 Content-Type)" "$(hdr a$i Content-Type)"
+done
+expect_eq "replays: handler ran once" 1 "$(runs pay)"
+
+# Same key, different request: 422, never a run.
+mism() { # mism NAME METHOD PATHQUERY BODY [curl args]
+	local name=$1 m=$2 pq=$3 b=$4
+	shift 4
+	http mm "$m" "$(url web "$pq")" -H "Idempotency-Key: $K" --data-binary "$b" "$@"
+	is_problem "422 $name" mm 422 key-mismatch
+}
+mism "different body" POST "/payments?a=1" '{"amount":11}' -H "$CT"
+mism "different query" POST "/payments?a=2" '{"amount":10}' -H "$CT"
+mism "different method (PATCH)" PATCH "/payments?a=1" '{"amount":10}' -H "$CT"
+mism "different path" POST "/payments/other?a=1" '{"amount":10}' -H "$CT"
+mism "different Content-Type" POST "/payments?a=1" '{"amount":10}' -H 'Content-Type: text/plain'
+expect_eq "422s: handler not run" 1 "$(runs pay)"
+http a4 POST "$U?a=1" -H "Idempotency-Key: $K" -H "$CT" --data-binary '{"amount":10}'
+expect_eq "original still replays after 422s" reused "$(hdr a4 Idempotency-Result)"
+K2=$(new_key)
+http pa1 PATCH "$U" -H "Idempotency-Key: $K2" --data-binary 'patch'
+http pa2 PATCH "$U" -H "Idempotency-Key: $K2" --data-binary 'patch'
+expect_eq "PATCH protected: replayed" reused "$(hdr pa2 Idempotency-Result)"
+
+# Binary replay, NUL and CRLF included.
+binary_expected "$T/bin.want"
+K=$(new_key)
+http b1 POST "$U?binary=1" -H "Idempotency-Key: $K" --data-binary 'b'
+http b2 POST "$U?binary=1" -H "Idempotency-Key: $K" --data-binary 'b'
+expect_file_eq "binary: first answer exact" "$T/bin.want" "$T/b1.b"
+expect_file_eq "binary: replay exact" "$T/bin.want" "$T/b2.b"
+expect_eq "binary: replayed" reused "$(hdr b2 Idempotency-Result)"
+K=$(new_key)
+http l1 POST "$U?bytes=300000" -H "Idempotency-Key: $K" --data-binary 'l'
+http l2 POST "$U?bytes=300000" -H "Idempotency-Key: $K" --data-binary 'l'
+expect_eq "300 KB answer: replayed" reused "$(hdr l2 Idempotency-Result)"
+expect_file_eq "300 KB answer: replay exact" "$T/l1.b" "$T/l2.b"
+
+# Handler 5xx / crash / timeout release the key: a retry runs again.
+release() { # release NAME ROUTEQUERY CGI WANTSTATUS
+	local n k
+	n=$(runs "$3")
+	k=$(new_key)
+	http r1 POST "$(url web "$2")" -H "Idempotency-Key: $k" --data-binary 'r'
+	expect_eq "$1: first answer" "$4" "$HS"
+	expect_eq "$1: not marked reused" "" "$(hdr r1 Idempotent-Replayed)"
+	http r2 POST "$(url web "$2")" -H "Idempotency-Key: $k" --data-binary 'r'
+	expect_eq "$1: retry answer" "$4" "$HS"
+	expect_eq "$1: retry not a replay" "" "$(hdr r2 Idempotent-Replayed)"
+	expect_eq "$1: retry ran the handler again" $((n + 2)) "$(runs "$3")"
+}
+release "handler 500" "/payments?status=500" pay 500
+release "handler 503" "/payments?status=503" pay 503
+release "handler crash (502)" "/payments?crash=1" pay 502
+release "handler garbage (502)" "/payments?garbage=1" pay 502
+release "handler timeout (504)" "/tmo?sleep=3000" tmo 504
+
+# store_5xx = yes: the 500 is stored and replayed.
+K=$(new_key)
+http s1 POST "$(url web /s5xx?status=500)" -H "Idempotency-Key: $K" --data-binary 's'
+expect_eq "store_5xx: first 500" 500 "$HS"
+http s2 POST "$(url web /s5xx?status=500)" -H "Idempotency-Key: $K" --data-binary 's'
+expect_eq "store_5xx: replayed 500" 500 "$HS"
+expect_eq "store_5xx: Idempotent-Replayed" true "$(hdr s2 Idempotent-Replayed)"
+expect_file_eq "store_5xx: same body" "$T/s1.b" "$T/s2.b"
+expect_eq "store_5xx: ran once" 1 "$(runs s5)"
+
+# max_response exceeded: delivered once, then a tombstone, never a second run.
+K=$(new_key)
+http t1 POST "$(url web /small?bytes=5000)" -H "Idempotency-Key: $K" --data-binary 't'
+expect_eq "max_response: first gets the handler status" 201 "$HS"
+expect_eq "max_response: first gets the full answer" 5000 "$(wc -c <"$T/t1.b" | tr -d ' ')"
+http t2 POST "$(url web /small?bytes=5000)" -H "Idempotency-Key: $K" --data-binary 't'
+is_problem "max_response: retry" t2 410 response-not-stored
+expect_match "max_response: original_status member" '"original_status" *: *201' "$(body t2)"
+http t3 POST "$(url web /small?bytes=5000)" -H "Idempotency-Key: $K" --data-binary 't'
+expect_eq "max_response: second retry also 410" 410 "$HS"
+expect_eq "max_response: handler ran once" 1 "$(runs small)"
+K=$(new_key)
+http t4 POST "$(url web /small?bytes=500)" -H "Idempotency-Key: $K" --data-binary 't'
+http t5 POST "$(url web /small?bytes=500)" -H "Idempotency-Key: $K" --data-binary 't'
+expect_eq "max_response: a smaller answer is stored" reused "$(hdr t5 Idempotency-Result)"
+
+# TTL passed, cleanup not run: treated as new.
+K=$(new_key)
+http e1 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
+http e2 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
+expect_eq "ttl: replay before expiry" reused "$(hdr e2 Idempotency-Result)"
+sleep 2.3
+http e3 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
+expect_eq "ttl: after expiry created again" created "$(hdr e3 Idempotency-Result)"
+expect_eq "ttl: after expiry the handler ran again" 2 "$(runs short)"
+http e4 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
+expect_file_eq "ttl: the new answer is the one replayed" "$T/e3.b" "$T/e4.b"
+done_testing

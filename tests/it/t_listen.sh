@@ -1,0 +1,68 @@
+#!/bin/bash
+# Listeners: unix socket (never world-writable), tcp (FCGI_WEB_SERVER_ADDRS), fd:0 via spawn-fcgi.
+. "$(dirname "$0")/../lib/harness.sh"
+
+db_new "$TNAME" || { done_testing; exit 1; }
+PAY=$(cgi_install pay)
+ROUTE="[route /payments]
+handler = cgi:$PAY"
+
+# unix socket
+gw_conf "$T/u.conf" "unix:$T/u.sock" "$DBCNF"
+printf '%s\n' "$ROUTE" >>"$T/u.conf"
+if gw_start gu "$T/u.conf"; then
+	mode=$(stat -c %a "$T/u.sock")
+	expect_eq "unix socket mode 0660 by default" 660 "$mode"
+	expect_eq "unix socket not world-writable" 0 $((8#$mode & 2))
+	lighttpd_start wu "unix:$T/u.sock"
+	http a GET "$(url wu /payments)"
+	expect_eq "unix: GET through lighttpd" 201 "$HS"
+	gw_stop gu
+	ws_stop wu
+fi
+
+# tcp, with FCGI_WEB_SERVER_ADDRS allowing 127.0.0.1
+P=$(free_port)
+gw_conf "$T/t.conf" "tcp:127.0.0.1:$P" "$DBCNF"
+printf '%s\n' "$ROUTE" >>"$T/t.conf"
+if gw_start gt "$T/t.conf" FCGI_WEB_SERVER_ADDRS=127.0.0.1; then
+	lighttpd_start wt "tcp:127.0.0.1:$P"
+	http b GET "$(url wt /payments?tcp=1)"
+	expect_eq "tcp: GET through lighttpd" 201 "$HS"
+	expect_match "tcp: CGI answered" 'query=tcp=1' "$(body b)"
+	gw_stop gt
+	ws_stop wt
+fi
+
+# tcp, FCGI_WEB_SERVER_ADDRS not listing the web server: refused
+P=$(free_port)
+gw_conf "$T/t2.conf" "tcp:127.0.0.1:$P" "$DBCNF"
+printf '%s\n' "$ROUTE" >>"$T/t2.conf"
+if gw_start gt2 "$T/t2.conf" FCGI_WEB_SERVER_ADDRS=10.9.9.9; then
+	lighttpd_start wt2 "tcp:127.0.0.1:$P"
+	n0=$(runs pay)
+	http c GET "$(url wt2 /payments?denied=1)"
+	expect_match "tcp: foreign web server refused (5xx)" '^5' "$HS"
+	expect_eq "tcp: refused request did not run the handler" "$n0" "$(runs pay)"
+	gw_stop gt2
+	ws_stop wt2
+fi
+
+# fd:0 from spawn-fcgi (-n: exec in place, so the pid is idemgate's)
+gw_conf "$T/f.conf" "fd:0" "$DBCNF"
+printf '%s\n' "$ROUTE" >>"$T/f.conf"
+spawn-fcgi -s "$T/sf.sock" -M 0660 -n -- "$IDEMGATE" -c "$T/f.conf" >"$T/spawn.log" 2>&1 &
+H_BGPIDS+=($!)
+if wait_until 10 test -S "$T/sf.sock"; then
+	lighttpd_start wf "unix:$T/sf.sock"
+	http d GET "$(url wf /payments?fd0=1)"
+	expect_eq "fd:0 via spawn-fcgi: GET through lighttpd" 201 "$HS"
+	expect_match "fd:0: CGI answered" 'query=fd0=1' "$(body d)"
+	K=$(new_key)
+	http e POST "$(url wf /payments)" -H "Idempotency-Key: $K" --data-binary x
+	http e2 POST "$(url wf /payments)" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "fd:0: protected POST replayed" reused "$(hdr e2 Idempotency-Result)"
+else
+	not_ok "spawn-fcgi socket appears"
+fi
+done_testing

@@ -1,0 +1,56 @@
+#!/bin/bash
+# script handler (fcgiwrap drop-in): ok, missing 404, outside root / symlink escape / not executable 403.
+. "$(dirname "$0")/../lib/harness.sh"
+
+W="$T/www"
+mkdir -p "$W/cgi-bin/sub"
+cp "$ITBIN/payments" "$W/cgi-bin/ok.cgi"
+cp "$ITBIN/payments" "$W/cgi-bin/sub/deep.cgi"
+cp "$ITBIN/payments" "$W/outside.cgi"
+cp "$ITBIN/payments" "$W/cgi-bin/noexec.cgi"
+chmod 0755 "$W/cgi-bin/ok.cgi" "$W/cgi-bin/sub/deep.cgi" "$W/outside.cgi"
+chmod 0644 "$W/cgi-bin/noexec.cgi"
+ln -s ../outside.cgi "$W/cgi-bin/escape.cgi"
+ln -s ok.cgi "$W/cgi-bin/inside-link.cgi"
+mkfifo "$W/cgi-bin/fifo.cgi"
+
+db_new "$TNAME" || { done_testing; exit 1; }
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+cat >>"$T/gw.conf" <<EOF
+
+[route /]
+handler = script
+script_root = $W/cgi-bin
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" "$W" || { done_testing; exit 1; }
+
+http a GET "$(url web /cgi-bin/ok.cgi?x=1)"
+expect_eq "script: runs a file under script_root" 201 "$HS"
+expect_match "script: its answer" 'query=x=1' "$(body a)"
+http a2 GET "$(url web /cgi-bin/sub/deep.cgi)"
+expect_eq "script: subdirectory" 201 "$HS"
+http a3 GET "$(url web /cgi-bin/inside-link.cgi)"
+expect_eq "script: symlink staying inside the root" 201 "$HS"
+http b GET "$(url web /cgi-bin/missing.cgi)"
+is_problem "script: missing file" b 404 not-found
+http c GET "$(url web /outside.cgi)"
+is_problem "script: outside script_root" c 403 forbidden
+http d GET "$(url web /cgi-bin/escape.cgi)"
+is_problem "script: symlink escaping the root" d 403 forbidden
+http e GET "$(url web /cgi-bin/noexec.cgi)"
+is_problem "script: not executable" e 403 forbidden
+http f GET "$(url web /cgi-bin/sub)"
+is_problem "script: a directory" f 403 forbidden
+http f2 GET "$(url web /cgi-bin/fifo.cgi)"
+is_problem "script: not a regular file" f2 403 forbidden
+expect_eq "script: none of the refused files ran" 0 "$(cat "$W"/outside.cgi.runs "$W"/cgi-bin/noexec.cgi.runs 2>/dev/null | wc -l)"
+
+K=$(new_key)
+http p1 POST "$(url web /cgi-bin/ok.cgi)" -H "Idempotency-Key: $K" --data-binary 'amount=1'
+http p2 POST "$(url web /cgi-bin/ok.cgi)" -H "Idempotency-Key: $K" --data-binary 'amount=1'
+expect_eq "script: protected POST created" created "$(hdr p1 Idempotency-Result)"
+expect_eq "script: protected POST replayed" reused "$(hdr p2 Idempotency-Result)"
+expect_file_eq "script: replay body" "$T/p1.b" "$T/p2.b"
+expect_eq "script: ok.cgi ran 4 times (3 GET, 1 POST)" 4 "$(wc -l <"$W/cgi-bin/ok.cgi.runs" | tr -d ' ')"
+done_testing

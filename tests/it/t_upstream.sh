@@ -1,0 +1,63 @@
+#!/bin/bash
+# fastcgi: handler: an upstream libfcgi app over unix and tcp, and one that is down.
+. "$(dirname "$0")/../lib/harness.sh"
+
+APP="$ITBIN/fcgi_app"
+if [ ! -x "$APP" ]; then
+	not_ok "fcgi_app built" "$APP missing"
+	done_testing
+	exit 1
+fi
+"$APP" -s "unix:$T/app.sock" >"$T/app.log" 2>&1 &
+H_BGPIDS+=($!)
+wait_until 5 test -S "$T/app.sock" || not_ok "fcgi_app listens"
+AP=$(free_port)
+spawn-fcgi -a 127.0.0.1 -p "$AP" -n -- "$APP" >"$T/apptcp.log" 2>&1 &
+H_BGPIDS+=($!)
+wait_until 5 port_open "$AP" || not_ok "fcgi_app on tcp listens"
+
+db_new "$TNAME" || { done_testing; exit 1; }
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+cat >>"$T/gw.conf" <<EOF
+
+[route /app]
+handler = fastcgi:unix:$T/app.sock
+
+[route /apptcp]
+handler = fastcgi:tcp:127.0.0.1:$AP
+
+[route /down]
+handler = fastcgi:unix:$T/nothing-here.sock
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+
+http a GET "$(url web /app)"
+expect_eq "upstream unix: 200" 200 "$HS"
+expect_eq "upstream unix: hello" hello "$(body a)"
+http b GET "$(url web /apptcp)"
+expect_eq "upstream tcp: 200" 200 "$HS"
+expect_eq "upstream tcp: hello" hello "$(body b)"
+http c POST "$(url web /app?echo=1)" --data-binary 'ping-body-123'
+expect_eq "upstream echo: 200" 200 "$HS"
+expect_match "upstream echo: body reached the app" 'ping-body-123' "$(body c)"
+expect_match "upstream echo: method" 'POST' "$(body c)"
+head -c 300000 /dev/urandom | base64 -w0 >"$T/big"
+http c2 POST "$(url web /app?echo=1)" --data-binary @"$T/big"
+expect_eq "upstream: 400 KB body echoed" 200 "$HS"
+if grep -qF "$(head -c 1000 "$T/big")" "$T/c2.b"; then ok "upstream: big body content"; else
+	not_ok "upstream: big body content"; fi
+
+K=$(new_key)
+http d1 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'once'
+http d2 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'once'
+expect_eq "upstream protected: created" created "$(hdr d1 Idempotency-Result)"
+expect_eq "upstream protected: reused" reused "$(hdr d2 Idempotency-Result)"
+expect_file_eq "upstream protected: replay body" "$T/d1.b" "$T/d2.b"
+http d3 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'twice'
+is_problem "upstream protected: other body" d3 422 key-mismatch
+
+http e GET "$(url web /down)"
+is_problem "upstream down" e 502 bad-gateway
+expect_nomatch "upstream down: no socket path leaked" 'nothing-here|/tmp' "$(body e)"
+done_testing
