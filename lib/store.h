@@ -18,6 +18,18 @@
 struct store;
 
 /*
+ * Once per process, before any thread starts: mysql_library_init.
+ * store_new() calls it too (pthread_once), but a threaded program should
+ * call it from main() first.  store_global_end() at exit.
+ */
+enum idem_err store_global_init(void);
+void store_global_end(void);
+
+/* Each thread that uses a store calls these at its start and end. */
+enum idem_err store_thread_init(void);
+void store_thread_end(void);
+
+/*
  * Creates a store for cfg's mysql_defaults_file / mysql_group (a MySQL
  * option file with host/socket/port/user/password/database).  Does not
  * connect yet.  cfg is borrowed and must outlive the store.

@@ -1,0 +1,1132 @@
+/* The MySQL/MariaDB store: connection, prepared statements, claim/complete. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "log.h"
+#include "store.h"
+#include "store_int.h"
+
+/*
+ * Round trips per request (measured in tests/unit/test_store.c):
+ *   fresh key:  claim = 1 (INSERT ... SELECT ... WHERE GET_LOCK(name, 0)),
+ *               complete = 1 (UPDATE whose SET also evaluates RELEASE_LOCK);
+ *   replay:     claim = 2 (the INSERT's duplicate error, then one SELECT that
+ *               also drops the lock the INSERT took).
+ *
+ * Why the folds are safe:
+ * - The INSERT takes the key's named lock before it inserts, in the same
+ *   statement.  A duplicate-key error therefore means we hold the lock;
+ *   zero rows and no error means someone else holds it.
+ * - Only the lock holder may take a row over (ttl passed, or in progress
+ *   with a lapsed lease: holding the lock proves the owner's connection is
+ *   gone), and only by a conditional UPDATE, so exactly one caller wins.
+ * - complete releases the lock inside its UPDATE, before the commit.  A
+ *   woken waiter claims again with the INSERT, whose duplicate check is a
+ *   locking read: it waits for the UPDATE's row lock, that is for the
+ *   commit, so it never sees the row as it was before completion.
+ */
+
+/* Cap on a stored answer read back by store_claim (the caller's
+ * max_response is not known here). */
+#define CLAIM_MAX_BODY		(64u * 1024 * 1024)
+#define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
+#define CLAIM_LOOPS		4
+
+enum stmt_id {
+	STMT_CLAIM,
+	STMT_READ,
+	STMT_TAKEOVER,
+	STMT_LOCK,
+	STMT_UNLOCK,
+	STMT_RENEW,
+	STMT_COMPLETE,
+	STMT_TOMBSTONE,
+	STMT_RELEASE,
+	STMT_WAIT_INC,
+	STMT_WAIT_DEC,
+	STMT_COUNTERS,
+	STMT__COUNT
+};
+
+#define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
+
+static const char *const stmt_sql[STMT__COUNT] = {
+	[STMT_CLAIM] =
+	    "INSERT INTO idem_keys (scope, idem_key, route, method,"
+	    " fingerprint, state, owner, owner_token, waiters, created_at,"
+	    " lease_until, expires_at)"
+	    " SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "
+	    LEASE_US " FROM DUAL WHERE GET_LOCK(?, 0) = 1",
+	/*
+	 * kept: when we hold the lock (first ? = 1) and the row may be taken
+	 * over (ttl passed; or in progress, same fingerprint, and its lease
+	 * lapsed or the token is ours from before a reconnect) the lock is
+	 * kept for the takeover; otherwise it is dropped right here.
+	 */
+	[STMT_READ] =
+	    "SELECT id, fingerprint, state, owner_token,"
+	    " lease_until > NOW(6), expires_at > NOW(6),"
+	    " TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"
+	    " IF(state = 1 AND fingerprint = ?, resp_status, NULL),"
+	    " IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"
+	    " IF(state = 1 AND fingerprint = ?, resp_body, NULL),"
+	    " IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?"
+	    "   AND (lease_until <= NOW(6) OR owner_token = ?)), 1,"
+	    "   0 * COALESCE(RELEASE_LOCK(?), 0)), 0)"
+	    " FROM idem_keys WHERE scope = ? AND idem_key = ?",
+	/* waiters first: MariaDB's SET sees values assigned before it. */
+	[STMT_TAKEOVER] =
+	    "UPDATE idem_keys SET"
+	    " waiters = IF(expires_at <= NOW(6), 0, waiters),"
+	    " state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"
+	    " owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","
+	    " expires_at = " LEASE_US ", completed_at = NULL,"
+	    " resp_status = NULL, resp_headers = NULL, resp_body = NULL,"
+	    " resp_size = NULL"
+	    " WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"
+	    " owner_token = ? AND (lease_until <= NOW(6) OR owner_token = ?)))",
+	[STMT_LOCK] = "SELECT GET_LOCK(?, ?)",
+	[STMT_UNLOCK] = "DO RELEASE_LOCK(?)",
+	[STMT_RENEW] =
+	    "UPDATE idem_keys SET lease_until = " LEASE_US
+	    " WHERE id = ? AND owner_token = ? AND state = 0",
+	[STMT_COMPLETE] =
+	    "UPDATE idem_keys SET"
+	    " waiters = waiters + 0 * COALESCE(RELEASE_LOCK(?), 0),"
+	    " state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"
+	    " resp_size = ?, completed_at = NOW(6), expires_at = " LEASE_US
+	    " WHERE id = ? AND owner_token = ?",
+	[STMT_TOMBSTONE] =
+	    "UPDATE idem_keys SET"
+	    " waiters = waiters + 0 * COALESCE(RELEASE_LOCK(?), 0),"
+	    " state = 2, resp_status = ?, resp_headers = NULL,"
+	    " resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"
+	    " expires_at = " LEASE_US
+	    " WHERE id = ? AND owner_token = ?",
+	[STMT_RELEASE] =
+	    "DELETE FROM idem_keys WHERE id = ? AND owner_token = ?",
+	[STMT_WAIT_INC] =
+	    "UPDATE idem_keys SET waiters = waiters + 1"
+	    " WHERE scope = ? AND idem_key = ?",
+	[STMT_WAIT_DEC] =
+	    "UPDATE idem_keys SET waiters = GREATEST(waiters, 1) - 1"
+	    " WHERE scope = ? AND idem_key = ?",
+	[STMT_COUNTERS] = NULL,		/* built from stat_names */
+};
+
+struct store {
+	const struct cfg	*cfg;
+	MYSQL			*my;		/* NULL when disconnected */
+	MYSQL_STMT		*stmt[STMT__COUNT];
+	unsigned		 errnum;	/* last server/client error */
+	unsigned long		 generation;	/* connects so far */
+	uint64_t		 round_trips;	/* statements executed */
+	char			 err[256];
+};
+
+static pthread_once_t	 global_once = PTHREAD_ONCE_INIT;
+static int		 global_ok;
+
+static void
+global_init_once(void)
+{
+	global_ok = mysql_library_init(0, NULL, NULL) == 0;
+}
+
+enum idem_err
+store_global_init(void)
+{
+	pthread_once(&global_once, global_init_once);
+	return global_ok ? IDEM_OK : IDEM_ESTORE;
+}
+
+void
+store_global_end(void)
+{
+	mysql_library_end();
+}
+
+enum idem_err
+store_thread_init(void)
+{
+	if (store_global_init() != IDEM_OK)
+		return IDEM_ESTORE;
+	return mysql_thread_init() == 0 ? IDEM_OK : IDEM_ESTORE;
+}
+
+void
+store_thread_end(void)
+{
+	mysql_thread_end();
+}
+
+void
+claim_init(struct claim *c)
+{
+	memset(c, 0, sizeof(*c));
+	buf_init(&c->hdrs, CLAIM_MAX_HDRS);
+	buf_init(&c->body, CLAIM_MAX_BODY);
+}
+
+void
+claim_reset(struct claim *c)
+{
+	buf_free(&c->hdrs);
+	buf_free(&c->body);
+	claim_init(c);
+}
+
+enum idem_err
+store_new(const struct cfg *cfg, struct store **out)
+{
+	struct store	*st;
+
+	if (store_global_init() != IDEM_OK)
+		return IDEM_ESTORE;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return IDEM_ENOMEM;
+	st->cfg = cfg;
+	*out = st;
+	return IDEM_OK;
+}
+
+void
+store_disconnect(struct store *st)
+{
+	size_t	 i;
+
+	/* Statements die with their connection: never reuse one. */
+	for (i = 0; i < STMT__COUNT; i++) {
+		if (st->stmt[i] != NULL)
+			mysql_stmt_close(st->stmt[i]);
+		st->stmt[i] = NULL;
+	}
+	if (st->my != NULL)
+		mysql_close(st->my);
+	st->my = NULL;
+}
+
+void
+store_free(struct store *st)
+{
+	if (st == NULL)
+		return;
+	store_disconnect(st);
+	free(st);
+}
+
+const char *
+store_last_error(const struct store *st)
+{
+	return st->err[0] != '\0' ? st->err : "no error";
+}
+
+struct st_mysql *
+store_mysql(struct store *st)
+{
+	return st->my;
+}
+
+unsigned
+store_errno(const struct store *st)
+{
+	return st->errnum;
+}
+
+void
+store_set_error(struct store *st, unsigned errnum, const char *text)
+{
+	st->errnum = errnum;
+	snprintf(st->err, sizeof(st->err), "%u: %s", errnum,
+	    text != NULL ? text : "?");
+}
+
+/* 1 if errnum means the connection is unusable. */
+int
+store_conn_lost(unsigned errnum)
+{
+	if (errnum >= 2000 && errnum < 3000)	/* CR_*: client side */
+		return 1;
+	switch (errnum) {
+	case ER_SERVER_SHUTDOWN:
+	case ER_CONNECTION_KILLED:
+	case ER_NET_READ_ERROR:
+	case ER_NET_READ_INTERRUPTED:
+	case ER_NET_ERROR_ON_WRITE:
+	case ER_NET_WRITE_INTERRUPTED:
+		return 1;
+	}
+	return 0;
+}
+
+/* Read timeout: GET_LOCK in store_wait blocks up to the longest wait. */
+static unsigned
+store_read_timeout(const struct cfg *cfg)
+{
+	int64_t	 ms = 0;
+	size_t	 i;
+
+	for (i = 0; cfg != NULL && i < cfg->nroutes; i++)
+		if (cfg->routes[i].wait_ms > ms)
+			ms = cfg->routes[i].wait_ms;
+	if (ms > 3600 * 1000)
+		ms = 3600 * 1000;
+	return (unsigned)(ms / 1000) + 30;
+}
+
+enum idem_err
+store_connect(struct store *st)
+{
+	MYSQL		*my;
+	unsigned	 cto = 2, rto, wto = 30;
+	my_bool		 off = 0;
+	unsigned long	 maxpkt = 128ul * 1024 * 1024;
+
+	if (st->my != NULL)
+		return IDEM_OK;
+	if ((my = mysql_init(NULL)) == NULL) {
+		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
+		return IDEM_ENOMEM;
+	}
+	rto = store_read_timeout(st->cfg);
+	if (st->cfg != NULL && st->cfg->mysql_defaults_file != NULL)
+		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
+		    st->cfg->mysql_defaults_file);
+	mysql_options(my, MYSQL_READ_DEFAULT_GROUP,
+	    st->cfg != NULL && st->cfg->mysql_group != NULL ?
+	    st->cfg->mysql_group : "idemgate");
+	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
+	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &rto);
+	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
+	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
+	mysql_options(my, MYSQL_OPT_MAX_ALLOWED_PACKET, &maxpkt);
+	mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	/* One clock and one zone for every host: DATETIMEs are UTC. */
+	mysql_options(my, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
+	/* affected rows = matched rows, so an idempotent retry still counts */
+	if (mysql_real_connect(my, NULL, NULL, NULL, NULL, 0, NULL,
+	    CLIENT_FOUND_ROWS) == NULL) {
+		store_set_error(st, mysql_errno(my), mysql_error(my));
+		mysql_close(my);
+		return IDEM_ESTORE;
+	}
+	if (mysql_autocommit(my, 1) != 0) {
+		store_set_error(st, mysql_errno(my), mysql_error(my));
+		mysql_close(my);
+		return IDEM_ESTORE;
+	}
+	st->my = my;
+	st->generation++;
+	return IDEM_OK;
+}
+
+unsigned long
+store_generation(const struct store *st)
+{
+	return st->generation;
+}
+
+uint64_t
+store_round_trips(const struct store *st)
+{
+	return st->round_trips;
+}
+
+static char *counters_sql(void);
+
+/* The prepared statement sid on the current connection. */
+static enum idem_err
+stmt_get(struct store *st, enum stmt_id sid, MYSQL_STMT **out)
+{
+	MYSQL_STMT	*s;
+	char		*owned = NULL;
+	const char	*sql = stmt_sql[sid];
+	enum idem_err	 er = IDEM_OK;
+
+	if (st->stmt[sid] != NULL) {
+		*out = st->stmt[sid];
+		return IDEM_OK;
+	}
+	if (sid == STMT_COUNTERS) {
+		if ((owned = counters_sql()) == NULL)
+			return IDEM_ENOMEM;
+		sql = owned;
+	}
+	if ((s = mysql_stmt_init(st->my)) == NULL) {
+		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
+		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
+		mysql_stmt_close(s);
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	st->stmt[sid] = s;
+	*out = s;
+out:
+	free(owned);
+	return er;
+}
+
+/*
+ * Executes statement sid with params par.  On a lost connection closes it
+ * (the next call reconnects and re-prepares); with retry set, a statement
+ * that is safe to repeat is tried once more on a fresh connection.
+ * OUT: *out, the executed statement (results not yet read).
+ */
+static enum idem_err
+store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
+    MYSQL_STMT **out)
+{
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+	int		 attempt, fresh;
+
+	st->errnum = 0;
+	for (attempt = 0; attempt < 2; attempt++) {
+		fresh = st->my == NULL;
+		if ((er = store_connect(st)) != IDEM_OK)
+			return er;
+		if ((er = stmt_get(st, sid, &s)) == IDEM_OK) {
+			st->round_trips++;
+			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)
+				er = IDEM_ESTORE;
+			else if (mysql_stmt_execute(s) != 0)
+				er = IDEM_ESTORE;
+			if (er == IDEM_OK) {
+				*out = s;
+				return IDEM_OK;
+			}
+			store_set_error(st, mysql_stmt_errno(s),
+			    mysql_stmt_error(s));
+		}
+		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
+			return er;
+		store_disconnect(st);
+		/* A connection that just came up and failed: do not hammer. */
+		if (!retry || fresh)
+			return IDEM_ESTORE;
+	}
+	return IDEM_ESTORE;
+}
+
+static void
+bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
+{
+	memset(b, 0, sizeof(*b));
+	b->buffer_type = t;
+	b->buffer = (void *)(uintptr_t)p;
+	b->buffer_length = len;
+	if (p == NULL && (t == MYSQL_TYPE_BLOB || t == MYSQL_TYPE_STRING))
+		b->is_null_value = 1, b->is_null = &b->is_null_value;
+}
+
+static void
+bind_blob(MYSQL_BIND *b, const void *p, size_t len)
+{
+	bind_in(b, MYSQL_TYPE_BLOB, p, len);
+	if (p == NULL && len == 0) {
+		/* empty, not NULL */
+		b->buffer = (void *)"";
+		b->is_null = NULL;
+	}
+}
+
+static void
+bind_str(MYSQL_BIND *b, const char *s)
+{
+	bind_in(b, MYSQL_TYPE_STRING, s != NULL ? s : "",
+	    s != NULL ? strlen(s) : 0);
+}
+
+static void
+bind_u64(MYSQL_BIND *b, const uint64_t *v)
+{
+	bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
+	b->is_unsigned = 1;
+}
+
+static void
+bind_i64(MYSQL_BIND *b, const int64_t *v)
+{
+	bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
+}
+
+static void
+bind_i32(MYSQL_BIND *b, const int32_t *v)
+{
+	bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
+}
+
+/* Affected (found) rows of the last execute; -1 on error. */
+static int64_t
+stmt_rows(MYSQL_STMT *s)
+{
+	my_ulonglong	 n = mysql_stmt_affected_rows(s);
+
+	return n == (my_ulonglong)-1 ? -1 : (int64_t)n;
+}
+
+/* Runs a statement that returns one BIGINT (or NULL, as -1). */
+static enum idem_err
+store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
+    int64_t *v)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 res;
+	int64_t		 val = -1;
+	my_bool		 isnull = 0;
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((er = store_exec(st, sid, par, retry, &s)) != IDEM_OK)
+		return er;
+	memset(&res, 0, sizeof(res));
+	res.buffer_type = MYSQL_TYPE_LONGLONG;
+	res.buffer = &val;
+	res.is_null = &isnull;
+	if (mysql_stmt_bind_result(s, &res) != 0) {
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	rc = mysql_stmt_fetch(s);
+	if (rc == 1) {
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	if (rc == MYSQL_NO_DATA)
+		er = IDEM_ENOTFOUND;
+	else
+		*v = isnull ? -1 : val;
+out:
+	if (er == IDEM_ESTORE) {
+		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
+		if (store_conn_lost(st->errnum))
+			store_disconnect(st);
+		else
+			mysql_stmt_free_result(s);
+	} else
+		mysql_stmt_free_result(s);
+	return er;
+}
+
+/* Drops the named lock (best effort; the connection's end drops it too). */
+static enum idem_err
+store_unlock(struct store *st, const char *lockname)
+{
+	MYSQL_BIND	 par[1];
+	MYSQL_STMT	*s;
+
+	bind_str(&par[0], lockname);
+	return store_exec(st, STMT_UNLOCK, par, 0, &s);
+}
+
+static uint64_t
+store_token(void)
+{
+	uint64_t	 t = 0;
+
+	while (t == 0)
+		if (RAND_bytes((unsigned char *)&t, sizeof(t)) != 1)
+			abort();	/* no randomness: nothing is safe */
+	return t;
+}
+
+static int64_t
+ms_to_us(int64_t ms)
+{
+	if (ms < 0)
+		ms = 0;
+	if (ms > INT64_MAX / 1000)
+		ms = INT64_MAX / 1000;
+	return ms * 1000;
+}
+
+/* What STMT_READ saw. */
+struct row {
+	uint64_t	 id;
+	unsigned char	 fp[FP_LEN];
+	int		 state;
+	uint64_t	 token;
+	int		 lease_live;
+	int		 live;		/* ttl not passed */
+	int64_t		 lease_left_us;
+	int		 has_status;
+	int		 status;
+	int		 kept;		/* we still hold the named lock */
+};
+
+/* Fetches column col (length len) into a fresh buffer owned by b. */
+static enum idem_err
+fetch_blob(MYSQL_STMT *s, MYSQL_BIND *rb, unsigned col, unsigned long len,
+    struct buf *b)
+{
+	char	*p;
+
+	if (len > b->max)
+		return IDEM_ETOOBIG;
+	if ((p = malloc((size_t)len + 1)) == NULL)
+		return IDEM_ENOMEM;
+	if (len > 0) {
+		rb->buffer = p;
+		rb->buffer_length = len;
+		if (mysql_stmt_fetch_column(s, rb, col, 0) != 0) {
+			free(p);
+			rb->buffer = NULL;
+			rb->buffer_length = 0;
+			return IDEM_ESTORE;
+		}
+		rb->buffer = NULL;
+		rb->buffer_length = 0;
+	}
+	p[len] = '\0';
+	buf_free(b);
+	b->p = p;
+	b->len = len;
+	b->cap = (size_t)len + 1;
+	return IDEM_OK;
+}
+
+/*
+ * Reads the row of id and, when held, drops the named lock unless the row
+ * may be taken over.  Stored answers are copied into c.
+ * IDEM_ENOTFOUND if there is no row (the lock is then still held).
+ */
+static enum idem_err
+store_read(struct store *st, const struct req_id *id, struct claim *c,
+    int held, uint64_t mytoken, struct row *r)
+{
+	MYSQL_BIND	 par[10], res[11];
+	MYSQL_STMT	*s;
+	uint64_t	 rid = 0, rtok = 0;
+	unsigned char	 rfp[FP_LEN];
+	unsigned long	 fplen = 0, hlen = 0, blen = 0;
+	int32_t		 state = 0, lease_live = 0, live = 0, status = 0;
+	int64_t		 left = 0, kept = 0;
+	int32_t		 heldv = held;
+	my_bool		 nul[11];
+	enum idem_err	 er;
+	int		 rc, i;
+
+	bind_blob(&par[0], id->fp, FP_LEN);
+	bind_blob(&par[1], id->fp, FP_LEN);
+	bind_blob(&par[2], id->fp, FP_LEN);
+	bind_i32(&par[3], &heldv);
+	bind_blob(&par[4], id->fp, FP_LEN);
+	bind_u64(&par[5], &mytoken);
+	bind_str(&par[6], c->lockname);
+	bind_blob(&par[7], id->scope, FP_LEN);
+	bind_blob(&par[8], id->key, id->keylen);
+	/* Not repeated on reconnect: the RELEASE_LOCK in it is tied to the
+	 * lost connection anyway, the caller starts over. */
+	if ((er = store_exec(st, STMT_READ, par, 0, &s)) != IDEM_OK)
+		return er;
+
+	memset(res, 0, sizeof(res));
+	memset(nul, 0, sizeof(nul));
+	for (i = 0; i < 11; i++)
+		res[i].is_null = &nul[i];
+	res[0].buffer_type = MYSQL_TYPE_LONGLONG;
+	res[0].buffer = &rid;
+	res[0].is_unsigned = 1;
+	res[1].buffer_type = MYSQL_TYPE_BLOB;
+	res[1].buffer = rfp;
+	res[1].buffer_length = sizeof(rfp);
+	res[1].length = &fplen;
+	res[2].buffer_type = MYSQL_TYPE_LONG;
+	res[2].buffer = &state;
+	res[3].buffer_type = MYSQL_TYPE_LONGLONG;
+	res[3].buffer = &rtok;
+	res[3].is_unsigned = 1;
+	res[4].buffer_type = MYSQL_TYPE_LONG;
+	res[4].buffer = &lease_live;
+	res[5].buffer_type = MYSQL_TYPE_LONG;
+	res[5].buffer = &live;
+	res[6].buffer_type = MYSQL_TYPE_LONGLONG;
+	res[6].buffer = &left;
+	res[7].buffer_type = MYSQL_TYPE_LONG;
+	res[7].buffer = &status;
+	res[8].buffer_type = MYSQL_TYPE_BLOB;	/* fetched by column */
+	res[8].length = &hlen;
+	res[9].buffer_type = MYSQL_TYPE_BLOB;
+	res[9].length = &blen;
+	res[10].buffer_type = MYSQL_TYPE_LONGLONG;
+	res[10].buffer = &kept;
+	if (mysql_stmt_bind_result(s, res) != 0) {
+		er = IDEM_ESTORE;
+		goto fail;
+	}
+	rc = mysql_stmt_fetch(s);
+	if (rc == 1) {
+		er = IDEM_ESTORE;
+		goto fail;
+	}
+	if (rc == MYSQL_NO_DATA) {
+		mysql_stmt_free_result(s);
+		return IDEM_ENOTFOUND;
+	}
+	/* rc is 0 or MYSQL_DATA_TRUNCATED (the blobs bound without room) */
+	memset(r, 0, sizeof(*r));
+	r->id = rid;
+	if (fplen == FP_LEN)
+		memcpy(r->fp, rfp, FP_LEN);
+	r->state = state;
+	r->token = rtok;
+	r->lease_live = lease_live;
+	r->live = live;
+	r->lease_left_us = nul[6] ? 0 : left;
+	r->has_status = !nul[7];
+	r->status = status;
+	r->kept = held && !nul[10] && kept == 1;
+	if (!nul[8] && (er = fetch_blob(s, &res[8], 8, hlen, &c->hdrs))
+	    != IDEM_OK)
+		goto fail;
+	if (!nul[9] && (er = fetch_blob(s, &res[9], 9, blen, &c->body))
+	    != IDEM_OK)
+		goto fail;
+	/* Drain so the statement is ready for the next execute. */
+	while (mysql_stmt_fetch(s) == 0)
+		;
+	mysql_stmt_free_result(s);
+	return IDEM_OK;
+fail:
+	if (er == IDEM_ESTORE) {
+		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
+		if (store_conn_lost(st->errnum)) {
+			store_disconnect(st);
+			return er;
+		}
+	}
+	mysql_stmt_free_result(s);
+	return er;
+}
+
+/* The conditional UPDATE that gives a row to exactly one caller. */
+static enum idem_err
+store_takeover(struct store *st, const struct req_id *id, uint64_t rowid,
+    uint64_t seen_token, uint64_t token, int *won)
+{
+	MYSQL_BIND	 par[11];
+	MYSQL_STMT	*s;
+	int64_t		 lease_us = ms_to_us(id->lease_ms);
+	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
+	enum idem_err	 er;
+
+	bind_blob(&par[0], id->fp, FP_LEN);
+	bind_str(&par[1], id->route);
+	bind_str(&par[2], id->method);
+	bind_str(&par[3], id->owner);
+	bind_u64(&par[4], &token);
+	bind_i64(&par[5], &lease_us);
+	bind_i64(&par[6], &ttl_us);
+	bind_u64(&par[7], &rowid);
+	bind_u64(&par[8], &seen_token);
+	bind_u64(&par[9], &token);
+	if ((er = store_exec(st, STMT_TAKEOVER, par, 0, &s)) != IDEM_OK)
+		return er;
+	*won = stmt_rows(s) == 1;
+	return IDEM_OK;
+}
+
+enum idem_err
+store_claim(struct store *st, const struct req_id *id, struct claim *c)
+{
+	MYSQL_BIND	 par[10];
+	MYSQL_STMT	*s;
+	struct row	 r;
+	uint64_t	 token;
+	int64_t		 lease_us = ms_to_us(id->lease_ms);
+	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
+	unsigned long	 gen;
+	enum idem_err	 er;
+	int		 loop, held, won;
+
+	claim_reset(c);
+	fp_lockname(id->scope, id->key, id->keylen, c->lockname);
+	token = store_token();
+
+	for (loop = 0; loop < CLAIM_LOOPS; loop++) {
+		bind_blob(&par[0], id->scope, FP_LEN);
+		bind_blob(&par[1], id->key, id->keylen);
+		bind_str(&par[2], id->route);
+		bind_str(&par[3], id->method);
+		bind_blob(&par[4], id->fp, FP_LEN);
+		bind_str(&par[5], id->owner);
+		bind_u64(&par[6], &token);
+		bind_i64(&par[7], &lease_us);
+		bind_i64(&par[8], &ttl_us);
+		bind_str(&par[9], c->lockname);
+		/*
+		 * Repeatable after a reconnect: the token stays the same, so
+		 * if the first INSERT did land, the retry finds our own row
+		 * and takes it back (STMT_READ keeps the lock for our token).
+		 */
+		er = store_exec(st, STMT_CLAIM, par, 1, &s);
+		gen = st->generation;
+		if (er == IDEM_OK && stmt_rows(s) == 1) {
+			c->state = CLAIM_NEW;
+			c->id = mysql_stmt_insert_id(s);
+			c->token = token;
+			c->locked = 1;
+			return IDEM_OK;
+		}
+		if (er == IDEM_OK)
+			held = 0;	/* someone else holds the lock */
+		else if (st->errnum == ER_DUP_ENTRY)
+			held = 1;	/* the INSERT took the lock first */
+		else
+			goto out;
+
+		er = store_read(st, id, c, held, token, &r);
+		if (er == IDEM_ENOTFOUND) {
+			/* Gone between the two statements: start over. */
+			if (held && (er = store_unlock(st, c->lockname))
+			    != IDEM_OK)
+				goto out;
+			continue;
+		}
+		if (er != IDEM_OK)
+			goto out;
+
+		if (r.kept) {
+			/* Expired, or in progress with a dead owner: ours. */
+			er = store_takeover(st, id, r.id, r.token, token, &won);
+			if (er != IDEM_OK)
+				goto out;
+			if (won && st->generation == gen) {
+				c->state = CLAIM_NEW;
+				c->id = r.id;
+				c->token = token;
+				c->locked = 1;
+				return IDEM_OK;
+			}
+			if ((er = store_unlock(st, c->lockname)) != IDEM_OK)
+				goto out;
+			continue;
+		}
+		if (!r.live) {
+			/* Expired but someone else holds the lock: that one
+			 * takes it over (or is about to); wait for it. */
+			c->state = CLAIM_BUSY;
+			c->lease_left_ms = 0;
+			return IDEM_OK;
+		}
+		if (CRYPTO_memcmp(r.fp, id->fp, FP_LEN) != 0) {
+			c->state = CLAIM_MISMATCH;
+			c->id = r.id;
+			return IDEM_OK;
+		}
+		switch (r.state) {
+		case 1:
+			c->state = CLAIM_DONE;
+			c->id = r.id;
+			c->status = r.has_status ? r.status : 0;
+			return IDEM_OK;
+		case 2:
+			c->state = CLAIM_TOMBSTONE;
+			c->id = r.id;
+			return IDEM_OK;
+		default:
+			/* In progress.  A lapsed lease whose lock is still
+			 * held: the owner is alive (or a takeover is under
+			 * way), so it is not ours to take. */
+			c->state = CLAIM_BUSY;
+			c->id = r.id;
+			c->lease_left_ms = r.lease_live ?
+			    (r.lease_left_us + 999) / 1000 : 0;
+			return IDEM_OK;
+		}
+	}
+	/* The row kept changing under us: let the caller wait and retry. */
+	c->state = CLAIM_BUSY;
+	c->lease_left_ms = 0;
+	er = IDEM_OK;
+out:
+	if (er != IDEM_OK)
+		claim_reset(c);
+	return er;
+}
+
+enum idem_err
+store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
+    int *released)
+{
+	MYSQL_BIND	 par[2];
+	MYSQL_STMT	*s;
+	char		 lockname[FP_LOCKNAME_LEN];
+	double		 secs;
+	int64_t		 got = 0;
+	enum idem_err	 er, er2;
+
+	fp_lockname(id->scope, id->key, id->keylen, lockname);
+	bind_blob(&par[0], id->scope, FP_LEN);
+	bind_blob(&par[1], id->key, id->keylen);
+	if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) != IDEM_OK)
+		return er;
+
+	if (wait_ms < 0)
+		wait_ms = 0;
+	secs = (double)wait_ms / 1000.0;	/* MariaDB takes fractions */
+	bind_str(&par[0], lockname);
+	bind_in(&par[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
+	er = store_scalar(st, STMT_LOCK, par, 0, &got);
+	if (er == IDEM_OK && got == 1) {
+		/* We only wanted to learn that it came free. */
+		er = store_unlock(st, lockname);
+	}
+	/* Uncount ourselves even after a failed wait (if still connected,
+	 * or on a fresh connection: the decrement is safe to repeat once). */
+	bind_blob(&par[0], id->scope, FP_LEN);
+	bind_blob(&par[1], id->key, id->keylen);
+	er2 = store_exec(st, STMT_WAIT_DEC, par, 0, &s);
+	if (er != IDEM_OK)
+		return er;
+	if (er2 != IDEM_OK)
+		return er2;
+	*released = got == 1;
+	return IDEM_OK;
+}
+
+enum idem_err
+store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
+{
+	MYSQL_BIND	 par[3];
+	MYSQL_STMT	*s;
+	int64_t		 lease_us = ms_to_us(lease_ms);
+	uint64_t	 rid = c->id, tok = c->token;
+	unsigned long	 gen = st->generation;
+	double		 zero = 0;
+	enum idem_err	 er;
+	int64_t		 got;
+
+	bind_i64(&par[0], &lease_us);
+	bind_u64(&par[1], &rid);
+	bind_u64(&par[2], &tok);
+	if ((er = store_exec(st, STMT_RENEW, par, 1, &s)) != IDEM_OK)
+		return er;
+	if (stmt_rows(s) != 1)
+		return IDEM_ENOTFOUND;
+	if (c->locked && st->generation != gen) {
+		/* Reconnected: the old connection's lock is gone; take it
+		 * back so waiters keep sleeping on it. */
+		bind_str(&par[0], c->lockname);
+		bind_in(&par[1], MYSQL_TYPE_DOUBLE, &zero, sizeof(zero));
+		(void)store_scalar(st, STMT_LOCK, par, 0, &got);
+	}
+	return IDEM_OK;
+}
+
+/* UPDATE (which also drops the lock) for complete and tombstone. */
+static enum idem_err
+store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
+    MYSQL_BIND *par)
+{
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+	int64_t		 n;
+
+	/* Safe to repeat: the same values land on the same row. */
+	if ((er = store_exec(st, sid, par, 1, &s)) != IDEM_OK)
+		return er;
+	n = stmt_rows(s);
+	if (n == 1)
+		return IDEM_OK;
+	/* Not ours any more (taken over or forgotten): the RELEASE_LOCK in
+	 * the SET was never evaluated. */
+	if (c->locked)
+		(void)store_unlock(st, c->lockname);
+	return IDEM_ENOTFOUND;
+}
+
+enum idem_err
+store_complete(struct store *st, const struct claim *c, int status,
+    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen,
+    int64_t ttl_ms)
+{
+	MYSQL_BIND	 par[8];
+	int32_t		 st32 = status;
+	uint64_t	 size = bodylen, rid = c->id, tok = c->token;
+	int64_t		 ttl_us = ms_to_us(ttl_ms);
+
+	bind_str(&par[0], c->lockname);
+	bind_i32(&par[1], &st32);
+	bind_blob(&par[2], hdrslen > 0 ? hdrs : NULL, hdrslen);
+	bind_blob(&par[3], bodylen > 0 ? body : NULL, bodylen);
+	bind_u64(&par[4], &size);
+	bind_i64(&par[5], &ttl_us);
+	bind_u64(&par[6], &rid);
+	bind_u64(&par[7], &tok);
+	return store_finish(st, c, STMT_COMPLETE, par);
+}
+
+enum idem_err
+store_tombstone(struct store *st, const struct claim *c, int status,
+    int64_t ttl_ms)
+{
+	MYSQL_BIND	 par[5];
+	int32_t		 st32 = status;
+	uint64_t	 rid = c->id, tok = c->token;
+	int64_t		 ttl_us = ms_to_us(ttl_ms);
+
+	bind_str(&par[0], c->lockname);
+	bind_i32(&par[1], &st32);
+	bind_i64(&par[2], &ttl_us);
+	bind_u64(&par[3], &rid);
+	bind_u64(&par[4], &tok);
+	return store_finish(st, c, STMT_TOMBSTONE, par);
+}
+
+enum idem_err
+store_release(struct store *st, const struct claim *c)
+{
+	MYSQL_BIND	 par[2];
+	MYSQL_STMT	*s;
+	uint64_t	 rid = c->id, tok = c->token;
+	enum idem_err	 er, er2 = IDEM_OK;
+	int64_t		 n = 0;
+
+	bind_u64(&par[0], &rid);
+	bind_u64(&par[1], &tok);
+	/* Deleting twice is harmless. */
+	er = store_exec(st, STMT_RELEASE, par, 1, &s);
+	if (er == IDEM_OK)
+		n = stmt_rows(s);
+	/* After the commit, so a woken waiter finds the row gone. */
+	if (c->locked)
+		er2 = store_unlock(st, c->lockname);
+	if (er != IDEM_OK)
+		return er;
+	if (er2 != IDEM_OK)
+		return er2;
+	return n == 1 ? IDEM_OK : IDEM_ENOTFOUND;
+}
+
+/* Fleet counters. */
+
+const char *const stat_names[STAT__COUNT] = {
+	[STAT_REQUESTS] = "requests",
+	[STAT_CREATED] = "created",
+	[STAT_REUSED] = "reused",
+	[STAT_MISMATCHED] = "mismatched",
+	[STAT_CONFLICTED] = "conflicted",
+	[STAT_WAITED] = "waited",
+	[STAT_RELEASED] = "released",
+	[STAT_TOMBSTONED] = "tombstoned",
+	[STAT_STORE_ERRORS] = "store_errors",
+	[STAT_MISSING_KEY] = "missing_key",
+	[STAT_INVALID_KEY] = "invalid_key",
+	[STAT_PASSTHROUGH] = "passthrough",
+};
+
+const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
+	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000
+};
+
+#define COUNTER_COLS	(STAT__COUNT + 1 + STAT_WAIT_BUCKETS)
+
+/* Name of counter column i: stat_names, wait_sum_ms, wait_b0..b9. */
+static void
+counter_col(size_t i, char *out, size_t outlen)
+{
+	if (i < STAT__COUNT)
+		snprintf(out, outlen, "%s", stat_names[i]);
+	else if (i == STAT__COUNT)
+		snprintf(out, outlen, "wait_sum_ms");
+	else
+		snprintf(out, outlen, "wait_b%zu", i - STAT__COUNT - 1);
+}
+
+/* INSERT ... ON DUPLICATE KEY UPDATE c = c + VALUES(c) for every column. */
+static char *
+counters_sql(void)
+{
+	struct buf	 b;
+	char		 col[32];
+	size_t		 i;
+	enum idem_err	 er;
+
+	buf_init(&b, 8192);
+	er = buf_addstr(&b, "INSERT INTO idem_counters (minute, host, route");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, ", %s", col);
+	}
+	if (er == IDEM_OK)
+		er = buf_addstr(&b, ") VALUES (FROM_UNIXTIME(?), ?, ?");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++)
+		er = buf_addstr(&b, ", ?");
+	if (er == IDEM_OK)
+		er = buf_addstr(&b, ") ON DUPLICATE KEY UPDATE ");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
+		    col, col, col);
+	}
+	if (er != IDEM_OK) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+enum idem_err
+store_counters_add(struct store *st, const char *host,
+    const struct stat_row *rows, size_t nrows)
+{
+	MYSQL_BIND	 par[3 + COUNTER_COLS];
+	MYSQL_STMT	*s;
+	uint64_t	 v[COUNTER_COLS];
+	int64_t		 minute;
+	size_t		 i, j;
+	enum idem_err	 er;
+
+	if (nrows == 0)
+		return IDEM_OK;
+	if ((er = store_connect(st)) != IDEM_OK)
+		return er;
+	/* All rows or none, so a failed flush can be retried whole. */
+	if (mysql_real_query(st->my, "START TRANSACTION", 17) != 0) {
+		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
+		if (store_conn_lost(st->errnum))
+			store_disconnect(st);
+		return IDEM_ESTORE;
+	}
+	for (i = 0; i < nrows; i++) {
+		minute = rows[i].minute - rows[i].minute % 60;
+		bind_i64(&par[0], &minute);
+		bind_str(&par[1], host);
+		bind_str(&par[2], rows[i].route);
+		for (j = 0; j < STAT__COUNT; j++)
+			v[j] = rows[i].n[j];
+		v[STAT__COUNT] = rows[i].wait_sum_ms;
+		for (j = 0; j < STAT_WAIT_BUCKETS; j++)
+			v[STAT__COUNT + 1 + j] = rows[i].wait_bucket[j];
+		for (j = 0; j < COUNTER_COLS; j++)
+			bind_u64(&par[3 + j], &v[j]);
+		/* Not repeated: an add that may have landed must not land
+		 * twice.  The caller keeps the rows for its next flush. */
+		if ((er = store_exec(st, STMT_COUNTERS, par, 0, &s)) != IDEM_OK)
+			goto fail;
+	}
+	if (mysql_commit(st->my) == 0)
+		return IDEM_OK;
+	store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
+	er = IDEM_ESTORE;
+fail:
+	if (st->my != NULL && !store_conn_lost(st->errnum))
+		(void)mysql_rollback(st->my);
+	else
+		store_disconnect(st);
+	return er;
+}

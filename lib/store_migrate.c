@@ -1,0 +1,181 @@
+/* Schema versions: applies the embedded sql/NNN-*.sql migrations in order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include "log.h"
+#include "migrations.h"
+#include "store.h"
+#include "store_int.h"
+
+#define MIGRATE_LOCK	"idemgate-migrate"
+#define MIGRATE_WAIT_S	10
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS idem_schema ("
+    " version INT UNSIGNED NOT NULL PRIMARY KEY,"
+    " name VARCHAR(64) NOT NULL,"
+    " applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB";
+
+int
+store_schema_expected(void)
+{
+	int	 v = 0;
+	size_t	 i;
+
+	for (i = 0; i < nmigrations; i++)
+		if (migrations[i].version > v)
+			v = migrations[i].version;
+	return v;
+}
+
+/* Runs one statement without data; records the error. */
+static enum idem_err
+run(struct store *st, const char *sql, size_t len)
+{
+	MYSQL	*my = store_mysql(st);
+
+	if (mysql_real_query(my, sql, len) == 0) {
+		MYSQL_RES *res = mysql_store_result(my);
+
+		if (res != NULL)
+			mysql_free_result(res);
+		return IDEM_OK;
+	}
+	store_set_error(st, mysql_errno(my), mysql_error(my));
+	if (store_conn_lost(store_errno(st)))
+		store_disconnect(st);
+	return IDEM_ESTORE;
+}
+
+/* Runs a query returning one integer (NULL as -1). */
+static enum idem_err
+run_int(struct store *st, const char *sql, long long *v)
+{
+	MYSQL		*my = store_mysql(st);
+	MYSQL_RES	*res;
+	MYSQL_ROW	 row;
+	enum idem_err	 er = IDEM_OK;
+
+	if (mysql_query(my, sql) != 0 || (res = mysql_store_result(my)) == NULL) {
+		store_set_error(st, mysql_errno(my), mysql_error(my));
+		if (store_conn_lost(store_errno(st)))
+			store_disconnect(st);
+		return IDEM_ESTORE;
+	}
+	if ((row = mysql_fetch_row(res)) == NULL)
+		er = IDEM_ENOTFOUND;
+	else
+		*v = row[0] != NULL ? strtoll(row[0], NULL, 10) : -1;
+	mysql_free_result(res);
+	return er;
+}
+
+enum idem_err
+store_schema_version(struct store *st, int *version)
+{
+	long long	 v = 0;
+	enum idem_err	 er;
+
+	if ((er = store_connect(st)) != IDEM_OK)
+		return er;
+	er = run_int(st, "SELECT COALESCE(MAX(version), 0) FROM idem_schema",
+	    &v);
+	if (er == IDEM_ESTORE && store_errno(st) == ER_NO_SUCH_TABLE)
+		v = 0, er = IDEM_OK;
+	if (er != IDEM_OK)
+		return er;
+	*version = (int)v;
+	return IDEM_OK;
+}
+
+/* 1 if version is in idem_schema. */
+static enum idem_err
+applied(struct store *st, int version, int *yes)
+{
+	char		 sql[96];
+	long long	 n = 0;
+	enum idem_err	 er;
+
+	snprintf(sql, sizeof(sql),
+	    "SELECT COUNT(*) FROM idem_schema WHERE version = %d", version);
+	if ((er = run_int(st, sql, &n)) != IDEM_OK)
+		return er;
+	*yes = n > 0;
+	return IDEM_OK;
+}
+
+/* Applies one migration: each ";\n"-terminated statement, then its row. */
+static enum idem_err
+apply(struct store *st, const struct migration *m)
+{
+	const char	*p = m->sql, *end;
+	char		 sql[256];
+	size_t		 len;
+	enum idem_err	 er;
+
+	while (*p != '\0') {
+		end = strstr(p, ";\n");
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		/* Skip statements that are only whitespace. */
+		if (strspn(p, " \t\r\n") < len &&
+		    (er = run(st, p, len)) != IDEM_OK) {
+			log_err("migration %s failed: %s", m->name,
+			    store_last_error(st));
+			return er;
+		}
+		p += len;
+		if (end != NULL)
+			p += 2;
+	}
+	/* name is ours (from sql/ file names), not outside input. */
+	snprintf(sql, sizeof(sql),
+	    "INSERT INTO idem_schema (version, name, applied_at)"
+	    " VALUES (%d, '%s', NOW(6))", m->version, m->name);
+	return run(st, sql, strlen(sql));
+}
+
+enum idem_err
+store_migrate(struct store *st, int *applied_out)
+{
+	long long	 got = 0;
+	enum idem_err	 er, er2;
+	size_t		 i;
+	int		 n = 0, yes;
+	char		 sql[96];
+
+	if ((er = store_connect(st)) != IDEM_OK)
+		return er;
+	snprintf(sql, sizeof(sql), "SELECT GET_LOCK('%s', %d)", MIGRATE_LOCK,
+	    MIGRATE_WAIT_S);
+	if ((er = run_int(st, sql, &got)) != IDEM_OK)
+		return er;
+	if (got != 1) {
+		store_set_error(st, 0, "another migration holds the lock");
+		return IDEM_EBUSY;
+	}
+	er = run(st, schema_sql, strlen(schema_sql));
+	for (i = 0; er == IDEM_OK && i < nmigrations; i++) {
+		if ((er = applied(st, migrations[i].version, &yes)) != IDEM_OK)
+			break;
+		if (yes)
+			continue;
+		if ((er = apply(st, &migrations[i])) != IDEM_OK)
+			break;
+		log_info("applied migration %s", migrations[i].name);
+		n++;
+	}
+	if (store_mysql(st) != NULL) {
+		snprintf(sql, sizeof(sql), "DO RELEASE_LOCK('%s')",
+		    MIGRATE_LOCK);
+		er2 = run(st, sql, strlen(sql));
+		if (er == IDEM_OK)
+			er = er2;
+	}
+	if (er == IDEM_OK)
+		*applied_out = n;
+	return er;
+}

@@ -1,0 +1,619 @@
+/* Tests of the MySQL store against a real MariaDB (env IDEM_TEST_MYCNF). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mysql.h>
+
+#include "../lib/check.h"
+#include "cfg.h"
+#include "fp.h"
+#include "migrations.h"
+#include "stats.h"
+#include "store.h"
+#include "store_int.h"
+
+static struct cfg	 tcfg;
+
+static int64_t
+now_us(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+sleep_ms(int ms)
+{
+	usleep((useconds_t)ms * 1000);
+}
+
+static struct store *
+open_store(void)
+{
+	struct store	*st = NULL;
+
+	if (store_new(&tcfg, &st) != IDEM_OK)
+		return NULL;
+	return st;
+}
+
+/* A req_id for key with a fingerprint over body (strings must live). */
+static void
+mkid(struct req_id *id, const char *key, const char *body)
+{
+	memset(id, 0, sizeof(*id));
+	fp_scope("none", "", id->scope);
+	id->key = key;
+	id->keylen = strlen(key);
+	fp_request("POST", "/pay", "", "text/plain", body, strlen(body),
+	    id->fp);
+	id->route = "/pay";
+	id->method = "POST";
+	id->owner = "test:1";
+	id->ttl_ms = 60000;
+	id->lease_ms = 5000;
+}
+
+static void
+test_migrate(void)
+{
+	struct store	*st = open_store();
+	int		 n1 = -1, n2 = -1, v = -1;
+
+	CHECK(st != NULL);
+	CHECK(store_migrate(st, &n1) == IDEM_OK);
+	CHECK(n1 == (int)nmigrations || n1 == 0);
+	CHECK(store_migrate(st, &n2) == IDEM_OK);
+	CHECK(n2 == 0);
+	CHECK(store_schema_version(st, &v) == IDEM_OK);
+	CHECK(v == store_schema_expected());
+	CHECK(store_schema_expected() >= 1);
+	store_free(st);
+}
+
+static void
+test_basic(void)
+{
+	struct store	*a = open_store(), *b = open_store();
+	struct req_id	 id, other;
+	struct claim	 c, d;
+	unsigned char	 body[70000];
+	const char	 hdrs[] = "Content-Type: application/octet-stream\r\n"
+			    "X-Nul: a\0b\r\n";
+	size_t		 i;
+	uint64_t	 rt0;
+
+	for (i = 0; i < sizeof(body); i++)
+		body[i] = (unsigned char)(i * 7 % 251);	/* has NULs */
+	claim_init(&c);
+	claim_init(&d);
+	mkid(&id, "basic-1", "amount=10");
+
+	rt0 = store_round_trips(a);
+	CHECK(store_claim(a, &id, &c) == IDEM_OK);
+	CHECK(c.state == CLAIM_NEW && c.locked == 1 && c.id > 0);
+	printf("# fresh claim: %llu round trips\n",
+	    (unsigned long long)(store_round_trips(a) - rt0));
+	CHECK(store_round_trips(a) - rt0 == 1);
+
+	/* In progress elsewhere: busy with the live lease. */
+	CHECK(store_claim(b, &id, &d) == IDEM_OK);
+	CHECK(d.state == CLAIM_BUSY);
+	CHECK(d.lease_left_ms > 4000 && d.lease_left_ms <= 5000);
+
+	rt0 = store_round_trips(a);
+	CHECK(store_complete(a, &c, 201, hdrs, sizeof(hdrs) - 1, body,
+	    sizeof(body), 60000) == IDEM_OK);
+	CHECK(store_round_trips(a) - rt0 == 1);
+
+	rt0 = store_round_trips(b);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK);
+	printf("# replay claim: %llu round trips\n",
+	    (unsigned long long)(store_round_trips(b) - rt0));
+	CHECK(store_round_trips(b) - rt0 == 2);
+	CHECK(d.state == CLAIM_DONE);
+	CHECK(d.status == 201);
+	CHECK(d.hdrs.len == sizeof(hdrs) - 1 &&
+	    memcmp(d.hdrs.p, hdrs, sizeof(hdrs) - 1) == 0);
+	CHECK(d.body.len == sizeof(body) &&
+	    memcmp(d.body.p, body, sizeof(body)) == 0);
+
+	/* A replay must have dropped the lock it took: another replay and a
+	 * waiter see it free. */
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_DONE);
+
+	/* Same key, different body. */
+	mkid(&other, "basic-1", "amount=11");
+	CHECK(store_claim(b, &other, &d) == IDEM_OK);
+	CHECK(d.state == CLAIM_MISMATCH);
+	CHECK(d.body.len == 0);
+
+	/* Same body, other scope: a different key. */
+	fp_scope("header:x-api-key", "secret", other.scope);
+	memcpy(other.fp, id.fp, FP_LEN);
+	CHECK(store_claim(b, &other, &d) == IDEM_OK && d.state == CLAIM_NEW);
+	CHECK(store_complete(b, &d, 200, NULL, 0, NULL, 0, 60000) == IDEM_OK);
+	CHECK(store_claim(a, &other, &c) == IDEM_OK && c.state == CLAIM_DONE);
+	CHECK(c.body.len == 0 && c.hdrs.len == 0 && c.status == 200);
+
+	claim_reset(&c);
+	claim_reset(&d);
+	store_free(a);
+	store_free(b);
+}
+
+static void
+test_tombstone_release(void)
+{
+	struct store	*a = open_store(), *b = open_store();
+	struct req_id	 id;
+	struct claim	 c, d;
+
+	claim_init(&c);
+	claim_init(&d);
+	mkid(&id, "tomb-1", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_tombstone(a, &c, 200, 60000) == IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK);
+	CHECK(d.state == CLAIM_TOMBSTONE);
+
+	mkid(&id, "rel-1", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_release(a, &c) == IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK);
+	CHECK(d.state == CLAIM_NEW && d.locked);
+	/* renew pushes the lease out */
+	CHECK(store_renew(b, &d, 30000) == IDEM_OK);
+	CHECK(store_claim(a, &id, &c) == IDEM_OK);
+	CHECK(c.state == CLAIM_BUSY && c.lease_left_ms > 20000);
+	CHECK(store_release(b, &d) == IDEM_OK);
+	CHECK(store_release(b, &d) == IDEM_ENOTFOUND);
+	CHECK(store_renew(b, &d, 30000) == IDEM_ENOTFOUND);
+
+	claim_reset(&c);
+	claim_reset(&d);
+	store_free(a);
+	store_free(b);
+}
+
+/* 16 threads claim one key at once. */
+struct racer {
+	pthread_barrier_t	*bar;
+	struct req_id		*id;
+	int			 state;
+	enum idem_err		 er;
+	int			 keep;		/* keep the store open */
+	struct store		*st;
+	struct claim		 c;
+};
+
+static void *
+race_main(void *arg)
+{
+	struct racer	*r = arg;
+
+	store_thread_init();
+	r->st = open_store();
+	claim_init(&r->c);
+	store_connect(r->st);
+	pthread_barrier_wait(r->bar);
+	r->er = store_claim(r->st, r->id, &r->c);
+	r->state = r->c.state;
+	store_thread_end();
+	return NULL;
+}
+
+/* Runs n racers on id; returns how many got CLAIM_NEW.  The winner's
+ * store and claim are kept in *winner (caller frees). */
+static int
+race(struct req_id *id, int n, struct racer **winner, int *busy)
+{
+	pthread_barrier_t	 bar;
+	pthread_t		 th[16];
+	struct racer		 r[16];
+	int			 i, news = 0, errs = 0;
+
+	pthread_barrier_init(&bar, NULL, (unsigned)n);
+	memset(r, 0, sizeof(r));
+	*busy = 0;
+	for (i = 0; i < n; i++) {
+		r[i].bar = &bar;
+		r[i].id = id;
+		pthread_create(&th[i], NULL, race_main, &r[i]);
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&bar);
+	for (i = 0; i < n; i++) {
+		if (r[i].er != IDEM_OK)
+			errs++;
+		else if (r[i].state == CLAIM_NEW)
+			news++;
+		else if (r[i].state == CLAIM_BUSY)
+			(*busy)++;
+		if (r[i].er == IDEM_OK && r[i].state == CLAIM_NEW &&
+		    winner != NULL && *winner == NULL) {
+			*winner = malloc(sizeof(**winner));
+			**winner = r[i];
+			continue;
+		}
+		claim_reset(&r[i].c);
+		store_free(r[i].st);
+	}
+	CHECK(errs == 0);
+	return news;
+}
+
+static void
+free_racer(struct racer *w)
+{
+	if (w == NULL)
+		return;
+	claim_reset(&w->c);
+	store_free(w->st);
+	free(w);
+}
+
+static void
+test_race(void)
+{
+	struct req_id	 id;
+	struct racer	*w = NULL;
+	int		 busy;
+
+	mkid(&id, "race-16", "x");
+	CHECK(race(&id, 16, &w, &busy) == 1);
+	CHECK(busy == 15);
+	free_racer(w);
+}
+
+static void
+test_takeover(void)
+{
+	struct store	*a = open_store(), *b = open_store();
+	struct req_id	 id;
+	struct claim	 c, d;
+	struct racer	*w = NULL;
+	int		 busy;
+
+	claim_init(&c);
+	claim_init(&d);
+
+	/* Owner dies (its connection closes): after the lease one of
+	 * several contenders takes over. */
+	mkid(&id, "take-1", "x");
+	id.lease_ms = 200;
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	store_free(a);
+	a = open_store();
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_BUSY);
+	sleep_ms(300);
+	id.lease_ms = 5000;
+	CHECK(race(&id, 6, &w, &busy) == 1);
+	CHECK(busy == 5);
+	/* the first owner's late complete fails: it lost the row */
+	CHECK(w != NULL && w->c.locked);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "late", 4, 60000) ==
+	    IDEM_ENOTFOUND);
+	if (w != NULL) {
+		CHECK(store_complete(w->st, &w->c, 200, NULL, 0, "win", 3,
+		    60000) == IDEM_OK);
+	}
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+	CHECK(d.body.len == 3 && memcmp(d.body.p, "win", 3) == 0);
+	free_racer(w);
+
+	/* Live owner whose lease lapsed but who still holds the lock: not
+	 * taken over. */
+	mkid(&id, "take-2", "x");
+	id.lease_ms = 100;
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	sleep_ms(200);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK);
+	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "slow", 4, 60000) ==
+	    IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+
+	/* ttl passed: treated as new, even with another body. */
+	mkid(&id, "ttl-1", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "old", 3, 100) == IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+	sleep_ms(200);
+	mkid(&id, "ttl-1", "y");
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_NEW);
+	CHECK(d.locked);
+	CHECK(store_complete(b, &d, 200, NULL, 0, "new", 3, 60000) ==
+	    IDEM_OK);
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_DONE);
+	CHECK(c.body.len == 3 && memcmp(c.body.p, "new", 3) == 0);
+
+	claim_reset(&c);
+	claim_reset(&d);
+	store_free(a);
+	store_free(b);
+}
+
+struct waiter {
+	struct req_id	*id;
+	int64_t		 wait_ms;
+	int64_t		 woke_us;
+	int		 released;
+	enum idem_err	 er;
+	int		 state;
+	size_t		 bodylen;
+};
+
+static void *
+wait_main(void *arg)
+{
+	struct waiter	*w = arg;
+	struct store	*st;
+	struct claim	 c;
+
+	store_thread_init();
+	st = open_store();
+	claim_init(&c);
+	store_connect(st);
+	w->er = store_wait(st, w->id, w->wait_ms, &w->released);
+	w->woke_us = now_us();
+	if (w->er == IDEM_OK && store_claim(st, w->id, &c) == IDEM_OK) {
+		w->state = c.state;
+		w->bodylen = c.body.len;
+	}
+	claim_reset(&c);
+	store_free(st);
+	store_thread_end();
+	return NULL;
+}
+
+static void
+test_wait(void)
+{
+	struct store	*a = open_store(), *b = open_store();
+	struct req_id	 id;
+	struct claim	 c;
+	struct waiter	 w[4];
+	pthread_t	 th[4];
+	int64_t		 t0, done_us, worst = 0;
+	int		 i, released = -1, ok = 1;
+	char		 big[300000];
+
+	memset(big, 'z', sizeof(big));
+	claim_init(&c);
+	mkid(&id, "wait-1", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+
+	/* Timeout: fractional seconds are honoured. */
+	t0 = now_us();
+	CHECK(store_wait(b, &id, 150, &released) == IDEM_OK);
+	t0 = now_us() - t0;
+	printf("# wait timeout of 150 ms took %lld ms\n",
+	    (long long)(t0 / 1000));
+	CHECK(released == 0);
+	CHECK(t0 >= 140000 && t0 < 600000);
+
+	/* Several waiters wake on complete and all replay. */
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 4; i++) {
+		w[i].id = &id;
+		w[i].wait_ms = 5000;
+		pthread_create(&th[i], NULL, wait_main, &w[i]);
+	}
+	sleep_ms(300);
+	done_us = now_us();
+	CHECK(store_complete(a, &c, 200, NULL, 0, big, sizeof(big), 60000) ==
+	    IDEM_OK);
+	done_us = (done_us + now_us()) / 2;
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		if (w[i].er != IDEM_OK || !w[i].released ||
+		    w[i].state != CLAIM_DONE || w[i].bodylen != sizeof(big))
+			ok = 0;
+		if (w[i].woke_us - done_us > worst)
+			worst = w[i].woke_us - done_us;
+	}
+	CHECK(ok);
+	printf("# waiters woke %lld us after complete (worst of 4)\n",
+	    (long long)worst);
+	CHECK(worst < 50000);
+
+	/* A waiter also wakes when the owner's connection goes away. */
+	mkid(&id, "wait-2", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	memset(w, 0, sizeof(w));
+	w[0].id = &id;
+	w[0].wait_ms = 5000;
+	pthread_create(&th[0], NULL, wait_main, &w[0]);
+	sleep_ms(300);
+	done_us = now_us();
+	store_free(a);
+	a = open_store();
+	pthread_join(th[0], NULL);
+	printf("# waiter woke %lld us after the owner disconnected\n",
+	    (long long)(w[0].woke_us - done_us));
+	CHECK(w[0].er == IDEM_OK && w[0].released == 1);
+	CHECK(w[0].woke_us - done_us < 50000);
+
+	claim_reset(&c);
+	store_free(a);
+	store_free(b);
+}
+
+/* Round trips and latency of claim + complete on fresh keys. */
+static void
+test_speed(void)
+{
+	struct store	*st = open_store();
+	struct req_id	 id;
+	struct claim	 c;
+	char		 key[64];
+	int64_t		 t0, dt;
+	uint64_t	 rt0;
+	int		 i, n = 200, ok = 1;
+
+	claim_init(&c);
+	store_connect(st);
+	mkid(&id, "warm", "x");
+	store_claim(st, &id, &c);
+	store_complete(st, &c, 200, NULL, 0, "ok", 2, 60000);
+	rt0 = store_round_trips(st);
+	t0 = now_us();
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "speed-%d-%d", (int)getpid(), i);
+		mkid(&id, key, "x");
+		if (store_claim(st, &id, &c) != IDEM_OK ||
+		    c.state != CLAIM_NEW ||
+		    store_complete(st, &c, 200, "A: b\r\n", 6, "hello", 5,
+		    60000) != IDEM_OK)
+			ok = 0;
+	}
+	dt = now_us() - t0;
+	CHECK(ok);
+	printf("# claim+complete: %.1f round trips, %lld us per fresh key\n",
+	    (double)(store_round_trips(st) - rt0) / n, (long long)(dt / n));
+	CHECK(store_round_trips(st) - rt0 == (uint64_t)(2 * n));
+	rt0 = store_round_trips(st);
+	t0 = now_us();
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "speed-%d-%d", (int)getpid(), i);
+		mkid(&id, key, "x");
+		if (store_claim(st, &id, &c) != IDEM_OK ||
+		    c.state != CLAIM_DONE)
+			ok = 0;
+	}
+	dt = now_us() - t0;
+	CHECK(ok);
+	printf("# replay: %.1f round trips, %lld us per replay\n",
+	    (double)(store_round_trips(st) - rt0) / n, (long long)(dt / n));
+	claim_reset(&c);
+	store_free(st);
+}
+
+static long long
+sql_int(struct store *st, const char *q)
+{
+	MYSQL_RES	*res;
+	MYSQL_ROW	 row;
+	long long	 v = -1;
+
+	if (mysql_query(store_mysql(st), q) != 0)
+		return -2;
+	if ((res = mysql_store_result(store_mysql(st))) == NULL)
+		return -3;
+	if ((row = mysql_fetch_row(res)) != NULL && row[0] != NULL)
+		v = atoll(row[0]);
+	mysql_free_result(res);
+	return v;
+}
+
+static void
+test_counters(void)
+{
+	struct store	*st = open_store();
+	struct stat_row	 r[2];
+	struct stats	*s = NULL;
+
+	CHECK(store_connect(st) == IDEM_OK);
+	memset(r, 0, sizeof(r));
+	r[0].minute = 1700000040;
+	r[0].route = "/pay";
+	r[0].n[STAT_REQUESTS] = 3;
+	r[0].n[STAT_PASSTHROUGH] = 1;
+	r[0].wait_bucket[9] = 2;
+	r[0].wait_sum_ms = 20000;
+	r[1] = r[0];
+	r[1].route = "/other";
+	CHECK(store_counters_add(st, "h1", r, 2) == IDEM_OK);
+	CHECK(store_counters_add(st, "h1", r, 1) == IDEM_OK);
+	CHECK(sql_int(st, "SELECT requests FROM idem_counters WHERE "
+	    "host='h1' AND route='/pay' AND minute='2023-11-14 22:14:00'") == 6);
+	CHECK(sql_int(st, "SELECT passthrough + wait_b9 FROM idem_counters "
+	    "WHERE host='h1' AND route='/pay'") == 6);
+	CHECK(sql_int(st, "SELECT wait_sum_ms FROM idem_counters WHERE "
+	    "host='h1' AND route='/other'") == 20000);
+
+	/* stats: accumulate, flush, flush again adds nothing */
+	CHECK(stats_new(&s) == IDEM_OK);
+	stats_add(s, "/s", STAT_REQUESTS, 5);
+	stats_add(s, "/s", STAT_CREATED, 2);
+	stats_wait(s, "/s", 7);
+	stats_wait(s, "/s", 70000);
+	CHECK(stats_flush(s, st, "h2") == IDEM_OK);
+	CHECK(stats_flush(s, st, "h2") == IDEM_OK);
+	CHECK(sql_int(st, "SELECT SUM(requests) FROM idem_counters WHERE "
+	    "host='h2' AND route='/s'") == 5);
+	CHECK(sql_int(st, "SELECT SUM(waited), SUM(wait_b0) FROM "
+	    "idem_counters WHERE host='h2' AND route='/s'") == 2);
+	CHECK(sql_int(st, "SELECT SUM(wait_b0) + 10 * SUM(wait_b9) FROM "
+	    "idem_counters WHERE host='h2' AND route='/s'") == 11);
+	CHECK(sql_int(st, "SELECT SUM(wait_sum_ms) FROM idem_counters WHERE "
+	    "host='h2' AND route='/s'") == 70007);
+	stats_free(s);
+	store_free(st);
+}
+
+static void
+test_unreachable(void)
+{
+	struct cfg	 bad;
+	struct store	*st = NULL;
+	struct req_id	 id;
+	struct claim	 c;
+	char		 path[] = "/tmp/idem-test-XXXXXX";
+	int		 fd;
+	int64_t		 t0;
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	dprintf(fd, "[idemgate]\nsocket=/nonexistent/mysql.sock\n"
+	    "user=nobody\n");
+	close(fd);
+	memset(&bad, 0, sizeof(bad));
+	bad.mysql_defaults_file = path;
+	bad.mysql_group = "idemgate";
+	CHECK(store_new(&bad, &st) == IDEM_OK);
+	claim_init(&c);
+	mkid(&id, "down", "x");
+	t0 = now_us();
+	CHECK(store_claim(st, &id, &c) == IDEM_ESTORE);
+	CHECK(now_us() - t0 < 3000000);
+	CHECK(strlen(store_last_error(st)) > 0);
+	claim_reset(&c);
+	store_free(st);
+	unlink(path);
+}
+
+int
+main(void)
+{
+	const char	*cnf = getenv("IDEM_TEST_MYCNF");
+
+	if (cnf == NULL || *cnf == '\0') {
+		printf("FAIL: IDEM_TEST_MYCNF is not set\n");
+		return 1;
+	}
+	CHECK(store_global_init() == IDEM_OK);
+	tcfg.mysql_defaults_file = (char *)cnf;
+	tcfg.mysql_group = "idemgate";
+
+	test_migrate();
+	test_basic();
+	test_tombstone_release();
+	test_race();
+	test_takeover();
+	test_wait();
+	test_speed();
+	test_counters();
+	test_unreachable();
+	store_global_end();
+	return CHECK_DONE();
+}
