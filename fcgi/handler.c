@@ -1,5 +1,6 @@
 /* Runs a route's handler (cgi, script, fastcgi) into a response sink. */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -238,12 +239,63 @@ run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
 	return IDEM_OK;
 }
 
+/*
+ * Finds the script to run like fcgiwrap: SCRIPT_FILENAME itself, or, when
+ * the web server split the path elsewhere (lighttpd's prefix mapping gives
+ * SCRIPT_FILENAME = root/dir and PATH_INFO = /file.cgi/more), the longest
+ * prefix of SCRIPT_FILENAME + PATH_INFO that resolves.  The error of the
+ * longest candidate is the answer when none does.
+ */
+static enum idem_err
+script_lookup(struct request *r, char *out, size_t outlen)
+{
+	const char	*sf, *pi;
+	char		 cand[PATH_MAX], *slash;
+	size_t		 sflen;
+	enum idem_err	 er, first;
+
+	sf = request_param(r->envp, "SCRIPT_FILENAME");
+	pi = request_param(r->envp, "PATH_INFO");
+	if (sf == NULL || *sf == '\0') {
+		log_warn("%s: no SCRIPT_FILENAME", r->tag);
+		return IDEM_ENOTFOUND;
+	}
+	er = cgi_script_resolve(r->route->script_root, sf, out, outlen);
+	if (er == IDEM_OK || pi == NULL || *pi != '/')
+		goto out;
+	sflen = strlen(sf);
+	if (snprintf(cand, sizeof(cand), "%s%s", sf, pi) >= (int)sizeof(cand))
+		goto out;
+	first = IDEM_OK;
+	while (strlen(cand) > sflen) {
+		er = cgi_script_resolve(r->route->script_root, cand, out,
+		    outlen);
+		if (er == IDEM_OK)
+			goto out;
+		if (first == IDEM_OK)
+			first = er;
+		if (er != IDEM_ENOTFOUND)
+			break;
+		if ((slash = strrchr(cand, '/')) == NULL)
+			break;
+		*slash = '\0';
+	}
+	er = first;
+out:
+	if (er != IDEM_OK) {
+		log_warn("%s: script %s%s refused: %s", r->tag, sf,
+		    pi != NULL ? pi : "", idem_strerror(er));
+		if (er != IDEM_ENOTFOUND)
+			er = IDEM_EFORBIDDEN;
+	}
+	return er;
+}
+
 enum idem_err
 handler_run(struct request *r, struct sink *s, void (*tick)(void *),
     void *tick_arg, int64_t tick_ms)
 {
 	struct run_ctx	 rc = { s, tick, tick_arg };
-	const char	*script;
 	char		 resolved[PATH_MAX];
 	enum idem_err	 er;
 
@@ -252,19 +304,9 @@ handler_run(struct request *r, struct sink *s, void (*tick)(void *),
 		er = run_cgi(r, r->route->program, &rc, tick_ms);
 		break;
 	case HANDLER_SCRIPT:
-		script = request_param(r->envp, "SCRIPT_FILENAME");
-		if (script == NULL || *script == '\0') {
-			log_warn("%s: no SCRIPT_FILENAME", r->tag);
-			return IDEM_ENOTFOUND;
-		}
-		er = cgi_script_resolve(r->route->script_root, script,
-		    resolved, sizeof(resolved));
-		if (er != IDEM_OK) {
-			log_warn("%s: script refused: %s", r->tag,
-			    idem_strerror(er));
-			return er == IDEM_ENOTFOUND || er == IDEM_EFORBIDDEN ?
-			    er : IDEM_EFORBIDDEN;
-		}
+		if ((er = script_lookup(r, resolved, sizeof(resolved))) !=
+		    IDEM_OK)
+			return er;
 		er = run_cgi(r, resolved, &rc, tick_ms);
 		break;
 	case HANDLER_FASTCGI:
