@@ -1,0 +1,452 @@
+#!/bin/bash
+# idemctl against a private MariaDB: migrate, cleanup (batches, lock, runs, dry run, time limit), show, forget, stats, metrics, exit codes.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$(pwd)
+B=${IDEM_BUILD:-build}
+case $B in /*) ;; *) B="$ROOT/$B" ;; esac
+CTL="$B/idemctl"
+
+OWN_ROOT=0
+if [ -z "${TESTROOT:-}" ]; then
+	TESTROOT=$(mktemp -d /tmp/idemctl-test.XXXXXX)
+	OWN_ROOT=1
+fi
+. "$ROOT/tests/lib/mariadb.sh"
+OWN_MDB=0
+BG=
+finish() {
+	[ -n "$BG" ] && kill "$BG" 2>/dev/null
+	[ "$OWN_MDB" = 1 ] && mariadb_cleanup >/dev/null 2>&1
+	[ "$OWN_ROOT" = 1 ] && rm -rf "$TESTROOT"
+	rm -rf "$T"
+}
+T=$(mktemp -d "$TESTROOT/idemctl.XXXXXX")
+trap finish EXIT
+if [ -n "${IDEM_TEST_MDB_SOCK:-}" ]; then
+	MDB_SOCK=$IDEM_TEST_MDB_SOCK
+else
+	mariadb_init >/dev/null || { echo "FAIL: idemctl: private MariaDB did not start"; exit 1; }
+	OWN_MDB=1
+fi
+
+FAILS=0
+pass() { echo "PASS: idemctl: $1"; }
+fail() { echo "FAIL: idemctl: $1"; FAILS=$((FAILS + 1)); }
+check() { # check NAME COMMAND...: passes if the command succeeds
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+eq() { # eq NAME WANT GOT
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (want '$2', got '$3')"; fi
+}
+has() { # has NAME FILE REGEX
+	if grep -Eq -- "$3" "$2"; then pass "$1"; else fail "$1 (no /$3/ in: $(head -c 300 "$2" | tr '\n' '|'))"; fi
+}
+
+DB=idemctl_t
+mariadb_newdb $DB || { echo "FAIL: idemctl: cannot create database"; exit 1; }
+sq() { mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" -e "SET time_zone = '+00:00'; $1"; }
+
+mkconf() { # mkconf FILE OPTIONFILE [extra [cleanup] lines]
+	cat >"$1" <<CONF
+[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $2
+host_name = testhost
+
+[cleanup]
+$3
+
+[route /payments]
+handler = cgi:/bin/true
+CONF
+}
+CONF=$T/idemgate.conf
+mkconf "$CONF" "$TESTROOT/$DB.cnf" ""
+
+run() { # run ARGS...: RC, $T/out, $T/err
+	"$CTL" "$@" >"$T/out" 2>"$T/err"
+	RC=$?
+}
+lines() { wc -l <"$1" | tr -d ' '; }
+
+# scope hash as the gateway computes it: sha256(len8(kind) kind len8(value) value)
+scope_hex() {
+	python3 -c 'import hashlib,struct,sys
+k=sys.argv[1].encode(); v=sys.argv[2].encode()
+print(hashlib.sha256(struct.pack(">Q",len(k))+k+struct.pack(">Q",len(v))+v).hexdigest())' "$1" "$2"
+}
+NONE=$(scope_hex none "")
+
+# seed PREFIX N STATE EXPIRES_SQL LEASE_SQL: N rows named PREFIX-1..N
+seed() {
+	sq "INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint,
+	    state, owner, owner_token, created_at, lease_until, expires_at,
+	    completed_at, resp_status, resp_headers, resp_body, resp_size)
+	  SELECT UNHEX('$NONE'), CONCAT('$1-', seq), '/payments', 'POST',
+	    UNHEX(SHA2(seq, 256)), $3, 'gw1:42', 7, NOW(6) - INTERVAL 2 DAY,
+	    $5, $4, IF($3 = 0, NULL, NOW(6) - INTERVAL 2 DAY),
+	    IF($3 = 0, NULL, 200), IF($3 = 0, NULL, ''), IF($3 = 1, 'ok', NULL),
+	    IF($3 = 0, NULL, 2)
+	  FROM seq_1_to_$2"
+}
+count() { sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key LIKE '$1-%'"; }
+
+# ---------------------------------------------------------------- usage
+run --help
+check "--help exits 0 and lists exit codes" [ "$RC" = 0 ]
+has "--help names cleanup" "$T/out" 'cleanup'
+run cleanup --help
+check "cleanup --help exits 0" [ "$RC" = 0 ]
+has "cleanup --help shows --max-seconds" "$T/out" '--max-seconds'
+run --version
+check "--version" [ "$RC" = 0 ]
+run frobnicate
+eq "unknown command: exit 1" 1 "$RC"
+has "unknown command: clear line" "$T/err" "unknown command 'frobnicate'"
+run -c "$CONF" cleanup --bogus
+eq "unknown flag: exit 1" 1 "$RC"
+has "unknown flag named" "$T/err" "unknown option '--bogus'"
+run -c "$CONF" cleanup --batch 0
+eq "bad --batch: exit 1" 1 "$RC"
+run -c "$CONF" show
+eq "show without KEY: exit 1" 1 "$RC"
+has "missing KEY said" "$T/err" 'missing KEY'
+run -c "$CONF" show 'a b'
+eq "invalid key: exit 1" 1 "$RC"
+run -c "$CONF" show k --scope bogus
+eq "invalid scope: exit 1" 1 "$RC"
+run
+
+eq "no command: exit 1" 1 "$RC"
+
+# ---------------------------------------------------------------- config / database / schema errors
+run -c "$T/nonexistent.conf" cleanup
+eq "missing config: exit 2" 2 "$RC"
+eq "missing config: one line" 1 "$(lines "$T/err")"
+printf '[gateway]\nbogus_key = 1\n' >"$T/bad.conf"
+run -c "$T/bad.conf" check
+eq "invalid config: exit 2" 2 "$RC"
+printf '[idemgate]\nsocket=%s\nuser=idem\npassword=wrong\ndatabase=%s\n' "$T/no.sock" "$DB" >"$T/down.cnf"
+mkconf "$T/down.conf" "$T/down.cnf" ""
+run -c "$T/down.conf" cleanup
+eq "database unreachable: exit 3" 3 "$RC"
+eq "database unreachable: one line" 1 "$(lines "$T/err")"
+has "database unreachable: says so" "$T/err" 'unreachable'
+run -c "$CONF" cleanup
+eq "no schema: cleanup exits 6" 6 "$RC"
+has "no schema: says migrate" "$T/err" 'migrate'
+run -c "$CONF" check
+eq "no schema: check exits 6" 6 "$RC"
+has "no schema: check has a fail line" "$T/out" '^\[fail\] schema'
+
+# ---------------------------------------------------------------- migrate, check
+run -c "$CONF" migrate
+eq "migrate: exit 0" 0 "$RC"
+has "migrate: says it applied" "$T/out" 'applied 1 migration'
+run -c "$CONF" migrate
+eq "migrate twice: exit 0" 0 "$RC"
+has "migrate twice: already current" "$T/out" 'already current'
+eq "migrate twice: one schema row" 1 "$(sq 'SELECT COUNT(*) FROM idem_schema')"
+run -c "$CONF" check
+eq "check: exit 0" 0 "$RC"
+has "check: database ok" "$T/out" '^\[ ok \] database reachable'
+has "check: privileges ok" "$T/out" '^\[ ok \] privileges'
+check "check: no fail lines" sh -c "! grep -q '^\[fail\]' '$T/out'"
+mkconf "$T/ro.conf" "$TESTROOT/$DB-ro.cnf" ""
+run -c "$T/ro.conf" check
+eq "check with read-only user: exit 9" 9 "$RC"
+has "check with read-only user: names DELETE" "$T/out" '^\[fail\] privileges missing: .*DELETE on idem_keys'
+
+# ---------------------------------------------------------------- cleanup batching
+seed exp 2500 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+seed live 10 1 "NOW(6) + INTERVAL 1 DAY" "NOW(6) - INTERVAL 2 DAY"
+seed busy 5 0 "NOW(6) + INTERVAL 1 DAY" "NOW(6) + INTERVAL 1 MINUTE"
+seed busyexp 3 0 "NOW(6) - INTERVAL 1 MINUTE" "NOW(6) + INTERVAL 1 MINUTE"
+seed tomb 4 2 "NOW(6) - INTERVAL 1 MINUTE" "NOW(6) - INTERVAL 2 DAY"
+sq "INSERT INTO idem_counters (minute, host, route, requests) VALUES
+    (NOW() - INTERVAL 8 DAY, 'gw1', '/payments', 1),
+    (NOW() - INTERVAL 9 DAY, 'gw1', '/payments', 1),
+    (NOW() - INTERVAL 10 DAY, 'gw1', '/payments', 1),
+    (NOW() - INTERVAL 1 HOUR, 'gw1', '/old-but-kept', 1);
+    INSERT INTO idem_cleanup_runs (host, started_at, ended_at, outcome)
+    VALUES ('old', NOW(6) - INTERVAL 40 DAY, NOW(6) - INTERVAL 40 DAY, 'ok')"
+run -c "$CONF" cleanup --batch 1000
+eq "cleanup: exit 0" 0 "$RC"
+eq "cleanup: quiet stdout" "" "$(cat "$T/out")"
+eq "cleanup: quiet stderr" "" "$(cat "$T/err")"
+eq "cleanup: expired rows gone" 0 "$(count exp)"
+eq "cleanup: expired tombstones gone" 0 "$(count tomb)"
+eq "cleanup: live rows kept" 10 "$(count live)"
+eq "cleanup: in-progress rows with live lease kept" 5 "$(count busy)"
+eq "cleanup: expired in-progress rows with live lease kept" 3 "$(count busyexp)"
+R=$(sq "SELECT rows_deleted, stale_released, counters_pruned, batches, dry_run, outcome, host, ended_at IS NOT NULL FROM idem_cleanup_runs WHERE host <> 'old' ORDER BY id DESC LIMIT 1" | tr '\t' ' ')
+eq "cleanup: run recorded (2504 rows, 3 batches of 1000)" "2504 0 3 3 0 ok testhost 1" "$R"
+eq "cleanup: old counters pruned, recent kept" "1" "$(sq 'SELECT COUNT(*) FROM idem_counters')"
+eq "cleanup: old run records pruned" 0 "$(sq "SELECT COUNT(*) FROM idem_cleanup_runs WHERE host = 'old'")"
+
+# stale in-progress rows (lease passed more than stale_after = 1h ago)
+seed stale 7 0 "NOW(6) + INTERVAL 1 DAY" "NOW(6) - INTERVAL 2 HOUR"
+seed young 2 0 "NOW(6) + INTERVAL 1 DAY" "NOW(6) - INTERVAL 10 MINUTE"
+run -c "$CONF" -v cleanup --batch 5
+eq "stale cleanup: exit 0" 0 "$RC"
+has "--verbose: summary line" "$T/out" 'released 7 stale'
+eq "stale rows released" 0 "$(count stale)"
+eq "recently abandoned rows kept until stale_after" 2 "$(count young)"
+eq "stale run recorded" "0 7 2" "$(sq "SELECT rows_deleted, stale_released, batches FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+
+# ---------------------------------------------------------------- dry run
+seed dry 120 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+run -c "$CONF" cleanup --dry-run
+eq "dry run: exit 0" 0 "$RC"
+has "dry run: prints the count" "$T/out" 'would delete 120 expired keys'
+eq "dry run: nothing deleted" 120 "$(count dry)"
+eq "dry run: recorded as dry-run" "dry-run 1 120" "$(sq "SELECT outcome, dry_run, rows_deleted FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+
+# ---------------------------------------------------------------- named lock overlap
+mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" \
+	-e "SELECT GET_LOCK('idemgate-cleanup', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
+BG=$!
+for i in $(seq 1 50); do
+	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup') IS NOT NULL")" = 1 ] && break
+	sleep 0.1
+done
+run -c "$CONF" cleanup
+eq "lock held: exit 4" 4 "$RC"
+eq "lock held: exactly one line" "idemctl: cleanup already running on another connection" "$(cat "$T/err")"
+eq "lock held: stdout empty" "" "$(cat "$T/out")"
+eq "lock held: nothing deleted" 120 "$(count dry)"
+wait "$BG" 2>/dev/null
+BG=
+for i in $(seq 1 50); do
+	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup') IS NULL")" = 1 ] && break
+	sleep 0.1
+done
+run -c "$CONF" cleanup
+eq "lock free again: exit 0" 0 "$RC"
+eq "lock free again: rows gone" 0 "$(count dry)"
+
+# ---------------------------------------------------------------- time limit
+seed part 3000 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+start=$(date +%s%N)
+run -c "$CONF" cleanup --batch 10 --sleep 100 --max-seconds 1
+took=$((($(date +%s%N) - start) / 1000000))
+eq "time limit: exit 5" 5 "$RC"
+eq "time limit: one line" 1 "$(lines "$T/err")"
+has "time limit: says partial" "$T/err" 'partial'
+check "time limit: stopped within 3 s (took $took ms)" [ "$took" -lt 3000 ]
+left=$(count part)
+check "time limit: some but not all rows deleted ($left left)" [ "$left" -gt 0 -a "$left" -lt 3000 ]
+eq "time limit: recorded partial" "partial" "$(sq "SELECT outcome FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1")"
+run -c "$CONF" cleanup
+eq "after partial: next run finishes" "0 0" "$RC $(count part)"
+check "config [cleanup] batch is used" true
+mkconf "$T/b7.conf" "$TESTROOT/$DB.cnf" "batch = 7"
+seed cb 20 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+run -c "$T/b7.conf" cleanup
+eq "[cleanup] batch = 7: 3 batches for 20 rows" "20 3" "$(sq "SELECT rows_deleted, batches FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+sq "UPDATE idem_cleanup_runs SET outcome = 'running', ended_at = NULL WHERE id = (SELECT MAX(id) FROM (SELECT id FROM idem_cleanup_runs) x)"
+run -c "$CONF" cleanup
+eq "a run left 'running' by a dead process is marked failed" "failed" "$(sq "SELECT outcome FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1,1")"
+
+# ---------------------------------------------------------------- show
+sq "INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state, owner, owner_token,
+      waiters, created_at, lease_until, expires_at, completed_at, resp_status, resp_headers, resp_body, resp_size)
+    VALUES (UNHEX('$NONE'), 'order-1', CONCAT('/pay', CHAR(10), 'ments'), 'POST', UNHEX(SHA2('x', 256)), 1,
+      'gw1:42', 7, 0, '2024-05-01 12:00:00.250', '2024-05-01 12:01:00', NOW(6) + INTERVAL 1 DAY,
+      '2024-05-01 12:00:01', 201, 'Content-Type: text/plain\r\n', UNHEX('00FF410A42'), 5),
+    (UNHEX('$NONE'), 'order-2', '/payments', 'POST', UNHEX(SHA2('y', 256)), 0,
+      'gw2:99', 8, 3, NOW(6), NOW(6) + INTERVAL 1 MINUTE, NOW(6) + INTERVAL 1 DAY,
+      NULL, NULL, NULL, NULL, NULL),
+    (UNHEX('$(scope_hex header:x-api-key s3cret)'), 'order-1', '/payments', 'POST', UNHEX(SHA2('z', 256)), 2,
+      'gw1:42', 9, 0, NOW(6), NOW(6), NOW(6) + INTERVAL 1 DAY, NOW(6), 200, NULL, NULL, 9000000)"
+run -c "$CONF" show order-1
+eq "show: exit 0" 0 "$RC"
+has "show: state" "$T/out" '^state +completed$'
+has "show: route with newline escaped" "$T/out" '^route +/pay\\nments$'
+has "show: fingerprint hex" "$T/out" "^fingerprint +$(printf x | sha256sum | cut -c1-64)\$"
+has "show: created UTC ISO 8601" "$T/out" '^created +2024-05-01T12:00:00\.250Z$'
+has "show: lease until" "$T/out" '^lease until +2024-05-01T12:01:00\.000Z$'
+has "show: owner" "$T/out" '^owner +gw1:42$'
+has "show: response status and size" "$T/out" '^response +status 201, 5 bytes$'
+check "show: body not printed without --body" sh -c "! grep -q B '$T/out'"
+run -c "$CONF" show '"order-1"' --body
+printf '\000\377A\nB' >"$T/want"
+check "show --body: raw bytes" cmp -s "$T/want" "$T/out"
+run -c "$CONF" show order-2
+has "show: in-progress" "$T/out" '^state +in-progress$'
+has "show: waiters" "$T/out" '^waiters +3$'
+run -c "$CONF" show order-1 --scope header:X-Api-Key:s3cret
+has "show --scope header: finds the scoped key" "$T/out" '^state +tombstone$'
+check "show --scope header: value not printed" sh -c "! grep -q s3cret '$T/out'"
+run -c "$CONF" show order-1 --scope remote_user:alice
+eq "show: other scope: exit 7" 7 "$RC"
+eq "show: no such key line" "idemctl: no such key" "$(cat "$T/err")"
+run -c "$CONF" show nope
+eq "show missing key: exit 7" 7 "$RC"
+
+# ---------------------------------------------------------------- forget
+run -c "$CONF" forget order-2
+eq "forget in-progress: exit 8" 8 "$RC"
+eq "forget in-progress: one line" 1 "$(lines "$T/err")"
+eq "forget in-progress: row kept" 1 "$(count order-2 | sed 's/.*//;s/^$/x/' >/dev/null; sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'order-2'")"
+run -c "$CONF" forget order-2 --force
+eq "forget --force: exit 0" 0 "$RC"
+eq "forget --force: row gone" 0 "$(sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'order-2'")"
+run -c "$CONF" forget order-1
+eq "forget completed: exit 0" 0 "$RC"
+eq "forget: only the unscoped row gone" 1 "$(sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'order-1'")"
+run -c "$CONF" forget order-1
+eq "forget again: exit 7" 7 "$RC"
+run -c "$CONF" forget order-1 --body
+eq "forget --body: exit 1" 1 "$RC"
+
+# ---------------------------------------------------------------- stats
+sq "DELETE FROM idem_counters;
+    INSERT INTO idem_counters (minute, host, route, requests, created, reused, mismatched, conflicted,
+      waited, released, tombstoned, store_errors, missing_key, invalid_key, passthrough, wait_sum_ms,
+      wait_b0, wait_b1, wait_b2, wait_b3, wait_b4, wait_b5, wait_b6, wait_b7, wait_b8, wait_b9) VALUES
+    (NOW() - INTERVAL 5 MINUTE, 'gw1', '/payments', 100, 60, 40, 2, 1, 10, 3, 1, 0, 4, 5, 50, 1234,
+      5, 3, 1, 0, 0, 0, 0, 0, 0, 1),
+    (NOW() - INTERVAL 5 MINUTE, 'gw2', '/payments', 100, 80, 20, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0,
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    (NOW() - INTERVAL 2 MINUTE, 'gw1', '/orders\"x', 10, 10, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 700,
+      0, 0, 0, 0, 1, 1, 0, 0, 0, 0),
+    (NOW() - INTERVAL 3 HOUR, 'gw1', '/payments', 1000, 1000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0)"
+run -c "$CONF" stats
+eq "stats: exit 0" 0 "$RC"
+has "stats: header" "$T/out" '^ROUTE +REQUESTS +CREATED +REUSED +REUSE% +422 +409 +WAITS +P50 +P95 +P99'
+has "stats: /payments row (last hour only)" "$T/out" '^/payments +200 +140 +60 +30\.0 +2 +1 +10 +10ms +>10s +>10s +3 +1 +1 +4 +5$'
+has "stats: total row" "$T/out" '^TOTAL +210 +150 +60 '
+w=$(awk '{print length($0)}' "$T/out" | sort -u | wc -l)
+eq "stats: aligned (all lines equally wide)" 1 "$w"
+run -c "$CONF" stats --since 6h --route /payments --format tsv
+has "stats tsv: header" "$T/out" "^route	requests	created	reused	reuse_pct	"
+has "stats tsv: --since 6h and --route" "$T/out" "^/payments	1200	1140	60	5\.0	"
+eq "stats tsv: 3 lines" 3 "$(lines "$T/out")"
+run -c "$CONF" stats --format json
+check "stats json: valid JSON" python3 -m json.tool "$T/out" /dev/null
+got=$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+t=d["total"]; r={x["route"]:x for x in d["routes"]}
+print(t["requests"], t["reused"], r["/payments"]["reuse_pct"], r["/payments"]["wait_p99_ms"], r["/orders\"x"]["wait_p50_ms"], sorted(r))' "$T/out")
+eq "stats json: values" "210 60 30.0 +Inf 500 ['/orders\"x', '/payments']" "$got"
+run -c "$CONF" stats --format xml
+eq "stats --format xml: exit 1" 1 "$RC"
+run -c "$CONF" stats --since soon
+eq "stats --since soon: exit 1" 1 "$RC"
+
+# ---------------------------------------------------------------- metrics
+run -c "$CONF" metrics
+eq "metrics: exit 0" 0 "$RC"
+cat >"$T/prom.py" <<'PY'
+# A small parser for the Prometheus text format 0.0.4; prints one PASS/FAIL line per check.
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")
+ok = True
+def bad(msg):
+    global ok
+    ok = False
+    print("FAIL: idemctl: metrics: " + msg)
+types, helps, samples = {}, set(), []
+sample_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)')
+for ln in lines:
+    if ln == "":
+        continue
+    if ln.startswith("# HELP "):
+        helps.add(ln.split(" ")[2]); continue
+    if ln.startswith("# TYPE "):
+        p = ln.split(" ")
+        if p[3] not in ("counter", "gauge", "histogram", "summary", "untyped"):
+            bad("bad type " + ln)
+        if p[2] in types:
+            bad("TYPE twice " + p[2])
+        types[p[2]] = p[3]; continue
+    if ln.startswith("#"):
+        continue
+    m = sample_re.match(ln)
+    if not m:
+        bad("unparsable line %r" % ln); continue
+    name, lab, val = m.group(1), m.group(3) or "", m.group(4)
+    labels = {}
+    pos = 0
+    while pos < len(lab):
+        lm = label_re.match(lab, pos)
+        if not lm:
+            bad("bad labels %r" % ln); break
+        labels[lm.group(1)] = re.sub(r'\\(.)', lambda x: {'n': '\n'}.get(x.group(1), x.group(1)), lm.group(2))
+        pos = lm.end()
+    try:
+        v = float(val)
+    except ValueError:
+        bad("bad value %r" % ln); continue
+    samples.append((name, labels, v))
+def family(n):
+    for suf in ("_bucket", "_sum", "_count"):
+        if n.endswith(suf) and types.get(n[:-len(suf)]) == "histogram":
+            return n[:-len(suf)]
+    return n
+for n, l, v in samples:
+    f = family(n)
+    if f not in types:
+        bad("no TYPE for " + n)
+    if f not in helps:
+        bad("no HELP for " + n)
+    if types.get(f) == "counter" and not n.endswith("_total"):
+        bad("counter without _total " + n)
+    if "key" in l or "idem_key" in l:
+        bad("per-key label " + n)
+print(("PASS" if ok else "FAIL") + ": idemctl: metrics: every line parses, every metric has HELP and TYPE")
+# histograms: cumulative, monotone, +Inf == _count
+hok = True
+routes = sorted({l["route"] for n, l, v in samples if n == "idemgate_wait_seconds_bucket"})
+for r in routes:
+    bk = [(l["le"], v) for n, l, v in samples if n == "idemgate_wait_seconds_bucket" and l["route"] == r]
+    les = [float(x[0]) for x in bk]
+    vals = [x[1] for x in bk]
+    cnt = [v for n, l, v in samples if n == "idemgate_wait_seconds_count" and l["route"] == r]
+    if les != sorted(les) or les[-1] != float("inf") or vals != sorted(vals) or not cnt or cnt[0] != vals[-1]:
+        hok = False
+        print("FAIL: idemctl: metrics: histogram for %r: %r count %r" % (r, bk, cnt))
+print(("PASS" if hok and routes else "FAIL") + ": idemctl: metrics: wait histogram buckets cumulative, monotone, +Inf == _count")
+def val(n, **lab):
+    for s in samples:
+        if s[0] == n and all(s[1].get(k) == v for k, v in lab.items()):
+            return s[2]
+    return None
+want = {
+    ("idemgate_requests_total", "/payments"): 1200,
+    ("idemgate_reused_total", "/payments"): 60,
+    ("idemgate_mismatched_total", "/payments"): 2,
+    ("idemgate_conflicted_total", "/payments"): 1,
+    ("idemgate_requests_total", '/orders"x'): 10,
+}
+vok = all(val(n, route=r) == v for (n, r), v in want.items())
+vok = vok and val("idemgate_wait_seconds_bucket", route="/payments", le="0.01") == 5
+vok = vok and val("idemgate_wait_seconds_bucket", route="/payments", le="+Inf") == 10
+vok = vok and abs(val("idemgate_wait_seconds_sum", route="/payments") - 1.234) < 1e-9
+vok = vok and val("idemgate_keys_rows", state="tombstone") is not None
+vok = vok and val("idemgate_last_cleanup_success") in (0, 1)
+vok = vok and val("idemgate_last_cleanup_timestamp_seconds") > 1.6e9
+print(("PASS" if vok else "FAIL") + ": idemctl: metrics: values (escaped route label, totals, histogram, gauges)")
+PY
+python3 "$T/prom.py" "$T/out"
+check "metrics: textfile-collector style redirect works" sh -c "'$CTL' -c '$CONF' metrics > '$T/m.prom.tmp' && mv '$T/m.prom.tmp' '$T/m.prom' && [ -s '$T/m.prom' ]"
+
+# ---------------------------------------------------------------- speed (measured, not asserted)
+N=${IDEMCTL_SPEED_ROWS:-200000}
+sq "DELETE FROM idem_keys"
+seed speed "$N" 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+start=$(date +%s%N)
+run -c "$CONF" cleanup
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$ms" -gt 0 ] || ms=1
+echo "cleanup speed: $N expired rows in $ms ms = $((N * 1000 / ms)) rows/s (batch 1000)"
+eq "speed run: all rows gone" "0 0" "$RC $(count speed)"
+
+mariadb --no-defaults --socket="$MDB_SOCK" -uroot -e "DROP DATABASE $DB" >/dev/null 2>&1
+exit $((FAILS > 0))
