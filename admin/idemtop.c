@@ -1,0 +1,465 @@
+/* idemtop: the operator console for reuse rates, in-progress waits and cleanup jobs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "idemtop_cmd.h"
+#include "idemtop_data.h"
+#include "idemtop_term.h"
+#include "idemtop_ui.h"
+#include "log.h"
+
+#define IDEMTOP_VERSION		"0.1.0"
+#define DEFAULT_CONFIG		"/etc/idemgate/idemgate.conf"
+#define BACKOFF_MIN_MS		1000
+#define BACKOFF_MAX_MS		30000
+#define BATCH_WIDTH		132
+
+/* Exit codes (SPEC/issue 5). */
+enum {
+	EXIT_OK = 0,
+	EXIT_USAGE = 1,
+	EXIT_CONFIG = 2,
+	EXIT_DB = 3,
+};
+
+struct opts {
+	const char	*config;
+	int		 batch;
+	long		 count;		/* -n; 0 = not given */
+	int64_t		 delay_ms;	/* -d; 0 = config's refresh */
+	int		 screen;
+	int		 write;
+};
+
+/* stderr while idemtop runs: fd 2 itself points at /dev/null so library
+ * log lines cannot scribble over the screen or the batch text. */
+static FILE	*errout;
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: idemtop [-c FILE] [--write]\n"
+	    "       idemtop -b [-n COUNT] [-d SECS] [--screen N] [-c FILE]\n"
+	    "  -c FILE      configuration (default " DEFAULT_CONFIG ")\n"
+	    "  -b, --batch  plain-text snapshots (default when stdout is not "
+	    "a terminal)\n"
+	    "  -n COUNT     batch: number of snapshots (default 1)\n"
+	    "  -d SECS      seconds between snapshots (default [console] "
+	    "refresh)\n"
+	    "  --screen N   1 overview, 2 in progress, 3 routes, 4 cleanup jobs\n"
+	    "  --write      allow forgetting keys (f) and starting a cleanup "
+	    "(c)\n"
+	    "  -h, --help   this text;  -V, --version  the version\n");
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Returns -1 if ok, else the exit code after printing one line. */
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "batch", no_argument, NULL, 'b' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "screen", required_argument, NULL, 'S' },
+		{ "write", no_argument, NULL, 'W' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char	*end;
+	double	 d;
+	int	 ch;
+
+	memset(o, 0, sizeof(*o));
+	o->config = DEFAULT_CONFIG;
+	o->screen = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":bc:d:hn:V", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			o->batch = 1;
+			break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'd':
+			errno = 0;
+			d = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    !(d >= 0.1 && d <= 86400)) {
+				fprintf(stderr, "idemtop: -d wants seconds "
+				    "between 0.1 and 86400\n");
+				return EXIT_USAGE;
+			}
+			o->delay_ms = (int64_t)(d * 1000);
+			break;
+		case 'n':
+			errno = 0;
+			o->count = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    o->count < 1 || o->count > 1000000) {
+				fprintf(stderr, "idemtop: -n wants a count "
+				    "from 1 to 1000000\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			if (optarg[0] < '1' || optarg[0] > '4' ||
+			    optarg[1] != '\0') {
+				fprintf(stderr, "idemtop: --screen wants 1, 2, "
+				    "3 or 4\n");
+				return EXIT_USAGE;
+			}
+			o->screen = optarg[0] - '0';
+			break;
+		case 'W':
+			o->write = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("idemtop %s\n", IDEMTOP_VERSION);
+			return EXIT_OK;
+		case ':':
+			fprintf(stderr, "idemtop: option %s needs a value "
+			    "(try idemtop -h)\n", argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			if (optopt != 0)
+				fprintf(stderr, "idemtop: unknown option -%c "
+				    "(try idemtop -h)\n", optopt);
+			else
+				fprintf(stderr, "idemtop: unknown option %s "
+				    "(try idemtop -h)\n", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "idemtop: unexpected argument %s (try "
+		    "idemtop -h)\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Points fd 2 at /dev/null and keeps the real stderr in errout. */
+static int
+hush_stderr(void)
+{
+	int	 saved, null;
+
+	if ((saved = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0)
+		return -1;
+	if ((errout = fdopen(saved, "w")) == NULL) {
+		close(saved);
+		return -1;
+	}
+	setvbuf(errout, NULL, _IOLBF, 0);
+	if ((null = open("/dev/null", O_WRONLY)) >= 0) {
+		dup2(null, 2);
+		close(null);
+	}
+	return 0;
+}
+
+/* Gives fd 2 back (so sanitizer reports at exit are seen). */
+static void
+restore_stderr(void)
+{
+	if (errout == NULL)
+		return;
+	fflush(errout);
+	dup2(fileno(errout), 2);
+	fclose(errout);
+	errout = NULL;
+}
+
+static size_t
+batch_height(const struct top_ui *ui, const struct top_snap *s)
+{
+	if (ui->screen == SCR_OVERVIEW)
+		return 24;
+	return 4 + top_ui_rows(ui, s, ui->screen);
+}
+
+static int
+run_batch(const struct opts *o, const struct cfg *cfg, struct top_src *src,
+    int utf8)
+{
+	struct top_snap	 snap;
+	struct top_grid	 g;
+	struct top_ui	 ui;
+	struct tm	 tm;
+	time_t		 t;
+	char		 err[512], when[64], line[BATCH_WIDTH * 4 + 1];
+	long		 i, n = o->count > 0 ? o->count : 1;
+	int		 y, rc = EXIT_OK, last;
+	int64_t		 delay = o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms;
+
+	top_snap_init(&snap);
+	top_ui_init(&ui, cfg->refresh_ms, cfg->cleanup_warn_ms, 0, utf8);
+	ui.batch = 1;
+	ui.screen = o->screen;
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			sleep_ms(delay);
+		err[0] = '\0';
+		if (src->fetch(src, &snap, err, sizeof(err)) != IDEM_OK) {
+			fprintf(errout, "idemtop: cannot read the store: %s\n",
+			    err);
+			rc = EXIT_DB;
+			break;
+		}
+		if (grid_init(&g, BATCH_WIDTH, (int)batch_height(&ui,
+		    &snap)) != IDEM_OK) {
+			fprintf(errout, "idemtop: out of memory\n");
+			rc = EXIT_DB;
+			break;
+		}
+		top_ui_draw(&ui, &snap, &g);
+		t = (time_t)(snap.now_ms / 1000);
+		if (localtime_r(&t, &tm) == NULL ||
+		    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm) == 0)
+			snprintf(when, sizeof(when), "?");
+		if (i > 0)
+			putchar('\n');
+		printf("idemtop %s  %s  screen %d %s\n", IDEMTOP_VERSION, when,
+		    ui.screen, top_screen_name(ui.screen));
+		for (last = g.h - 1; last >= 0; last--)
+			if (grid_line(&g, last, line, sizeof(line), utf8) > 0)
+				break;
+		for (y = 0; y <= last; y++) {
+			grid_line(&g, y, line, sizeof(line), utf8);
+			puts(line);
+		}
+		grid_free(&g);
+		if (fflush(stdout) != 0)
+			break;
+	}
+	top_snap_free(&snap);
+	return rc;
+}
+
+/* Runs idemctl -c FILE cleanup from next to our own executable. */
+static void
+start_cleanup(struct top_ui *ui, struct top_cmd *cmd, const char *config)
+{
+	char	 path[4096];
+	char	*argv[5];
+
+	if (cmd->pid > 0) {
+		snprintf(ui->status, sizeof(ui->status),
+		    "a cleanup started here is still running");
+		return;
+	}
+	if (top_cmd_sibling("idemctl", path, sizeof(path)) != IDEM_OK) {
+		snprintf(ui->status, sizeof(ui->status),
+		    "idemctl not found next to idemtop");
+		return;
+	}
+	argv[0] = path;
+	argv[1] = (char *)"-c";
+	argv[2] = (char *)config;
+	argv[3] = (char *)"cleanup";
+	argv[4] = NULL;
+	if (top_cmd_start(cmd, argv) != IDEM_OK)
+		snprintf(ui->status, sizeof(ui->status),
+		    "cannot start idemctl: %s", strerror(errno));
+	else
+		snprintf(ui->status, sizeof(ui->status),
+		    "idemctl cleanup running (pid %ld)", (long)cmd->pid);
+}
+
+static void
+cleanup_done(struct top_ui *ui, struct top_cmd *cmd, int status)
+{
+	char	*nl;
+
+	if ((nl = strchr(cmd->out, '\n')) != NULL)
+		*nl = '\0';
+	if (WIFEXITED(status))
+		snprintf(ui->status, sizeof(ui->status),
+		    "idemctl cleanup exited %d%s%.200s", WEXITSTATUS(status),
+		    cmd->out[0] != '\0' ? ": " : "", cmd->out);
+	else
+		snprintf(ui->status, sizeof(ui->status),
+		    "idemctl cleanup killed by signal %d",
+		    WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static int
+run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
+    int utf8)
+{
+	struct top_term	*term = NULL;
+	struct top_snap	 snap;
+	struct top_grid	 g;
+	struct top_ui	 ui;
+	struct top_cmd	 cmd;
+	enum top_action	 act;
+	char		 err[512];
+	int64_t		 now, next_fetch = 0, backoff = BACKOFF_MIN_MS;
+	int		 have = 0, w, h, key, dirty = 1, deleted, status;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.fd = -1;
+	memset(&g, 0, sizeof(g));
+	top_snap_init(&snap);
+	top_ui_init(&ui, o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms,
+	    cfg->cleanup_warn_ms, o->write, utf8);
+	ui.screen = o->screen;
+	if (term_open(&term) != IDEM_OK) {
+		fprintf(errout, "idemtop: cannot start the terminal (TERM=%s)\n",
+		    getenv("TERM") != NULL ? getenv("TERM") : "");
+		return EXIT_USAGE;
+	}
+	for (;;) {
+		now = mono_ms();
+		if (!ui.paused && now >= next_fetch) {
+			err[0] = '\0';
+			if (src->fetch(src, &snap, err, sizeof(err)) == IDEM_OK) {
+				have = 1;
+				ui.error[0] = '\0';
+				backoff = BACKOFF_MIN_MS;
+				next_fetch = now + ui.refresh_ms;
+			} else {
+				/* Stay up, keep the last numbers, retry with
+				 * backoff (1 s doubling to 30 s). */
+				snprintf(ui.error, sizeof(ui.error),
+				    "MySQL down, retry in %llds%s: %.160s",
+				    (long long)(backoff / 1000),
+				    have ? " (numbers are stale)" : "", err);
+				next_fetch = now + backoff;
+				backoff = backoff * 2 > BACKOFF_MAX_MS ?
+				    BACKOFF_MAX_MS : backoff * 2;
+			}
+			dirty = 1;
+		}
+		if (top_cmd_poll(&cmd, &status)) {
+			cleanup_done(&ui, &cmd, status);
+			next_fetch = 0;
+			dirty = 1;
+		}
+		if (dirty) {
+			term_size(term, &w, &h);
+			if (g.w != w || g.h != h) {
+				grid_free(&g);
+				if (grid_init(&g, w, h) != IDEM_OK)
+					break;
+			}
+			top_ui_draw(&ui, have ? &snap : NULL, &g);
+			term_paint(term, &g);
+			dirty = 0;
+		}
+		if ((key = term_key(term, 200)) < 0)
+			continue;
+		dirty = 1;
+		if (key == TK_RESIZE)
+			continue;
+		act = top_ui_key(&ui, have ? &snap : NULL, key);
+		if (act == ACT_QUIT)
+			break;
+		switch (act) {
+		case ACT_REFRESH:
+			next_fetch = 0;
+			break;
+		case ACT_REDRAW:
+			term_redraw(term);
+			break;
+		case ACT_FORGET:
+			err[0] = '\0';
+			if (src->forget(src, ui.pending_id, &deleted, err,
+			    sizeof(err)) != IDEM_OK)
+				snprintf(ui.status, sizeof(ui.status),
+				    "forget failed: %.200s", err);
+			else
+				snprintf(ui.status, sizeof(ui.status),
+				    deleted ? "forgot key id %llu" :
+				    "key id %llu was already gone",
+				    (unsigned long long)ui.pending_id);
+			next_fetch = 0;
+			break;
+		case ACT_CLEANUP:
+			start_cleanup(&ui, &cmd, o->config);
+			break;
+		default:
+			break;
+		}
+	}
+	top_cmd_stop(&cmd);
+	term_close(term);
+	grid_free(&g);
+	top_snap_free(&snap);
+	return EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct top_src	*src = NULL;
+	struct cfg	*cfg = NULL;
+	struct opts	 o;
+	char		 err[512];
+	const char	*cs;
+	int		 rc, utf8;
+
+	if ((rc = parse_opts(argc, argv, &o)) >= 0)
+		return rc;
+	setlocale(LC_ALL, "");
+	cs = nl_langinfo(CODESET);
+	utf8 = cs != NULL && (strcmp(cs, "UTF-8") == 0 ||
+	    strcmp(cs, "utf8") == 0);
+	if (cfg_load(o.config, &cfg, err, sizeof(err)) != IDEM_OK) {
+		fprintf(stderr, "idemtop: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	if (!o.batch && !isatty(STDOUT_FILENO))
+		o.batch = 1;
+	log_open("idemtop", 0);
+	log_set_level(LOG_LVL_ERR);
+	if (hush_stderr() != 0)
+		errout = stderr;
+	if (top_src_mysql_new(cfg, &src) != IDEM_OK) {
+		fprintf(errout, "idemtop: out of memory\n");
+		rc = EXIT_DB;
+		goto out;
+	}
+	rc = o.batch ? run_batch(&o, cfg, src, utf8) :
+	    run_console(&o, cfg, src, utf8);
+out:
+	top_src_free(src);
+	cfg_free(cfg);
+	if (errout != stderr)
+		restore_stderr();
+	return rc;
+}

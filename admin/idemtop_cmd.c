@@ -1,0 +1,126 @@
+/* idemtop's child command: idemctl cleanup started from the console. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "idemtop_cmd.h"
+
+extern char **environ;
+
+enum idem_err
+top_cmd_sibling(const char *prog, char *out, size_t cap)
+{
+	char	 self[4096], *slash;
+	ssize_t	 n;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return IDEM_ENOTFOUND;
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')) == NULL)
+		return IDEM_ENOTFOUND;
+	*slash = '\0';
+	if ((size_t)snprintf(out, cap, "%s/%s", self, prog) >= cap)
+		return IDEM_ETOOBIG;
+	return access(out, X_OK) == 0 ? IDEM_OK : IDEM_ENOTFOUND;
+}
+
+enum idem_err
+top_cmd_start(struct top_cmd *c, char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	int	 p[2], rc;
+
+	if (c->pid > 0)
+		return IDEM_EBUSY;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return IDEM_ESYS;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	rc = posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		c->pid = 0;
+		errno = rc;
+		return IDEM_ESYS;
+	}
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	c->fd = p[0];
+	c->outlen = 0;
+	c->out[0] = '\0';
+	return IDEM_OK;
+}
+
+static void
+drain(struct top_cmd *c)
+{
+	char	 junk[512];
+	ssize_t	 n;
+
+	if (c->fd < 0)
+		return;
+	for (;;) {
+		n = read(c->fd, junk, sizeof(junk));
+		if (n <= 0) {
+			if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				close(c->fd);
+				c->fd = -1;
+			}
+			return;
+		}
+		/* Keep the first bytes (the one-line failure), drop the rest
+		 * so a chatty child cannot grow memory. */
+		if (c->outlen + 1 < sizeof(c->out)) {
+			size_t k = (size_t)n;
+
+			if (k > sizeof(c->out) - 1 - c->outlen)
+				k = sizeof(c->out) - 1 - c->outlen;
+			memcpy(c->out + c->outlen, junk, k);
+			c->outlen += k;
+			c->out[c->outlen] = '\0';
+		}
+	}
+}
+
+int
+top_cmd_poll(struct top_cmd *c, int *status)
+{
+	pid_t	 r;
+
+	if (c->pid <= 0)
+		return 0;
+	drain(c);
+	r = waitpid(c->pid, status, WNOHANG);
+	if (r == 0 || (r < 0 && errno == EINTR))
+		return 0;
+	drain(c);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->pid = 0;
+	return 1;
+}
+
+void
+top_cmd_stop(struct top_cmd *c)
+{
+	int	 st;
+
+	if (c->pid <= 0)
+		return;
+	kill(c->pid, SIGTERM);
+	waitpid(c->pid, &st, 0);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->pid = 0;
+}

@@ -1,0 +1,93 @@
+/* idemtop's MySQL data source: lib/store_top behind the top_src interface. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "idemtop_data.h"
+#include "store.h"
+
+struct src_mysql {
+	struct top_src	 base;		/* first: the interface */
+	const struct cfg *cfg;
+	struct store	*st;
+};
+
+static enum idem_err
+mysql_open(struct src_mysql *m)
+{
+	if (m->st != NULL)
+		return IDEM_OK;
+	return store_new(m->cfg, &m->st);
+}
+
+/* A failed statement may mean the server went away: start over next time. */
+static void
+mysql_drop(struct src_mysql *m)
+{
+	store_free(m->st);
+	m->st = NULL;
+}
+
+static enum idem_err
+mysql_fetch(struct top_src *src, struct top_snap *out, char *err,
+    size_t errlen)
+{
+	struct src_mysql *m = (struct src_mysql *)src;
+	enum idem_err	 er;
+
+	if ((er = mysql_open(m)) != IDEM_OK) {
+		snprintf(err, errlen, "store: %s", idem_strerror(er));
+		return er;
+	}
+	er = store_top_fetch(m->st, out, err, errlen);
+	if (er != IDEM_OK)
+		mysql_drop(m);
+	return er;
+}
+
+static enum idem_err
+mysql_forget(struct top_src *src, uint64_t id, int *deleted, char *err,
+    size_t errlen)
+{
+	struct src_mysql *m = (struct src_mysql *)src;
+	enum idem_err	 er;
+
+	if ((er = mysql_open(m)) != IDEM_OK) {
+		snprintf(err, errlen, "store: %s", idem_strerror(er));
+		return er;
+	}
+	er = store_top_forget(m->st, id, deleted, err, errlen);
+	if (er != IDEM_OK)
+		mysql_drop(m);
+	return er;
+}
+
+static void
+mysql_free(struct top_src *src)
+{
+	struct src_mysql *m = (struct src_mysql *)src;
+
+	store_free(m->st);
+	free(m);
+}
+
+enum idem_err
+top_src_mysql_new(const struct cfg *cfg, struct top_src **out)
+{
+	struct src_mysql *m;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return IDEM_ENOMEM;
+	m->base.fetch = mysql_fetch;
+	m->base.forget = mysql_forget;
+	m->base.free = mysql_free;
+	m->cfg = cfg;
+	*out = &m->base;
+	return IDEM_OK;
+}
+
+void
+top_src_free(struct top_src *src)
+{
+	if (src != NULL)
+		src->free(src);
+}

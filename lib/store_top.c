@@ -1,0 +1,446 @@
+/* idemtop's SQL: read-only prepared SELECTs over counters, keys and runs, plus forget. */
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_top.h"
+
+#define Q_COLS		24
+#define Q_COLCAP	512	/* widest column: VARBINARY(255) / VARCHAR(255) */
+
+/* One prepared statement with every result column bound as text. */
+struct q {
+	MYSQL_STMT	*stmt;
+	MYSQL_BIND	 res[Q_COLS];
+	char		 buf[Q_COLS][Q_COLCAP];
+	unsigned long	 len[Q_COLS];
+	my_bool		 isnull[Q_COLS];
+	my_bool		 trunc[Q_COLS];
+	unsigned	 ncols;
+};
+
+static void
+set_err(char *err, size_t errlen, const char *what, const char *why)
+{
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s: %s", what, why);
+}
+
+static void
+q_close(struct q *q)
+{
+	if (q == NULL)
+		return;
+	if (q->stmt != NULL)
+		mysql_stmt_close(q->stmt);
+	free(q);
+}
+
+/*
+ * Prepares sql, binds nparams signed integers, executes and binds the
+ * result columns as text.  Returns NULL on failure with err set.
+ */
+static struct q *
+q_run(MYSQL *db, const char *what, const char *sql, const int64_t *params,
+    size_t nparams, char *err, size_t errlen)
+{
+	MYSQL_BIND	 pb[4];
+	MYSQL_RES	*meta;
+	struct q	*q;
+	unsigned	 i;
+
+	if ((q = calloc(1, sizeof(*q))) == NULL) {
+		set_err(err, errlen, what, "out of memory");
+		return NULL;
+	}
+	if ((q->stmt = mysql_stmt_init(db)) == NULL) {
+		set_err(err, errlen, what, mysql_error(db));
+		goto fail;
+	}
+	if (mysql_stmt_prepare(q->stmt, sql, strlen(sql)) != 0)
+		goto stmt_fail;
+	if (nparams > 0) {
+		memset(pb, 0, sizeof(pb));
+		for (i = 0; i < nparams && i < 4; i++) {
+			pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+			pb[i].buffer = (void *)&params[i];
+		}
+		if (mysql_stmt_bind_param(q->stmt, pb) != 0)
+			goto stmt_fail;
+	}
+	if (mysql_stmt_execute(q->stmt) != 0)
+		goto stmt_fail;
+	q->ncols = mysql_stmt_field_count(q->stmt);
+	if (q->ncols == 0)
+		return q;
+	if (q->ncols > Q_COLS) {
+		set_err(err, errlen, what, "too many columns");
+		goto fail;
+	}
+	if ((meta = mysql_stmt_result_metadata(q->stmt)) != NULL)
+		mysql_free_result(meta);
+	for (i = 0; i < q->ncols; i++) {
+		q->res[i].buffer_type = MYSQL_TYPE_STRING;
+		q->res[i].buffer = q->buf[i];
+		q->res[i].buffer_length = Q_COLCAP - 1;
+		q->res[i].length = &q->len[i];
+		q->res[i].is_null = &q->isnull[i];
+		q->res[i].error = &q->trunc[i];
+	}
+	if (mysql_stmt_bind_result(q->stmt, q->res) != 0)
+		goto stmt_fail;
+	/* Buffer the rows so a slow screen never holds a server cursor. */
+	if (mysql_stmt_store_result(q->stmt) != 0)
+		goto stmt_fail;
+	return q;
+stmt_fail:
+	set_err(err, errlen, what, mysql_stmt_error(q->stmt));
+fail:
+	q_close(q);
+	return NULL;
+}
+
+/* 1 with a row in q's buffers, 0 at the end, -1 on error (err set). */
+static int
+q_next(struct q *q, const char *what, char *err, size_t errlen)
+{
+	unsigned	 i;
+	int		 rc = 0;
+
+	rc = mysql_stmt_fetch(q->stmt);
+	if (rc == MYSQL_NO_DATA)
+		return 0;
+	if (rc == 1) {
+		set_err(err, errlen, what, mysql_stmt_error(q->stmt));
+		return -1;
+	}
+	/* MYSQL_DATA_TRUNCATED only for columns wider than Q_COLCAP, which
+	 * the schema does not have; clip rather than fail. */
+	for (i = 0; i < q->ncols; i++) {
+		if (q->isnull[i])
+			q->len[i] = 0;
+		if (q->len[i] > Q_COLCAP - 1)
+			q->len[i] = Q_COLCAP - 1;
+		q->buf[i][q->len[i]] = '\0';
+	}
+	return 1;
+}
+
+static int64_t
+q_int(const struct q *q, unsigned i)
+{
+	return q->isnull[i] ? 0 : strtoll(q->buf[i], NULL, 10);
+}
+
+static uint64_t
+q_u64(const struct q *q, unsigned i)
+{
+	return q->isnull[i] || q->buf[i][0] == '-' ? 0 :
+	    strtoull(q->buf[i], NULL, 10);
+}
+
+/* Copies column i (bytes, NUL-terminated, clipped to cap - 1); length. */
+static size_t
+q_text(const struct q *q, unsigned i, char *out, size_t cap)
+{
+	size_t	 n = q->len[i];
+
+	if (n > cap - 1)
+		n = cap - 1;
+	memcpy(out, q->buf[i], n);
+	out[n] = '\0';
+	return n;
+}
+
+static const char SQL_NOW[] =
+    "SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+
+static const char SQL_MINUTES[] =
+    "SELECT UNIX_TIMESTAMP(minute), SUM(requests), SUM(created),"
+    " SUM(reused), SUM(mismatched), SUM(conflicted), SUM(waited),"
+    " SUM(released), SUM(store_errors)"
+    " FROM idem_counters WHERE minute >= FROM_UNIXTIME(?)"
+    " GROUP BY minute";
+
+static const char SQL_ROUTES[] =
+    "SELECT route, SUM(requests), SUM(created), SUM(reused),"
+    " SUM(mismatched), SUM(conflicted), SUM(waited), SUM(released),"
+    " SUM(store_errors), SUM(wait_sum_ms), SUM(wait_b0), SUM(wait_b1),"
+    " SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), SUM(wait_b6),"
+    " SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
+    " FROM idem_counters WHERE minute >= FROM_UNIXTIME(?)"
+    " GROUP BY route ORDER BY SUM(requests) DESC, route LIMIT 500";
+
+static const char SQL_INPROG[] =
+    "SELECT COUNT(*), COALESCE(SUM(waiters), 0),"
+    " COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, created_at, NOW(6))), 0) DIV 1000"
+    " FROM idem_keys WHERE state = 0";
+
+static const char SQL_KEYS[] =
+    "SELECT id, idem_key, scope, route, owner,"
+    " TIMESTAMPDIFF(MICROSECOND, created_at, NOW(6)) DIV 1000,"
+    " TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) DIV 1000, waiters"
+    " FROM idem_keys WHERE state = 0 ORDER BY created_at, id LIMIT 1000";
+
+static const char SQL_RUNS[] =
+    "SELECT id, host, UNIX_TIMESTAMP(started_at),"
+    " TIMESTAMPDIFF(MICROSECOND, started_at, COALESCE(ended_at, NOW(6)))"
+    " DIV 1000, ended_at IS NULL, rows_deleted, stale_released, batches,"
+    " outcome, reason"
+    " FROM idem_cleanup_runs ORDER BY started_at DESC, id DESC LIMIT 100";
+
+static const char SQL_LAST_OK[] =
+    "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at, started_at)))), -1)"
+    " FROM idem_cleanup_runs WHERE outcome = 'ok'";
+
+static const char SQL_FORGET[] = "DELETE FROM idem_keys WHERE id = ?";
+
+/* Runs a query that yields one row and stores its integer columns. */
+static enum idem_err
+one_row(MYSQL *db, const char *what, const char *sql, int64_t *vals,
+    unsigned nvals, char *err, size_t errlen)
+{
+	struct q	*q;
+	unsigned	 i;
+	int		 rc = 0;
+
+	if ((q = q_run(db, what, sql, NULL, 0, err, errlen)) == NULL)
+		return IDEM_ESTORE;
+	rc = q_next(q, what, err, errlen);
+	if (rc == 1)
+		for (i = 0; i < nvals && i < q->ncols; i++)
+			vals[i] = q_int(q, i);
+	q_close(q);
+	if (rc == 0)
+		set_err(err, errlen, what, "no row");
+	return rc == 1 ? IDEM_OK : IDEM_ESTORE;
+}
+
+static enum idem_err
+fetch_minutes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+{
+	struct q	*q;
+	int64_t		 cur, from, ago;
+	unsigned	 i;
+	int		 rc = 0;
+
+	cur = s->now_ms / 1000 / 60 * 60;
+	from = cur - (TOP_MINUTES - 1) * 60;
+	if ((q = q_run(db, "counters", SQL_MINUTES, &from, 1, err,
+	    errlen)) == NULL)
+		return IDEM_ESTORE;
+	while ((rc = q_next(q, "counters", err, errlen)) == 1) {
+		ago = (cur - q_int(q, 0)) / 60;
+		/* Rows stamped ahead of the database clock (a writer with a
+		 * skewed clock) count as the current minute. */
+		if (ago < 0)
+			ago = 0;
+		if (ago >= TOP_MINUTES)
+			continue;
+		for (i = 0; i < TOPC__COUNT; i++)
+			s->per_min[ago].n[i] += q_u64(q, 1 + i);
+	}
+	q_close(q);
+	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+}
+
+static enum idem_err
+fetch_routes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+{
+	struct q	*q;
+	struct top_route *r;
+	int64_t		 from;
+	unsigned	 i;
+	int		 rc = 0;
+
+	from = s->now_ms / 1000 / 60 * 60 - (TOP_ROUTE_WINDOW_MIN - 1) * 60;
+	if ((q = q_run(db, "routes", SQL_ROUTES, &from, 1, err,
+	    errlen)) == NULL)
+		return IDEM_ESTORE;
+	s->routes = calloc(TOP_MAX_ROUTES, sizeof(*s->routes));
+	if (s->routes == NULL) {
+		q_close(q);
+		set_err(err, errlen, "routes", "out of memory");
+		return IDEM_ENOMEM;
+	}
+	while (s->nroutes < TOP_MAX_ROUTES &&
+	    (rc = q_next(q, "routes", err, errlen)) == 1) {
+		r = &s->routes[s->nroutes++];
+		q_text(q, 0, r->route, sizeof(r->route));
+		for (i = 0; i < TOPC__COUNT; i++)
+			r->c.n[i] = q_u64(q, 1 + i);
+		r->wait_sum_ms = q_u64(q, 1 + TOPC__COUNT);
+		for (i = 0; i < STAT_WAIT_BUCKETS; i++)
+			r->wait_bucket[i] = q_u64(q, 2 + TOPC__COUNT + i);
+	}
+	if (s->nroutes == TOP_MAX_ROUTES)
+		rc = 0;
+	q_close(q);
+	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+}
+
+static enum idem_err
+fetch_keys(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+{
+	struct q	*q;
+	struct top_key	*k;
+	int		 rc = 0;
+
+	if ((q = q_run(db, "keys", SQL_KEYS, NULL, 0, err, errlen)) == NULL)
+		return IDEM_ESTORE;
+	s->keys = calloc(TOP_MAX_KEYS, sizeof(*s->keys));
+	if (s->keys == NULL) {
+		q_close(q);
+		set_err(err, errlen, "keys", "out of memory");
+		return IDEM_ENOMEM;
+	}
+	while (s->nkeys < TOP_MAX_KEYS &&
+	    (rc = q_next(q, "keys", err, errlen)) == 1) {
+		k = &s->keys[s->nkeys++];
+		k->id = q_u64(q, 0);
+		k->keylen = q_text(q, 1, k->key, sizeof(k->key));
+		if (q->len[2] == FP_LEN)
+			memcpy(k->scope, q->buf[2], FP_LEN);
+		q_text(q, 3, k->route, sizeof(k->route));
+		q_text(q, 4, k->owner, sizeof(k->owner));
+		k->age_ms = q_int(q, 5);
+		k->lease_left_ms = q_int(q, 6);
+		k->waiters = q_u64(q, 7);
+	}
+	if (s->nkeys == TOP_MAX_KEYS)
+		rc = 0;
+	q_close(q);
+	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+}
+
+static enum idem_err
+fetch_runs(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+{
+	struct q	*q;
+	struct top_run	*r;
+	int		 rc = 0;
+
+	if ((q = q_run(db, "cleanup runs", SQL_RUNS, NULL, 0, err,
+	    errlen)) == NULL)
+		return IDEM_ESTORE;
+	s->runs = calloc(TOP_MAX_RUNS, sizeof(*s->runs));
+	if (s->runs == NULL) {
+		q_close(q);
+		set_err(err, errlen, "cleanup runs", "out of memory");
+		return IDEM_ENOMEM;
+	}
+	while (s->nruns < TOP_MAX_RUNS &&
+	    (rc = q_next(q, "cleanup runs", err, errlen)) == 1) {
+		r = &s->runs[s->nruns++];
+		r->id = q_u64(q, 0);
+		q_text(q, 1, r->host, sizeof(r->host));
+		r->started = q_int(q, 2);
+		r->duration_ms = q_int(q, 3);
+		r->running = q_int(q, 4) != 0;
+		r->rows_deleted = q_u64(q, 5);
+		r->stale_released = q_u64(q, 6);
+		r->batches = q_u64(q, 7);
+		q_text(q, 8, r->outcome, sizeof(r->outcome));
+		q_text(q, 9, r->reason, sizeof(r->reason));
+	}
+	if (s->nruns == TOP_MAX_RUNS)
+		rc = 0;
+	q_close(q);
+	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+}
+
+void
+top_snap_init(struct top_snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->last_ok = -1;
+}
+
+void
+top_snap_free(struct top_snap *s)
+{
+	if (s == NULL)
+		return;
+	free(s->keys);
+	free(s->routes);
+	free(s->runs);
+	top_snap_init(s);
+}
+
+static MYSQL *
+top_db(struct store *st, char *err, size_t errlen)
+{
+	enum idem_err	 er;
+	MYSQL		*db;
+
+	er = store_connect(st);
+	if (er != IDEM_OK || (db = store_mysql(st)) == NULL) {
+		set_err(err, errlen, "connect", *store_last_error(st) != '\0' ?
+		    store_last_error(st) : idem_strerror(er != IDEM_OK ? er :
+		    IDEM_ESTORE));
+		return NULL;
+	}
+	return db;
+}
+
+enum idem_err
+store_top_fetch(struct store *st, struct top_snap *out, char *err,
+    size_t errlen)
+{
+	struct top_snap	 s;
+	enum idem_err	 er;
+	MYSQL		*db;
+	int64_t		 v[3];
+
+	top_snap_init(&s);
+	if ((db = top_db(st, err, errlen)) == NULL)
+		return IDEM_ESTORE;
+	if ((er = one_row(db, "clock", SQL_NOW, v, 1, err, errlen)) != IDEM_OK)
+		goto fail;
+	s.now_ms = v[0];
+	if ((er = fetch_minutes(db, &s, err, errlen)) != IDEM_OK)
+		goto fail;
+	if ((er = one_row(db, "in progress", SQL_INPROG, v, 3, err,
+	    errlen)) != IDEM_OK)
+		goto fail;
+	s.inprog = v[0] < 0 ? 0 : (uint64_t)v[0];
+	s.waiting = v[1] < 0 ? 0 : (uint64_t)v[1];
+	s.oldest_ms = v[2];
+	if ((er = fetch_keys(db, &s, err, errlen)) != IDEM_OK)
+		goto fail;
+	if ((er = fetch_routes(db, &s, err, errlen)) != IDEM_OK)
+		goto fail;
+	if ((er = fetch_runs(db, &s, err, errlen)) != IDEM_OK)
+		goto fail;
+	if ((er = one_row(db, "last cleanup", SQL_LAST_OK, v, 1, err,
+	    errlen)) != IDEM_OK)
+		goto fail;
+	s.last_ok = v[0];
+	top_snap_free(out);
+	*out = s;
+	return IDEM_OK;
+fail:
+	top_snap_free(&s);
+	return er;
+}
+
+enum idem_err
+store_top_forget(struct store *st, uint64_t id, int *deleted, char *err,
+    size_t errlen)
+{
+	struct q	*q;
+	MYSQL		*db;
+	int64_t		 param = (int64_t)id;
+
+	if ((db = top_db(st, err, errlen)) == NULL)
+		return IDEM_ESTORE;
+	q = q_run(db, "forget", SQL_FORGET, &param, 1, err, errlen);
+	if (q == NULL)
+		return IDEM_ESTORE;
+	*deleted = mysql_stmt_affected_rows(q->stmt) > 0;
+	q_close(q);
+	/* A no-op under autocommit; makes the delete stick if it is off. */
+	mysql_commit(db);
+	return IDEM_OK;
+}
