@@ -1,0 +1,152 @@
+/* Unit tests for idemctl's pure helpers: scope and number parsing, escaping, percentiles, output formats. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/check.h"
+#include "idemctl_common.h"
+#include "idemctl_stats.h"
+#include "store_admin.h"
+
+/* Runs fn into a memory stream; returns the malloc'd text. */
+static char *
+capture_esc(const char *s, size_t n)
+{
+	char	*p = NULL;
+	size_t	 len = 0;
+	FILE	*f = open_memstream(&p, &len);
+
+	ctl_put_escaped(f, s, n);
+	fclose(f);
+	return p;
+}
+
+int
+main(void)
+{
+	unsigned char	 a[FP_LEN], b[FP_LEN];
+	uint64_t	 bk[STAT_WAIT_BUCKETS];
+	struct admin_stat rows[2];
+	struct admin_gauges g;
+	char		 t[40], key[KEY_MAX + 1], *p = NULL;
+	size_t		 len = 0, klen;
+	long		 v;
+	FILE		*f;
+
+	/* scopes */
+	CHECK(ctl_parse_scope(NULL, a) == 0);
+	fp_scope("none", "", b);
+	CHECK(memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("none", a) == 0 && memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("remote_user:alice", a) == 0);
+	fp_scope("remote_user", "alice", b);
+	CHECK(memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("header:X-Api-Key:Se:cret", a) == 0);
+	fp_scope("header:x-api-key", "Se:cret", b);
+	CHECK(memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("header::v", a) == -1);
+	CHECK(ctl_parse_scope("header:novalue", a) == -1);
+	CHECK(ctl_parse_scope("bogus", a) == -1);
+
+	/* keys as the header parser reads them */
+	CHECK(ctl_parse_key("\"abc\"", key, &klen) == 0 && klen == 3 &&
+	    memcmp(key, "abc", 3) == 0);
+	CHECK(ctl_parse_key("a b", key, &klen) != 0);
+	CHECK(ctl_parse_key("", key, &klen) != 0);
+
+	/* numbers */
+	CHECK(ctl_parse_long("1000", 1, 1000000, &v) == 0 && v == 1000);
+	CHECK(ctl_parse_long("1000000", 1, 1000000, &v) == 0);
+	CHECK(ctl_parse_long("1000001", 1, 1000000, &v) != 0);
+	CHECK(ctl_parse_long("0", 1, 10, &v) != 0);
+	CHECK(ctl_parse_long("12x", 1, 100, &v) != 0);
+	CHECK(ctl_parse_long(" 1", 1, 100, &v) != 0);
+	CHECK(ctl_parse_long("", 1, 100, &v) != 0);
+
+	/* escaping */
+	p = capture_esc("a\nb\\c\x01\xff", 7);
+	CHECK(strcmp(p, "a\\nb\\\\c\\x01\\xff") == 0);
+	free(p);
+
+	/* times */
+	ctl_fmt_time(1714564800.25, t, sizeof(t));
+	CHECK(strcmp(t, "2024-05-01T12:00:00.250Z") == 0);
+	ctl_fmt_time(1714564800.9996, t, sizeof(t));
+	CHECK(strcmp(t, "2024-05-01T12:00:01.000Z") == 0);
+	ctl_fmt_time(0, t, sizeof(t));
+	CHECK(strcmp(t, "-") == 0);
+
+	/* percentiles: upper bound of the bucket holding it */
+	memset(bk, 0, sizeof(bk));
+	CHECK(admin_wait_percentile(bk, 0.5) == -2);
+	bk[0] = 5;
+	bk[1] = 3;
+	bk[2] = 1;
+	bk[9] = 1;
+	CHECK(admin_wait_percentile(bk, 0.5) == 10);
+	CHECK(admin_wait_percentile(bk, 0.8) == 50);
+	CHECK(admin_wait_percentile(bk, 0.9) == 100);
+	CHECK(admin_wait_percentile(bk, 0.95) == -1);
+	memset(bk, 0, sizeof(bk));
+	bk[8] = 1;
+	CHECK(admin_wait_percentile(bk, 0.99) == 10000);
+
+	/* JSON and Prometheus escaping */
+	f = open_memstream(&p, &len);
+	json_put_string(f, "a\"b\\c\n\x7f");
+	fputc('|', f);
+	prom_put_label(f, "a\"b\\c\nd");
+	fclose(f);
+	CHECK(strcmp(p, "\"a\\\"b\\\\c\\u000a\\u007f\"|a\\\"b\\\\c\\nd") == 0);
+	free(p);
+
+	/* table: total row and alignment */
+	memset(rows, 0, sizeof(rows));
+	snprintf(rows[0].route, sizeof(rows[0].route), "/a");
+	rows[0].n[STAT_REQUESTS] = 4;
+	rows[0].n[STAT_REUSED] = 1;
+	snprintf(rows[1].route, sizeof(rows[1].route), "/long\troute");
+	rows[1].n[STAT_REQUESTS] = 6;
+	f = open_memstream(&p, &len);
+	stats_print(f, STATS_TABLE, rows, 2, 3600);
+	fclose(f);
+	CHECK(strstr(p, "\nTOTAL ") != NULL);
+	CHECK(strstr(p, "/long\\troute") != NULL);
+	CHECK(strstr(p, " 25.0 ") != NULL);
+	{
+		char	*l1 = p, *l2 = strchr(p, '\n') + 1;
+
+		CHECK(strchr(l2, '\n') - l2 == strchr(l1, '\n') - l1);
+	}
+	free(p);
+
+	/* JSON with no rows is still an object with a total */
+	f = open_memstream(&p, &len);
+	stats_print(f, STATS_JSON, rows, 0, 60);
+	fclose(f);
+	CHECK(strstr(p, "\"routes\": []") != NULL);
+	CHECK(strstr(p, "\"reuse_pct\": null") != NULL);
+	CHECK(strstr(p, "\"wait_p50_ms\": null") != NULL);
+	free(p);
+
+	/* metrics: cumulative buckets, +Inf equals _count */
+	memset(&g, 0, sizeof(g));
+	rows[0].wait_bucket[0] = 2;
+	rows[0].wait_bucket[4] = 1;
+	rows[0].wait_bucket[9] = 1;
+	rows[0].wait_sum_ms = 12500;
+	f = open_memstream(&p, &len);
+	metrics_print(f, rows, 1, &g);
+	fclose(f);
+	CHECK(strstr(p, "# TYPE idemgate_wait_seconds histogram\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",le=\"0.01\"} 2\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",le=\"0.5\"} 3\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",le=\"+Inf\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_count{route=\"/a\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_sum{route=\"/a\"} 12.500\n") != NULL);
+	CHECK(strstr(p, "idemgate_requests_total{route=\"/a\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_last_cleanup_success 0\n") != NULL);
+	free(p);
+
+	return CHECK_DONE();
+}
