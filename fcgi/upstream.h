@@ -29,7 +29,12 @@ struct upstream_req {
  * large body and a large answer cannot deadlock.  IDEM_EHANDLER if the app
  * cannot be reached or breaks the protocol (502), IDEM_ETIMEOUT past
  * timeout_ms (504), IDEM_OK when END_REQUEST arrived.  OUT: app_status
- * (the END_REQUEST appStatus).
+ * (the END_REQUEST appStatus).  A failed or timed-out connect is
+ * IDEM_EHANDLER (with timeout_ms 0, connect waits at most 10 s).  An out()
+ * error is returned as is; params encoding past 4 MiB gives IDEM_ETOOBIG.
+ * HTTP_PROXY is never forwarded (httpoxy); with a body and no (or an
+ * empty) CONTENT_LENGTH, CONTENT_LENGTH=bodylen is sent.  STDERR is logged
+ * line by line under tag, at most 64 KiB per request.
  */
 enum idem_err upstream_exec(const struct upstream_req *r, int *app_status);
 

@@ -11,12 +11,13 @@
  * Builds a clean CGI/1.1 environment (RFC 3875 §4.1) from the request's
  * FastCGI params ("NAME=value" strings, NULL-terminated; borrowed).
  * Nothing of the gateway's own environment is passed.  Dropped: HTTP_PROXY
- * (httpoxy), names that are not [A-Za-z0-9_], LD_* and BASH_FUNC_*.
+ * (httpoxy), names that are not [A-Za-z0-9_], LD_*, BASH_FUNC_*, BASH_ENV
+ * and ENV, entries without '='; a repeated name keeps its last value.
  * Set or replaced: GATEWAY_INTERFACE=CGI/1.1, PATH (a fixed safe default
  * unless params carry one), SCRIPT_FILENAME=script (if not NULL),
- * CONTENT_LENGTH=bodylen when the request had a body but no CONTENT_LENGTH
- * (chunked transfer).  *out (copied, NULL-terminated) is freed with
- * cgi_env_free().  Set only on success.
+ * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
+ * CONTENT_LENGTH (chunked transfer).  *out (copied, NULL-terminated) is
+ * freed with cgi_env_free().  Set only on success.
  */
 enum idem_err cgi_env_build(char *const *params, const char *script,
     size_t bodylen, int had_body, char ***out);
@@ -71,6 +72,11 @@ struct cgi_status {
  * IDEM_ETIMEOUT is returned.  The child is always reaped before return.
  * Returns IDEM_OK when the program ran to EOF on stdout and exited (with
  * any status; see *st), IDEM_EHANDLER if it could not be started.  OUT: st.
+ * After stdout EOF the program has 5 s (within timeout_ms) to exit, else
+ * its group is killed (st->signo SIGKILL, still IDEM_OK).  If out() fails,
+ * the group is killed and reaped and that error returned.  st is also
+ * filled on IDEM_ETIMEOUT and on an out() error.  Needs SIGCHLD not
+ * ignored in the calling process (waitpid); the caller ignores SIGPIPE.
  */
 enum idem_err cgi_exec(const struct cgi_run *r, struct cgi_status *st);
 

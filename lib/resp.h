@@ -28,7 +28,8 @@ void resp_head_free(struct resp_head *h);	/* NULL is a no-op */
  * (a local "/path" redirect too); otherwise 200.  At least one of
  * Content-Type, Location or Status is required.  Lines without a colon,
  * names with bytes outside RFC 9110 token chars, values with CR/LF/NUL,
- * or a bad Status: IDEM_EHANDLER.  No blank line yet within len bytes:
+ * or a bad Status: IDEM_EHANDLER (as soon as such a line is complete, even
+ * before the blank line).  No blank line yet within len bytes:
  * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success fills
  * out (which must be initialised) and sets *used to the bytes consumed,
  * blank line included.
@@ -42,8 +43,9 @@ enum idem_err resp_parse_cgi(const char *p, size_t len, struct resp_head *out,
 int resp_hdr_dropped_on_replay(const char *name, size_t len);
 
 /*
- * Copies the lines of in that a replay may repeat into out (see above);
- * also drops any Idempotent-Replayed / Idempotency-Result the handler set.
+ * Appends the lines of in that a replay may repeat to out (see above);
+ * also drops any Idempotent-Replayed / Idempotency-Result the handler set
+ * and headers named in a Connection header.  On failure out is unchanged.
  */
 enum idem_err resp_hdrs_for_replay(const struct buf *in, struct buf *out);
 

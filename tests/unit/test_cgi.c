@@ -345,6 +345,12 @@ make_scripts(void)
 	    "grep -E '^Sig(Blk|Ign):' /proc/$$/status\n", 0755);
 	write_file(dir, "slow.cgi", "#!/bin/sh\n"
 	    "sleep 0.3\nprintf 'Content-Type: text/plain\\n\\n'\n", 0755);
+	write_file(dir, "linger.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\n\\nbye'\n"
+	    "exec >&-\nexec sleep 30\n", 0755);
+	write_file(dir, "late.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\n\\nbye'\n"
+	    "exec >&-\nsleep 0.2\nexit 4\n", 0755);
 	write_file(dir, "sigsegv.cgi", "#!/bin/sh\n"
 	    "printf 'Content-Type: text/plain\\n\\n'\nkill -SEGV $$\n", 0755);
 }
@@ -456,6 +462,23 @@ test_exec_timeout(void)
 			sleep_ms(20);
 	}
 	CHECK(gone);
+}
+
+/* After stdout EOF the program gets a grace to exit; the timeout holds. */
+static void
+test_exec_after_eof(void)
+{
+	struct sink		 s;
+	struct cgi_status	 st;
+
+	sink_init(&s);
+	CHECK(run("late.cgi", NULL, 0, 5000, &s, &st) == IDEM_OK);
+	CHECK(st.exited == 1 && st.exit_code == 4 && s.b.len == 29);
+	buf_free(&s.b);
+	sink_init(&s);
+	CHECK(run("linger.cgi", NULL, 0, 600, &s, &st) == IDEM_ETIMEOUT);
+	CHECK(st.timed_out == 1 && st.signo == SIGKILL && s.b.len == 29);
+	buf_free(&s.b);
 }
 
 static void
@@ -597,6 +620,7 @@ main(void)
 	test_exec_basic();
 	test_exec_echo();
 	test_exec_timeout();
+	test_exec_after_eof();
 	test_exec_abort();
 	test_exec_stderr();
 	test_exec_env();
