@@ -45,7 +45,8 @@ enum stmt_id {
 	STMT_CLAIM,
 	STMT_READ,
 	STMT_TAKEOVER,
-	STMT_LOCK,
+	STMT_RELOCK,
+	STMT_WAITLOCK,
 	STMT_UNLOCK,
 	STMT_RENEW,
 	STMT_COMPLETE,
@@ -94,7 +95,14 @@ static const char *const stmt_sql[STMT__COUNT] = {
 	    " resp_size = NULL"
 	    " WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"
 	    " owner_token = ? AND (lease_until <= NOW(6) OR owner_token = ?)))",
-	[STMT_LOCK] = "SELECT GET_LOCK(?, ?)",
+	/* GET_LOCK nests in MariaDB: never take a lock we already hold. */
+	[STMT_RELOCK] =
+	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0))",
+	/* Sleeps until the lock comes free and gives it straight back, in
+	 * one statement, so a queue of waiters drains without round trips. */
+	[STMT_WAITLOCK] =
+	    "SELECT IF(GET_LOCK(?, ?) = 1,"
+	    " 1 + 0 * COALESCE(RELEASE_LOCK(?), 0), 0)",
 	[STMT_UNLOCK] = "DO RELEASE_LOCK(?)",
 	[STMT_RENEW] =
 	    "UPDATE idem_keys SET lease_until = " LEASE_US
@@ -779,6 +787,7 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 			c->id = mysql_stmt_insert_id(s);
 			c->token = token;
 			c->locked = 1;
+			c->conn_gen = st->generation;
 			return IDEM_OK;
 		}
 		if (er == IDEM_OK)
@@ -809,6 +818,7 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 				c->id = r.id;
 				c->token = token;
 				c->locked = 1;
+				c->conn_gen = st->generation;
 				return IDEM_OK;
 			}
 			if ((er = store_unlock(st, c->lockname)) != IDEM_OK)
@@ -862,7 +872,7 @@ enum idem_err
 store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
     int *released)
 {
-	MYSQL_BIND	 par[2];
+	MYSQL_BIND	 par[2], wpar[3];
 	MYSQL_STMT	*s;
 	char		 lockname[FP_LOCKNAME_LEN];
 	double		 secs;
@@ -878,15 +888,12 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 	if (wait_ms < 0)
 		wait_ms = 0;
 	secs = (double)wait_ms / 1000.0;	/* MariaDB takes fractions */
-	bind_str(&par[0], lockname);
-	bind_in(&par[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
-	er = store_scalar(st, STMT_LOCK, par, 0, &got);
-	if (er == IDEM_OK && got == 1) {
-		/* We only wanted to learn that it came free. */
-		er = store_unlock(st, lockname);
-	}
-	/* Uncount ourselves even after a failed wait (if still connected,
-	 * or on a fresh connection: the decrement is safe to repeat once). */
+	bind_str(&wpar[0], lockname);
+	bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
+	bind_str(&wpar[2], lockname);
+	er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
+	/* Uncount ourselves even after a failed wait (on a fresh
+	 * connection if the wait lost its own). */
 	bind_blob(&par[0], id->scope, FP_LEN);
 	bind_blob(&par[1], id->key, id->keylen);
 	er2 = store_exec(st, STMT_WAIT_DEC, par, 0, &s);
@@ -905,8 +912,6 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 	MYSQL_STMT	*s;
 	int64_t		 lease_us = ms_to_us(lease_ms);
 	uint64_t	 rid = c->id, tok = c->token;
-	unsigned long	 gen = st->generation;
-	double		 zero = 0;
 	enum idem_err	 er;
 	int64_t		 got;
 
@@ -917,12 +922,12 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 		return er;
 	if (stmt_rows(s) != 1)
 		return IDEM_ENOTFOUND;
-	if (c->locked && st->generation != gen) {
-		/* Reconnected: the old connection's lock is gone; take it
-		 * back so waiters keep sleeping on it. */
+	if (c->locked && st->generation != c->conn_gen) {
+		/* Reconnected since the claim: that connection's lock is
+		 * gone; take it back so waiters keep sleeping on it. */
 		bind_str(&par[0], c->lockname);
-		bind_in(&par[1], MYSQL_TYPE_DOUBLE, &zero, sizeof(zero));
-		(void)store_scalar(st, STMT_LOCK, par, 0, &got);
+		bind_str(&par[1], c->lockname);
+		(void)store_scalar(st, STMT_RELOCK, par, 0, &got);
 	}
 	return IDEM_OK;
 }
@@ -937,8 +942,13 @@ store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
 	int64_t		 n;
 
 	/* Safe to repeat: the same values land on the same row. */
-	if ((er = store_exec(st, sid, par, 1, &s)) != IDEM_OK)
+	if ((er = store_exec(st, sid, par, 1, &s)) != IDEM_OK) {
+		/* The UPDATE failed (say, an answer over max_allowed_packet):
+		 * do not leave waiters asleep on a lock nobody will drop. */
+		if (c->locked && st->my != NULL)
+			(void)store_unlock(st, c->lockname);
 		return er;
+	}
 	n = stmt_rows(s);
 	if (n == 1)
 		return IDEM_OK;

@@ -79,6 +79,7 @@ struct claim {
 	struct buf	 hdrs;
 	struct buf	 body;
 	char		 lockname[FP_LOCKNAME_LEN];
+	unsigned long	 conn_gen;	/* store connection the lock is on */
 };
 
 void claim_init(struct claim *c);

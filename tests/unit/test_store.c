@@ -561,6 +561,63 @@ test_counters(void)
 	store_free(st);
 }
 
+/* Kills st's connection from another session (as a server restart would). */
+static void
+kill_conn(struct store *killer, struct store *st)
+{
+	char	 q[64];
+
+	snprintf(q, sizeof(q), "KILL CONNECTION %lu",
+	    mysql_thread_id(store_mysql(st)));
+	CHECK(mysql_query(store_mysql(killer), q) == 0);
+}
+
+static void
+test_reconnect(void)
+{
+	struct store	*a = open_store(), *k = open_store(), *b = open_store();
+	struct req_id	 id;
+	struct claim	 c, d;
+	unsigned long	 gen;
+
+	claim_init(&c);
+	claim_init(&d);
+	CHECK(store_connect(a) == IDEM_OK && store_connect(k) == IDEM_OK);
+
+	/* A dead connection is noticed, reopened, statements re-prepared
+	 * and the claim repeated once: the caller sees no error. */
+	mkid(&id, "reconn-1", "x");
+	gen = store_generation(a);
+	kill_conn(k, a);
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_generation(a) == gen + 1);
+
+	/* The owner's connection dies mid-request: its lock is gone; a
+	 * renew reconnects and takes the lock back, so the key is not
+	 * taken over and a waiter keeps sleeping. */
+	kill_conn(k, a);
+	CHECK(store_renew(a, &c, 200) == IDEM_OK);
+	sleep_ms(300);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK);
+	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "r", 1, 60000) == IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+
+	/* complete on a killed connection is repeated on a fresh one. */
+	mkid(&id, "reconn-2", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	kill_conn(k, a);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "r2", 2, 60000) == IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+	CHECK(d.body.len == 2);
+
+	claim_reset(&c);
+	claim_reset(&d);
+	store_free(a);
+	store_free(b);
+	store_free(k);
+}
+
 static void
 test_unreachable(void)
 {
@@ -613,6 +670,7 @@ main(void)
 	test_wait();
 	test_speed();
 	test_counters();
+	test_reconnect();
 	test_unreachable();
 	store_global_end();
 	return CHECK_DONE();
