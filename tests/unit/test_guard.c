@@ -1,0 +1,265 @@
+/* Unit tests for idemgate's pure request logic: sink, problems, params, peers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/check.h"
+#include "guard.h"
+#include "handler.h"
+#include "listen.h"
+#include "problem.h"
+#include "request.h"
+
+/* A client that keeps what it gets, or fails after `limit` bytes. */
+struct mem_client {
+	struct buf	 got;
+	size_t		 limit;
+};
+
+static int
+mem_write(void *arg, const void *p, size_t n)
+{
+	struct mem_client	*m = arg;
+
+	if (m->got.len + n > m->limit)
+		return -1;
+	return buf_add(&m->got, p, n) == IDEM_OK ? 0 : -1;
+}
+
+static void
+client_init(struct mem_client *m, struct reply *o, size_t limit)
+{
+	buf_init(&m->got, 1 << 20);
+	m->limit = limit;
+	memset(o, 0, sizeof(*o));
+	o->write = mem_write;
+	o->arg = m;
+}
+
+static void
+test_problem(void)
+{
+	struct buf	 h, b;
+
+	buf_init(&h, 4096);
+	buf_init(&b, 4096);
+	CHECK(problem_render(PROB_KEY_IN_PROGRESS, 3, 0, &h, &b) == IDEM_OK);
+	CHECK(strstr(h.p, "Content-Type: application/problem+json\r\n") != NULL);
+	CHECK(strstr(h.p, "Cache-Control: no-store\r\n") != NULL);
+	CHECK(strstr(h.p, "Retry-After: 3\r\n") != NULL);
+	CHECK(strstr(b.p, "\"type\":\"urn:idemgate:problem:key-in-progress\"") != NULL);
+	CHECK(strstr(b.p, "\"status\":409") != NULL);
+	CHECK(strstr(b.p, "original_status") == NULL);
+	buf_reset(&h);
+	buf_reset(&b);
+	CHECK(problem_render(PROB_NOT_STORED, 0, 201, &h, &b) == IDEM_OK);
+	CHECK(strstr(h.p, "Retry-After") == NULL);
+	CHECK(strstr(b.p, "\"original_status\":201") != NULL);
+	CHECK(strstr(b.p, "response-not-stored") != NULL);
+	buf_free(&h);
+	buf_free(&b);
+
+	CHECK(problem_status(problem_from_err(IDEM_ETIMEOUT)) == 504);
+	CHECK(problem_status(problem_from_err(IDEM_EHANDLER)) == 502);
+	CHECK(problem_status(problem_from_err(IDEM_EIO)) == 502);
+	CHECK(problem_status(problem_from_err(IDEM_ENOTFOUND)) == 404);
+	CHECK(problem_status(problem_from_err(IDEM_EFORBIDDEN)) == 403);
+	CHECK(problem_status(PROB_HEADERS_TOO_LARGE) == 431);
+	CHECK(problem_status(PROB_BODY_TOO_LARGE) == 413);
+	CHECK(problem_status(PROB_KEY_MISMATCH) == 422);
+	CHECK(problem_status(PROB_STORE_UNAVAILABLE) == 503);
+	CHECK(strcmp(problem_slug(PROB_MISSING_SCOPE), "missing-scope") == 0);
+}
+
+static void
+test_guard_helpers(void)
+{
+	char	 p[32];
+
+	CHECK(guard_header_param("Idempotency-Key", p, sizeof(p)) == 0);
+	CHECK(strcmp(p, "HTTP_IDEMPOTENCY_KEY") == 0);
+	CHECK(guard_header_param("x-api-key", p, sizeof(p)) == 0);
+	CHECK(strcmp(p, "HTTP_X_API_KEY") == 0);
+	/* "HTTP_" + 26 + NUL == 32 fits; one more does not. */
+	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz", p, sizeof(p)) == 0);
+	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz1", p, sizeof(p)) == -1);
+	CHECK(guard_retry_after(0) == 1);
+	CHECK(guard_retry_after(-5) == 1);
+	CHECK(guard_retry_after(1000) == 1);
+	CHECK(guard_retry_after(1001) == 2);
+	CHECK(guard_retry_after(59500) == 60);
+	CHECK(guard_tick_ms(60000) == 20000);
+	CHECK(guard_tick_ms(30) == 100);
+}
+
+static void
+test_request_helpers(void)
+{
+	char	*env1[] = { "REQUEST_URI=/pay/x?a=1#f", "QUERY_STRING=a=1",
+	    "HTTP_IDEMPOTENCY_RESULT=reused", "HTTP_X=1",
+	    "HTTP_IDEMPOTENT_REPLAYED=true", NULL };
+	char	*env2[] = { "SCRIPT_NAME=/cgi", "PATH_INFO=/p", NULL };
+	char	*env3[] = { NULL };
+	char	**f, *p;
+	size_t	 n;
+
+	CHECK(strcmp(request_param(env1, "QUERY_STRING"), "a=1") == 0);
+	CHECK(request_param(env1, "QUERY") == NULL);
+	CHECK(request_params_size(env1) == strlen(env1[0]) + strlen(env1[1]) +
+	    strlen(env1[2]) + strlen(env1[3]) + strlen(env1[4]));
+	p = request_path(env1);
+	CHECK(p != NULL && strcmp(p, "/pay/x") == 0);
+	free(p);
+	p = request_path(env2);
+	CHECK(p != NULL && strcmp(p, "/cgi/p") == 0);
+	free(p);
+	p = request_path(env3);
+	CHECK(p != NULL && strcmp(p, "/") == 0);
+	free(p);
+
+	CHECK(request_content_length("0", &n) == 0 && n == 0);
+	CHECK(request_content_length("1048576", &n) == 0 && n == 1048576);
+	CHECK(request_content_length("", &n) == -1);
+	CHECK(request_content_length("12a", &n) == -1);
+	CHECK(request_content_length("-1", &n) == -1);
+	CHECK(request_content_length("99999999999999999999999", &n) == -1);
+
+	f = request_params_filter(env1);
+	CHECK(f != NULL);
+	CHECK(f[0] == env1[0] && f[1] == env1[1] && f[2] == env1[3] &&
+	    f[3] == NULL);
+	free(f);
+}
+
+static const char head[] = "Content-Type: text/plain\r\n"
+    "Idempotency-Result: forged\r\nStatus: 201 Created\r\n\r\n";
+
+static void
+test_sink_unbuffered(void)
+{
+	struct mem_client	 m;
+	struct reply		 o;
+	struct sink		 s;
+
+	client_init(&m, &o, (size_t)-1);
+	sink_init(&s, 0, 0, NULL, &o);
+	/* Head split over two writes. */
+	CHECK(sink_feed(&s, head, 10) == IDEM_OK);
+	CHECK(!s.have_head && m.got.len == 0);
+	CHECK(sink_feed(&s, head + 10, sizeof(head) - 11) == IDEM_OK);
+	CHECK(s.have_head && s.streaming);
+	CHECK(sink_feed(&s, "body", 4) == IDEM_OK);
+	CHECK(strncmp(m.got.p, "Status: 201 Created\r\n", 21) == 0);
+	/* Unprotected answers pass through untouched. */
+	CHECK(strstr(m.got.p, "Idempotency-Result: forged") != NULL);
+	CHECK(m.got.len > 4 && memcmp(m.got.p + m.got.len - 6, "\r\nbody", 6) == 0);
+	sink_free(&s);
+	buf_free(&m.got);
+}
+
+static void
+test_sink_buffered(size_t bodylen, int want_oversized)
+{
+	struct mem_client	 m;
+	struct reply		 o;
+	struct sink		 s;
+	char			*body;
+
+	body = malloc(bodylen + 1);
+	memset(body, 'x', bodylen);
+	client_init(&m, &o, (size_t)-1);
+	sink_init(&s, 1, 100, "Idempotency-Result: created\r\n", &o);
+	CHECK(sink_feed(&s, head, sizeof(head) - 1) == IDEM_OK);
+	CHECK(s.have_head && !s.streaming);
+	CHECK(strstr(s.head.hdrs.p, "Idempotency-Result") == NULL);
+	CHECK(strstr(s.head.hdrs.p, "Content-Type: text/plain") != NULL);
+	CHECK(sink_feed(&s, body, bodylen / 2) == IDEM_OK);
+	CHECK(sink_feed(&s, body + bodylen / 2, bodylen - bodylen / 2) ==
+	    IDEM_OK);
+	CHECK(s.oversized == want_oversized);
+	if (want_oversized) {
+		CHECK(s.streaming);
+		CHECK(strstr(m.got.p, "Idempotency-Result: created\r\n") != NULL);
+		CHECK(m.got.len >= bodylen &&
+		    memcmp(m.got.p + m.got.len - bodylen, body, bodylen) == 0);
+	} else {
+		CHECK(m.got.len == 0 && s.body.len == bodylen);
+	}
+	sink_free(&s);
+	buf_free(&m.got);
+	free(body);
+}
+
+static void
+test_sink_errors(void)
+{
+	struct mem_client	 m;
+	struct reply		 o;
+	struct sink		 s;
+	char			*big;
+
+	client_init(&m, &o, (size_t)-1);
+	sink_init(&s, 1, 100, NULL, &o);
+	CHECK(sink_feed(&s, "no colon here\r\n\r\n", 17) == IDEM_EHANDLER);
+	sink_free(&s);
+
+	/* A head that never ends is refused, not buffered forever. */
+	big = malloc(RESP_HEAD_MAX + 70000);
+	memset(big, 'a', RESP_HEAD_MAX + 70000);
+	sink_init(&s, 1, 100, NULL, &o);
+	CHECK(sink_feed(&s, big, RESP_HEAD_MAX + 70000) == IDEM_EHANDLER);
+	sink_free(&s);
+	free(big);
+
+	/* A client that goes away never fails the run. */
+	buf_free(&m.got);
+	client_init(&m, &o, 5);
+	sink_init(&s, 0, 0, NULL, &o);
+	CHECK(sink_feed(&s, head, sizeof(head) - 1) == IDEM_OK);
+	CHECK(sink_feed(&s, "more", 4) == IDEM_OK);
+	CHECK(o.failed == 1);
+	sink_free(&s);
+	buf_free(&m.got);
+}
+
+static void
+test_reply(void)
+{
+	struct mem_client	 m;
+	struct reply		 o;
+
+	client_init(&m, &o, (size_t)-1);
+	reply_problem(&o, PROB_MISSING_KEY, 0, 0, NULL);
+	CHECK(strncmp(m.got.p, "Status: 400 Bad Request\r\n", 25) == 0);
+	CHECK(strstr(m.got.p, "\r\n\r\n{\"type\":\"urn:idemgate:problem:missing-key\"") != NULL);
+	buf_free(&m.got);
+}
+
+static void
+test_peers(void)
+{
+	CHECK(listen_addr_listed("127.0.0.1", NULL) == 1);
+	CHECK(listen_addr_listed("127.0.0.1", "") == 1);
+	CHECK(listen_addr_listed("127.0.0.1", "127.0.0.1") == 1);
+	CHECK(listen_addr_listed("127.0.0.1", "10.0.0.1, 127.0.0.1") == 1);
+	CHECK(listen_addr_listed("127.0.0.2", "10.0.0.1,127.0.0.1") == 0);
+	CHECK(listen_addr_listed("127.0.0.1", "127.0.0.10") == 0);
+	CHECK(listen_addr_listed("::1", "127.0.0.1,::1") == 1);
+	CHECK(listen_addr_listed("::1", "127.0.0.1") == 0);
+	CHECK(listen_addr_listed("garbage", "127.0.0.1") == 0);
+}
+
+int
+main(void)
+{
+	test_problem();
+	test_guard_helpers();
+	test_request_helpers();
+	test_sink_unbuffered();
+	test_sink_buffered(100, 0);	/* n == max: kept */
+	test_sink_buffered(101, 1);	/* n == max + 1: streamed, tombstone */
+	test_sink_buffered(0, 0);
+	test_sink_errors();
+	test_reply();
+	test_peers();
+	return CHECK_DONE();
+}
