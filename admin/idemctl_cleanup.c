@@ -19,7 +19,7 @@ const char ctl_cleanup_usage[] =
 "\n"
 "  -b, --batch N        rows per DELETE (default [cleanup] batch, 1000)\n"
 "  -t, --max-seconds S  stop between batches after S seconds; the run is\n"
-"                       'partial' and exits 5 (default [cleanup] max_time,\n"
+"                       'partial' and exits 5 (default [cleanup] max_seconds,\n"
 "                       unlimited)\n"
 "  -s, --sleep MS       pause between batches (default [cleanup] sleep, 0)\n"
 "  -n, --dry-run        count what would go, change nothing; prints the\n"
