@@ -298,9 +298,10 @@ ws_wait() { # ws_wait NAME
 	fi
 }
 
-# lighttpd_start NAME TARGET [DOCROOT]
+# lighttpd_start NAME TARGET [DOCROOT [MOUNT]]: MOUNT "/" (default) or an
+# extension like ".cgi" (then SCRIPT_FILENAME is the file, as for fcgiwrap)
 lighttpd_start() {
-	local name=$1 target=$2 root=${3:-$T/www} d="$T/$1" be
+	local name=$1 target=$2 root=${3:-$T/www} mount=${4:-/} d="$T/$1" be
 	mkdir -p "$d" "$root"
 	PORT[$name]=$(free_port)
 	case $target in
@@ -318,7 +319,7 @@ server.upload-dirs = ( "$d" )
 server.max-request-size = 65536
 server.max-read-idle = 30
 server.max-write-idle = 30
-fastcgi.server = ( "/" => (( $be, "check-local" => "disable", "max-procs" => 1 )) )
+fastcgi.server = ( "$mount" => (( $be, "check-local" => "disable", "max-procs" => 1 )) )
 EOF
 	lighttpd -D -f "$d/lighttpd.conf" >"$d/stdout.log" 2>&1 &
 	WS_PID[$name]=$!

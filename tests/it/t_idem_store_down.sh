@@ -1,0 +1,48 @@
+#!/bin/bash
+# MySQL unreachable: 503 + Retry-After without running the handler; on_store_error = pass; back when MySQL is.
+. "$(dirname "$0")/../lib/harness.sh"
+
+# This script stops its database, so it uses a MariaDB of its own.
+db_private || { done_testing; exit 1; }
+PAY=$(cgi_install pay)
+PASS=$(cgi_install pass)
+std_setup "[route /payments]
+handler = cgi:$PAY
+
+[route /pass]
+handler = cgi:$PASS
+on_store_error = pass" || { done_testing; exit 1; }
+U=$(url web /payments)
+
+K=$(new_key)
+http a POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
+expect_eq "MySQL up: created" created "$(hdr a Idempotency-Result)"
+
+mariadb_stop
+n=$(runs pay)
+http b POST "$U" -H "Idempotency-Key: $(new_key)" --data-binary 'b'
+is_problem "MySQL down" b 503 store-unavailable
+expect_eq "MySQL down: Retry-After" 5 "$(hdr b Retry-After)"
+expect_nomatch "MySQL down: no internal text" 'mysql|MariaDB|socket|/tmp|errno|SQL' "$(body b)"
+http b2 POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
+expect_eq "MySQL down: even a known key gets 503" 503 "$HS"
+expect_eq "MySQL down: handler not run" "$n" "$(runs pay)"
+http c GET "$U?unprotected=1"
+expect_eq "MySQL down: unprotected GET still served" 201 "$HS"
+http d POST "$(url web /pass)" -H "Idempotency-Key: $(new_key)" --data-binary 'd'
+expect_eq "MySQL down, on_store_error = pass: handler answers" 201 "$HS"
+expect_eq "on_store_error = pass: handler ran" 1 "$(runs pass)"
+expect_eq "on_store_error = pass: not marked created" "" "$(hdr d Idempotency-Result)"
+
+mariadb_start >/dev/null 2>&1 || not_ok "MariaDB restarts"
+K2=$(new_key)
+served() {
+	http e POST "$U" -H "Idempotency-Key: $K2" --data-binary 'e'
+	[ "$HS" != 503 ]
+}
+if wait_until 15 served; then ok "MySQL back: served again"; else not_ok "MySQL back: served again" "still 503"; fi
+expect_eq "MySQL back: created" created "$(hdr e Idempotency-Result)"
+http f POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
+expect_eq "MySQL back: key from before the outage replays" reused "$(hdr f Idempotency-Result)"
+expect_file_eq "MySQL back: same body as before the outage" "$T/a.b" "$T/f.b"
+done_testing

@@ -1,0 +1,99 @@
+#!/bin/bash
+# In-progress keys: waiters get the replay, 409 past wait, lease renewal, takeover after kill -9 of the owner.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+SW=$(cgi_install sw)
+LE=$(cgi_install lease)
+std_setup "[route /payments]
+handler = cgi:$PAY
+wait = 10s
+
+[route /short-wait]
+handler = cgi:$SW
+wait = 1s
+
+[route /lease]
+handler = cgi:$LE
+lease = 1s
+wait = 8s" || { done_testing; exit 1; }
+
+# A waiter gets the owner's answer, soon after the owner finishes.
+K=$(new_key)
+http_bg w1 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'w'
+sleep 0.3
+http_bg w2 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'w'
+http_bg w3 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'w'
+bg_wait
+expect_eq "in progress: owner 201" 201 "$(st w1)"
+expect_eq "in progress: waiter 201" 201 "$(st w2)"
+expect_eq "in progress: waiter reused" reused "$(hdr w2 Idempotency-Result)"
+expect_file_eq "in progress: waiter got the owner's body" "$T/w1.b" "$T/w2.b"
+expect_file_eq "in progress: second waiter too" "$T/w1.b" "$T/w3.b"
+expect_eq "in progress: handler ran once" 1 "$(runs pay)"
+lat=$(($(cat "$T/w2.end") - $(cat "$T/w1.end")))
+[ "$lat" -lt 0 ] && lat=$((-lat))
+echo "# waiter finished ${lat} ms after the owner"
+expect_lt "in progress: waiter done < 1 s after the owner" "$lat" 1000
+
+# Past wait: 409 + Retry-After.
+K=$(new_key)
+http_bg x1 POST "$(url web /short-wait?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'x'
+sleep 0.3
+t0=$(now_ms)
+http x2 POST "$(url web /short-wait?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'x'
+dt=$(($(now_ms) - t0))
+is_problem "past wait" x2 409 key-in-progress
+ra=$(hdr x2 Retry-After)
+expect_match "past wait: Retry-After seconds" '^[0-9]+$' "$ra"
+if [ -n "$ra" ] && [ "$ra" -ge 1 ] 2>/dev/null && [ "$ra" -le 60 ]; then ok "past wait: Retry-After within 1..lease"; else
+	not_ok "past wait: Retry-After within 1..lease" "got '$ra'"; fi
+if [ "$dt" -ge 800 ] && [ "$dt" -lt 2500 ]; then ok "past wait: waited about wait = 1s"; else
+	not_ok "past wait: waited about wait = 1s" "${dt} ms"; fi
+bg_wait
+expect_eq "past wait: owner finished 201" 201 "$(st x1)"
+http x3 POST "$(url web /short-wait?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'x'
+expect_eq "past wait: later retry replays" reused "$(hdr x3 Idempotency-Result)"
+expect_eq "past wait: handler ran once" 1 "$(runs sw)"
+
+# A slow but alive owner renews its lease (1s) and is never taken over.
+K=$(new_key)
+http_bg r1 POST "$(url web /lease?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'r'
+sleep 1.6
+http r2 POST "$(url web /lease?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'r'
+bg_wait
+expect_eq "lease renewal: owner 201" 201 "$(st r1)"
+expect_eq "lease renewal: retry after the lease replays" reused "$(hdr r2 Idempotency-Result)"
+expect_file_eq "lease renewal: same body" "$T/r1.b" "$T/r2.b"
+expect_eq "lease renewal: handler ran once" 1 "$(runs lease)"
+
+# The owner worker dies (kill -9): after the lease exactly one retry takes over.
+K=$(new_key)
+n0=$(runs lease)
+http_bg k1 POST "$(url web /lease?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'k'
+started() { [ "$(runs lease)" -gt "$n0" ]; }
+if wait_until 5 started; then
+	owner=$(tail -1 "$T/cgi/lease.runs" | sed -n 's/.* ppid=\([0-9]*\) .*/\1/p')
+	if gw_workers gw | grep -qw "$owner"; then
+		ok "takeover: owner is a worker ($owner)"
+		kill -9 "$owner"
+	else
+		not_ok "takeover: owner is a worker" "ppid $owner not in $(gw_workers gw)"
+	fi
+	sleep 0.2
+	for i in 1 2 3; do
+		http_bg kr$i POST "$(url web /lease?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'k'
+	done
+	bg_wait
+	expect_match "takeover: the dead owner's client got an error" '^(5..|000)$' "$(st k1)"
+	for i in 1 2 3; do expect_eq "takeover: retry $i 201" 201 "$(st kr$i)"; done
+	expect_file_eq "takeover: retries 1 and 2 identical" "$T/kr1.b" "$T/kr2.b"
+	expect_file_eq "takeover: retries 1 and 3 identical" "$T/kr1.b" "$T/kr3.b"
+	created=$(for i in 1 2 3; do hdr kr$i Idempotency-Result; done | grep -c '^created$')
+	expect_eq "takeover: exactly one retry ran the handler" 1 "$created"
+	expect_eq "takeover: handler ran exactly twice in all" $((n0 + 2)) "$(runs lease)"
+else
+	not_ok "takeover: owner started"
+	bg_wait
+fi
+done_testing
