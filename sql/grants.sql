@@ -1,0 +1,46 @@
+-- idemgate least-privilege MySQL/MariaDB users (not a migration: run by hand).
+--
+-- Usage, as an administrator, after replacing every CHANGE-ME password and,
+-- if your database is not called `idemgate`, every `idemgate`. below:
+--
+--   mariadb -u root < sql/grants.sql
+--
+-- Then give each program its own option file (mode 0600, owned by the user
+-- the program runs as), named by mysql_defaults_file in its config:
+--
+--   [idemgate]
+--   socket   = /run/mysqld/mysqld.sock     ; or host= / port=
+--   user     = idem_gateway                ; idem_cleanup, idem_console ...
+--   password = ...
+--   database = idemgate
+--
+--   idem_migrate  idemctl migrate: creates and alters the tables
+--   idem_gateway  idemgate: claims, completes, releases keys; adds counters
+--   idem_cleanup  idemctl cleanup / forget (cron): deletes expired keys,
+--                 releases stale ones, prunes counters, records its runs
+--   idem_console  idemtop, idemctl show / stats / metrics: read only
+--
+-- Named locks (GET_LOCK / RELEASE_LOCK), which idemgate waits on and
+-- cleanup runs under, need no privilege.  Replace 'localhost' with the
+-- gateway hosts' address pattern when the database is remote, and prefer
+-- REQUIRE SSL for users that connect over a network.
+
+CREATE USER IF NOT EXISTS 'idem_migrate'@'localhost' IDENTIFIED BY 'CHANGE-ME-migrate';
+GRANT ALL PRIVILEGES ON `idemgate`.* TO 'idem_migrate'@'localhost';
+
+CREATE USER IF NOT EXISTS 'idem_gateway'@'localhost' IDENTIFIED BY 'CHANGE-ME-gateway';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_gateway'@'localhost';
+GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters` TO 'idem_gateway'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_gateway'@'localhost';
+
+CREATE USER IF NOT EXISTS 'idem_cleanup'@'localhost' IDENTIFIED BY 'CHANGE-ME-cleanup';
+GRANT SELECT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_cleanup'@'localhost';
+GRANT SELECT, DELETE ON `idemgate`.`idem_counters` TO 'idem_cleanup'@'localhost';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_cleanup_runs` TO 'idem_cleanup'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_cleanup'@'localhost';
+
+CREATE USER IF NOT EXISTS 'idem_console'@'localhost' IDENTIFIED BY 'CHANGE-ME-console';
+GRANT SELECT ON `idemgate`.`idem_keys` TO 'idem_console'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_counters` TO 'idem_console'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_cleanup_runs` TO 'idem_console'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_console'@'localhost';
