@@ -8,6 +8,7 @@
 #include "idemctl_db.h"
 #include "idemctl_key.h"
 #include "idemctl_stats.h"
+#include "log.h"
 
 #ifndef IDEMCTL_VERSION
 #define IDEMCTL_VERSION	"0.1"
@@ -113,6 +114,10 @@ main(int argc, char **argv)
 		return ctl_usage_err(NULL, "unknown command '%s'",
 		    argv[optind]);
 	}
+	/* The store logs its own progress at info level; an operator at a
+	 * terminal wants only our one line unless asking for more. */
+	log_open("idemctl", 0);
+	log_set_level(c.verbose ? LOG_LVL_INFO : LOG_LVL_WARN);
 	rc = cmds[i].run(&c, argc - optind, argv + optind);
 	fflush(stdout);
 	if (ferror(stdout) && rc == CTL_OK) {

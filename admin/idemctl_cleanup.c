@@ -119,7 +119,9 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 		return ctl_usage_err("cleanup", "unexpected argument '%s'",
 		    argv[optind]);
 
+	/* One syslog line per run, whatever the terminal verbosity. */
 	log_open("idemctl", 1);
+	log_set_level(LOG_LVL_INFO);
 	if ((rc = ctl_load(c)) != CTL_OK)
 		return rc;
 	memset(&o, 0, sizeof(o));
