@@ -49,7 +49,7 @@ tests: $(PROGS) $(UNIT_BIN) $(ITBIN)
 
 $(B)/%.o: %.c $(wildcard lib/*.h fcgi/*.h admin/*.h tests/lib/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CURSES_CFLAGS) -Ifcgi -Iadmin -c -o $@ $<
+	$(CC) $(CFLAGS) $(CURSES_CFLAGS) -Ifcgi -Iadmin -Itests/lib -c -o $@ $<
 
 $(B)/gen/migrations.c: $(sort $(wildcard sql/[0-9]*.sql)) tools/embed_sql.sh
 	@mkdir -p $(dir $@)
