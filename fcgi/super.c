@@ -113,7 +113,9 @@ spawn(struct super *s, int slot)
 		close(sig_pipe[1]);
 		set_signals(SIG_DFL);
 		rc = worker_run(s->cfg, s->listen_fd);
-		_exit(rc);
+		/* exit, not _exit: LeakSanitizer checks workers at exit. */
+		cfg_free(s->cfg);
+		exit(rc);
 	}
 	p->pid = pid;
 	p->gen = s->gen;

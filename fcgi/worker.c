@@ -20,13 +20,6 @@
 #include "store.h"
 #include "worker.h"
 
-/* MySQL client library set-up, defined in lib/store.c (declared here too
- * until store.h carries them; identical declarations are harmless). */
-enum idem_err store_global_init(void);
-void store_global_end(void);
-enum idem_err store_thread_init(void);
-void store_thread_end(void);
-
 struct worker;
 
 struct rthread {
