@@ -232,3 +232,24 @@ out:
 	free(taken);
 	return er;
 }
+
+size_t
+stats_pending(struct stats *s, const char *route, struct stat_row *out)
+{
+	size_t	 i, j, n;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->mu);
+	for (i = 0; i < s->n; i++) {
+		if (route == NULL || strcmp(s->e[i].route, route) != 0)
+			continue;
+		for (j = 0; j < STAT__COUNT; j++)
+			out->n[j] += s->e[i].n[j];
+		for (j = 0; j < STAT_WAIT_BUCKETS; j++)
+			out->wait_bucket[j] += s->e[i].wait_bucket[j];
+		out->wait_sum_ms += s->e[i].wait_sum_ms;
+	}
+	n = s->n;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}

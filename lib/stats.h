@@ -2,6 +2,7 @@
 #ifndef IDEM_STATS_H
 #define IDEM_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -28,5 +29,13 @@ void stats_wait(struct stats *s, const char *route, int64_t wait_ms);
  */
 enum idem_err stats_flush(struct stats *s, struct store *st,
     const char *host);
+
+/*
+ * What is pending (not yet flushed) for route, summed over minutes, into
+ * out (out->route is set to NULL, out->minute to 0).  For tests and status
+ * output.  Returns the number of pending (minute, route) rows overall.
+ */
+size_t stats_pending(struct stats *s, const char *route,
+    struct stat_row *out);
 
 #endif
