@@ -18,15 +18,18 @@ const char ctl_migrate_usage[] =
 "Exit: 0 ok, 1 usage, 2 config, 3 database.\n";
 
 const char ctl_check_usage[] =
-"usage: idemctl [-c FILE] check\n"
+"usage: idemctl [-c FILE] check [--role gateway|cleanup|console]\n"
 "\n"
 "Checks the config file, that the database is reachable, that the schema is\n"
-"current, and that the MySQL user may SELECT, INSERT, UPDATE and DELETE on\n"
-"every idemgate table.  One line per finding, starting '[ ok ]', '[warn]'\n"
-"or '[fail]'.\n"
+"current, and which programs the MySQL user has privileges enough for\n"
+"(gateway: idemgate; cleanup: idemctl cleanup/forget; console: idemtop and\n"
+"idemctl show/stats/metrics; see sql/grants.sql).  One line per finding,\n"
+"starting '[ ok ]', '[warn]' or '[fail]'.  Without --role a missing\n"
+"privilege is a warning unless the user is fit for no program at all; with\n"
+"--role ROLE, that program's missing privileges fail.\n"
 "\n"
-"Exit: 0 all ok (warnings allowed), 2 config, 3 database, 6 schema,\n"
-"      9 privileges missing.\n";
+"Exit: 0 all ok (warnings allowed), 1 usage, 2 config, 3 database,\n"
+"      6 schema, 9 privileges missing.\n";
 
 /* Parses the options of commands that take none of their own. */
 static int
@@ -120,17 +123,152 @@ fmt_age(double secs, char *out, size_t len)
 		snprintf(out, len, "%.1f d", secs / 86400);
 }
 
+/*
+ * What each program needs, as "table:PRIVILEGE" (see sql/grants.sql).
+ * One config file may serve a least-privilege user meant for one of them.
+ */
+static const struct {
+	const char	*name;
+	const char	*who;
+	const char	*need[16];
+} roles[] = {
+	{ "gateway", "idemgate", { "idem_keys:SELECT", "idem_keys:INSERT",
+	  "idem_keys:UPDATE", "idem_keys:DELETE", "idem_counters:SELECT",
+	  "idem_counters:INSERT", "idem_counters:UPDATE",
+	  "idem_schema:SELECT", NULL } },
+	{ "cleanup", "idemctl cleanup/forget", { "idem_keys:SELECT",
+	  "idem_keys:UPDATE", "idem_keys:DELETE", "idem_counters:SELECT",
+	  "idem_counters:DELETE", "idem_cleanup_runs:SELECT",
+	  "idem_cleanup_runs:INSERT", "idem_cleanup_runs:UPDATE",
+	  "idem_cleanup_runs:DELETE", "idem_schema:SELECT", NULL } },
+	{ "console", "idemtop, idemctl show/stats/metrics", {
+	  "idem_keys:SELECT", "idem_counters:SELECT",
+	  "idem_cleanup_runs:SELECT", "idem_schema:SELECT", NULL } },
+};
+
+#define NROLES	(sizeof(roles) / sizeof(roles[0]))
+
+static int
+has_priv(const struct admin_priv *p, size_t n, const char *need)
+{
+	size_t		 i, tl = strcspn(need, ":");
+
+	for (i = 0; i < n; i++)
+		if (strlen(p[i].table) == tl &&
+		    strncmp(p[i].table, need, tl) == 0 &&
+		    strcmp(p[i].what, need + tl + 1) == 0)
+			return p[i].ok;
+	return 0;
+}
+
+/*
+ * One line per role.  Without --role, a role the user cannot fill is a
+ * warning and only a user fit for none fails; with --role, that role's
+ * gaps fail.  Returns CTL_OK or CTL_EPRIV.
+ */
+static int
+check_roles(const struct admin_priv *p, size_t n, const char *want)
+{
+	char		 missing[512];
+	size_t		 r, k, off;
+	int		 fit = 0, result = CTL_OK;
+
+	for (r = 0; r < NROLES; r++) {
+		int	 wanted = want != NULL && strcmp(want, roles[r].name) == 0;
+
+		if (want != NULL && !wanted)
+			continue;
+		off = 0;
+		missing[0] = '\0';
+		for (k = 0; roles[r].need[k] != NULL; k++) {
+			if (has_priv(p, n, roles[r].need[k]))
+				continue;
+			off += (size_t)snprintf(missing + off,
+			    sizeof(missing) - off, "%s%s", off ? ", " : "",
+			    roles[r].need[k]);
+			if (off >= sizeof(missing))
+				off = sizeof(missing) - 1;
+		}
+		if (missing[0] == '\0') {
+			fit++;
+			finding(" ok ", "privileges enough for %s (%s)",
+			    roles[r].name, roles[r].who);
+		} else {
+			finding(wanted ? "fail" : "warn", "privileges missing "
+			    "for %s (%s): %s", roles[r].name, roles[r].who,
+			    missing);
+			if (wanted)
+				result = CTL_EPRIV;
+		}
+	}
+	if (want == NULL && fit == 0) {
+		finding("fail", "privileges: this user can serve none of "
+		    "idemgate, idemctl cleanup or the console (see "
+		    "sql/grants.sql)");
+		result = CTL_EPRIV;
+	}
+	return result;
+}
+
+static int
+check_opts(struct ctl *c, int argc, char **argv, const char **role)
+{
+	static const struct option longopts[] = {
+		{ "role", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	size_t	 r;
+	int	 ch;
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":r:vc:h", longopts, NULL))
+	    != -1) {
+		switch (ch) {
+		case 'r':
+			for (r = 0; r < NROLES; r++)
+				if (strcmp(optarg, roles[r].name) == 0)
+					break;
+			if (r == NROLES)
+				return ctl_usage_err("check", "--role wants "
+				    "gateway, cleanup or console, not '%s'",
+				    optarg);
+			*role = optarg;
+			break;
+		case 'v':
+			c->verbose = 1;
+			break;
+		case 'c':
+			c->cfgpath = optarg;
+			break;
+		case 'h':
+			fputs(ctl_check_usage, stdout);
+			return -1;
+		default:
+			return ctl_opt_err("check", ch, argv);
+		}
+	}
+	if (optind < argc)
+		return ctl_usage_err("check", "unexpected argument '%s'",
+		    argv[optind]);
+	return CTL_OK;
+}
+
 int
 ctl_check(struct ctl *c, int argc, char **argv)
 {
 	struct admin_priv	 privs[32];
 	struct admin_gauges	 g;
-	char			 missing[512], age[32];
-	size_t			 n = 0, i, off = 0;
+	char			 age[32];
+	size_t			 n = 0;
+	const char		*role = NULL;
 	int			 rc, v = 0, want = store_schema_expected();
 	int			 result = CTL_OK;
 
-	if ((rc = plain_opts(c, "check", ctl_check_usage, argc, argv)) != 0)
+	if ((rc = check_opts(c, argc, argv, &role)) != 0)
 		return rc < 0 ? CTL_OK : rc;
 	if (c->cfgpath == NULL)
 		c->cfgpath = CTL_DEFAULT_CONFIG;
@@ -172,24 +310,8 @@ ctl_check(struct ctl *c, int argc, char **argv)
 
 	store_admin_privileges(c->st, privs, sizeof(privs) / sizeof(privs[0]),
 	    &n);
-	missing[0] = '\0';
-	for (i = 0; i < n; i++) {
-		if (privs[i].ok)
-			continue;
-		off += (size_t)snprintf(missing + off, sizeof(missing) - off,
-		    "%s%s on %s", off ? ", " : "", privs[i].what,
-		    privs[i].table);
-		if (off >= sizeof(missing))
-			off = sizeof(missing) - 1;
-	}
-	if (missing[0] != '\0') {
-		finding("fail", "privileges missing: %s (the gateway and "
-		    "'idemctl cleanup' need SELECT, INSERT, UPDATE, DELETE)",
-		    missing);
-		result = CTL_EPRIV;
-	} else
-		finding(" ok ", "privileges: SELECT, INSERT, UPDATE, DELETE on "
-		    "idem_keys, idem_counters, idem_cleanup_runs");
+	if ((rc = check_roles(privs, n, role)) != CTL_OK)
+		result = rc;
 
 	if (store_admin_gauges(c->st, &g) == IDEM_OK) {
 		if (!g.has_cleanup_ok)

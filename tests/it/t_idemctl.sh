@@ -153,12 +153,19 @@ eq "migrate twice: one schema row" 1 "$(sq 'SELECT COUNT(*) FROM idem_schema')"
 run -c "$CONF" check
 eq "check: exit 0" 0 "$RC"
 has "check: database ok" "$T/out" '^\[ ok \] database reachable'
-has "check: privileges ok" "$T/out" '^\[ ok \] privileges'
+has "check: privileges ok for the gateway" "$T/out" '^\[ ok \] privileges enough for gateway'
+has "check: privileges ok for cleanup" "$T/out" '^\[ ok \] privileges enough for cleanup'
 check "check: no fail lines" sh -c "! grep -q '^\[fail\]' '$T/out'"
 mkconf "$T/ro.conf" "$TESTROOT/$DB-ro.cnf" ""
 run -c "$T/ro.conf" check
-eq "check with read-only user: exit 9" 9 "$RC"
-has "check with read-only user: names DELETE" "$T/out" '^\[fail\] privileges missing: .*DELETE on idem_keys'
+eq "check with read-only user: exit 0 (fit for the console)" 0 "$RC"
+has "check with read-only user: console ok" "$T/out" '^\[ ok \] privileges enough for console'
+has "check with read-only user: cleanup warned" "$T/out" '^\[warn\] privileges missing for cleanup .*idem_keys:DELETE'
+run -c "$T/ro.conf" check --role cleanup
+eq "check --role cleanup with read-only user: exit 9" 9 "$RC"
+has "check --role cleanup: fail line names DELETE" "$T/out" '^\[fail\] privileges missing for cleanup .*idem_keys:DELETE'
+run -c "$CONF" check --role janitor
+eq "check --role janitor: exit 1" 1 "$RC"
 
 # ---------------------------------------------------------------- cleanup batching
 seed exp 2500 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
