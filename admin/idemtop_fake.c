@@ -203,7 +203,7 @@ top_fake_fill(struct top_snap *s, int64_t now_ms)
 	}
 	fake_key(&t.keys[0], 11, "stale-key-0001-zz", 17, "/payments",
 	    "gw1.example:4242", 95000, -35000, 3);
-	fake_key(&t.keys[1], 12, "ctl\x01key\x1b[31mXY", 15, "/orders\x07",
+	fake_key(&t.keys[1], 12, "ctl\x01key\x1b[31mXY", 14, "/orders\x07",
 	    "gw2.example:77", 40000, 20000, 1);
 	fake_key(&t.keys[2], 13, "abcdefghijklmnop", 16, "/payments/refunds",
 	    "gw1.example:4243", 2500, 57500, 0);

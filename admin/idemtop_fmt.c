@@ -338,10 +338,8 @@ fmt_dur(int64_t ms, char *out, size_t cap)
 void
 fmt_count(uint64_t n, char *out, size_t cap)
 {
-	if (n < 100000)
+	if (n < 10000000)
 		snprintf(out, cap, "%llu", (unsigned long long)n);
-	else if (n < 10000000)
-		snprintf(out, cap, "%.1fk", n / 1e3);
 	else if (n < 10000000000ULL)
 		snprintf(out, cap, "%.1fM", n / 1e6);
 	else

@@ -81,7 +81,7 @@ size_t fmt_mask_key(const char *key, size_t len, char *out, size_t cap);
 
 /* "850ms", "42s", "5m03s", "3h05m", "2d04h"; negative with a '-'. */
 void fmt_dur(int64_t ms, char *out, size_t cap);
-/* "12345", "123.4k", "12.3M", "1.2G". */
+/* Exact below ten million, then "12.3M", "1.2G". */
 void fmt_count(uint64_t n, char *out, size_t cap);
 /* num/den as "42.0%", "-" when den is 0. */
 void fmt_pct(uint64_t num, uint64_t den, char *out, size_t cap);

@@ -26,7 +26,7 @@ struct col {
 };
 
 static const struct col inprog_cols[] = {
-	{ "KEY", 14, 0, 0, 0 },
+	{ "KEY", 14, 1, 0, 0 },
 	{ "SCOPE", 8, 0, 0, 0 },
 	{ "ROUTE", 12, 3, 0, 0 },
 	{ "OWNER HOST", 12, 2, 0, 0 },
