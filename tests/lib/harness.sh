@@ -115,7 +115,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 free_port() {
 	local i p
 	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		# below the ephemeral range, where client sockets take ports
+		p=$((10000 + RANDOM % 20000))
 		if ! port_open "$p"; then
 			echo "$p"
 			return 0
@@ -291,11 +292,39 @@ runs() {
 # fcgi target: "unix:/path" (or a bare path) or "tcp:host:port"
 h_sockpath() { case $1 in unix:*) echo "${1#unix:}" ;; *) echo "$1" ;; esac; }
 
-ws_wait() { # ws_wait NAME
-	if ! wait_until 10 port_open "${PORT[$1]}"; then
-		not_ok "$1: web server listens" "$(tail -5 "$T/$1/error.log" 2>/dev/null)"
-		return 1
-	fi
+ws_up() { alive "${WS_PID[$1]}" && port_open "${PORT[$1]}"; }
+ws_down() { ! alive "${WS_PID[$1]}"; }
+
+# ws_wait NAME: 0 when up; 1 when it died (retry with another port); else FAIL
+ws_wait() {
+	local end=$(($(now_ms) + 10000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		if ws_down "$1"; then
+			wait "${WS_PID[$1]}" 2>/dev/null
+			return 1
+		fi
+		ws_up "$1" && return 0
+		sleep 0.05
+	done
+	return 2
+}
+
+# ws_launch NAME WRITE-CONFIG-FN CMD...: up to 3 tries on fresh ports
+ws_launch() {
+	local name=$1 conffn=$2 try rc
+	shift 2
+	for try in 1 2 3; do
+		PORT[$name]=$(free_port)
+		"$conffn"
+		"$@" >"$T/$name/stdout.log" 2>&1 &
+		WS_PID[$name]=$!
+		ws_wait "$name"
+		rc=$?
+		[ "$rc" = 0 ] && return 0
+		[ "$rc" = 2 ] && break
+	done
+	not_ok "$name: web server listens" "$(tail -3 "$T/$name/error.log" "$T/$name/stdout.log" 2>/dev/null | tr '\n' ' ')"
+	return 1
 }
 
 # lighttpd_start NAME TARGET [DOCROOT [MOUNT]]: MOUNT "/" (default) or an
@@ -303,12 +332,12 @@ ws_wait() { # ws_wait NAME
 lighttpd_start() {
 	local name=$1 target=$2 root=${3:-$T/www} mount=${4:-/} d="$T/$1" be
 	mkdir -p "$d" "$root"
-	PORT[$name]=$(free_port)
 	case $target in
 	tcp:*) be="\"host\" => \"$(echo "${target#tcp:}" | cut -d: -f1)\", \"port\" => ${target##*:}" ;;
 	*) be="\"socket\" => \"$(h_sockpath "$target")\"" ;;
 	esac
-	cat >"$d/lighttpd.conf" <<EOF
+	h_lighttpd_conf() {
+		cat >"$d/lighttpd.conf" <<EOF
 server.modules = ( "mod_fastcgi" )
 server.document-root = "$root"
 server.bind = "127.0.0.1"
@@ -321,10 +350,9 @@ server.max-read-idle = 30
 server.max-write-idle = 30
 fastcgi.server = ( "$mount" => (( $be, "check-local" => "disable", "max-procs" => 1 )) )
 EOF
-	lighttpd -D -f "$d/lighttpd.conf" >"$d/stdout.log" 2>&1 &
-	WS_PID[$name]=$!
+	}
 	WS_KIND[$name]=lighttpd
-	ws_wait "$name"
+	ws_launch "$name" h_lighttpd_conf lighttpd -D -f "$d/lighttpd.conf"
 }
 
 # apache_start NAME SOCK: mod_proxy_fcgi to idemgate's unix socket.  Apache
@@ -335,8 +363,8 @@ apache_start() {
 	sock=$(h_sockpath "$2")
 	mkdir -p "$d/run"
 	chown www-data "$d/run" 2>/dev/null
-	PORT[$name]=$(free_port)
-	cat >"$d/apache.conf" <<EOF
+	h_apache_conf() {
+		cat >"$d/apache.conf" <<EOF
 ServerRoot "$d"
 ServerName localhost
 Listen 127.0.0.1:${PORT[$name]}
@@ -363,10 +391,9 @@ ProxyPass "/" "unix:$sock|fcgi://localhost/"
     ProxySet timeout=30
 </Proxy>
 EOF
-	apache2 -f "$d/apache.conf" -DFOREGROUND >"$d/stdout.log" 2>&1 &
-	WS_PID[$name]=$!
+	}
 	WS_KIND[$name]=apache
-	ws_wait "$name"
+	ws_launch "$name" h_apache_conf apache2 -f "$d/apache.conf" -DFOREGROUND
 }
 
 # nginx_start NAME SOCK [extra location directives]
@@ -375,8 +402,8 @@ nginx_start() {
 	sock=$(h_sockpath "$2")
 	mkdir -p "$d/tmp" "$d/logs"
 	chown -R www-data "$d/tmp" 2>/dev/null
-	PORT[$name]=$(free_port)
-	cat >"$d/nginx.conf" <<EOF
+	h_nginx_conf() {
+		cat >"$d/nginx.conf" <<EOF
 user www-data;
 worker_processes 1;
 daemon off;
@@ -419,10 +446,9 @@ http {
   }
 }
 EOF
-	nginx -p "$d" -c "$d/nginx.conf" >"$d/stdout.log" 2>&1 &
-	WS_PID[$name]=$!
+	}
 	WS_KIND[$name]=nginx
-	ws_wait "$name"
+	ws_launch "$name" h_nginx_conf nginx -p "$d" -c "$d/nginx.conf"
 }
 
 ws_stop() {

@@ -18,6 +18,7 @@ MDB_PID=
 mariadb_start() {
 	mariadbd --no-defaults --user="$(id -un)" --datadir="$MDB_DIR/data" \
 		--socket="$MDB_SOCK" --skip-networking --pid-file="$MDB_DIR/mariadb.pid" \
+		--tmpdir="$MDB_DIR/tmp" \
 		--log-error="$MDB_DIR/error.log" --innodb-buffer-pool-size=256M \
 		--innodb-log-file-size=256M --innodb-flush-log-at-trx-commit=2 \
 		--max-connections=500 --skip-name-resolve >/dev/null 2>&1 &
@@ -59,8 +60,10 @@ mariadb_init() {
 	MDB_DIR="$TESTROOT/mariadb"
 	# unix socket paths are limited to 108 bytes
 	MDB_SOCK="$(mktemp -u /tmp/idemgate-mdb.XXXXXX).sock"
-	mkdir -p "$MDB_DIR/data"
+	# own tmpdir: a shared /tmp lets concurrent installs trip over each other
+	mkdir -p "$MDB_DIR/data" "$MDB_DIR/tmp"
 	mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$MDB_DIR/data" \
+		--tmpdir="$MDB_DIR/tmp" \
 		--auth-root-authentication-method=normal --skip-test-db \
 		>"$MDB_DIR/install.log" 2>&1 || { cat "$MDB_DIR/install.log" >&2; return 1; }
 	mariadb_start || return 1
