@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -138,6 +140,11 @@ struct store {
 	unsigned		 errnum;	/* last server/client error */
 	unsigned long		 generation;	/* connects so far */
 	uint64_t		 round_trips;	/* statements executed */
+	/* Set by a claim that found a key's lock free while its lease was
+	 * live (the owner died): store_wait then sleeps out the lease
+	 * instead of waking at once on the free lock, again and again. */
+	char			 dead_lock[FP_LOCKNAME_LEN];
+	int64_t			 dead_until_us;	/* CLOCK_MONOTONIC */
 	char			 err[256];
 };
 
@@ -552,6 +559,15 @@ store_token(void)
 }
 
 static int64_t
+mono_us(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
 ms_to_us(int64_t ms)
 {
 	if (ms < 0)
@@ -758,11 +774,12 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
 	unsigned long	 gen;
 	enum idem_err	 er;
-	int		 loop, held, won;
+	int		 loop, held, won, lost = 0;
 
 	claim_reset(c);
 	fp_lockname(id->scope, id->key, id->keylen, c->lockname);
 	token = store_token();
+	st->dead_until_us = 0;
 
 	for (loop = 0; loop < CLAIM_LOOPS; loop++) {
 		bind_blob(&par[0], id->scope, FP_LEN);
@@ -798,6 +815,8 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 			goto out;
 
 		er = store_read(st, id, c, held, token, &r);
+		if (er == IDEM_ESTORE && st->my == NULL && lost++ == 0)
+			continue;	/* the lock went with it: start over */
 		if (er == IDEM_ENOTFOUND) {
 			/* Gone between the two statements: start over. */
 			if (held && (er = store_unlock(st, c->lockname))
@@ -855,6 +874,12 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 			c->id = r.id;
 			c->lease_left_ms = r.lease_live ?
 			    (r.lease_left_us + 999) / 1000 : 0;
+			if (held && r.lease_live) {
+				memcpy(st->dead_lock, c->lockname,
+				    sizeof(st->dead_lock));
+				st->dead_until_us = mono_us() +
+				    r.lease_left_us;
+			}
 			return IDEM_OK;
 		}
 	}
@@ -876,8 +901,8 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 	MYSQL_STMT	*s;
 	char		 lockname[FP_LOCKNAME_LEN];
 	double		 secs;
-	int64_t		 got = 0;
-	enum idem_err	 er, er2;
+	int64_t		 got = 0, dead_us;
+	enum idem_err	 er = IDEM_OK, er2;
 
 	fp_lockname(id->scope, id->key, id->keylen, lockname);
 	bind_blob(&par[0], id->scope, FP_LEN);
@@ -887,11 +912,24 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 
 	if (wait_ms < 0)
 		wait_ms = 0;
-	secs = (double)wait_ms / 1000.0;	/* MariaDB takes fractions */
-	bind_str(&wpar[0], lockname);
-	bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
-	bind_str(&wpar[2], lockname);
-	er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
+	if (st->dead_until_us != 0 &&
+	    strcmp(st->dead_lock, lockname) == 0) {
+		/* Nobody holds the lock to wake us: sleep out the lease. */
+		dead_us = st->dead_until_us - mono_us() + 1000;
+		st->dead_until_us = 0;
+		if (dead_us > ms_to_us(wait_ms))
+			dead_us = ms_to_us(wait_ms);
+		if (dead_us > 0)
+			usleep((useconds_t)(dead_us > 60000000 ? 60000000 :
+			    dead_us));
+		got = dead_us < ms_to_us(wait_ms);
+	} else {
+		secs = (double)wait_ms / 1000.0;  /* MariaDB takes fractions */
+		bind_str(&wpar[0], lockname);
+		bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
+		bind_str(&wpar[2], lockname);
+		er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
+	}
 	/* Uncount ourselves even after a failed wait (on a fresh
 	 * connection if the wait lost its own). */
 	bind_blob(&par[0], id->scope, FP_LEN);

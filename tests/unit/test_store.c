@@ -310,6 +310,35 @@ test_takeover(void)
 	CHECK(d.body.len == 3 && memcmp(d.body.p, "win", 3) == 0);
 	free_racer(w);
 
+	/* Owner died with its lease still running: a waiter sleeps the
+	 * lease out (no polling on the free lock), then takes over. */
+	mkid(&id, "take-3", "x");
+	id.lease_ms = 400;
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	store_free(a);
+	a = open_store();
+	id.lease_ms = 5000;
+	{
+		int64_t		 t0 = now_us(), waited;
+		uint64_t	 rt0 = store_round_trips(b);
+		int		 rel = 0, rounds = 0;
+
+		for (rounds = 0; rounds < 20; rounds++) {
+			CHECK(store_claim(b, &id, &d) == IDEM_OK);
+			if (d.state != CLAIM_BUSY)
+				break;
+			CHECK(store_wait(b, &id, 5000, &rel) == IDEM_OK);
+		}
+		waited = now_us() - t0;
+		printf("# dead owner: took over after %lld ms, %d waits, "
+		    "%llu round trips\n", (long long)(waited / 1000), rounds,
+		    (unsigned long long)(store_round_trips(b) - rt0));
+		CHECK(d.state == CLAIM_NEW && d.locked);
+		CHECK(rounds <= 2);
+		CHECK(waited > 250000 && waited < 1500000);
+		CHECK(store_release(b, &d) == IDEM_OK);
+	}
+
 	/* Live owner whose lease lapsed but who still holds the lock: not
 	 * taken over. */
 	mkid(&id, "take-2", "x");
