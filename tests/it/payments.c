@@ -148,6 +148,9 @@ main(void)
 	for (i = 0; i < (int)mdlen && i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	hex[64] = '\0';
+	/* Only the digest is needed from here on (and no path may leak it). */
+	free(body);
+	body = NULL;
 
 	sleepms = query_num(q, "sleep", 0);
 	if (query_num(q, "child", 0)) {
@@ -225,6 +228,5 @@ main(void)
 	    env_or("CONTENT_LENGTH", "-"),
 	    query_num(q, "ignore_stdin", 0) ? -1L : (long)blen, hex, tok);
 	write_all(line, strlen(line));
-	free(body);
 	return 0;
 }
