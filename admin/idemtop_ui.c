@@ -721,7 +721,7 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		    a, b);
 		x = grid_put(g, y, x, attr, esc);
 		grid_printf(g, y++, x, TA_NORMAL, ", %llu rows deleted, "
-		    "%llu stale released",
+		    "%llu stale",
 		    (unsigned long long)r->rows_deleted,
 		    (unsigned long long)r->stale_released);
 	}
@@ -902,8 +902,9 @@ draw_box(struct top_grid *g, const char *title, char (*lines)[200], int n)
 	grid_fill(g, y, x, w, TA_TITLE, '-');
 	grid_fill(g, y + h - 1, x, w, TA_TITLE, '-');
 	for (i = 0; i < h; i++) {
-		grid_put(g, y + i, x, TA_TITLE, "|");
-		grid_put(g, y + i, x + w - 1, TA_TITLE, "|");
+		grid_put(g, y + i, x, TA_TITLE, i == 0 || i == h - 1 ? "+" : "|");
+		grid_put(g, y + i, x + w - 1, TA_TITLE,
+		    i == 0 || i == h - 1 ? "+" : "|");
 	}
 	grid_printf(g, y, x + 2, TA_TITLE, " %s ", title);
 	for (i = 0; i < n && i < h - 2; i++)
@@ -958,7 +959,7 @@ draw_detail(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		snprintf(lines[k++], 200, "id        %llu",
 		    (unsigned long long)r->id);
 		fmt_mask_key(r->key, r->keylen, a, sizeof(a));
-		snprintf(lines[k++], 200, "key       %s (%zu bytes)", a,
+		snprintf(lines[k++], 200, "key       %.120s (%zu bytes)", a,
 		    r->keylen);
 		fmt_hex(r->scope, FP_LEN, b, sizeof(b));
 		snprintf(lines[k++], 200, "scope     %s", b);
