@@ -93,6 +93,13 @@ rthread_main(void *arg)
 			continue;
 		}
 		atomic_store(&t->busy, 1);
+		/*
+		 * libfcgi reads FCGI_WEB_SERVER_ADDRS in FCGX_Init and its
+		 * OS_Accept already drops IPv4 peers not listed, whoever made
+		 * the socket; it lets IPv6 and unix peers through.  This check
+		 * covers IPv6 (and v4-mapped) peers and guards against a
+		 * libfcgi that does not filter.
+		 */
 		if (!listen_peer_allowed(req.ipcFd, w->web_addrs))
 			log_warn("connection from a peer not in "
 			    "FCGI_WEB_SERVER_ADDRS refused");
