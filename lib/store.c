@@ -43,22 +43,6 @@
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 #define CLAIM_LOOPS		4
 
-enum stmt_id {
-	STMT_CLAIM,
-	STMT_READ,
-	STMT_TAKEOVER,
-	STMT_RELOCK,
-	STMT_WAITLOCK,
-	STMT_UNLOCK,
-	STMT_RENEW,
-	STMT_COMPLETE,
-	STMT_TOMBSTONE,
-	STMT_RELEASE,
-	STMT_WAIT_INC,
-	STMT_WAIT_DEC,
-	STMT_COUNTERS,
-	STMT__COUNT
-};
 
 #define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
 
@@ -356,8 +340,6 @@ store_round_trips(const struct store *st)
 	return st->round_trips;
 }
 
-static char *counters_sql(void);
-
 /* The prepared statement sid on the current connection. */
 static enum idem_err
 stmt_get(struct store *st, enum stmt_id sid, MYSQL_STMT **out)
@@ -372,7 +354,7 @@ stmt_get(struct store *st, enum stmt_id sid, MYSQL_STMT **out)
 		return IDEM_OK;
 	}
 	if (sid == STMT_COUNTERS) {
-		if ((owned = counters_sql()) == NULL)
+		if ((owned = store_counters_sql()) == NULL)
 			return IDEM_ENOMEM;
 		sql = owned;
 	}
@@ -400,7 +382,7 @@ out:
  * that is safe to repeat is tried once more on a fresh connection.
  * OUT: *out, the executed statement (results not yet read).
  */
-static enum idem_err
+enum idem_err
 store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
     MYSQL_STMT **out)
 {
@@ -436,8 +418,8 @@ store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
 	return IDEM_ESTORE;
 }
 
-static void
-bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
+void
+store_bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
 {
 	memset(b, 0, sizeof(*b));
 	b->buffer_type = t;
@@ -447,10 +429,10 @@ bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
 		b->is_null_value = 1, b->is_null = &b->is_null_value;
 }
 
-static void
-bind_blob(MYSQL_BIND *b, const void *p, size_t len)
+void
+store_bind_blob(MYSQL_BIND *b, const void *p, size_t len)
 {
-	bind_in(b, MYSQL_TYPE_BLOB, p, len);
+	store_bind_in(b, MYSQL_TYPE_BLOB, p, len);
 	if (p == NULL && len == 0) {
 		/* empty, not NULL */
 		b->buffer = (void *)"";
@@ -458,30 +440,30 @@ bind_blob(MYSQL_BIND *b, const void *p, size_t len)
 	}
 }
 
-static void
-bind_str(MYSQL_BIND *b, const char *s)
+void
+store_bind_str(MYSQL_BIND *b, const char *s)
 {
-	bind_in(b, MYSQL_TYPE_STRING, s != NULL ? s : "",
+	store_bind_in(b, MYSQL_TYPE_STRING, s != NULL ? s : "",
 	    s != NULL ? strlen(s) : 0);
 }
 
-static void
-bind_u64(MYSQL_BIND *b, const uint64_t *v)
+void
+store_bind_u64(MYSQL_BIND *b, const uint64_t *v)
 {
-	bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
+	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
 	b->is_unsigned = 1;
 }
 
-static void
-bind_i64(MYSQL_BIND *b, const int64_t *v)
+void
+store_bind_i64(MYSQL_BIND *b, const int64_t *v)
 {
-	bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
+	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
 }
 
-static void
-bind_i32(MYSQL_BIND *b, const int32_t *v)
+void
+store_bind_i32(MYSQL_BIND *b, const int32_t *v)
 {
-	bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
+	store_bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
 }
 
 /* Affected (found) rows of the last execute; -1 on error. */
@@ -543,7 +525,7 @@ store_unlock(struct store *st, const char *lockname)
 	MYSQL_BIND	 par[1];
 	MYSQL_STMT	*s;
 
-	bind_str(&par[0], lockname);
+	store_bind_str(&par[0], lockname);
 	return store_exec(st, STMT_UNLOCK, par, 0, &s);
 }
 
@@ -643,15 +625,15 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 	enum idem_err	 er;
 	int		 rc, i;
 
-	bind_blob(&par[0], id->fp, FP_LEN);
-	bind_blob(&par[1], id->fp, FP_LEN);
-	bind_blob(&par[2], id->fp, FP_LEN);
-	bind_i32(&par[3], &heldv);
-	bind_blob(&par[4], id->fp, FP_LEN);
-	bind_u64(&par[5], &mytoken);
-	bind_str(&par[6], c->lockname);
-	bind_blob(&par[7], id->scope, FP_LEN);
-	bind_blob(&par[8], id->key, id->keylen);
+	store_bind_blob(&par[0], id->fp, FP_LEN);
+	store_bind_blob(&par[1], id->fp, FP_LEN);
+	store_bind_blob(&par[2], id->fp, FP_LEN);
+	store_bind_i32(&par[3], &heldv);
+	store_bind_blob(&par[4], id->fp, FP_LEN);
+	store_bind_u64(&par[5], &mytoken);
+	store_bind_str(&par[6], c->lockname);
+	store_bind_blob(&par[7], id->scope, FP_LEN);
+	store_bind_blob(&par[8], id->key, id->keylen);
 	/* Not repeated on reconnect: the RELEASE_LOCK in it is tied to the
 	 * lost connection anyway, the caller starts over. */
 	if ((er = store_exec(st, STMT_READ, par, 0, &s)) != IDEM_OK)
@@ -747,16 +729,16 @@ store_takeover(struct store *st, const struct req_id *id, uint64_t rowid,
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
 	enum idem_err	 er;
 
-	bind_blob(&par[0], id->fp, FP_LEN);
-	bind_str(&par[1], id->route);
-	bind_str(&par[2], id->method);
-	bind_str(&par[3], id->owner);
-	bind_u64(&par[4], &token);
-	bind_i64(&par[5], &lease_us);
-	bind_i64(&par[6], &ttl_us);
-	bind_u64(&par[7], &rowid);
-	bind_u64(&par[8], &seen_token);
-	bind_u64(&par[9], &token);
+	store_bind_blob(&par[0], id->fp, FP_LEN);
+	store_bind_str(&par[1], id->route);
+	store_bind_str(&par[2], id->method);
+	store_bind_str(&par[3], id->owner);
+	store_bind_u64(&par[4], &token);
+	store_bind_i64(&par[5], &lease_us);
+	store_bind_i64(&par[6], &ttl_us);
+	store_bind_u64(&par[7], &rowid);
+	store_bind_u64(&par[8], &seen_token);
+	store_bind_u64(&par[9], &token);
 	if ((er = store_exec(st, STMT_TAKEOVER, par, 0, &s)) != IDEM_OK)
 		return er;
 	*won = stmt_rows(s) == 1;
@@ -782,16 +764,16 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 	st->dead_until_us = 0;
 
 	for (loop = 0; loop < CLAIM_LOOPS; loop++) {
-		bind_blob(&par[0], id->scope, FP_LEN);
-		bind_blob(&par[1], id->key, id->keylen);
-		bind_str(&par[2], id->route);
-		bind_str(&par[3], id->method);
-		bind_blob(&par[4], id->fp, FP_LEN);
-		bind_str(&par[5], id->owner);
-		bind_u64(&par[6], &token);
-		bind_i64(&par[7], &lease_us);
-		bind_i64(&par[8], &ttl_us);
-		bind_str(&par[9], c->lockname);
+		store_bind_blob(&par[0], id->scope, FP_LEN);
+		store_bind_blob(&par[1], id->key, id->keylen);
+		store_bind_str(&par[2], id->route);
+		store_bind_str(&par[3], id->method);
+		store_bind_blob(&par[4], id->fp, FP_LEN);
+		store_bind_str(&par[5], id->owner);
+		store_bind_u64(&par[6], &token);
+		store_bind_i64(&par[7], &lease_us);
+		store_bind_i64(&par[8], &ttl_us);
+		store_bind_str(&par[9], c->lockname);
 		/*
 		 * Repeatable after a reconnect: the token stays the same, so
 		 * if the first INSERT did land, the retry finds our own row
@@ -905,8 +887,8 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 	enum idem_err	 er = IDEM_OK, er2;
 
 	fp_lockname(id->scope, id->key, id->keylen, lockname);
-	bind_blob(&par[0], id->scope, FP_LEN);
-	bind_blob(&par[1], id->key, id->keylen);
+	store_bind_blob(&par[0], id->scope, FP_LEN);
+	store_bind_blob(&par[1], id->key, id->keylen);
 	if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) != IDEM_OK)
 		return er;
 
@@ -925,15 +907,15 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 		got = dead_us < ms_to_us(wait_ms);
 	} else {
 		secs = (double)wait_ms / 1000.0;  /* MariaDB takes fractions */
-		bind_str(&wpar[0], lockname);
-		bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
-		bind_str(&wpar[2], lockname);
+		store_bind_str(&wpar[0], lockname);
+		store_bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
+		store_bind_str(&wpar[2], lockname);
 		er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
 	}
 	/* Uncount ourselves even after a failed wait (on a fresh
 	 * connection if the wait lost its own). */
-	bind_blob(&par[0], id->scope, FP_LEN);
-	bind_blob(&par[1], id->key, id->keylen);
+	store_bind_blob(&par[0], id->scope, FP_LEN);
+	store_bind_blob(&par[1], id->key, id->keylen);
 	er2 = store_exec(st, STMT_WAIT_DEC, par, 0, &s);
 	if (er != IDEM_OK)
 		return er;
@@ -953,9 +935,9 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 	enum idem_err	 er;
 	int64_t		 got;
 
-	bind_i64(&par[0], &lease_us);
-	bind_u64(&par[1], &rid);
-	bind_u64(&par[2], &tok);
+	store_bind_i64(&par[0], &lease_us);
+	store_bind_u64(&par[1], &rid);
+	store_bind_u64(&par[2], &tok);
 	if ((er = store_exec(st, STMT_RENEW, par, 1, &s)) != IDEM_OK)
 		return er;
 	if (stmt_rows(s) != 1)
@@ -963,8 +945,8 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 	if (c->locked && st->generation != c->conn_gen) {
 		/* Reconnected since the claim: that connection's lock is
 		 * gone; take it back so waiters keep sleeping on it. */
-		bind_str(&par[0], c->lockname);
-		bind_str(&par[1], c->lockname);
+		store_bind_str(&par[0], c->lockname);
+		store_bind_str(&par[1], c->lockname);
 		(void)store_scalar(st, STMT_RELOCK, par, 0, &got);
 	}
 	return IDEM_OK;
@@ -1007,14 +989,14 @@ store_complete(struct store *st, const struct claim *c, int status,
 	uint64_t	 size = bodylen, rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms);
 
-	bind_str(&par[0], c->lockname);
-	bind_i32(&par[1], &st32);
-	bind_blob(&par[2], hdrslen > 0 ? hdrs : NULL, hdrslen);
-	bind_blob(&par[3], bodylen > 0 ? body : NULL, bodylen);
-	bind_u64(&par[4], &size);
-	bind_i64(&par[5], &ttl_us);
-	bind_u64(&par[6], &rid);
-	bind_u64(&par[7], &tok);
+	store_bind_str(&par[0], c->lockname);
+	store_bind_i32(&par[1], &st32);
+	store_bind_blob(&par[2], hdrslen > 0 ? hdrs : NULL, hdrslen);
+	store_bind_blob(&par[3], bodylen > 0 ? body : NULL, bodylen);
+	store_bind_u64(&par[4], &size);
+	store_bind_i64(&par[5], &ttl_us);
+	store_bind_u64(&par[6], &rid);
+	store_bind_u64(&par[7], &tok);
 	return store_finish(st, c, STMT_COMPLETE, par);
 }
 
@@ -1027,11 +1009,11 @@ store_tombstone(struct store *st, const struct claim *c, int status,
 	uint64_t	 rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms);
 
-	bind_str(&par[0], c->lockname);
-	bind_i32(&par[1], &st32);
-	bind_i64(&par[2], &ttl_us);
-	bind_u64(&par[3], &rid);
-	bind_u64(&par[4], &tok);
+	store_bind_str(&par[0], c->lockname);
+	store_bind_i32(&par[1], &st32);
+	store_bind_i64(&par[2], &ttl_us);
+	store_bind_u64(&par[3], &rid);
+	store_bind_u64(&par[4], &tok);
 	return store_finish(st, c, STMT_TOMBSTONE, par);
 }
 
@@ -1044,8 +1026,8 @@ store_release(struct store *st, const struct claim *c)
 	enum idem_err	 er, er2 = IDEM_OK;
 	int64_t		 n = 0;
 
-	bind_u64(&par[0], &rid);
-	bind_u64(&par[1], &tok);
+	store_bind_u64(&par[0], &rid);
+	store_bind_u64(&par[1], &tok);
 	/* Deleting twice is harmless. */
 	er = store_exec(st, STMT_RELEASE, par, 1, &s);
 	if (er == IDEM_OK)
@@ -1058,123 +1040,4 @@ store_release(struct store *st, const struct claim *c)
 	if (er2 != IDEM_OK)
 		return er2;
 	return n == 1 ? IDEM_OK : IDEM_ENOTFOUND;
-}
-
-/* Fleet counters. */
-
-const char *const stat_names[STAT__COUNT] = {
-	[STAT_REQUESTS] = "requests",
-	[STAT_CREATED] = "created",
-	[STAT_REUSED] = "reused",
-	[STAT_MISMATCHED] = "mismatched",
-	[STAT_CONFLICTED] = "conflicted",
-	[STAT_WAITED] = "waited",
-	[STAT_RELEASED] = "released",
-	[STAT_TOMBSTONED] = "tombstoned",
-	[STAT_STORE_ERRORS] = "store_errors",
-	[STAT_MISSING_KEY] = "missing_key",
-	[STAT_INVALID_KEY] = "invalid_key",
-	[STAT_PASSTHROUGH] = "passthrough",
-};
-
-const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
-	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000
-};
-
-#define COUNTER_COLS	(STAT__COUNT + 1 + STAT_WAIT_BUCKETS)
-
-/* Name of counter column i: stat_names, wait_sum_ms, wait_b0..b9. */
-static void
-counter_col(size_t i, char *out, size_t outlen)
-{
-	if (i < STAT__COUNT)
-		snprintf(out, outlen, "%s", stat_names[i]);
-	else if (i == STAT__COUNT)
-		snprintf(out, outlen, "wait_sum_ms");
-	else
-		snprintf(out, outlen, "wait_b%zu", i - STAT__COUNT - 1);
-}
-
-/* INSERT ... ON DUPLICATE KEY UPDATE c = c + VALUES(c) for every column. */
-static char *
-counters_sql(void)
-{
-	struct buf	 b;
-	char		 col[32];
-	size_t		 i;
-	enum idem_err	 er;
-
-	buf_init(&b, 8192);
-	er = buf_addstr(&b, "INSERT INTO idem_counters (minute, host, route");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, ", %s", col);
-	}
-	if (er == IDEM_OK)
-		er = buf_addstr(&b, ") VALUES (FROM_UNIXTIME(?), ?, ?");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++)
-		er = buf_addstr(&b, ", ?");
-	if (er == IDEM_OK)
-		er = buf_addstr(&b, ") ON DUPLICATE KEY UPDATE ");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
-		    col, col, col);
-	}
-	if (er != IDEM_OK) {
-		buf_free(&b);
-		return NULL;
-	}
-	return b.p;
-}
-
-enum idem_err
-store_counters_add(struct store *st, const char *host,
-    const struct stat_row *rows, size_t nrows)
-{
-	MYSQL_BIND	 par[3 + COUNTER_COLS];
-	MYSQL_STMT	*s;
-	uint64_t	 v[COUNTER_COLS];
-	int64_t		 minute;
-	size_t		 i, j;
-	enum idem_err	 er;
-
-	if (nrows == 0)
-		return IDEM_OK;
-	if ((er = store_connect(st)) != IDEM_OK)
-		return er;
-	/* All rows or none, so a failed flush can be retried whole. */
-	if (mysql_real_query(st->my, "START TRANSACTION", 17) != 0) {
-		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
-		if (store_conn_lost(st->errnum))
-			store_disconnect(st);
-		return IDEM_ESTORE;
-	}
-	for (i = 0; i < nrows; i++) {
-		minute = rows[i].minute - rows[i].minute % 60;
-		bind_i64(&par[0], &minute);
-		bind_str(&par[1], host);
-		bind_str(&par[2], rows[i].route);
-		for (j = 0; j < STAT__COUNT; j++)
-			v[j] = rows[i].n[j];
-		v[STAT__COUNT] = rows[i].wait_sum_ms;
-		for (j = 0; j < STAT_WAIT_BUCKETS; j++)
-			v[STAT__COUNT + 1 + j] = rows[i].wait_bucket[j];
-		for (j = 0; j < COUNTER_COLS; j++)
-			bind_u64(&par[3 + j], &v[j]);
-		/* Not repeated: an add that may have landed must not land
-		 * twice.  The caller keeps the rows for its next flush. */
-		if ((er = store_exec(st, STMT_COUNTERS, par, 0, &s)) != IDEM_OK)
-			goto fail;
-	}
-	if (mysql_commit(st->my) == 0)
-		return IDEM_OK;
-	store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
-	er = IDEM_ESTORE;
-fail:
-	if (st->my != NULL && !store_conn_lost(st->errnum))
-		(void)mysql_rollback(st->my);
-	else
-		store_disconnect(st);
-	return er;
 }

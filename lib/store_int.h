@@ -2,7 +2,52 @@
 #ifndef IDEM_STORE_INT_H
 #define IDEM_STORE_INT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mysql.h>
+
 #include "store.h"
+
+/* The prepared statements of lib/store.c, by number. */
+enum stmt_id {
+	STMT_CLAIM,
+	STMT_READ,
+	STMT_TAKEOVER,
+	STMT_RELOCK,
+	STMT_WAITLOCK,
+	STMT_UNLOCK,
+	STMT_RENEW,
+	STMT_COMPLETE,
+	STMT_TOMBSTONE,
+	STMT_RELEASE,
+	STMT_WAIT_INC,
+	STMT_WAIT_DEC,
+	STMT_COUNTERS,
+	STMT__COUNT
+};
+
+/*
+ * Executes statement sid (prepared on first use per connection) with
+ * params par.  A lost connection is closed (the next call reconnects and
+ * re-prepares); with retry set, a statement safe to repeat is tried once
+ * more on a fresh connection.  OUT: *out, the executed statement.
+ */
+enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
+    int retry, MYSQL_STMT **out);
+
+/* Input binds; p is borrowed until the execute.  A NULL blob/string with
+ * len 0 binds SQL NULL for store_bind_in, '' for store_bind_blob. */
+void store_bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p,
+    size_t len);
+void store_bind_blob(MYSQL_BIND *b, const void *p, size_t len);
+void store_bind_str(MYSQL_BIND *b, const char *s);
+void store_bind_u64(MYSQL_BIND *b, const uint64_t *v);
+void store_bind_i64(MYSQL_BIND *b, const int64_t *v);
+void store_bind_i32(MYSQL_BIND *b, const int32_t *v);
+
+/* SQL text of STMT_COUNTERS (malloc'd), built from stat_names. */
+char *store_counters_sql(void);
 
 /* Closes the connection and every prepared statement on it. */
 void store_disconnect(struct store *st);

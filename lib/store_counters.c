@@ -1,0 +1,125 @@
+/* Fleet counters: one row per (minute, host, route), added to. */
+#include <stdio.h>
+#include <string.h>
+
+#include <mysql.h>
+
+#include "store.h"
+#include "store_int.h"
+
+const char *const stat_names[STAT__COUNT] = {
+	[STAT_REQUESTS] = "requests",
+	[STAT_CREATED] = "created",
+	[STAT_REUSED] = "reused",
+	[STAT_MISMATCHED] = "mismatched",
+	[STAT_CONFLICTED] = "conflicted",
+	[STAT_WAITED] = "waited",
+	[STAT_RELEASED] = "released",
+	[STAT_TOMBSTONED] = "tombstoned",
+	[STAT_STORE_ERRORS] = "store_errors",
+	[STAT_MISSING_KEY] = "missing_key",
+	[STAT_INVALID_KEY] = "invalid_key",
+	[STAT_PASSTHROUGH] = "passthrough",
+};
+
+const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
+	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000
+};
+
+#define COUNTER_COLS	(STAT__COUNT + 1 + STAT_WAIT_BUCKETS)
+
+/* Name of counter column i: stat_names, wait_sum_ms, wait_b0..b9. */
+static void
+counter_col(size_t i, char *out, size_t outlen)
+{
+	if (i < STAT__COUNT)
+		snprintf(out, outlen, "%s", stat_names[i]);
+	else if (i == STAT__COUNT)
+		snprintf(out, outlen, "wait_sum_ms");
+	else
+		snprintf(out, outlen, "wait_b%zu", i - STAT__COUNT - 1);
+}
+
+/* INSERT ... ON DUPLICATE KEY UPDATE c = c + VALUES(c) for every column. */
+char *
+store_counters_sql(void)
+{
+	struct buf	 b;
+	char		 col[32];
+	size_t		 i;
+	enum idem_err	 er;
+
+	buf_init(&b, 8192);
+	er = buf_addstr(&b, "INSERT INTO idem_counters (minute, host, route");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, ", %s", col);
+	}
+	if (er == IDEM_OK)
+		er = buf_addstr(&b, ") VALUES (FROM_UNIXTIME(?), ?, ?");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++)
+		er = buf_addstr(&b, ", ?");
+	if (er == IDEM_OK)
+		er = buf_addstr(&b, ") ON DUPLICATE KEY UPDATE ");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
+		    col, col, col);
+	}
+	if (er != IDEM_OK) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+enum idem_err
+store_counters_add(struct store *st, const char *host,
+    const struct stat_row *rows, size_t nrows)
+{
+	MYSQL_BIND	 par[3 + COUNTER_COLS];
+	MYSQL_STMT	*s;
+	uint64_t	 v[COUNTER_COLS];
+	int64_t		 minute;
+	size_t		 i, j;
+	enum idem_err	 er;
+
+	if (nrows == 0)
+		return IDEM_OK;
+	if ((er = store_connect(st)) != IDEM_OK)
+		return er;
+	/* All rows or none, so a failed flush can be retried whole. */
+	if (mysql_real_query(store_mysql(st), "START TRANSACTION", 17) != 0) {
+		store_set_error(st, mysql_errno(store_mysql(st)), mysql_error(store_mysql(st)));
+		if (store_conn_lost(store_errno(st)))
+			store_disconnect(st);
+		return IDEM_ESTORE;
+	}
+	for (i = 0; i < nrows; i++) {
+		minute = rows[i].minute - rows[i].minute % 60;
+		store_bind_i64(&par[0], &minute);
+		store_bind_str(&par[1], host);
+		store_bind_str(&par[2], rows[i].route);
+		for (j = 0; j < STAT__COUNT; j++)
+			v[j] = rows[i].n[j];
+		v[STAT__COUNT] = rows[i].wait_sum_ms;
+		for (j = 0; j < STAT_WAIT_BUCKETS; j++)
+			v[STAT__COUNT + 1 + j] = rows[i].wait_bucket[j];
+		for (j = 0; j < COUNTER_COLS; j++)
+			store_bind_u64(&par[3 + j], &v[j]);
+		/* Not repeated: an add that may have landed must not land
+		 * twice.  The caller keeps the rows for its next flush. */
+		if ((er = store_exec(st, STMT_COUNTERS, par, 0, &s)) != IDEM_OK)
+			goto fail;
+	}
+	if (mysql_commit(store_mysql(st)) == 0)
+		return IDEM_OK;
+	store_set_error(st, mysql_errno(store_mysql(st)), mysql_error(store_mysql(st)));
+	er = IDEM_ESTORE;
+fail:
+	if (store_mysql(st) != NULL && !store_conn_lost(store_errno(st)))
+		(void)mysql_rollback(store_mysql(st));
+	else
+		store_disconnect(st);
+	return er;
+}
