@@ -14,7 +14,7 @@ ask() {
 	read -t 10 -r ANS <&"${PROBE[0]}" || ANS="(no answer)"
 }
 probe_start() { # probe_start OPTION-FILE
-	coproc PROBE { exec "$PROBE_BIN" "$1" 2>>"$T/probe.log"; }
+	coproc PROBE { exec "$PROBE_BIN" "$1"; }
 	PROBE_PID=$PROBE_PID
 }
 probe_stop() {
