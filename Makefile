@@ -44,6 +44,8 @@ ITBIN		:= $(ITBIN_SRC:tests/it/%.c=$(B)/tests/it/%)
 PROGS		:= $(B)/idemgate $(B)/idemctl $(B)/idemtop
 
 .PHONY: all run test bench asan fuzz format clean deps tests
+# Keep test objects between builds.
+.SECONDARY:
 all: $(PROGS)
 tests: $(PROGS) $(UNIT_BIN) $(ITBIN)
 

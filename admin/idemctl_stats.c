@@ -44,7 +44,7 @@ const char ctl_metrics_usage[] =
 "Exit: 0 ok, 1 usage, 2 config, 3 database, 6 schema missing or old.\n";
 
 void
-stats_add(struct admin_stat *dst, const struct admin_stat *src)
+ctlstats_sum(struct admin_stat *dst, const struct admin_stat *src)
 {
 	int	 i;
 
@@ -215,7 +215,7 @@ stats_print(FILE *f, enum stats_format fmt, const struct admin_stat *rows,
 
 	memset(&total, 0, sizeof(total));
 	for (i = 0; i < n; i++)
-		stats_add(&total, &rows[i]);
+		ctlstats_sum(&total, &rows[i]);
 
 	if (fmt == STATS_JSON) {
 		fprintf(f, "{\n  \"since_seconds\": %lld,\n  \"routes\": [",

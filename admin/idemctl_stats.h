@@ -19,7 +19,7 @@ int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_metrics(struct ctl *c, int argc, char **argv);
 
 /* Adds every counter of src to dst (the fleet total row). */
-void stats_add(struct admin_stat *dst, const struct admin_stat *src);
+void ctlstats_sum(struct admin_stat *dst, const struct admin_stat *src);
 
 /* Writes rows and their total in format fmt.  since_s only labels JSON. */
 void stats_print(FILE *f, enum stats_format fmt, const struct admin_stat *rows,

@@ -847,6 +847,9 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 		case 2:
 			c->state = CLAIM_TOMBSTONE;
 			c->id = r.id;
+			/* The first answer's status, so the 410 can say what
+			 * the client missed. */
+			c->status = r.has_status ? r.status : 0;
 			return IDEM_OK;
 		default:
 			/* In progress.  A lapsed lease whose lock is still

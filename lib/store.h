@@ -67,7 +67,8 @@ enum claim_state {
 /*
  * Result of store_claim().  For CLAIM_DONE, status/hdrs/body hold the stored
  * response (owned; claim_reset() frees).  For CLAIM_NEW, id and token name
- * the row we own.  For CLAIM_BUSY, lease_left_ms is the live lease.
+ * the row we own.  For CLAIM_TOMBSTONE, status is the first answer's.  For
+ * CLAIM_BUSY, lease_left_ms is the live lease.
  */
 struct claim {
 	enum claim_state state;
