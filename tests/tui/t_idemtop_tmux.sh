@@ -74,10 +74,26 @@ $(pane)"
 	return 1
 }
 keys() { tm send-keys -t top "$@"; }
+# start_top NAME ARGS...: idemtop in a 100x30 tmux session "top"; its exit
+# status lands in $T/rc-NAME, its stderr in $T/idemtop-NAME.log
+start_top() {
+	local name=$1
+	shift
+	rm -f "$T/rc-$name"
+	tm new-session -d -s top -x 100 -y 30 \
+		"env TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 $IDEMTOP $* 2>$T/idemtop-$name.log; echo \$? >$T/rc-$name"
+}
+# exit_status NAME: idemtop's exit status once it ended ("" if it did not)
+exit_status() {
+	local i
+	for i in $(seq 1 50); do
+		[ -s "$T/rc-$1" ] && { cat "$T/rc-$1"; return 0; }
+		sleep 0.1
+	done
+	echo ""
+}
 
-tm new-session -d -s top -x 100 -y 30 \
-	"env TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 $IDEMTOP -c $T/top.conf 2>$T/idemtop-tui.log"
-tm set-option -t top remain-on-exit on >/dev/null
+start_top tui -c "$T/top.conf"
 
 await "overview shows fleet reuse" 'Fleet reuse: now .* 5m '
 await "overview shows the tabs" '1 Overview +2 In progress +3 Routes +4 Cleanup jobs'
@@ -136,19 +152,12 @@ keys 2 f
 await "f refused without --write" 'read-only: start idemtop with --write'
 
 keys q
-for i in $(seq 1 50); do
-	[ "$(tm display-message -p -t top '#{pane_dead}' 2>/dev/null)" = 1 ] && break
-	sleep 0.1
-done
-expect_eq "q quits" 1 "$(tm display-message -p -t top '#{pane_dead}' 2>/dev/null)"
-expect_eq "q exits 0" 0 "$(tm display-message -p -t top '#{pane_dead_status}' 2>/dev/null)"
+expect_eq "q quits with status 0" 0 "$(exit_status tui)"
 tm kill-session -t top >/dev/null 2>&1
 
 # --write: forget a key behind y/n
 sed "s|$DB-ro.cnf|$DB.cnf|" "$T/top.conf" >"$T/rw.conf"
-tm new-session -d -s top -x 100 -y 30 \
-	"env TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 $IDEMTOP --write -c $T/rw.conf 2>$T/idemtop-rw.log"
-tm set-option -t top remain-on-exit on >/dev/null
+start_top rw --write -c "$T/rw.conf"
 keys 2
 await "--write: title says WRITE" 'WRITE'
 await "--write: key listed" '^>orde'
@@ -162,23 +171,29 @@ await "forget asks again" 'y/n'
 keys y
 await "forgot the key" 'forgot key id'
 expect_eq "forget deleted the row" 1 "$(db_query "$DB" 'SELECT COUNT(*) FROM idem_keys WHERE state = 0')"
+if [ -x "$IDEMCTL" ]; then
+	keys c
+	await "cleanup asks y/n" 'Start idemctl cleanup now\? y/n'
+	keys y
+	await "cleanup ran idemctl and shows its exit" 'idemctl cleanup exited [0-9]+' 20
+	expect_match "cleanup run recorded" '^[1-9]' "$(db_query "$DB" "SELECT COUNT(*) FROM idem_cleanup_runs WHERE host <> 'cron-a'")"
+	keys 4
+	await "cleanup screen lists the new run" '^>.* (ok|failed|partial|running)( |$)' 10
+fi
 keys q
-tm kill-session -t top >/dev/null 2>&1
+expect_eq "--write: q exits 0" 0 "$(exit_status rw)"
 
 # MySQL unreachable: stays up, says so, reconnects when it is back.
 LINK="$T/db.sock"
 printf '[idemgate]\nsocket=%s\nuser=idem_ro\npassword=idem-ro-secret\ndatabase=%s\n' "$LINK" "$DB" >"$T/link.cnf"
 sed "s|$T/$DB-ro.cnf|$T/link.cnf|" "$T/top.conf" >"$T/link.conf"
-tm new-session -d -s top -x 100 -y 30 \
-	"env TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 $IDEMTOP -c $T/link.conf 2>$T/idemtop-down.log"
-tm set-option -t top remain-on-exit on >/dev/null
+start_top down -c "$T/link.conf"
 await "db down: status line says so" 'MySQL down, retry in [0-9]+s'
 await "db down: still running, waiting for data" 'waiting for data'
 ln -s "$MDB_SOCK" "$LINK"
 await "db back: reconnects within the backoff" 'Fleet reuse: now' 20
 keys q
-sleep 0.3
-expect_eq "db outage: q exits 0" 0 "$(tm display-message -p -t top '#{pane_dead_status}' 2>/dev/null)"
+expect_eq "db outage: q exits 0" 0 "$(exit_status down)"
 tm kill-server >/dev/null 2>&1
 
 done_testing

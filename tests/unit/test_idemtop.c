@@ -4,6 +4,10 @@
 #include <string.h>
 
 #include "../lib/check.h"
+#include <sys/wait.h>
+#include <time.h>
+
+#include "idemtop_cmd.h"
 #include "idemtop_data.h"
 #include "idemtop_fmt.h"
 #include "idemtop_ui.h"
@@ -532,6 +536,42 @@ test_fake_source(const struct top_snap *canned)
 	top_snap_free(NULL);
 }
 
+/* The child runner behind 'c': output collected (bounded), exit seen. */
+static void
+test_cmd(void)
+{
+	struct top_cmd	 c;
+	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
+	char		*argv[] = { "/bin/sh", "-c",
+	    "echo cleanup failed: lock; head -c 5000 /dev/zero; exit 3", NULL };
+	char		 path[4096];
+	int		 st = 0, done = 0, i;
+
+	memset(&c, 0, sizeof(c));
+	c.fd = -1;
+	CHECK(top_cmd_poll(&c, &st) == 0);
+	CHECK(top_cmd_start(&c, argv) == IDEM_OK);
+	CHECK(c.pid > 0);
+	CHECK(top_cmd_start(&c, argv) == IDEM_EBUSY);
+	for (i = 0; i < 250 && !done; i++) {
+		done = top_cmd_poll(&c, &st);
+		if (!done)
+			nanosleep(&ts, NULL);
+	}
+	CHECK(done);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	CHECK(strncmp(c.out, "cleanup failed: lock\n", 21) == 0);
+	CHECK(c.outlen == sizeof(c.out) - 1);
+	CHECK(c.pid == 0 && c.fd == -1);
+	/* a child still running when we quit is stopped and reaped */
+	argv[2] = "sleep 5";
+	CHECK(top_cmd_start(&c, argv) == IDEM_OK);
+	top_cmd_stop(&c);
+	CHECK(c.pid == 0);
+	CHECK(top_cmd_sibling("no-such-program-here", path, sizeof(path)) ==
+	    IDEM_ENOTFOUND);
+}
+
 int
 main(void)
 {
@@ -548,6 +588,7 @@ main(void)
 	test_sizes(&s);
 	test_batch(&s);
 	test_fake_source(&s);
+	test_cmd();
 	top_snap_free(&s);
 	return CHECK_DONE();
 }
