@@ -63,7 +63,7 @@ static const char *const stmt_sql[STMT__COUNT] = {
 	    "SELECT id, fingerprint, state, owner_token,"
 	    " lease_until > NOW(6), expires_at > NOW(6),"
 	    " TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"
-	    " IF(state = 1 AND fingerprint = ?, resp_status, NULL),"
+	    " IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"
 	    " IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"
 	    " IF(state = 1 AND fingerprint = ?, resp_body, NULL),"
 	    " IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?"
