@@ -28,8 +28,6 @@ mkdir -p "$LOGS"
 rm -f "$LOGS"/*.log
 PASSED=0
 FAILED=0
-FAILS="$LOGS/FAILS"
-: >"$FAILS"
 
 selected() { # selected NAME: matches a pattern (or no patterns given)
 	local p
@@ -82,6 +80,9 @@ run_part() {
 
 TESTROOT=$(mktemp -d /tmp/idemtest.XXXXXX)
 export TESTROOT
+# private to this run (another run in the same tree shares $LOGS)
+FAILS="$TESTROOT/FAILS"
+: >"$FAILS"
 cleanup() {
 	trap - EXIT INT TERM
 	mariadb_cleanup >/dev/null 2>&1
@@ -166,19 +167,21 @@ if [ "$QUICK" = 0 ]; then
 	fi
 
 	echo "== ASan + UBSan"
-	if make asan >"$LOGS/asan-build.log" 2>&1; then
+	if make -k -j2 asan >"$LOGS/asan-build.log" 2>&1; then
 		PASSED=$((PASSED + 1))
 		echo "PASS: asan build"
-		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
-		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-		unit_and_it build-asan 1
-		unset ASAN_OPTIONS UBSAN_OPTIONS
 	else
-		fail_line "make asan failed (log: $LOGS/asan-build.log)"
+		fail_line "make asan failed (log: $LOGS/asan-build.log): $(grep -m1 -E 'error:|Error [0-9]|undefined reference' "$LOGS/asan-build.log" | cut -c1-200)"
 	fi
+	# whatever did build is still tested
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	unit_and_it build-asan 1
+	unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 echo "== done in $(($(date +%s) - START)) s; logs in $LOGS"
+cp "$FAILS" "$LOGS/FAILS" 2>/dev/null
 if [ -s "$FAILS" ]; then
 	echo "== failures"
 	cat "$FAILS"
