@@ -101,6 +101,8 @@ unit_and_it() { # unit_and_it BUILD SCAN
 		[ -x "$t" ] && [ -f "$t" ] || continue
 		n=$(basename "$t")
 		selected "$n" || continue
+		# each unit binary starts from an empty database
+		[ -n "${IDEM_TEST_MYCNF:-}" ] && mariadb_newdb unit >>"$LOGS/mariadb.log" 2>&1
 		run_part "$b:$n" 120 "$scan" env IDEM_BUILD="$b" "$t"
 	done
 	for t in tests/it/t_*.sh tests/tui/t_*.sh; do

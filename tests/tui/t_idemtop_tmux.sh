@@ -27,14 +27,6 @@ M2="DATE_FORMAT(NOW() - INTERVAL 2 MINUTE, '%Y-%m-%d %H:%i:00')"
 db_query "$DB" "
 INSERT INTO idem_counters (minute, host, route, requests, created, reused, waited, wait_b0)
  VALUES ($M2, 'gw1', '/pay', 100, 60, 40, 5, 5), ($M2, 'gw1', '/orders', 20, 20, 0, 0, 0);
-INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state,
-  owner, owner_token, waiters, created_at, lease_until, expires_at) VALUES
- (UNHEX(SHA2('s',256)), 'order-12345-xy', '/pay', 'POST', UNHEX(SHA2('f',256)), 0,
-  'gw1.example:4242', 1, 3, NOW(6) - INTERVAL 90 SECOND, NOW(6) - INTERVAL 10 SECOND,
-  NOW(6) + INTERVAL 1 DAY),
- (UNHEX(SHA2('s',256)), 'other-key-77', '/orders', 'POST', UNHEX(SHA2('f',256)), 0,
-  'gw2.example:77', 2, 0, NOW(6) - INTERVAL 5 SECOND, NOW(6) + INTERVAL 55 SECOND,
-  NOW(6) + INTERVAL 1 DAY);
 INSERT INTO idem_cleanup_runs (host, started_at, ended_at, rows_deleted, batches, outcome)
  VALUES ('cron-a', NOW(6) - INTERVAL 20 MINUTE, NOW(6) - INTERVAL 19 MINUTE, 77, 1, 'ok');
 " || { not_ok "seed rows"; done_testing; exit 1; }
@@ -93,6 +85,18 @@ exit_status() {
 	echo ""
 }
 
+# The in-progress keys go in last, right before the console starts, so
+# their ages on screen do not depend on how long the set-up above took.
+db_query "$DB" "
+INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state,
+  owner, owner_token, waiters, created_at, lease_until, expires_at) VALUES
+ (UNHEX(SHA2('s',256)), 'order-12345-xy', '/pay', 'POST', UNHEX(SHA2('f',256)), 0,
+  'gw1.example:4242', 1, 3, NOW(6) - INTERVAL 90 SECOND, NOW(6) - INTERVAL 10 SECOND,
+  NOW(6) + INTERVAL 1 DAY),
+ (UNHEX(SHA2('s',256)), 'other-key-77', '/orders', 'POST', UNHEX(SHA2('f',256)), 0,
+  'gw2.example:77', 2, 0, NOW(6) - INTERVAL 5 SECOND, NOW(6) + INTERVAL 55 SECOND,
+  NOW(6) + INTERVAL 1 DAY);
+" || { not_ok "seed in-progress keys"; done_testing; exit 1; }
 start_top tui -c "$T/top.conf"
 
 await "overview shows fleet reuse" 'Fleet reuse: now .* 5m '
@@ -100,7 +104,7 @@ await "overview shows the tabs" '1 Overview +2 In progress +3 Routes +4 Cleanup 
 await "overview shows keys in progress" 'In progress now: 2 keys, waiting now: 3 requests'
 await "overview shows the last cleanup" 'Last cleanup: .*ok, 77 rows deleted'
 if [ "$TRAFFIC" = 1 ]; then
-	await "overview counts idemgate's traffic (flushed counters)" '^ reused +[1-9]' 10
+	await "overview counts idemgate's traffic (flushed counters)" '^ reused +([1-9]|0 +[1-9])' 10
 fi
 
 keys 2
