@@ -15,7 +15,10 @@ TESTROOT=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
 export TESTROOT
 . tests/lib/mariadb.sh
 pids=()
+MAIN_PID=$BASHPID
 cleanup() {
+	# background subshells inherit the trap: only the bench itself cleans up
+	[ "$BASHPID" = "$MAIN_PID" ] || return 0
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	pkill -f "$TESTROOT/" 2>/dev/null
@@ -75,7 +78,9 @@ CONF
 "$B/idemgate" -c "$TESTROOT/idemgate.conf" 2>"$TESTROOT/idemgate.log" &
 gw_pid=$!
 pids+=($gw_pid)
-spawn-fcgi -n -s "$TESTROOT/fcgiwrap.sock" -M 0660 -- /usr/sbin/fcgiwrap -c 16 >/dev/null 2>&1 &
+# fcgiwrap -c signals its whole process group when a child exits: give it
+# a session of its own so that signal cannot reach this script.
+setsid spawn-fcgi -n -s "$TESTROOT/fcgiwrap.sock" -M 0660 -- /usr/sbin/fcgiwrap -c 16 >/dev/null 2>&1 &
 pids+=($!)
 spawn-fcgi -F 2 -s "$TESTROOT/app.sock" -M 0660 -- "$B/tests/it/fcgi_app" >/dev/null 2>&1
 PORT=$(free_port)
@@ -115,8 +120,9 @@ read -r fw_get fw_get99 _ < <(wrk_run "$U/fw/hello.cgi" /dev/null)
 read -r ig_get ig_get99 _ < <(wrk_run "$U/ig/hello" /dev/null)
 read -r fw_post fw_post99 _ < <(wrk_run "$U/fw/hello.cgi" bench/post.lua)
 ( sleep $((DUR / 2)); rss_sample >"$TESTROOT/rss" ) &
+rss_pid=$!
 read -r ig_fresh ig_fresh99 ig_fresh_bad < <(wrk_run "$U/ig/hello" bench/fresh.lua "empty$$")
-wait
+wait "$rss_pid"
 read -r rss_total rss_max <"$TESTROOT/rss"
 read -r app_get app_get99 _ < <(wrk_run "$U/app/" /dev/null)
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-key' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/ig/hello"
@@ -125,14 +131,15 @@ read -r ig_replay ig_replay99 ig_replay_bad < <(wrk_run "$U/ig/hello" bench/repl
 # Waiters: an owner runs a 300 ms handler; 8 retries arrive 50 ms later and
 # wait.  Extra latency = when each waiter got its answer - when the owner did.
 waiters() {
-	local key=w-$RANDOM-$$ t0 i
-	t0=$(date +%s%N)
+	local key=w-$RANDOM-$$ i w=()
 	( curl -s -o /dev/null -X POST -H "Idempotency-Key: $key" -d x=1 "$U/ig/slow"; date +%s%N >"$TESTROOT/owner.t" ) &
+	w+=($!)
 	sleep 0.05
 	for i in 1 2 3 4 5 6 7 8; do
 		( curl -s -o /dev/null -X POST -H "Idempotency-Key: $key" -d x=1 "$U/ig/slow"; date +%s%N >"$TESTROOT/waiter.$i.t" ) &
+		w+=($!)
 	done
-	wait
+	wait "${w[@]}"
 	local owner
 	owner=$(cat "$TESTROOT/owner.t")
 	for i in 1 2 3 4 5 6 7 8; do echo $(( ($(cat "$TESTROOT/waiter.$i.t") - owner) / 1000000 )); done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)], a[NR]}'
