@@ -70,7 +70,7 @@ void ctl_close(struct ctl *c);
 int ctl_parse_scope(const char *s, unsigned char out[FP_LEN]);
 
 /* Parses a KEY argument like the gateway parses the header (bare token or
- * quoted Structured-Field string).  0 on success.  out: KEY_MAX + 1 bytes.
+ * quoted Structured-Field string).  0 on success.  out: FP_KEY_MAX + 1 bytes.
  * OUT: out, len. */
 int ctl_parse_key(const char *s, char *out, size_t *len);
 

@@ -46,7 +46,7 @@ SCOPE_HELP
 struct key_args {
 	const char	*scope_arg;
 	unsigned char	 scope[FP_LEN];
-	char		 key[KEY_MAX + 1];
+	char		 key[FP_KEY_MAX + 1];
 	size_t		 keylen;
 	int		 flag;		/* --body or --force */
 };
@@ -107,7 +107,7 @@ key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 		    argv[optind + 1]);
 	if (ctl_parse_key(argv[optind], a->key, &a->keylen) != 0)
 		return ctl_usage_err(cmd, "invalid key (1 to %d visible ASCII "
-		    "bytes, or a quoted string)", KEY_MAX);
+		    "bytes, or a quoted string)", FP_KEY_MAX);
 	if (ctl_parse_scope(a->scope_arg, a->scope) != 0)
 		return ctl_usage_err(cmd, "invalid --scope (none, "
 		    "remote_user:NAME or header:HEADER-NAME:VALUE)");

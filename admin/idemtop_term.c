@@ -6,9 +6,6 @@
 #include "idemtop_term.h"
 #include "idemtop_ui.h"
 
-/* lib/fp.h's KEY_MAX (key bytes) collides with curses' KEY_MAX; neither is
- * used here. */
-#undef KEY_MAX
 #include <curses.h>
 
 struct top_term {

@@ -226,7 +226,7 @@ guard_serve(struct request *r)
 	struct store		*st = r->ctx->st;
 	struct req_id		 id;
 	struct claim		 c;
-	char			 pname[300], key[KEY_MAX + 1], lkey[40];
+	char			 pname[300], key[FP_KEY_MAX + 1], lkey[40];
 	char			 kind[300];
 	const char		*raw, *sval = "";
 	size_t			 keylen = 0;

@@ -18,7 +18,7 @@ is_ows(unsigned char ch)
 enum idem_err
 key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 {
-	char		 tmp[KEY_MAX + 1];
+	char		 tmp[FP_KEY_MAX + 1];
 	size_t		 b = 0, e = rawlen, i, n = 0;
 	unsigned char	 ch;
 
@@ -45,7 +45,7 @@ key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 				if (ch != '"' && ch != '\\')
 					return IDEM_EINVAL;
 			}
-			if (n == KEY_MAX)
+			if (n == FP_KEY_MAX)
 				return IDEM_EINVAL;
 			tmp[n++] = (char)ch;
 		}
@@ -58,7 +58,7 @@ key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 			if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == ',' ||
 			    ch == ';' || ch == '\\')
 				return IDEM_EINVAL;
-			if (n == KEY_MAX)
+			if (n == FP_KEY_MAX)
 				return IDEM_EINVAL;
 			tmp[n++] = (char)ch;
 		}

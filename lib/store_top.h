@@ -35,7 +35,7 @@ struct top_counts {
 /* One in-progress row.  key holds keylen raw bytes (NUL after them). */
 struct top_key {
 	uint64_t	 id;
-	char		 key[KEY_MAX + 1];
+	char		 key[FP_KEY_MAX + 1];
 	size_t		 keylen;
 	unsigned char	 scope[FP_LEN];
 	char		 route[TOP_TEXT_MAX];

@@ -10,14 +10,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char		 key[KEY_MAX + 1], again[KEY_MAX + 1];
-	char		 quoted[2 * KEY_MAX + 3], lock[FP_LOCKNAME_LEN];
+	char		 key[FP_KEY_MAX + 1], again[FP_KEY_MAX + 1];
+	char		 quoted[2 * FP_KEY_MAX + 3], lock[FP_LOCKNAME_LEN];
 	unsigned char	 scope[FP_LEN], fp[FP_LEN];
 	size_t		 n, m, i, q = 0;
 
 	if (key_parse((const char *)data, size, key, &n) != IDEM_OK)
 		return 0;
-	if (n == 0 || n > KEY_MAX || key[n] != '\0' || strlen(key) != n)
+	if (n == 0 || n > FP_KEY_MAX || key[n] != '\0' || strlen(key) != n)
 		abort();
 	for (i = 0; i < n; i++)
 		if ((unsigned char)key[i] < 0x20 || (unsigned char)key[i] > 0x7e)

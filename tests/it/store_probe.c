@@ -26,7 +26,7 @@ main(int argc, char **argv)
 	struct store	*st = NULL;
 	struct req_id	 id;
 	struct claim	 c;
-	char		 line[512], key[KEY_MAX + 1], body[256];
+	char		 line[512], key[FP_KEY_MAX + 1], body[256];
 	enum idem_err	 er;
 	int		 n;
 

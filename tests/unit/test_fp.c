@@ -13,7 +13,7 @@
 static int
 key_ok(const char *raw, size_t rawlen, const char *want, size_t wantlen)
 {
-	char	 out[KEY_MAX + 1];
+	char	 out[FP_KEY_MAX + 1];
 	size_t	 n = 9999;
 
 	memset(out, 'Z', sizeof(out));
@@ -28,7 +28,7 @@ key_ok(const char *raw, size_t rawlen, const char *want, size_t wantlen)
 static int
 key_bad(const char *raw, size_t rawlen)
 {
-	char	 out[KEY_MAX + 1];
+	char	 out[FP_KEY_MAX + 1];
 	size_t	 n = 4242;
 
 	memset(out, 'Z', sizeof(out));

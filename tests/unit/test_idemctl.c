@@ -28,7 +28,7 @@ main(void)
 	uint64_t	 bk[STAT_WAIT_BUCKETS];
 	struct admin_stat rows[2];
 	struct admin_gauges g;
-	char		 t[40], key[KEY_MAX + 1], *p = NULL;
+	char		 t[40], key[FP_KEY_MAX + 1], *p = NULL;
 	size_t		 len = 0, klen;
 	long		 v;
 	FILE		*f;
