@@ -107,7 +107,7 @@ deps:
 	@sh tools/deps.sh
 
 run: deps all
-	@sh tools/run.sh
+	@bash tools/run.sh
 
 test: deps
 	@bash tests/run.sh

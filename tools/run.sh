@@ -6,11 +6,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 RUN="$top/run"
 PORT=${PORT:-8080}
-mkdir -p "$RUN/cgi-bin" "$RUN/www" "$RUN/log"
+mkdir -p "$RUN/cgi-bin" "$RUN/www/cgi-bin" "$RUN/log"
 : > "$RUN/ledger.txt"
 cp tools/demo/payments.cgi "$RUN/cgi-bin/payments.cgi"
-printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\nhello from a legacy CGI\\n"\n' > "$RUN/cgi-bin/hello.cgi"
-chmod 755 "$RUN/cgi-bin/"*.cgi
+printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\nhello from a legacy CGI\\n"\n' > "$RUN/www/cgi-bin/hello.cgi"
+chmod 755 "$RUN/cgi-bin/"*.cgi "$RUN/www/cgi-bin/"*.cgi
 
 pids=()
 stop() {
@@ -77,7 +77,7 @@ timeout = 30s
 
 [route /]
 handler = script
-script_root = $RUN/cgi-bin
+script_root = $RUN/www/cgi-bin
 CONF
 build/idemctl -c "$RUN/idemgate.conf" migrate >/dev/null
 
@@ -98,8 +98,6 @@ fastcgi.server = (
 	"/cgi-bin/" => (( "socket" => "$RUN/idemgate.sock", "check-local" => "disable" )),
 )
 CONF
-# lighttpd maps SCRIPT_FILENAME from the document root: serve cgi-bin there.
-ln -sfn "$RUN/cgi-bin" "$RUN/www/cgi-bin"
 lighttpd -D -f "$RUN/lighttpd.conf" &
 pids+=($!)
 sleep 0.5
