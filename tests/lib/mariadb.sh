@@ -19,7 +19,7 @@ mariadb_start() {
 	mariadbd --no-defaults --user="$(id -un)" --datadir="$MDB_DIR/data" \
 		--socket="$MDB_SOCK" --skip-networking --pid-file="$MDB_DIR/mariadb.pid" \
 		--tmpdir="$MDB_DIR/tmp" \
-		--log-error="$MDB_DIR/error.log" --innodb-buffer-pool-size=256M \
+		--log-error="$MDB_DIR/error.log" --innodb-buffer-pool-size="${MDB_BUFFER_POOL:-256M}" \
 		--innodb-log-file-size=256M --innodb-flush-log-at-trx-commit=2 \
 		--max-connections=500 --skip-name-resolve >/dev/null 2>&1 &
 	MDB_PID=$!
