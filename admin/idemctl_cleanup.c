@@ -102,17 +102,11 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 		case 'n':
 			dry = 1;
 			break;
-		case 'v':
-			c->verbose = 1;
-			break;
-		case 'c':
-			c->cfgpath = optarg;
-			break;
-		case 'h':
-			fputs(ctl_cleanup_usage, stdout);
-			return CTL_OK;
 		default:
-			return ctl_opt_err("cleanup", ch, argv);
+			if ((rc = ctl_opt_common(c, "cleanup", ch, ctl_cleanup_usage, argv)) !=
+			    CTL_OK)
+				return rc == CTL_HELP ? CTL_OK : rc;
+			break;
 		}
 	}
 	if (optind < argc)

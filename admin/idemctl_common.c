@@ -60,6 +60,25 @@ ctl_opt_err(const char *cmd, int ch, char **argv)
 }
 
 int
+ctl_opt_common(struct ctl *c, const char *cmd, int ch, const char *usage,
+    char **argv)
+{
+	switch (ch) {
+	case 'v':
+		c->verbose = 1;
+		return CTL_OK;
+	case 'c':
+		c->cfgpath = optarg;
+		return CTL_OK;
+	case 'h':
+		fputs(usage, stdout);
+		return CTL_HELP;
+	default:
+		return ctl_opt_err(cmd, ch, argv);
+	}
+}
+
+int
 ctl_load(struct ctl *c)
 {
 	char		 err[512];

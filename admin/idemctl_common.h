@@ -47,6 +47,18 @@ int ctl_usage_err(const char *cmd, const char *fmt, ...)
  */
 int ctl_opt_err(const char *cmd, int ch, char **argv);
 
+/* What ctl_opt_common() returns for -h / --help. */
+#define CTL_HELP	(-1)
+
+/*
+ * The options every command shares, for the default: case of its getopt
+ * loop: -v / --verbose and -c / --config FILE (CTL_OK), -h / --help
+ * (prints usage on stdout, CTL_HELP), anything else (one usage line,
+ * CTL_EUSAGE).
+ */
+int ctl_opt_common(struct ctl *c, const char *cmd, int ch, const char *usage,
+    char **argv);
+
 /* Loads c->cfgpath.  On failure prints one line and returns CTL_ECONFIG. */
 int ctl_load(struct ctl *c);
 

@@ -42,23 +42,17 @@ plain_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int	 ch;
+	int	 ch, rc;
 
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":vc:h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'v':
-			c->verbose = 1;
-			break;
-		case 'c':
-			c->cfgpath = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return -1;
 		default:
-			return ctl_opt_err(cmd, ch, argv);
+			if ((rc = ctl_opt_common(c, cmd, ch, usage, argv)) !=
+			    CTL_OK)
+				return rc;
+			break;
 		}
 	}
 	if (optind < argc)
@@ -221,7 +215,7 @@ check_opts(struct ctl *c, int argc, char **argv, const char **role)
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t	 r;
-	int	 ch;
+	int	 ch, rc;
 
 	optind = 0;
 	opterr = 0;
@@ -238,17 +232,11 @@ check_opts(struct ctl *c, int argc, char **argv, const char **role)
 				    optarg);
 			*role = optarg;
 			break;
-		case 'v':
-			c->verbose = 1;
-			break;
-		case 'c':
-			c->cfgpath = optarg;
-			break;
-		case 'h':
-			fputs(ctl_check_usage, stdout);
-			return -1;
 		default:
-			return ctl_opt_err("check", ch, argv);
+			if ((rc = ctl_opt_common(c, "check", ch, ctl_check_usage, argv)) !=
+			    CTL_OK)
+				return rc;
+			break;
 		}
 	}
 	if (optind < argc)

@@ -64,7 +64,7 @@ key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int	 ch, is_show = strcmp(cmd, "show") == 0;
+	int	 ch, rc, is_show = strcmp(cmd, "show") == 0;
 
 	memset(a, 0, sizeof(*a));
 	optind = 0;
@@ -87,17 +87,11 @@ key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 				    "'--force'");
 			a->flag = 1;
 			break;
-		case 'v':
-			c->verbose = 1;
-			break;
-		case 'c':
-			c->cfgpath = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return -1;
 		default:
-			return ctl_opt_err(cmd, ch, argv);
+			if ((rc = ctl_opt_common(c, cmd, ch, usage, argv)) !=
+			    CTL_OK)
+				return rc;
+			break;
 		}
 	}
 	if (optind >= argc)

@@ -425,7 +425,7 @@ stats_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int	 ch, is_stats = fmt != NULL;
+	int	 ch, rc, is_stats = fmt != NULL;
 	int64_t	 ms;
 
 	optind = 0;
@@ -463,17 +463,11 @@ stats_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 				return ctl_usage_err(cmd, "--format wants "
 				    "table, tsv or json, not '%s'", optarg);
 			break;
-		case 'v':
-			c->verbose = 1;
-			break;
-		case 'c':
-			c->cfgpath = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return -1;
 		default:
-			return ctl_opt_err(cmd, ch, argv);
+			if ((rc = ctl_opt_common(c, cmd, ch, usage, argv)) !=
+			    CTL_OK)
+				return rc;
+			break;
 		}
 	}
 	if (optind < argc)
