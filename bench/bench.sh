@@ -24,7 +24,11 @@ cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	pkill -f "$TESTROOT/" 2>/dev/null
-	sleep 0.5
+	# idemgate drains in-flight requests on SIGTERM: give it time to
+	for _ in $(seq 1 100); do
+		kill -0 "${pids[@]}" 2>/dev/null || break
+		sleep 0.1
+	done
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	pkill -9 -f "$TESTROOT/" 2>/dev/null
 	mariadb_cleanup
