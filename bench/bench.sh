@@ -25,8 +25,11 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	pkill -f "$TESTROOT/" 2>/dev/null
 	# idemgate drains in-flight requests on SIGTERM: give it time to
+	local alive
 	for _ in $(seq 1 100); do
-		kill -0 "${pids[@]}" 2>/dev/null || break
+		alive=0
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ "$alive" = 0 ] && break
 		sleep 0.1
 	done
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
