@@ -544,6 +544,60 @@ sql_int(struct store *st, const char *q)
 	return v;
 }
 
+/*
+ * A connection that completed or replayed a key reads its retries with one
+ * statement; anything but a live completed row with the same fingerprint
+ * still takes the full claim.
+ */
+static void
+test_seen(void)
+{
+	struct store	*a = open_store(), *b = open_store();
+	struct req_id	 id, other;
+	struct claim	 c, d;
+	uint64_t	 rt0;
+
+	claim_init(&c);
+	claim_init(&d);
+	mkid(&id, "seen-1", "amount=5");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_complete(a, &c, 201, "X-A: 1\r\n", 8, "paid", 4,
+	    60000) == IDEM_OK);
+	rt0 = store_round_trips(a);
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_DONE);
+	CHECK(store_round_trips(a) - rt0 == 1);
+	CHECK(c.status == 201 && c.body.len == 4 &&
+	    memcmp(c.body.p, "paid", 4) == 0);
+	CHECK(c.hdrs.len == 8 && memcmp(c.hdrs.p, "X-A: 1\r\n", 8) == 0);
+
+	/* Another connection: two statements first, one once it has seen. */
+	rt0 = store_round_trips(b);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+	CHECK(store_round_trips(b) - rt0 == 2);
+	rt0 = store_round_trips(b);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+	CHECK(store_round_trips(b) - rt0 == 1);
+
+	/* Seen, but a different body: still 422. */
+	mkid(&other, "seen-1", "amount=6");
+	CHECK(store_claim(a, &other, &c) == IDEM_OK &&
+	    c.state == CLAIM_MISMATCH);
+
+	/* Seen, then forgotten by an operator: new again, and a second
+	 * seen connection finds it in progress. */
+	CHECK(sql_int(a, "DELETE FROM idem_keys WHERE idem_key = 'seen-1'")
+	    == -3);
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(c.locked == 1);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_BUSY);
+	CHECK(store_release(a, &c) == IDEM_OK);
+
+	claim_reset(&c);
+	claim_reset(&d);
+	store_free(a);
+	store_free(b);
+}
+
 static void
 test_counters(void)
 {
@@ -693,6 +747,7 @@ main(void)
 
 	test_migrate();
 	test_basic();
+	test_seen();
 	test_tombstone_release();
 	test_race();
 	test_takeover();
