@@ -576,3 +576,44 @@ h_cleanup() {
 }
 trap h_cleanup EXIT
 trap 'exit 130' INT TERM
+
+# front_checks LABEL URL: what every web server in front must get right: a
+# GET passes, a protected POST runs once and replays, a chunked request body
+# (no CONTENT_LENGTH) is read to its end, protected or not.  Expects the
+# handler installed as "pay" (cgi_install pay) on URL, not yet run.
+front_checks() {
+	local L=$1 U=$2 K want
+	http g GET "$U?via=$L"
+	expect_eq "$L: GET" 201 "$HS"
+	expect_match "$L: GET body" "query=via=$L" "$(body g)"
+
+	K=$(new_key)
+	http p1 POST "$U" -H "Idempotency-Key: $K" -H 'Content-Type: application/json' --data-binary '{"a":1}'
+	expect_eq "$L: protected POST 201" 201 "$HS"
+	expect_eq "$L: created" created "$(hdr p1 Idempotency-Result)"
+	http p2 POST "$U" -H "Idempotency-Key: $K" -H 'Content-Type: application/json' --data-binary '{"a":1}'
+	expect_eq "$L: replay 201" 201 "$HS"
+	expect_eq "$L: reused" reused "$(hdr p2 Idempotency-Result)"
+	expect_eq "$L: Idempotent-Replayed" true "$(hdr p2 Idempotent-Replayed)"
+	expect_file_eq "$L: replay body" "$T/p1.b" "$T/p2.b"
+	expect_eq "$L: Location kept" "$(hdr p1 Location)" "$(hdr p2 Location)"
+	http p3 POST "$U" -H "Idempotency-Key: $K" -H 'Content-Type: application/json' --data-binary '{"a":2}'
+	is_problem "$L: other body" p3 422 key-mismatch
+
+	head -c 200000 /dev/urandom >"$T/chunk"
+	want=$(sha256sum "$T/chunk" | cut -d' ' -f1)
+	http c1 POST "$U" -H 'Transfer-Encoding: chunked' --data-binary @"$T/chunk"
+	expect_eq "$L: chunked body, unprotected" 201 "$HS"
+	expect_match "$L: chunked body read to EOF" "body_length=200000" "$(body c1)"
+	expect_match "$L: chunked body intact" "body_sha256=$want" "$(body c1)"
+	K=$(new_key)
+	http c2 POST "$U" -H "Idempotency-Key: $K" -H 'Transfer-Encoding: chunked' --data-binary @"$T/chunk"
+	expect_match "$L: chunked protected body intact" "body_sha256=$want" "$(body c2)"
+	http c3 POST "$U" -H "Idempotency-Key: $K" -H 'Transfer-Encoding: chunked' --data-binary @"$T/chunk"
+	expect_eq "$L: chunked replay" reused "$(hdr c3 Idempotency-Result)"
+	expect_file_eq "$L: chunked replay body" "$T/c2.b" "$T/c3.b"
+	head -c 100 /dev/urandom >>"$T/chunk"
+	http c4 POST "$U" -H "Idempotency-Key: $K" -H 'Transfer-Encoding: chunked' --data-binary @"$T/chunk"
+	is_problem "$L: chunked, other body" c4 422 key-mismatch
+	expect_eq "$L: runs (GET, POST, 2 chunked)" 4 "$(runs pay)"
+}
