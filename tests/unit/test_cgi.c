@@ -15,26 +15,11 @@
 #include <unistd.h>
 
 #include "../lib/check.h"
+#include "../lib/sink.h"
 #include "buf.h"
 #include "cgi.h"
 
 static char	 tmpdir[1024];
-
-static int
-count_fds(void)
-{
-	DIR		*d = opendir("/proc/self/fd");
-	struct dirent	*de;
-	int		 n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
 
 static const char *
 env_get(char **env, const char *name)
@@ -224,30 +209,6 @@ test_resolve(void)
 
 /* ---- cgi_exec ---- */
 
-struct sink {
-	struct buf	 b;
-	size_t		 total;
-	size_t		 fail_after;	/* 0: never fail */
-	int		 ticks;
-};
-
-static enum idem_err
-sink_out(void *arg, const void *p, size_t n)
-{
-	struct sink *s = arg;
-
-	s->total += n;
-	if (s->fail_after > 0 && s->total > s->fail_after)
-		return IDEM_ETOOBIG;
-	return buf_add(&s->b, p, n);
-}
-
-static void
-sink_tick(void *arg)
-{
-	((struct sink *)arg)->ticks++;
-}
-
 static enum idem_err
 run(const char *name, const void *body, size_t bodylen, int64_t tmo,
     struct sink *s, struct cgi_status *st)
@@ -278,13 +239,6 @@ run(const char *name, const void *body, size_t bodylen, int64_t tmo,
 	return er;
 }
 
-static void
-sink_init(struct sink *s)
-{
-	memset(s, 0, sizeof(*s));
-	buf_init(&s->b, 64 * 1024 * 1024);
-}
-
 /* 1 if pid no longer exists (or is a zombie waiting for init). */
 static int
 pid_gone(pid_t pid)
@@ -301,14 +255,6 @@ pid_gone(pid_t pid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return p != NULL && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static void
-sleep_ms(long ms)
-{
-	struct timespec	 ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 static void

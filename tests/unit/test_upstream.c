@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../lib/check.h"
+#include "../lib/sink.h"
 #include "buf.h"
 #include "resp.h"
 #include "upstream.h"
@@ -31,52 +32,6 @@ extern char **environ;
 
 static char	 tmpdir[1024];
 static char	 appaddr[1200];
-
-static int
-count_fds(void)
-{
-	DIR		*d = opendir("/proc/self/fd");
-	struct dirent	*de;
-	int		 n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static void
-sleep_ms(long ms)
-{
-	struct timespec	 ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-struct sink {
-	struct buf	 b;
-	size_t		 fail_after;
-	int		 ticks;
-};
-
-static enum idem_err
-sink_out(void *arg, const void *p, size_t n)
-{
-	struct sink *s = arg;
-
-	if (s->fail_after > 0 && s->b.len + n > s->fail_after)
-		return IDEM_ETOOBIG;
-	return buf_add(&s->b, p, n);
-}
-
-static void
-sink_tick(void *arg)
-{
-	((struct sink *)arg)->ticks++;
-}
 
 static enum idem_err
 call(const char *addr, char *const *params, const void *body, size_t blen,
@@ -96,13 +51,6 @@ call(const char *addr, char *const *params, const void *body, size_t blen,
 	r.tick_ms = 50;
 	r.arg = s;
 	return upstream_exec(&r, app_status);
-}
-
-static void
-sink_init(struct sink *s)
-{
-	memset(s, 0, sizeof(*s));
-	buf_init(&s->b, 16 * 1024 * 1024);
 }
 
 /* ---- against the real libfcgi app ---- */
