@@ -129,7 +129,7 @@ static const struct {
 	{ "gateway", "idemgate", { "idem_keys:SELECT", "idem_keys:INSERT",
 	  "idem_keys:UPDATE", "idem_keys:DELETE", "idem_counters:SELECT",
 	  "idem_counters:INSERT", "idem_counters:UPDATE",
-	  "idem_schema:SELECT", NULL } },
+	  "idem_schema:SELECT", "idem_epoch:SELECT", NULL } },
 	{ "cleanup", "idemctl cleanup/forget", { "idem_keys:SELECT",
 	  "idem_keys:UPDATE", "idem_keys:DELETE", "idem_counters:SELECT",
 	  "idem_counters:DELETE", "idem_cleanup_runs:SELECT",

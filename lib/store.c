@@ -25,6 +25,8 @@
  *               also drops the lock the INSERT took); 1 (that SELECT alone,
  *               taking no lock) when this connection recently completed or
  *               replayed the key: retries come in bursts.
+ *   A retry served by the worker's replay cache (lib/rcache.h, used by
+ *   fcgi/guard.c) makes none.
  *
  * Why the folds are safe:
  * - The INSERT takes the key's named lock before it inserts, in the same
@@ -71,7 +73,8 @@ static const char *const stmt_sql[STMT__COUNT] = {
 	    " IF(state = 1 AND fingerprint = ?, resp_body, NULL),"
 	    " IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?"
 	    "   AND (lease_until <= NOW(6) OR owner_token = ?)), 1,"
-	    "   0 * COALESCE(RELEASE_LOCK(?), 0)), 0)"
+	    "   0 * COALESCE(RELEASE_LOCK(?), 0)), 0),"
+	    " TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"
 	    " FROM idem_keys WHERE scope = ? AND idem_key = ?",
 	/* waiters first: MariaDB's SET sees values assigned before it. */
 	[STMT_TAKEOVER] =
@@ -118,6 +121,12 @@ static const char *const stmt_sql[STMT__COUNT] = {
 	    "UPDATE idem_keys SET waiters = GREATEST(waiters, 1) - 1"
 	    " WHERE scope = ? AND idem_key = ?",
 	[STMT_COUNTERS] = NULL,		/* built from stat_names */
+	/* Bumped by migration 002's triggers: see lib/rcache.h.  A locking
+	 * read waits for a delete in flight to commit, instead of reading
+	 * the value from before it (through as many undo records as the
+	 * delete has rows); a second at most, so a stop is never held up. */
+	[STMT_EPOCH] = "SET STATEMENT innodb_lock_wait_timeout = 1 FOR"
+	    " SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE",
 };
 
 struct store {
@@ -609,6 +618,7 @@ struct row {
 	int		 has_status;
 	int		 status;
 	int		 kept;		/* we still hold the named lock */
+	int64_t		 expires_left_us;	/* ttl left (<= 0: passed) */
 };
 
 /* Fetches column col (length len) into a fresh buffer owned by b. */
@@ -651,15 +661,15 @@ static enum idem_err
 store_read(struct store *st, const struct req_id *id, struct claim *c,
     int held, uint64_t mytoken, struct row *r)
 {
-	MYSQL_BIND	 par[10], res[11];
+	MYSQL_BIND	 par[10], res[12];
 	MYSQL_STMT	*s;
 	uint64_t	 rid = 0, rtok = 0;
 	unsigned char	 rfp[FP_LEN];
 	unsigned long	 fplen = 0, hlen = 0, blen = 0;
 	int32_t		 state = 0, lease_live = 0, live = 0, status = 0;
-	int64_t		 left = 0, kept = 0;
+	int64_t		 left = 0, kept = 0, exp_left = 0;
 	int32_t		 heldv = held;
-	my_bool		 nul[11];
+	my_bool		 nul[12];
 	enum idem_err	 er;
 	int		 rc, i;
 
@@ -679,7 +689,7 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 
 	memset(res, 0, sizeof(res));
 	memset(nul, 0, sizeof(nul));
-	for (i = 0; i < 11; i++)
+	for (i = 0; i < 12; i++)
 		res[i].is_null = &nul[i];
 	res[0].buffer_type = MYSQL_TYPE_LONGLONG;
 	res[0].buffer = &rid;
@@ -707,6 +717,8 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 	res[9].length = &blen;
 	res[10].buffer_type = MYSQL_TYPE_LONGLONG;
 	res[10].buffer = &kept;
+	res[11].buffer_type = MYSQL_TYPE_LONGLONG;
+	res[11].buffer = &exp_left;
 	if (mysql_stmt_bind_result(s, res) != 0) {
 		er = IDEM_ESTORE;
 		goto fail;
@@ -733,6 +745,7 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 	r->has_status = !nul[7];
 	r->status = status;
 	r->kept = held && !nul[10] && kept == 1;
+	r->expires_left_us = nul[11] ? 0 : exp_left;
 	if (!nul[8] && (er = fetch_blob(s, &res[8], 8, hlen, &c->hdrs))
 	    != IDEM_OK)
 		goto fail;
@@ -810,6 +823,7 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 			c->state = CLAIM_DONE;
 			c->id = r.id;
 			c->status = r.has_status ? r.status : 0;
+			c->expires_in_us = r.expires_left_us;
 			return IDEM_OK;
 		}
 		/* Anything else takes the full path below. */
@@ -897,6 +911,7 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 			c->state = CLAIM_DONE;
 			c->id = r.id;
 			c->status = r.has_status ? r.status : 0;
+			c->expires_in_us = r.expires_left_us;
 			seen_add(st, c->lockname);
 			return IDEM_OK;
 		case 2:
@@ -980,6 +995,22 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 	if (er2 != IDEM_OK)
 		return er2;
 	*released = got == 1;
+	return IDEM_OK;
+}
+
+enum idem_err
+store_epoch(struct store *st, uint64_t *epoch)
+{
+	int64_t		 v = -1;
+	enum idem_err	 er;
+
+	if ((er = store_scalar(st, STMT_EPOCH, NULL, 1, &v)) != IDEM_OK)
+		return er;
+	if (v < 0) {
+		store_set_error(st, 0, "idem_epoch holds no counter");
+		return IDEM_ENOTFOUND;
+	}
+	*epoch = (uint64_t)v;
 	return IDEM_OK;
 }
 

@@ -76,6 +76,7 @@ struct claim {
 	uint64_t	 token;
 	int		 locked;	/* we hold the named lock */
 	int64_t		 lease_left_ms;
+	int64_t		 expires_in_us;	/* CLAIM_DONE: ttl left when read */
 	int		 status;
 	struct buf	 hdrs;
 	struct buf	 body;
@@ -105,6 +106,10 @@ enum idem_err store_claim(struct store *st, const struct req_id *id,
  */
 enum idem_err store_wait(struct store *st, const struct req_id *id,
     int64_t wait_ms, int *released);
+
+/* The replay-cache epoch (idem_epoch), which migration 002's triggers
+ * bump when a live completed row is deleted or changed.  OUT: *epoch. */
+enum idem_err store_epoch(struct store *st, uint64_t *epoch);
 
 /* Pushes the lease of an owned row lease_ms into the future. */
 enum idem_err store_renew(struct store *st, const struct claim *c,

@@ -9,6 +9,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "rcache.h"
 #include "store_admin.h"
 
 static _Thread_local char sa_err[512];
@@ -690,6 +691,15 @@ store_admin_key_forget(struct store *st, const unsigned char scope[FP_LEN],
 	er = sa_run(s, in, NULL);
 	n = er == IDEM_OK ? mysql_stmt_affected_rows(s) : 0;
 	sa_close(s);
+	if (er == IDEM_OK && n > 0) {
+		/* Gateways may still hold the answer in memory: return only
+		 * once none may replay it (lib/rcache.h). */
+		struct timespec	 ts = { RCACHE_FORGET_WAIT_MS / 1000,
+		    (RCACHE_FORGET_WAIT_MS % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
 	if (er != IDEM_OK || n > 0)
 		return er;
 
@@ -910,6 +920,7 @@ static const struct {
 	{ "idem_cleanup_runs", "UPDATE", "UPDATE idem_cleanup_runs SET reason = reason WHERE 1 = 0" },
 	{ "idem_cleanup_runs", "DELETE", "DELETE FROM idem_cleanup_runs WHERE 1 = 0" },
 	{ "idem_schema", "SELECT", "SELECT version FROM idem_schema WHERE 1 = 0" },
+	{ "idem_epoch", "SELECT", "SELECT n FROM idem_epoch WHERE 1 = 0" },
 };
 
 enum idem_err

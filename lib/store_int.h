@@ -24,6 +24,7 @@ enum stmt_id {
 	STMT_WAIT_INC,
 	STMT_WAIT_DEC,
 	STMT_COUNTERS,
+	STMT_EPOCH,
 	STMT__COUNT
 };
 

@@ -14,7 +14,9 @@
 --   password = ...
 --   database = idemgate
 --
---   idem_migrate  idemctl migrate: creates and alters the tables
+--   idem_migrate  idemctl migrate: creates and alters the tables; the
+--                 definer of the triggers that bump idem_epoch (do not drop
+--                 this user while they exist)
 --   idem_gateway  idemgate: claims, completes, releases keys; adds counters
 --   idem_cleanup  idemctl cleanup / forget (cron): deletes expired keys,
 --                 releases stale ones, prunes counters, records its runs
@@ -32,6 +34,7 @@ CREATE USER IF NOT EXISTS 'idem_gateway'@'localhost' IDENTIFIED BY 'CHANGE-ME-ga
 GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_gateway'@'localhost';
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters` TO 'idem_gateway'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_gateway'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_epoch` TO 'idem_gateway'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_cleanup'@'localhost' IDENTIFIED BY 'CHANGE-ME-cleanup';
 GRANT SELECT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_cleanup'@'localhost';

@@ -598,6 +598,66 @@ test_seen(void)
 	store_free(b);
 }
 
+/* The replay-cache epoch moves only when a live answer is deleted or
+ * edited; the claim reports how long a replayed answer has left. */
+static void
+test_epoch(void)
+{
+	struct store	*a = open_store(), *b = open_store();
+	struct req_id	 id, gone;
+	struct claim	 c, d;
+	uint64_t	 e0 = 0, e1 = 0;
+	time_t		 t0;
+
+	claim_init(&c);
+	claim_init(&d);
+	CHECK(store_epoch(a, &e0) == IDEM_OK);
+	mkid(&id, "epoch-1", "amount=1");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_renew(a, &c, 5000) == IDEM_OK);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "ok", 2, 60000) == IDEM_OK);
+	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+	printf("# ttl left on replay: %lld us\n", (long long)d.expires_in_us);
+	CHECK(d.expires_in_us > 55000000 && d.expires_in_us <= 60000000);
+	/* A released key and an expired one taken over: no change. */
+	mkid(&gone, "epoch-2", "amount=2");
+	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_release(a, &c) == IDEM_OK);
+	gone.ttl_ms = 1;
+	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(store_complete(a, &c, 200, NULL, 0, "x", 1, 1) == IDEM_OK);
+	usleep(20000);
+	CHECK(store_claim(b, &gone, &d) == IDEM_OK && d.state == CLAIM_NEW);
+	CHECK(store_complete(b, &d, 200, NULL, 0, "y", 1, 1) == IDEM_OK);
+	usleep(20000);
+	/* The waiters count of a live answer, and an expired row's delete. */
+	CHECK(sql_int(a, "UPDATE idem_keys SET waiters = waiters + 1 WHERE"
+	    " idem_key = 'epoch-1'") == -3);
+	CHECK(sql_int(a, "DELETE FROM idem_keys WHERE idem_key = 'epoch-2'")
+	    == -3);
+	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0);
+	/* Edit a live answer, then delete it: one bump each. */
+	CHECK(sql_int(a, "UPDATE idem_keys SET resp_body = 'no' WHERE"
+	    " idem_key = 'epoch-1'") == -3);
+	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 1);
+	/* A delete not yet committed: the epoch read waits for it (a
+	 * locking read: no walk through a long undo chain, and never the
+	 * value from before a bump as if it were current). */
+	CHECK(sql_int(a, "START TRANSACTION") == -3);
+	CHECK(sql_int(a, "DELETE FROM idem_keys WHERE idem_key = 'epoch-1'")
+	    == -3);
+	e1 = 0;
+	t0 = time(NULL);
+	CHECK(store_epoch(b, &e1) == IDEM_ESTORE && e1 == 0);
+	CHECK(time(NULL) - t0 <= 3);	/* gives up after a second */
+	CHECK(sql_int(a, "COMMIT") == -3);
+	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 2);
+	claim_reset(&c);
+	claim_reset(&d);
+	store_free(a);
+	store_free(b);
+}
+
 static void
 test_counters(void)
 {
@@ -748,6 +808,7 @@ main(void)
 	test_migrate();
 	test_basic();
 	test_seen();
+	test_epoch();
 	test_tombstone_release();
 	test_race();
 	test_takeover();
