@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "handler.h"
 #include "log.h"
+#include "rcache.h"
 #include "request.h"
 #include "resp.h"
 #include "stats.h"
@@ -229,8 +230,10 @@ guard_serve(struct request *r)
 	char			 pname[300], key[FP_KEY_MAX + 1], lkey[40];
 	char			 kind[300];
 	const char		*raw, *sval = "";
+	struct rcache_hit	 hit;
 	size_t			 keylen = 0;
-	int64_t			 deadline, t0, waited = 0, left;
+	uint64_t		 gen = 0;
+	int64_t			 deadline, t0, waited = 0, left, read_us = 0;
 	int			 rounds, released, retry = 1;
 	enum idem_err		 er;
 
@@ -300,10 +303,23 @@ guard_serve(struct request *r)
 	id.lease_ms = rt->lease_ms;
 	count(r, STAT_REQUESTS);
 
+	if (r->ctx->rc != NULL) {
+		if (rcache_get(r->ctx->rc, id.scope, key, keylen, id.fp,
+		    rcache_now_us(), &hit)) {
+			count(r, STAT_REUSED);
+			reply_full(r->out, hit.status, hit.hdrs, hit.hdrslen,
+			    HDR_REUSED, hit.body, hit.bodylen);
+			rcache_release(r->ctx->rc, &hit);
+			return;
+		}
+		/* Before the store read: a flush after it voids our put. */
+		gen = rcache_gen(r->ctx->rc);
+	}
 	claim_init(&c);
 	deadline = now_ms() + rt->wait_ms;
 	for (rounds = 0; rounds < CLAIM_ROUNDS; rounds++) {
 		claim_reset(&c);
+		read_us = rcache_now_us();
 		if (store_claim(st, &id, &c) != IDEM_OK) {
 			guard_store_error(r);
 			goto out;
@@ -333,6 +349,12 @@ guard_serve(struct request *r)
 		count(r, STAT_REUSED);
 		reply_full(r->out, c.status, c.hdrs.p, c.hdrs.len, HDR_REUSED,
 		    c.body.p, c.body.len);
+		/* A replayed key is a retried key: keep it for the next. */
+		if (r->ctx->rc != NULL)
+			rcache_put(r->ctx->rc, gen, id.scope, key, keylen,
+			    id.fp, c.status, c.hdrs.p, c.hdrs.len, c.body.p,
+			    c.body.len, read_us + c.expires_in_us,
+			    rcache_now_us());
 		break;
 	case CLAIM_MISMATCH:
 		count(r, STAT_MISMATCHED);

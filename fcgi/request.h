@@ -17,6 +17,7 @@ struct gw_ctx {
 	const struct cfg	*cfg;
 	struct store		*st;		/* this thread's connection */
 	struct stats		*stats;		/* the worker's accumulator */
+	struct rcache		*rc;		/* the worker's replay cache or NULL */
 	const char		*owner;		/* "host:pid" */
 };
 

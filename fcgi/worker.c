@@ -15,6 +15,7 @@
 
 #include "listen.h"
 #include "log.h"
+#include "rcache.h"
 #include "request.h"
 #include "stats.h"
 #include "store.h"
@@ -35,6 +36,7 @@ struct worker {
 	int			 listen_fd;
 	const char		*web_addrs;	/* FCGI_WEB_SERVER_ADDRS */
 	struct stats		*stats;
+	struct rcache		*rc;		/* NULL: replay_cache = 0 */
 	char			 owner[300];
 	char			 host[256];
 	atomic_int		 stop;
@@ -79,6 +81,7 @@ rthread_main(void *arg)
 	ctx.cfg = w->cfg;
 	ctx.st = st;
 	ctx.stats = w->stats;
+	ctx.rc = w->rc;
 	ctx.owner = w->owner;
 	if (FCGX_InitRequest(&req, w->listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)
 	    != 0) {
@@ -168,6 +171,51 @@ flusher_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Vouches for the replay cache: reads the store's epoch every
+ * RCACHE_POLL_MS (lib/rcache.h says why that makes replays from memory
+ * safe).  Stops with the request threads.
+ */
+static void *
+keeper_main(void *arg)
+{
+	struct worker	*w = arg;
+	struct store	*st = NULL;
+	struct timespec	 ts;
+	uint64_t	 epoch;
+	int64_t		 t0, left;
+	int		 failing = 0;
+
+	if (store_thread_init() != IDEM_OK)
+		log_err("MySQL thread init failed");
+	if (store_new(w->cfg, &st) != IDEM_OK)
+		st = NULL;
+	while (st != NULL && !atomic_load(&w->stop)) {
+		t0 = rcache_now_us();
+		if (store_epoch(st, &epoch) == IDEM_OK) {
+			rcache_vouch(w->rc, epoch, t0);
+			if (failing)
+				log_info("replay cache: store readable again");
+			failing = 0;
+		} else {
+			rcache_distrust(w->rc);
+			if (!failing)
+				log_warn("replay cache off until the store "
+				    "answers: %s", store_last_error(st));
+			failing = 1;
+		}
+		left = t0 + RCACHE_POLL_MS * 1000 - rcache_now_us();
+		if (left > 0) {
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long)left * 1000;
+			nanosleep(&ts, NULL);
+		}
+	}
+	store_free(st);
+	store_thread_end();
+	return NULL;
+}
+
 /* Signals idle threads until every request thread has exited. */
 static void
 drain(struct worker *w)
@@ -204,8 +252,8 @@ worker_run(const struct cfg *cfg, int listen_fd)
 	struct worker		 w;
 	struct sigaction	 sa;
 	sigset_t		 set;
-	pthread_t		 flusher;
-	int			 flusher_ok = 0, i, sig, rc = 1;
+	pthread_t		 flusher, keeper;
+	int			 flusher_ok = 0, keeper_ok = 0, i, sig, rc = 1;
 
 	memset(&w, 0, sizeof(w));
 	w.cfg = cfg;
@@ -245,6 +293,16 @@ worker_run(const struct cfg *cfg, int listen_fd)
 		log_err("out of memory");
 		goto out;
 	}
+	if (cfg->replay_cache > 0) {
+		if (rcache_new(cfg->replay_cache, &w.rc) != IDEM_OK) {
+			log_err("out of memory");
+			goto out;
+		}
+		if (pthread_create(&keeper, NULL, keeper_main, &w) == 0)
+			keeper_ok = 1;
+		else
+			log_err("cannot start replay cache thread: cache off");
+	}
 	w.nthreads = cfg->threads > 0 ? cfg->threads : 1;
 	if ((w.threads = calloc((size_t)w.nthreads, sizeof(*w.threads))) ==
 	    NULL) {
@@ -276,6 +334,8 @@ worker_run(const struct cfg *cfg, int listen_fd)
 	rc = 0;
 out:
 	atomic_store(&w.stop, 1);
+	if (keeper_ok)
+		pthread_join(keeper, NULL);
 	if (flusher_ok) {
 		pthread_mutex_lock(&w.flush_mu);
 		w.flush_stop = 1;
@@ -284,6 +344,7 @@ out:
 		pthread_join(flusher, NULL);
 	}
 	free(w.threads);
+	rcache_free(w.rc);
 	stats_free(w.stats);
 	pthread_cond_destroy(&w.flush_cv);
 	pthread_mutex_destroy(&w.flush_mu);

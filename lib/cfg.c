@@ -41,7 +41,7 @@ enum key_id {
 	/* [gateway] */
 	K_LISTEN, K_SOCKET_OWNER, K_SOCKET_MODE, K_THREADS, K_WORKERS, K_LOG,
 	K_MYSQL_DEFAULTS_FILE, K_MYSQL_GROUP, K_HOST_NAME, K_MAX_PARAMS,
-	K_COUNTERS_FLUSH,
+	K_COUNTERS_FLUSH, K_REPLAY_CACHE,
 	/* [cleanup] */
 	K_BATCH, K_SLEEP, K_MAX_SECONDS, K_STALE_AFTER, K_COUNTERS_RETENTION,
 	K_RUNS_RETENTION,
@@ -82,6 +82,7 @@ static const struct cfg_key {
 	[K_HOST_NAME] = { "host_name", SECT_GATEWAY },
 	[K_MAX_PARAMS] = { "max_params", SECT_GATEWAY },
 	[K_COUNTERS_FLUSH] = { "counters_flush", SECT_GATEWAY },
+	[K_REPLAY_CACHE] = { "replay_cache", SECT_GATEWAY },
 	[K_BATCH] = { "batch", SECT_CLEANUP },
 	[K_SLEEP] = { "sleep", SECT_CLEANUP },
 	[K_MAX_SECONDS] = { "max_seconds", SECT_CLEANUP },
@@ -694,6 +695,15 @@ set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 			    "%s must be between 1K and 16M", k);
 		c->max_params = sz;
 		return IDEM_OK;
+	case K_REPLAY_CACHE:
+		if (cfg_parse_size(v, &sz) != 0)
+			return perr(p, IDEM_ECONFIG, line, col,
+			    "bad size '%.*s' for %s", CFG_MAX_SHOWN, v, k);
+		if (sz != 0 && (sz < 64 * 1024 || sz > 1024 * 1024 * 1024))
+			return perr(p, IDEM_ECONFIG, line, col,
+			    "%s must be 0 (off) or between 64K and 1G", k);
+		c->replay_cache = sz;
+		return IDEM_OK;
 	case K_COUNTERS_FLUSH: dst = &c->counters_flush_ms; break;
 	case K_SLEEP: dst = &c->cleanup_sleep_ms; break;
 	case K_MAX_SECONDS: dst = &c->cleanup_max_ms; break;
@@ -1080,6 +1090,7 @@ cfg_new(struct parser *p)
 	c->workers = 2;
 	c->max_params = 64 * 1024;
 	c->counters_flush_ms = 5 * 1000;
+	c->replay_cache = 8 * 1024 * 1024;
 	c->cleanup_batch = 1000;
 	c->cleanup_sleep_ms = 0;
 	c->cleanup_max_ms = 0;

@@ -17,6 +17,9 @@ U=$(url web /payments)
 K=$(new_key)
 http a POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
 expect_eq "MySQL up: created" created "$(hdr a Idempotency-Result)"
+# Retried twice: the gateway's replay cache now holds it.
+for i in 1 2; do http a$i POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'; done
+expect_eq "MySQL up: retries replayed" reused "$(hdr a2 Idempotency-Result)"
 
 mariadb_stop
 n=$(runs pay)
@@ -25,7 +28,7 @@ is_problem "MySQL down" b 503 store-unavailable
 expect_eq "MySQL down: Retry-After" 5 "$(hdr b Retry-After)"
 expect_nomatch "MySQL down: no internal text" 'mysql|MariaDB|socket|/tmp|errno|SQL' "$(body b)"
 http b2 POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
-expect_eq "MySQL down: even a known key gets 503" 503 "$HS"
+expect_eq "MySQL down: even a known (cached) key gets 503" 503 "$HS"
 expect_eq "MySQL down: handler not run" "$n" "$(runs pay)"
 http c GET "$U?unprotected=1"
 expect_eq "MySQL down: unprotected GET still served" 201 "$HS"

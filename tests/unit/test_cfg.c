@@ -156,6 +156,7 @@ test_defaults(void)
 	CHECK(c->host_name != NULL && c->host_name[0] != '\0');
 	CHECK(c->max_params == 64 * 1024);
 	CHECK(c->counters_flush_ms == 5000);
+	CHECK(c->replay_cache == 8 * 1024 * 1024);
 	CHECK(c->cleanup_batch == 1000);
 	CHECK(c->cleanup_sleep_ms == 0);
 	CHECK(c->cleanup_max_ms == 0);
@@ -318,6 +319,9 @@ test_values(void)
 	CHECK(accepted("[gateway]\nsocket_mode = 0\n"));
 	CHECK(accepted("[gateway]\nthreads = 1\nworkers = 1\n"));
 	CHECK(accepted("[gateway]\nmax_params = 1K\n"));
+	CHECK(accepted("[gateway]\nreplay_cache = 0\n"));
+	CHECK(accepted("[gateway]\nreplay_cache = 64K\n"));
+	CHECK(accepted("[gateway]\nreplay_cache = 1G\n"));
 	CHECK(accepted("[cleanup]\nbatch = 1\n"));
 	CHECK(accepted("[idempotency]\nkey_header = a#b\n"));
 	CHECK(refused("[idempotency]\nmethods = \"POST ; PUT\"\n",
@@ -531,6 +535,14 @@ test_errors(void)
 	    "t.conf:2:14: max_params must be between 1K and 16M"));
 	CHECK(refused("[gateway]\nmax_params = lots\n",
 	    "t.conf:2:14: bad size 'lots' for max_params"));
+	CHECK(refused("[gateway]\nreplay_cache = 65535\n",
+	    "t.conf:2:16: replay_cache must be 0 (off) or between 64K and 1G"));
+	CHECK(refused("[gateway]\nreplay_cache = 1025M\n",
+	    "t.conf:2:16: replay_cache must be 0 (off) or between 64K and 1G"));
+	CHECK(refused("[gateway]\nreplay_cache = on\n",
+	    "t.conf:2:16: bad size 'on' for replay_cache"));
+	CHECK(refused(RT "replay_cache = 1M\n",
+	    "t.conf:3:1: unknown key 'replay_cache' in [route /x]"));
 
 	/* [idempotency] / route values. */
 	CHECK(refused("[idempotency]\nrequire_key = maybe\n",
