@@ -103,6 +103,31 @@ guard_renew(void *arg)
 		    store_last_error(o->r->ctx->st));
 }
 
+/*
+ * The handler ran but its answer could not be stored (say, over the
+ * server's max_allowed_packet).  Left in progress, the key would be taken
+ * over once its lease lapsed and the handler would run again; as a
+ * tombstone, retries get 410 instead, as for an answer over max_response.
+ */
+static void
+guard_not_stored(struct request *r, struct claim *c, int status,
+    enum idem_err why)
+{
+	struct store	*st = r->ctx->st;
+
+	log_err("%s: cannot store answer: %s", r->tag,
+	    why == IDEM_ESTORE ? store_last_error(st) : idem_strerror(why));
+	if (why == IDEM_ENOTFOUND)
+		return;		/* no longer ours: forgotten or taken over */
+	if (store_tombstone(st, c, status, r->route->ttl_ms) == IDEM_OK) {
+		count(r, STAT_TOMBSTONED);
+		log_info("%s: key kept as a tombstone", r->tag);
+	} else
+		log_err("%s: cannot keep the key as a tombstone either: %s;"
+		    " a retry after its lease may run the handler again",
+		    r->tag, store_last_error(st));
+}
+
 /* We own the key: run the handler once, record the outcome, answer. */
 static void
 guard_run_owned(struct request *r, struct claim *c)
@@ -169,8 +194,7 @@ guard_run_owned(struct request *r, struct claim *c)
 		ser = store_complete(st, c, status, ph.p, ph.len, pb.p,
 		    pb.len, rt->ttl_ms);
 		if (ser != IDEM_OK)
-			log_err("%s: cannot store answer: %s", r->tag,
-			    store_last_error(st));
+			guard_not_stored(r, c, status, ser);
 		count(r, STAT_CREATED);
 		reply_full(r->out, status, ph.p, ph.len, HDR_CREATED, pb.p,
 		    pb.len);
@@ -181,11 +205,9 @@ guard_run_owned(struct request *r, struct claim *c)
 	if (ser == IDEM_OK)
 		ser = store_complete(st, c, status, rh.p, rh.len, s.body.p,
 		    s.body.len, rt->ttl_ms);
+	/* The handler ran: its answer is delivered all the same. */
 	if (ser != IDEM_OK)
-		/* The handler ran: its answer is delivered all the same. */
-		log_err("%s: cannot store answer: %s", r->tag,
-		    ser == IDEM_ESTORE ? store_last_error(st) :
-		    idem_strerror(ser));
+		guard_not_stored(r, c, status, ser);
 	count(r, STAT_CREATED);
 	reply_full(r->out, status, s.head.hdrs.p, s.head.hdrs.len,
 	    HDR_CREATED, s.body.p, s.body.len);

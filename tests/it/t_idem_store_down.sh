@@ -48,4 +48,27 @@ expect_eq "MySQL back: created" created "$(hdr e Idempotency-Result)"
 http f POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
 expect_eq "MySQL back: key from before the outage replays" reused "$(hdr f Idempotency-Result)"
 expect_file_eq "MySQL back: same body as before the outage" "$T/a.b" "$T/f.b"
+
+# An answer the server refuses to store (over its max_allowed_packet,
+# though under max_response): delivered once, then a tombstone, never a
+# second run, even after the lease.  A new gateway: new connections take
+# the new limit.
+h_sqlroot -e "SET GLOBAL max_allowed_packet = 1048576"
+BIG=$(cgi_install big)
+gw_conf "$T/big.conf" "unix:$T/big.sock" "$DBCNF"
+printf '\n[route /big]\nhandler = cgi:%s\nmax_response = 4M\nwait = 1s\nlease = 2s\n' "$BIG" >>"$T/big.conf"
+gw_start gwbig "$T/big.conf" || { done_testing; exit 1; }
+lighttpd_start webbig "unix:$T/big.sock" || { done_testing; exit 1; }
+K3=$(new_key)
+http g1 POST "$(url webbig /big?bytes=2000000)" -H "Idempotency-Key: $K3" --data-binary 'g'
+expect_eq "not storable: first answer delivered" 201 "$HS"
+expect_eq "not storable: all 2000000 bytes" 2000000 "$(wc -c <"$T/g1.b" | tr -d ' ')"
+expect_match "not storable: logged" 'cannot store answer' "$(cat "$T/gwbig.log")"
+http g2 POST "$(url webbig /big?bytes=2000000)" -H "Idempotency-Key: $K3" --data-binary 'g'
+is_problem "not storable: retry" g2 410 response-not-stored
+expect_match "not storable: retry names the first status" '"original_status" *: *201' "$(body g2)"
+sleep 2.5
+http g3 POST "$(url webbig /big?bytes=2000000)" -H "Idempotency-Key: $K3" --data-binary 'g'
+expect_eq "not storable: retry after the lease still 410" 410 "$HS"
+expect_eq "not storable: handler ran once" 1 "$(runs big)"
 done_testing
