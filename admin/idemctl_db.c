@@ -141,6 +141,8 @@ static const struct {
 };
 
 #define NROLES	(sizeof(roles) / sizeof(roles[0]))
+/* Room for the headers and the rest of the statement. */
+#define CHECK_PACKET_SLACK	(64 * 1024)
 
 static int
 has_priv(const struct admin_priv *p, size_t n, const char *need)
@@ -245,6 +247,37 @@ check_opts(struct ctl *c, int argc, char **argv, const char **role)
 	return CTL_OK;
 }
 
+/*
+ * A stored answer travels in one packet: its body, its headers and the
+ * statement around them must fit the server's max_allowed_packet.  One
+ * that does not is delivered once and kept as a tombstone (410 on retry).
+ */
+static void
+check_packet(struct ctl *c)
+{
+	const struct route	*worst = NULL;
+	uint64_t		 packet = 0;
+	size_t			 i;
+
+	if (store_admin_max_packet(c->st, &packet) != IDEM_OK)
+		return;
+	for (i = 0; i < c->cfg->nroutes; i++)
+		if (worst == NULL ||
+		    c->cfg->routes[i].max_response > worst->max_response)
+			worst = &c->cfg->routes[i];
+	if (worst == NULL)
+		return;
+	if ((uint64_t)worst->max_response + CHECK_PACKET_SLACK > packet)
+		finding("warn", "max_response of route %s (%zu bytes) does not "
+		    "fit the server's max_allowed_packet (%llu) with %d KiB to "
+		    "spare: larger answers are delivered once and kept as "
+		    "tombstones", worst->prefix, worst->max_response,
+		    (unsigned long long)packet, CHECK_PACKET_SLACK / 1024);
+	else
+		finding(" ok ", "max_allowed_packet %llu holds max_response "
+		    "%zu", (unsigned long long)packet, worst->max_response);
+}
+
 int
 ctl_check(struct ctl *c, int argc, char **argv)
 {
@@ -301,6 +334,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	if ((rc = check_roles(privs, n, role)) != CTL_OK)
 		result = rc;
 
+	check_packet(c);
 	if (store_admin_gauges(c->st, &g) == IDEM_OK) {
 		if (!g.has_cleanup_ok)
 			finding("warn", "no successful cleanup run recorded "

@@ -924,6 +924,30 @@ static const struct {
 };
 
 enum idem_err
+store_admin_max_packet(struct store *st, uint64_t *bytes)
+{
+	MYSQL		*m;
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 res[1];
+	uint64_t	 v = 0;
+	enum idem_err	 er;
+
+	if ((m = sa_conn(st)) == NULL)
+		return IDEM_ESTORE;
+	if ((s = sa_prepare(m, "SELECT @@max_allowed_packet")) == NULL)
+		return IDEM_ESTORE;
+	bind_u64(&res[0], &v);
+	if ((er = sa_run(s, NULL, res)) == IDEM_OK) {
+		if (sa_fetch(s) == 0)
+			*bytes = v;
+		else
+			er = IDEM_ESTORE;
+	}
+	sa_close(s);
+	return er;
+}
+
+enum idem_err
 store_admin_privileges(struct store *st, struct admin_priv *privs, size_t max,
     size_t *n)
 {

@@ -154,6 +154,10 @@ struct admin_priv {
 	int		 ok;
 };
 
+/* The server's max_allowed_packet (a stored answer must fit in it).
+ * OUT: *bytes. */
+enum idem_err store_admin_max_packet(struct store *st, uint64_t *bytes);
+
 /*
  * Probes the privileges the gateway and idemctl need by preparing (never
  * executing) one statement per (table, kind); privileges are checked when

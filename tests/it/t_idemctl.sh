@@ -167,6 +167,14 @@ eq "check --role cleanup with read-only user: exit 9" 9 "$RC"
 has "check --role cleanup: fail line names DELETE" "$T/out" '^\[fail\] privileges missing for cleanup .*idem_keys:DELETE'
 run -c "$CONF" check --role janitor
 eq "check --role janitor: exit 1" 1 "$RC"
+PKT=$(sq "SELECT @@max_allowed_packet")
+run -c "$CONF" check
+has "check: max_response fits max_allowed_packet" "$T/out" '^\[ ok \] max_allowed_packet'
+mkconf "$T/bigresp.conf" "$TESTROOT/$DB.cnf" ""
+printf 'max_response = %s\n' "$PKT" >>"$T/bigresp.conf"
+run -c "$T/bigresp.conf" check
+eq "check, max_response = max_allowed_packet: still exit 0 (a warning)" 0 "$RC"
+has "check, max_response = max_allowed_packet: warns, names the route" "$T/out" '^\[warn\] max_response of route /payments'
 
 # ---------------------------------------------------------------- cleanup batching
 seed exp 2500 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
