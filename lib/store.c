@@ -1,19 +1,15 @@
-/* The MySQL/MariaDB store: connection, prepared statements, claim/complete. */
-#include <errno.h>
-#include <pthread.h>
+/* The MySQL/MariaDB store's hot path: claim, wait, renew, complete, release. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <errmsg.h>
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "log.h"
 #include "store.h"
 #include "store_int.h"
 
@@ -46,12 +42,11 @@
 #define CLAIM_MAX_BODY		(64u * 1024 * 1024)
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 #define CLAIM_LOOPS		4
-#define STORE_SEEN_SLOTS	256
 
 
 #define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
 
-static const char *const stmt_sql[STMT__COUNT] = {
+const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_CLAIM] =
 	    "INSERT INTO idem_keys (scope, idem_key, route, method,"
 	    " fingerprint, state, owner, owner_token, waiters, created_at,"
@@ -129,24 +124,6 @@ static const char *const stmt_sql[STMT__COUNT] = {
 	    " SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE",
 };
 
-struct store {
-	const struct cfg	*cfg;
-	MYSQL			*my;		/* NULL when disconnected */
-	MYSQL_STMT		*stmt[STMT__COUNT];
-	unsigned		 errnum;	/* last server/client error */
-	unsigned long		 generation;	/* connects so far */
-	uint64_t		 round_trips;	/* statements executed */
-	/* Set by a claim that found a key's lock free while its lease was
-	 * live (the owner died): store_wait then sleeps out the lease
-	 * instead of waking at once on the free lock, again and again. */
-	char			 dead_lock[FP_LOCKNAME_LEN];
-	int64_t			 dead_until_us;	/* CLOCK_MONOTONIC */
-	/* Keys this connection recently completed or replayed (a hint, not
-	 * a truth: a hit only decides which statement goes first). */
-	uint64_t		 seen[STORE_SEEN_SLOTS];
-	char			 err[256];
-};
-
 /* The seen[] slot value of a key: 64 bits of its lock name's hash (the
  * 16 hex digits after "idem:"); never 0, which marks an empty slot. */
 static uint64_t
@@ -179,42 +156,6 @@ seen_has(const struct store *st, const char *lockname)
 	return st->seen[h % STORE_SEEN_SLOTS] == h;
 }
 
-static pthread_once_t	 global_once = PTHREAD_ONCE_INIT;
-static int		 global_ok;
-
-static void
-global_init_once(void)
-{
-	global_ok = mysql_library_init(0, NULL, NULL) == 0;
-}
-
-enum idem_err
-store_global_init(void)
-{
-	pthread_once(&global_once, global_init_once);
-	return global_ok ? IDEM_OK : IDEM_ESTORE;
-}
-
-void
-store_global_end(void)
-{
-	mysql_library_end();
-}
-
-enum idem_err
-store_thread_init(void)
-{
-	if (store_global_init() != IDEM_OK)
-		return IDEM_ESTORE;
-	return mysql_thread_init() == 0 ? IDEM_OK : IDEM_ESTORE;
-}
-
-void
-store_thread_end(void)
-{
-	mysql_thread_end();
-}
-
 void
 claim_init(struct claim *c)
 {
@@ -231,288 +172,6 @@ claim_reset(struct claim *c)
 	claim_init(c);
 }
 
-enum idem_err
-store_new(const struct cfg *cfg, struct store **out)
-{
-	struct store	*st;
-
-	if (store_global_init() != IDEM_OK)
-		return IDEM_ESTORE;
-	if ((st = calloc(1, sizeof(*st))) == NULL)
-		return IDEM_ENOMEM;
-	st->cfg = cfg;
-	*out = st;
-	return IDEM_OK;
-}
-
-void
-store_disconnect(struct store *st)
-{
-	size_t	 i;
-
-	/* Statements die with their connection: never reuse one. */
-	for (i = 0; i < STMT__COUNT; i++) {
-		if (st->stmt[i] != NULL)
-			mysql_stmt_close(st->stmt[i]);
-		st->stmt[i] = NULL;
-	}
-	if (st->my != NULL)
-		mysql_close(st->my);
-	st->my = NULL;
-}
-
-void
-store_free(struct store *st)
-{
-	if (st == NULL)
-		return;
-	store_disconnect(st);
-	free(st);
-}
-
-const char *
-store_last_error(const struct store *st)
-{
-	return st->err[0] != '\0' ? st->err : "no error";
-}
-
-struct st_mysql *
-store_mysql(struct store *st)
-{
-	return st->my;
-}
-
-unsigned
-store_errno(const struct store *st)
-{
-	return st->errnum;
-}
-
-void
-store_set_error(struct store *st, unsigned errnum, const char *text)
-{
-	st->errnum = errnum;
-	snprintf(st->err, sizeof(st->err), "%u: %s", errnum,
-	    text != NULL ? text : "?");
-}
-
-/* 1 if errnum means the connection is unusable. */
-int
-store_conn_lost(unsigned errnum)
-{
-	if (errnum >= 2000 && errnum < 3000)	/* CR_*: client side */
-		return 1;
-	switch (errnum) {
-	case ER_SERVER_SHUTDOWN:
-	case ER_CONNECTION_KILLED:
-	case ER_NET_READ_ERROR:
-	case ER_NET_READ_INTERRUPTED:
-	case ER_NET_ERROR_ON_WRITE:
-	case ER_NET_WRITE_INTERRUPTED:
-		return 1;
-	}
-	return 0;
-}
-
-/* Read timeout: GET_LOCK in store_wait blocks up to the longest wait. */
-static unsigned
-store_read_timeout(const struct cfg *cfg)
-{
-	int64_t	 ms = 0;
-	size_t	 i;
-
-	for (i = 0; cfg != NULL && i < cfg->nroutes; i++)
-		if (cfg->routes[i].wait_ms > ms)
-			ms = cfg->routes[i].wait_ms;
-	if (ms > 3600 * 1000)
-		ms = 3600 * 1000;
-	return (unsigned)(ms / 1000) + 30;
-}
-
-enum idem_err
-store_connect(struct store *st)
-{
-	MYSQL		*my;
-	unsigned	 cto = 2, rto, wto = 30;
-	my_bool		 off = 0;
-	unsigned long	 maxpkt = 128ul * 1024 * 1024;
-
-	if (st->my != NULL)
-		return IDEM_OK;
-	if ((my = mysql_init(NULL)) == NULL) {
-		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
-		return IDEM_ENOMEM;
-	}
-	rto = store_read_timeout(st->cfg);
-	if (st->cfg != NULL && st->cfg->mysql_defaults_file != NULL)
-		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
-		    st->cfg->mysql_defaults_file);
-	mysql_options(my, MYSQL_READ_DEFAULT_GROUP,
-	    st->cfg != NULL && st->cfg->mysql_group != NULL ?
-	    st->cfg->mysql_group : "idemgate");
-	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
-	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &rto);
-	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
-	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
-	mysql_options(my, MYSQL_OPT_MAX_ALLOWED_PACKET, &maxpkt);
-	mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	/* One clock and one zone for every host: DATETIMEs are UTC. */
-	mysql_options(my, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
-	/* affected rows = matched rows, so an idempotent retry still counts */
-	if (mysql_real_connect(my, NULL, NULL, NULL, NULL, 0, NULL,
-	    CLIENT_FOUND_ROWS) == NULL) {
-		store_set_error(st, mysql_errno(my), mysql_error(my));
-		mysql_close(my);
-		return IDEM_ESTORE;
-	}
-	if (mysql_autocommit(my, 1) != 0) {
-		store_set_error(st, mysql_errno(my), mysql_error(my));
-		mysql_close(my);
-		return IDEM_ESTORE;
-	}
-	st->my = my;
-	st->generation++;
-	return IDEM_OK;
-}
-
-unsigned long
-store_generation(const struct store *st)
-{
-	return st->generation;
-}
-
-uint64_t
-store_round_trips(const struct store *st)
-{
-	return st->round_trips;
-}
-
-/* The prepared statement sid on the current connection. */
-static enum idem_err
-stmt_get(struct store *st, enum stmt_id sid, MYSQL_STMT **out)
-{
-	MYSQL_STMT	*s;
-	char		*owned = NULL;
-	const char	*sql = stmt_sql[sid];
-	enum idem_err	 er = IDEM_OK;
-
-	if (st->stmt[sid] != NULL) {
-		*out = st->stmt[sid];
-		return IDEM_OK;
-	}
-	if (sid == STMT_COUNTERS) {
-		if ((owned = store_counters_sql()) == NULL)
-			return IDEM_ENOMEM;
-		sql = owned;
-	}
-	if ((s = mysql_stmt_init(st->my)) == NULL) {
-		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
-		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
-		mysql_stmt_close(s);
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	st->stmt[sid] = s;
-	*out = s;
-out:
-	free(owned);
-	return er;
-}
-
-/*
- * Executes statement sid with params par.  On a lost connection closes it
- * (the next call reconnects and re-prepares); with retry set, a statement
- * that is safe to repeat is tried once more on a fresh connection.
- * OUT: *out, the executed statement (results not yet read).
- */
-enum idem_err
-store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
-    MYSQL_STMT **out)
-{
-	MYSQL_STMT	*s;
-	enum idem_err	 er;
-	int		 attempt, fresh;
-
-	st->errnum = 0;
-	for (attempt = 0; attempt < 2; attempt++) {
-		fresh = st->my == NULL;
-		if ((er = store_connect(st)) != IDEM_OK)
-			return er;
-		if ((er = stmt_get(st, sid, &s)) == IDEM_OK) {
-			st->round_trips++;
-			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)
-				er = IDEM_ESTORE;
-			else if (mysql_stmt_execute(s) != 0)
-				er = IDEM_ESTORE;
-			if (er == IDEM_OK) {
-				*out = s;
-				return IDEM_OK;
-			}
-			store_set_error(st, mysql_stmt_errno(s),
-			    mysql_stmt_error(s));
-		}
-		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
-			return er;
-		store_disconnect(st);
-		/* A connection that just came up and failed: do not hammer. */
-		if (!retry || fresh)
-			return IDEM_ESTORE;
-	}
-	return IDEM_ESTORE;
-}
-
-void
-store_bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
-{
-	memset(b, 0, sizeof(*b));
-	b->buffer_type = t;
-	b->buffer = (void *)(uintptr_t)p;
-	b->buffer_length = len;
-	if (p == NULL && (t == MYSQL_TYPE_BLOB || t == MYSQL_TYPE_STRING))
-		b->is_null_value = 1, b->is_null = &b->is_null_value;
-}
-
-void
-store_bind_blob(MYSQL_BIND *b, const void *p, size_t len)
-{
-	store_bind_in(b, MYSQL_TYPE_BLOB, p, len);
-	if (p == NULL && len == 0) {
-		/* empty, not NULL */
-		b->buffer = (void *)"";
-		b->is_null = NULL;
-	}
-}
-
-void
-store_bind_str(MYSQL_BIND *b, const char *s)
-{
-	store_bind_in(b, MYSQL_TYPE_STRING, s != NULL ? s : "",
-	    s != NULL ? strlen(s) : 0);
-}
-
-void
-store_bind_u64(MYSQL_BIND *b, const uint64_t *v)
-{
-	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
-	b->is_unsigned = 1;
-}
-
-void
-store_bind_i64(MYSQL_BIND *b, const int64_t *v)
-{
-	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
-}
-
-void
-store_bind_i32(MYSQL_BIND *b, const int32_t *v)
-{
-	store_bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
-}
-
 /* Affected (found) rows of the last execute; -1 on error. */
 static int64_t
 stmt_rows(MYSQL_STMT *s)
@@ -520,49 +179,6 @@ stmt_rows(MYSQL_STMT *s)
 	my_ulonglong	 n = mysql_stmt_affected_rows(s);
 
 	return n == (my_ulonglong)-1 ? -1 : (int64_t)n;
-}
-
-/* Runs a statement that returns one BIGINT (or NULL, as -1). */
-static enum idem_err
-store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
-    int64_t *v)
-{
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 res;
-	int64_t		 val = -1;
-	my_bool		 isnull = 0;
-	enum idem_err	 er;
-	int		 rc;
-
-	if ((er = store_exec(st, sid, par, retry, &s)) != IDEM_OK)
-		return er;
-	memset(&res, 0, sizeof(res));
-	res.buffer_type = MYSQL_TYPE_LONGLONG;
-	res.buffer = &val;
-	res.is_null = &isnull;
-	if (mysql_stmt_bind_result(s, &res) != 0) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	rc = mysql_stmt_fetch(s);
-	if (rc == 1) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	if (rc == MYSQL_NO_DATA)
-		er = IDEM_ENOTFOUND;
-	else
-		*v = isnull ? -1 : val;
-out:
-	if (er == IDEM_ESTORE) {
-		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
-		if (store_conn_lost(st->errnum))
-			store_disconnect(st);
-		else
-			mysql_stmt_free_result(s);
-	} else
-		mysql_stmt_free_result(s);
-	return er;
 }
 
 /* Drops the named lock (best effort; the connection's end drops it too). */

@@ -9,6 +9,9 @@
 
 #include "store.h"
 
+/* Keys a connection remembers having completed or replayed. */
+#define STORE_SEEN_SLOTS	256
+
 /* The prepared statements of lib/store.c, by number. */
 enum stmt_id {
 	STMT_CLAIM,
@@ -26,6 +29,29 @@ enum stmt_id {
 	STMT_COUNTERS,
 	STMT_EPOCH,
 	STMT__COUNT
+};
+
+/* Their SQL text, by number (STMT_COUNTERS: NULL, built at prepare). */
+extern const char *const store_stmt_sql[STMT__COUNT];
+
+/* One connection (lib/store_conn.c) and what the claim logic
+ * (lib/store.c) remembers about it. */
+struct store {
+	const struct cfg	*cfg;
+	MYSQL			*my;		/* NULL when disconnected */
+	MYSQL_STMT		*stmt[STMT__COUNT];
+	unsigned		 errnum;	/* last server/client error */
+	unsigned long		 generation;	/* connects so far */
+	uint64_t		 round_trips;	/* statements executed */
+	/* Set by a claim that found a key's lock free while its lease was
+	 * live (the owner died): store_wait then sleeps out the lease
+	 * instead of waking at once on the free lock, again and again. */
+	char			 dead_lock[FP_LOCKNAME_LEN];
+	int64_t			 dead_until_us;	/* CLOCK_MONOTONIC */
+	/* Keys this connection recently completed or replayed (a hint, not
+	 * a truth: a hit only decides which statement goes first). */
+	uint64_t		 seen[STORE_SEEN_SLOTS];
+	char			 err[256];
 };
 
 /*
@@ -46,6 +72,11 @@ void store_bind_str(MYSQL_BIND *b, const char *s);
 void store_bind_u64(MYSQL_BIND *b, const uint64_t *v);
 void store_bind_i64(MYSQL_BIND *b, const int64_t *v);
 void store_bind_i32(MYSQL_BIND *b, const int32_t *v);
+
+/* Runs statement sid, which returns one BIGINT: *v (NULL as -1).
+ * IDEM_ENOTFOUND if it returned no row. */
+enum idem_err store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
+    int retry, int64_t *v);
 
 /* SQL text of STMT_COUNTERS (malloc'd), built from stat_names. */
 char *store_counters_sql(void);

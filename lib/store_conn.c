@@ -1,0 +1,372 @@
+/* The store's connection: client library set-up, connect and reconnect, prepared statements, binds. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include "store.h"
+#include "store_int.h"
+
+static pthread_once_t	 global_once = PTHREAD_ONCE_INIT;
+static int		 global_ok;
+
+static void
+global_init_once(void)
+{
+	global_ok = mysql_library_init(0, NULL, NULL) == 0;
+}
+
+enum idem_err
+store_global_init(void)
+{
+	pthread_once(&global_once, global_init_once);
+	return global_ok ? IDEM_OK : IDEM_ESTORE;
+}
+
+void
+store_global_end(void)
+{
+	mysql_library_end();
+}
+
+enum idem_err
+store_thread_init(void)
+{
+	if (store_global_init() != IDEM_OK)
+		return IDEM_ESTORE;
+	return mysql_thread_init() == 0 ? IDEM_OK : IDEM_ESTORE;
+}
+
+void
+store_thread_end(void)
+{
+	mysql_thread_end();
+}
+
+enum idem_err
+store_new(const struct cfg *cfg, struct store **out)
+{
+	struct store	*st;
+
+	if (store_global_init() != IDEM_OK)
+		return IDEM_ESTORE;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return IDEM_ENOMEM;
+	st->cfg = cfg;
+	*out = st;
+	return IDEM_OK;
+}
+
+void
+store_disconnect(struct store *st)
+{
+	size_t	 i;
+
+	/* Statements die with their connection: never reuse one. */
+	for (i = 0; i < STMT__COUNT; i++) {
+		if (st->stmt[i] != NULL)
+			mysql_stmt_close(st->stmt[i]);
+		st->stmt[i] = NULL;
+	}
+	if (st->my != NULL)
+		mysql_close(st->my);
+	st->my = NULL;
+}
+
+void
+store_free(struct store *st)
+{
+	if (st == NULL)
+		return;
+	store_disconnect(st);
+	free(st);
+}
+
+const char *
+store_last_error(const struct store *st)
+{
+	return st->err[0] != '\0' ? st->err : "no error";
+}
+
+struct st_mysql *
+store_mysql(struct store *st)
+{
+	return st->my;
+}
+
+unsigned
+store_errno(const struct store *st)
+{
+	return st->errnum;
+}
+
+void
+store_set_error(struct store *st, unsigned errnum, const char *text)
+{
+	st->errnum = errnum;
+	snprintf(st->err, sizeof(st->err), "%u: %s", errnum,
+	    text != NULL ? text : "?");
+}
+
+/* 1 if errnum means the connection is unusable. */
+int
+store_conn_lost(unsigned errnum)
+{
+	if (errnum >= 2000 && errnum < 3000)	/* CR_*: client side */
+		return 1;
+	switch (errnum) {
+	case ER_SERVER_SHUTDOWN:
+	case ER_CONNECTION_KILLED:
+	case ER_NET_READ_ERROR:
+	case ER_NET_READ_INTERRUPTED:
+	case ER_NET_ERROR_ON_WRITE:
+	case ER_NET_WRITE_INTERRUPTED:
+		return 1;
+	}
+	return 0;
+}
+
+/* Read timeout: GET_LOCK in store_wait blocks up to the longest wait. */
+static unsigned
+store_read_timeout(const struct cfg *cfg)
+{
+	int64_t	 ms = 0;
+	size_t	 i;
+
+	for (i = 0; cfg != NULL && i < cfg->nroutes; i++)
+		if (cfg->routes[i].wait_ms > ms)
+			ms = cfg->routes[i].wait_ms;
+	if (ms > 3600 * 1000)
+		ms = 3600 * 1000;
+	return (unsigned)(ms / 1000) + 30;
+}
+
+enum idem_err
+store_connect(struct store *st)
+{
+	MYSQL		*my;
+	unsigned	 cto = 2, rto, wto = 30;
+	my_bool		 off = 0;
+	unsigned long	 maxpkt = 128ul * 1024 * 1024;
+
+	if (st->my != NULL)
+		return IDEM_OK;
+	if ((my = mysql_init(NULL)) == NULL) {
+		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
+		return IDEM_ENOMEM;
+	}
+	rto = store_read_timeout(st->cfg);
+	if (st->cfg != NULL && st->cfg->mysql_defaults_file != NULL)
+		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
+		    st->cfg->mysql_defaults_file);
+	mysql_options(my, MYSQL_READ_DEFAULT_GROUP,
+	    st->cfg != NULL && st->cfg->mysql_group != NULL ?
+	    st->cfg->mysql_group : "idemgate");
+	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
+	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &rto);
+	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
+	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
+	mysql_options(my, MYSQL_OPT_MAX_ALLOWED_PACKET, &maxpkt);
+	mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	/* One clock and one zone for every host: DATETIMEs are UTC. */
+	mysql_options(my, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
+	/* affected rows = matched rows, so an idempotent retry still counts */
+	if (mysql_real_connect(my, NULL, NULL, NULL, NULL, 0, NULL,
+	    CLIENT_FOUND_ROWS) == NULL) {
+		store_set_error(st, mysql_errno(my), mysql_error(my));
+		mysql_close(my);
+		return IDEM_ESTORE;
+	}
+	if (mysql_autocommit(my, 1) != 0) {
+		store_set_error(st, mysql_errno(my), mysql_error(my));
+		mysql_close(my);
+		return IDEM_ESTORE;
+	}
+	st->my = my;
+	st->generation++;
+	return IDEM_OK;
+}
+
+unsigned long
+store_generation(const struct store *st)
+{
+	return st->generation;
+}
+
+uint64_t
+store_round_trips(const struct store *st)
+{
+	return st->round_trips;
+}
+
+/* The prepared statement sid on the current connection. */
+static enum idem_err
+stmt_get(struct store *st, enum stmt_id sid, MYSQL_STMT **out)
+{
+	MYSQL_STMT	*s;
+	char		*owned = NULL;
+	const char	*sql = store_stmt_sql[sid];
+	enum idem_err	 er = IDEM_OK;
+
+	if (st->stmt[sid] != NULL) {
+		*out = st->stmt[sid];
+		return IDEM_OK;
+	}
+	if (sid == STMT_COUNTERS) {
+		if ((owned = store_counters_sql()) == NULL)
+			return IDEM_ENOMEM;
+		sql = owned;
+	}
+	if ((s = mysql_stmt_init(st->my)) == NULL) {
+		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
+		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
+		mysql_stmt_close(s);
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	st->stmt[sid] = s;
+	*out = s;
+out:
+	free(owned);
+	return er;
+}
+
+/*
+ * Executes statement sid with params par.  On a lost connection closes it
+ * (the next call reconnects and re-prepares); with retry set, a statement
+ * that is safe to repeat is tried once more on a fresh connection.
+ * OUT: *out, the executed statement (results not yet read).
+ */
+enum idem_err
+store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
+    MYSQL_STMT **out)
+{
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+	int		 attempt, fresh;
+
+	st->errnum = 0;
+	for (attempt = 0; attempt < 2; attempt++) {
+		fresh = st->my == NULL;
+		if ((er = store_connect(st)) != IDEM_OK)
+			return er;
+		if ((er = stmt_get(st, sid, &s)) == IDEM_OK) {
+			st->round_trips++;
+			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)
+				er = IDEM_ESTORE;
+			else if (mysql_stmt_execute(s) != 0)
+				er = IDEM_ESTORE;
+			if (er == IDEM_OK) {
+				*out = s;
+				return IDEM_OK;
+			}
+			store_set_error(st, mysql_stmt_errno(s),
+			    mysql_stmt_error(s));
+		}
+		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
+			return er;
+		store_disconnect(st);
+		/* A connection that just came up and failed: do not hammer. */
+		if (!retry || fresh)
+			return IDEM_ESTORE;
+	}
+	return IDEM_ESTORE;
+}
+
+void
+store_bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
+{
+	memset(b, 0, sizeof(*b));
+	b->buffer_type = t;
+	b->buffer = (void *)(uintptr_t)p;
+	b->buffer_length = len;
+	if (p == NULL && (t == MYSQL_TYPE_BLOB || t == MYSQL_TYPE_STRING))
+		b->is_null_value = 1, b->is_null = &b->is_null_value;
+}
+
+void
+store_bind_blob(MYSQL_BIND *b, const void *p, size_t len)
+{
+	store_bind_in(b, MYSQL_TYPE_BLOB, p, len);
+	if (p == NULL && len == 0) {
+		/* empty, not NULL */
+		b->buffer = (void *)"";
+		b->is_null = NULL;
+	}
+}
+
+void
+store_bind_str(MYSQL_BIND *b, const char *s)
+{
+	store_bind_in(b, MYSQL_TYPE_STRING, s != NULL ? s : "",
+	    s != NULL ? strlen(s) : 0);
+}
+
+void
+store_bind_u64(MYSQL_BIND *b, const uint64_t *v)
+{
+	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
+	b->is_unsigned = 1;
+}
+
+void
+store_bind_i64(MYSQL_BIND *b, const int64_t *v)
+{
+	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
+}
+
+void
+store_bind_i32(MYSQL_BIND *b, const int32_t *v)
+{
+	store_bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
+}
+
+enum idem_err
+store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
+    int64_t *v)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 res;
+	int64_t		 val = -1;
+	my_bool		 isnull = 0;
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((er = store_exec(st, sid, par, retry, &s)) != IDEM_OK)
+		return er;
+	memset(&res, 0, sizeof(res));
+	res.buffer_type = MYSQL_TYPE_LONGLONG;
+	res.buffer = &val;
+	res.is_null = &isnull;
+	if (mysql_stmt_bind_result(s, &res) != 0) {
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	rc = mysql_stmt_fetch(s);
+	if (rc == 1) {
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	if (rc == MYSQL_NO_DATA)
+		er = IDEM_ENOTFOUND;
+	else
+		*v = isnull ? -1 : val;
+out:
+	if (er == IDEM_ESTORE) {
+		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
+		if (store_conn_lost(st->errnum))
+			store_disconnect(st);
+		else
+			mysql_stmt_free_result(s);
+	} else
+		mysql_stmt_free_result(s);
+	return er;
+}
