@@ -1,5 +1,5 @@
 #!/bin/bash
-# Listeners: unix socket (never world-writable), tcp (FCGI_WEB_SERVER_ADDRS), fd:0 via spawn-fcgi.
+# Listeners: unix socket (never world-writable), tcp (FCGI_WEB_SERVER_ADDRS), fd:0 via spawn-fcgi and systemd socket activation.
 . "$(dirname "$0")/../lib/harness.sh"
 
 db_new "$TNAME" || { done_testing; exit 1; }
@@ -64,5 +64,39 @@ if wait_until 10 test -S "$T/sf.sock"; then
 	expect_eq "fd:0: protected POST replayed" reused "$(hdr e2 Idempotency-Result)"
 else
 	not_ok "spawn-fcgi socket appears"
+fi
+
+# systemd socket activation, as systemd does it: the socket on fd 3,
+# LISTEN_PID = the service's pid (exec in place keeps it), LISTEN_FDS = 1,
+# and fd 0 /dev/null (so idemgate must not fall back to it).
+gw_conf "$T/sd.conf" "fd:0" "$DBCNF"
+printf '%s\n' "$ROUTE" >>"$T/sd.conf"
+python3 - "$T/sd.sock" "$IDEMGATE" "$T/sd.conf" >"$T/sd.log" 2>&1 </dev/null <<'PY' &
+import os, socket, sys
+path, gw, conf = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o660)
+s.listen(64)
+os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1",
+           LISTEN_FDNAMES="idemgate.socket")
+os.execve(gw, [gw, "-c", conf], env)
+PY
+GW_PID[sd]=$!
+if wait_until 10 test -S "$T/sd.sock" && wait_until 5 gw_has_workers sd; then
+	lighttpd_start wsd "unix:$T/sd.sock"
+	K=$(new_key)
+	http s1 POST "$(url wsd /payments?sd=1)" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "socket activation: protected POST created" created "$(hdr s1 Idempotency-Result)"
+	expect_match "socket activation: CGI answered" 'query=sd=1' "$(body s1)"
+	http s2 POST "$(url wsd /payments?sd=1)" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "socket activation: retry replayed" reused "$(hdr s2 Idempotency-Result)"
+	http s3 GET "$(url wsd /payments?env=1)"
+	expect_match "socket activation: handler environment readable" 'REQUEST_METHOD=GET' "$(body s3)"
+	expect_nomatch "socket activation: LISTEN_* not passed to the handler" 'LISTEN_' "$(body s3)"
+else
+	not_ok "socket activation: idemgate serves the inherited socket" "$(tail -3 "$T/sd.log")"
 fi
 done_testing
