@@ -1,0 +1,104 @@
+/* Internals shared by lib/cfg.c (file, sections, routes) and lib/cfg_keys.c (key values). */
+#ifndef IDEM_CFG_INT_H
+#define IDEM_CFG_INT_H
+
+#include <stdint.h>
+
+#include "cfg.h"
+
+#define CFG_MAX_FILE	(1024 * 1024)	/* whole file */
+#define CFG_MAX_LINE	4096		/* one line, without its newline */
+#define CFG_MAX_PREFIX	255		/* route column in the store */
+#define CFG_MAX_HOST	64		/* host label in counters and owners */
+#define CFG_MAX_METHOD	16		/* method column in the store */
+#define CFG_MAX_SHOWN	64		/* bytes of a bad value quoted in messages */
+/* Ten years: callers add durations to clocks without overflow checks. */
+#define CFG_MAX_DURATION_MS	(3650LL * 86400 * 1000)
+
+enum sect {
+	SECT_NONE = 0,
+	SECT_GATEWAY = 1 << 0,
+	SECT_IDEM = 1 << 1,
+	SECT_ROUTE = 1 << 2,
+	SECT_CLEANUP = 1 << 3,
+	SECT_CONSOLE = 1 << 4,
+};
+
+enum key_id {
+	/* [idempotency] and [route] */
+	K_IDEMPOTENCY, K_KEY_HEADER, K_METHODS, K_REQUIRE_KEY, K_SCOPE, K_TTL,
+	K_WAIT, K_LEASE, K_STORE_5XX, K_MAX_BODY, K_MAX_RESPONSE,
+	K_ON_STORE_ERROR, K_TIMEOUT,
+	/* [route] only */
+	K_HANDLER, K_SCRIPT_ROOT,
+	/* [gateway] */
+	K_LISTEN, K_SOCKET_OWNER, K_SOCKET_MODE, K_THREADS, K_WORKERS, K_LOG,
+	K_MYSQL_DEFAULTS_FILE, K_MYSQL_GROUP, K_HOST_NAME, K_MAX_PARAMS,
+	K_COUNTERS_FLUSH, K_REPLAY_CACHE,
+	/* [cleanup] */
+	K_BATCH, K_SLEEP, K_MAX_SECONDS, K_STALE_AFTER, K_COUNTERS_RETENTION,
+	K_RUNS_RETENTION,
+	/* [console] */
+	K_REFRESH, K_CLEANUP_WARN_AFTER,
+	K__MAX
+};
+
+#define RI	(SECT_IDEM | SECT_ROUTE)
+
+/* Each key's name and the sections it may appear in. */
+struct cfg_key {
+	const char	*name;
+	unsigned	 sects;
+};
+extern const struct cfg_key cfg_keys[K__MAX];
+
+/* Where a route's keys were set, for folding and late checks. */
+struct route_state {
+	uint64_t	 seen;		/* bit per enum key_id */
+	int		 sr_line, sr_col; /* script_root */
+};
+
+struct parser {
+	const char		*name;
+	char			*err;
+	size_t			 errlen;
+	int			 check_fs;	/* cfg_load: script_root must exist */
+	struct cfg		*c;
+	struct route		 defs;		/* built-ins with [idempotency] over them */
+	struct route_state	*rs;		/* parallel to c->routes */
+	size_t			 cap;
+	enum sect		 sect;
+	unsigned		 sects_seen;	/* non-route sections, once each */
+	uint64_t		 seen;		/* keys of the current non-route section */
+	struct route		*route;		/* current [route], or NULL */
+	struct route_state	*rstate;
+	char			 sectname[CFG_MAX_PREFIX + 16];
+	int			 line;
+};
+
+/* Formats "NAME:LINE:COL: message" into p->err (no position when line
+ * is 0); returns er. */
+enum idem_err cfg_perr(struct parser *p, enum idem_err er, int line, int col,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Space or tab. */
+int cfg_is_ws(char ch);
+
+/* Replaces *dst with a copy of v. */
+enum idem_err cfg_set_str(struct parser *p, char **dst, const char *v);
+
+/* Frees a route's methods. */
+void cfg_methods_free(struct route *r);
+
+/* Sets key id of a [route] or [idempotency] section (r) from v. */
+enum idem_err cfg_set_route_key(struct parser *p, struct route *r,
+    enum key_id id, const char *v, int line, int col);
+
+/* Sets key id of [gateway], [cleanup] or [console] from v. */
+enum idem_err cfg_set_global_key(struct parser *p, enum key_id id,
+    const char *v, int line, int col);
+
+/* Built-in defaults of every [idempotency] key into r. */
+enum idem_err cfg_route_defaults(struct parser *p, struct route *r);
+
+#endif
