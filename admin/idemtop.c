@@ -347,7 +347,11 @@ run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 		now = mono_ms();
 		if (!ui.paused && now >= next_fetch) {
 			err[0] = '\0';
+			if (have)
+				top_ui_remember(&ui, &snap);
 			if (src->fetch(src, &snap, err, sizeof(err)) == IDEM_OK) {
+				if (have)
+					top_ui_follow(&ui, &snap);
 				have = 1;
 				ui.error[0] = '\0';
 				backoff = BACKOFF_MIN_MS;

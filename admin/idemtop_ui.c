@@ -293,6 +293,64 @@ top_view_rows(const struct top_ui *ui, const struct top_snap *s, int screen,
 	return n;
 }
 
+/* A name for row i of screen that holds across snapshots. */
+static void
+row_ident(const struct top_snap *s, int screen, size_t i, char *out,
+    size_t cap)
+{
+	switch (screen) {
+	case SCR_INPROG:
+		snprintf(out, cap, "%llu", (unsigned long long)s->keys[i].id);
+		break;
+	case SCR_ROUTES:
+		snprintf(out, cap, "%s", s->routes[i].route);
+		break;
+	case SCR_RUNS:
+		snprintf(out, cap, "%llu", (unsigned long long)s->runs[i].id);
+		break;
+	default:
+		out[0] = '\0';
+	}
+}
+
+void
+top_ui_remember(struct top_ui *ui, const struct top_snap *s)
+{
+	size_t	*idx, n;
+	int	 scr;
+
+	for (scr = SCR_INPROG; scr <= SCR_RUNS; scr++) {
+		ui->sel_ident[scr][0] = '\0';
+		n = top_view_rows(ui, s, scr, &idx);
+		if (ui->sel[scr] >= 0 && (size_t)ui->sel[scr] < n)
+			row_ident(s, scr, idx[ui->sel[scr]], ui->sel_ident[scr],
+			    sizeof(ui->sel_ident[scr]));
+		free(idx);
+	}
+}
+
+void
+top_ui_follow(struct top_ui *ui, const struct top_snap *s)
+{
+	char	 id[TOP_TEXT_MAX];
+	size_t	*idx, n, j;
+	int	 scr;
+
+	for (scr = SCR_INPROG; scr <= SCR_RUNS; scr++) {
+		if (ui->sel_ident[scr][0] == '\0')
+			continue;
+		n = top_view_rows(ui, s, scr, &idx);
+		for (j = 0; j < n; j++) {
+			row_ident(s, scr, idx[j], id, sizeof(id));
+			if (strcmp(id, ui->sel_ident[scr]) == 0) {
+				ui->sel[scr] = (int)j;
+				break;
+			}
+		}
+		free(idx);
+	}
+}
+
 /* Clamps the selection to n rows. */
 void
 top_clamp_sel(struct top_ui *ui, int screen, size_t n)

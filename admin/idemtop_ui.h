@@ -50,6 +50,8 @@ struct top_ui {
 	int		 sort[TOP_NSCREENS + 1];	/* column per screen */
 	int		 invert[TOP_NSCREENS + 1];
 	int		 sel[TOP_NSCREENS + 1];		/* selected row */
+	/* The selected row's identity, kept across a refresh. */
+	char		 sel_ident[TOP_NSCREENS + 1][TOP_TEXT_MAX];
 	int		 scroll[TOP_NSCREENS + 1];	/* first row shown */
 	char		 filter[TOP_FILTER_MAX];	/* substring, "" none */
 	char		 saved[TOP_FILTER_MAX];		/* filter before '/' */
@@ -72,6 +74,15 @@ struct top_ui {
 /* Defaults: overview, oldest first, busiest route first, newest run first. */
 void top_ui_init(struct top_ui *ui, int64_t refresh_ms, int64_t warn_ms,
     int write, int utf8);
+
+/*
+ * Around a refresh: top_ui_remember() notes which row is selected on each
+ * screen of s (a key or run by id, a route by name), top_ui_follow() moves
+ * each selection to where that row is in the new s, so the cursor stays on
+ * the row, not the position.  A row that is gone keeps the position.
+ */
+void top_ui_remember(struct top_ui *ui, const struct top_snap *s);
+void top_ui_follow(struct top_ui *ui, const struct top_snap *s);
 
 /*
  * Applies one key (a byte or a TK_ code) against snapshot s (may

@@ -11,6 +11,7 @@
 #include "idemtop_data.h"
 #include "idemtop_fmt.h"
 #include "idemtop_ui.h"
+#include "idemtop_view.h"
 
 #define NOW_MS	1700000000000LL	/* fixed clock for the fake data */
 
@@ -505,6 +506,54 @@ test_batch(const struct top_snap *s)
 	grid_free(&g);
 }
 
+/* A refresh that reorders rows keeps the cursor on the same row. */
+static void
+test_follow(const struct top_snap *s)
+{
+	struct top_ui	 ui;
+	struct top_snap	 t;
+	struct top_key	*keys;
+	size_t		*idx, n, k;
+	uint64_t	 id;
+
+	top_ui_init(&ui, 2000, 2 * 3600 * 1000, 1, 1);
+	top_ui_key(&ui, s, '2');
+	top_ui_key(&ui, s, TK_DOWN);
+	CHECK(ui.sel[SCR_INPROG] == 1);
+	n = top_view_rows(&ui, s, SCR_INPROG, &idx);
+	CHECK(n == s->nkeys && n >= 2);
+	id = s->keys[idx[1]].id;
+	free(idx);
+	top_ui_remember(&ui, s);
+
+	/* The next snapshot has a key older than all: it sorts first. */
+	t = *s;
+	CHECK((keys = calloc(s->nkeys + 1, sizeof(*keys))) != NULL);
+	keys[0] = s->keys[0];
+	keys[0].id = 999999;
+	keys[0].age_ms = 10 * 3600 * 1000;
+	memcpy(keys + 1, s->keys, s->nkeys * sizeof(*keys));
+	t.keys = keys;
+	t.nkeys = s->nkeys + 1;
+	top_ui_follow(&ui, &t);
+	CHECK(ui.sel[SCR_INPROG] == 2);
+	n = top_view_rows(&ui, &t, SCR_INPROG, &idx);
+	CHECK(n == t.nkeys && t.keys[idx[ui.sel[SCR_INPROG]]].id == id);
+	CHECK(t.keys[idx[0]].id == 999999);
+	free(idx);
+
+	/* The selected key is gone: the position stays. */
+	top_ui_remember(&ui, &t);
+	for (n = 0, k = 0; k < t.nkeys; k++)
+		if (t.keys[k].id != id)
+			keys[n++] = t.keys[k];
+	t.nkeys = n;
+	CHECK(n == s->nkeys);
+	top_ui_follow(&ui, &t);
+	CHECK(ui.sel[SCR_INPROG] == 2);
+	free(keys);
+}
+
 static void
 test_fake_source(const struct top_snap *canned)
 {
@@ -587,6 +636,7 @@ main(void)
 	test_keys(&s);
 	test_sizes(&s);
 	test_batch(&s);
+	test_follow(&s);
 	test_fake_source(&s);
 	test_cmd();
 	top_snap_free(&s);
