@@ -148,6 +148,21 @@ run_tick(void *arg)
 		rc->tick(rc->tick_arg);
 }
 
+/* The exchange both kinds of handler share: body in, answer out. */
+static void
+exchange_fill(struct cgi_exchange *ex, struct request *r, struct run_ctx *rc,
+    int64_t tick_ms)
+{
+	ex->body = r->body.p;
+	ex->bodylen = r->body.len;
+	ex->timeout_ms = r->route->timeout_ms;
+	ex->tag = r->tag;
+	ex->out = run_out;
+	ex->tick = rc->tick != NULL ? run_tick : NULL;
+	ex->tick_ms = tick_ms;
+	ex->arg = rc;
+}
+
 static enum idem_err
 run_cgi(struct request *r, const char *program, struct run_ctx *rc,
     int64_t tick_ms)
@@ -168,14 +183,7 @@ run_cgi(struct request *r, const char *program, struct run_ctx *rc,
 	memset(&st, 0, sizeof(st));
 	run.program = program;
 	run.env = env;
-	run.body = r->body.p;
-	run.bodylen = r->body.len;
-	run.timeout_ms = r->route->timeout_ms;
-	run.tag = r->tag;
-	run.out = run_out;
-	run.tick = rc->tick != NULL ? run_tick : NULL;
-	run.tick_ms = tick_ms;
-	run.arg = rc;
+	exchange_fill(&run.ex, r, rc, tick_ms);
 	er = cgi_exec(&run, &st);
 	cgi_env_free(env);
 	if (er == IDEM_ETIMEOUT || st.timed_out) {
@@ -215,14 +223,7 @@ run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
 	memset(&ur, 0, sizeof(ur));
 	ur.addr = r->route->upstream;
 	ur.params = env;
-	ur.body = r->body.p;
-	ur.bodylen = r->body.len;
-	ur.timeout_ms = r->route->timeout_ms;
-	ur.tag = r->tag;
-	ur.out = run_out;
-	ur.tick = rc->tick != NULL ? run_tick : NULL;
-	ur.tick_ms = tick_ms;
-	ur.arg = rc;
+	exchange_fill(&ur.ex, r, rc, tick_ms);
 	er = upstream_exec(&ur, &app_status);
 	cgi_env_free(env);
 	if (er == IDEM_ETIMEOUT) {

@@ -52,7 +52,7 @@ up_now_ms(void)
 static const char *
 up_tag(const struct upstream_req *r)
 {
-	return r->tag != NULL ? r->tag : "upstream";
+	return r->ex.tag != NULL ? r->ex.tag : "upstream";
 }
 
 /* Writes a record header for type with clen content bytes into h. */
@@ -164,8 +164,8 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 		    IDEM_OK)
 			goto out;
 	}
-	if (!has_cl && r->bodylen > 0) {
-		snprintf(cl, sizeof(cl), "%zu", r->bodylen);
+	if (!has_cl && r->ex.bodylen > 0) {
+		snprintf(cl, sizeof(cl), "%zu", r->ex.bodylen);
 		if ((er = up_pair(&pb, "CONTENT_LENGTH", 14, cl, strlen(cl))) !=
 		    IDEM_OK)
 			goto out;
@@ -443,7 +443,7 @@ up_rd_feed(const struct upstream_req *r, struct up_rd *rd, const char *p,
 			if (rd->skip)
 				;
 			else if (rd->type == FCGI_STDOUT) {
-				if ((er = r->out(r->arg, p, k)) != IDEM_OK)
+				if ((er = r->ex.out(r->ex.arg, p, k)) != IDEM_OK)
 					return er;
 			} else if (rd->type == FCGI_STDERR)
 				up_err_add(r, rd, p, k);
@@ -584,8 +584,8 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 
 	buf_init(&head, UP_PARAMS_MAX + UP_PARAMS_MAX / 8 + 64);
 	now = up_now_ms();
-	deadline = r->timeout_ms > 0 ? now + r->timeout_ms : -1;
-	next_tick = r->tick != NULL && r->tick_ms > 0 ? now + r->tick_ms : -1;
+	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
+	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ? now + r->ex.tick_ms : -1;
 	if ((er = up_encode_head(r, &head)) != IDEM_OK)
 		goto out;
 	rd = calloc(1, sizeof(*rd));
@@ -604,19 +604,19 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 	memset(&w, 0, sizeof(w));
 	w.head = head.p;
 	w.headlen = head.len;
-	w.body = r->body;
-	w.bodylen = r->body != NULL ? r->bodylen : 0;
+	w.body = r->ex.body;
+	w.bodylen = r->ex.body != NULL ? r->ex.bodylen : 0;
 	for (;;) {
 		now = up_now_ms();
 		if (deadline >= 0 && now >= deadline) {
 			log_warn("%s: %s timed out after %lld ms", up_tag(r),
-			    r->addr, (long long)r->timeout_ms);
+			    r->addr, (long long)r->ex.timeout_ms);
 			er = IDEM_ETIMEOUT;
 			goto out;
 		}
 		if (next_tick >= 0 && now >= next_tick) {
-			r->tick(r->arg);
-			next_tick = now + r->tick_ms;
+			r->ex.tick(r->ex.arg);
+			next_tick = now + r->ex.tick_ms;
 		}
 		pfd.fd = fd;
 		pfd.events = POLLIN | (wr_open ? POLLOUT : 0);

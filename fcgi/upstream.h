@@ -5,22 +5,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cgi.h"
 #include "err.h"
 
 struct upstream_req {
 	const char	 *addr;		/* "unix:/path.sock" or "tcp:host:port" */
 	char *const	 *params;	/* "NAME=value", NULL-terminated; borrowed */
-	const void	 *body;
-	size_t		  bodylen;
-	int64_t		  timeout_ms;	/* whole exchange; 0 = none */
-	const char	 *tag;		/* prefix for FCGI_STDERR lines in the log */
-
-	/* Receives the app's FCGI_STDOUT bytes (a CGI response) as they
-	 * arrive; a non-OK return aborts the exchange with that error. */
-	enum idem_err	(*out)(void *arg, const void *p, size_t n);
-	void		(*tick)(void *arg);	/* as in struct cgi_run */
-	int64_t		  tick_ms;
-	void		 *arg;
+	/* out gets the app's FCGI_STDOUT bytes; FCGI_STDERR lines are
+	 * logged under tag. */
+	struct cgi_exchange ex;
 };
 
 /*

@@ -453,7 +453,7 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 	struct cgi_errlog	 el;
 	struct pollfd		 pfd[3];
 	char			 buf[CGI_IOBUF];
-	const char		*body = r->body;
+	const char		*body = r->ex.body;
 	size_t			 woff = 0;
 	int64_t			 now, deadline, next_tick, grace_end = -1;
 	int64_t			 wait_ms;
@@ -461,12 +461,12 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 	ssize_t			 k;
 	enum idem_err		 er = IDEM_OK;
 
-	el.tag = r->tag;
+	el.tag = r->ex.tag;
 	el.len = 0;
 	now = cgi_now_ms();
-	deadline = r->timeout_ms > 0 ? now + r->timeout_ms : -1;
-	next_tick = r->tick != NULL && r->tick_ms > 0 ? now + r->tick_ms : -1;
-	if (r->bodylen == 0 || body == NULL)
+	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
+	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ? now + r->ex.tick_ms : -1;
+	if (r->ex.bodylen == 0 || body == NULL)
 		cgi_close(fin);
 	for (;;) {
 		now = cgi_now_ms();
@@ -475,8 +475,8 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 			break;
 		}
 		if (next_tick >= 0 && now >= next_tick) {
-			r->tick(r->arg);
-			next_tick = now + r->tick_ms;
+			r->ex.tick(r->ex.arg);
+			next_tick = now + r->ex.tick_ms;
 		}
 		if (*fout < 0) {
 			/* stdout is done: the program should exit now. */
@@ -486,7 +486,7 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 				break;
 			}
 			if (rc == -1 && errno != EINTR) {
-				log_err("%s: waitpid: %s", r->tag ? r->tag :
+				log_err("%s: waitpid: %s", r->ex.tag ? r->ex.tag :
 				    "cgi", strerror(errno));
 				er = IDEM_ESYS;
 				break;
@@ -497,7 +497,7 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 			}
 			if (now >= grace_end) {
 				log_warn("%s: closed stdout but did not exit; "
-				    "killed", r->tag ? r->tag : "cgi");
+				    "killed", r->ex.tag ? r->ex.tag : "cgi");
 				kill(-pid, SIGKILL);
 				*ws = cgi_reap(pid);
 				*reaped = 1;
@@ -531,7 +531,7 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 		if (rc == -1) {
 			if (errno == EINTR)
 				continue;
-			log_err("%s: poll: %s", r->tag ? r->tag : "cgi",
+			log_err("%s: poll: %s", r->ex.tag ? r->ex.tag : "cgi",
 			    strerror(errno));
 			er = IDEM_ESYS;
 			break;
@@ -540,7 +540,7 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 			if (pfd[i].revents == 0)
 				continue;
 			if (pfd[i].fd == *fin) {
-				k = write(*fin, body + woff, r->bodylen - woff);
+				k = write(*fin, body + woff, r->ex.bodylen - woff);
 				if (k > 0)
 					woff += (size_t)k;
 				else if (k == -1 && (errno == EAGAIN ||
@@ -548,16 +548,16 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 					continue;
 				else if (k == -1 && errno != EPIPE)
 					log_warn("%s: writing stdin: %s",
-					    r->tag ? r->tag : "cgi",
+					    r->ex.tag ? r->ex.tag : "cgi",
 					    strerror(errno));
 				/* Done, or the program stopped reading:
 				 * either way it gets EOF now. */
-				if (k <= 0 || woff == r->bodylen)
+				if (k <= 0 || woff == r->ex.bodylen)
 					cgi_close(fin);
 			} else if (pfd[i].fd == *fout) {
 				k = read(*fout, buf, sizeof(buf));
 				if (k > 0) {
-					er = r->out(r->arg, buf, (size_t)k);
+					er = r->ex.out(r->ex.arg, buf, (size_t)k);
 					if (er != IDEM_OK)
 						goto out;
 				} else if (k == 0 || (errno != EAGAIN &&
@@ -593,14 +593,14 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 
 	if (cgi_pipe(pin) == -1 || cgi_pipe(pout) == -1 ||
 	    cgi_pipe(perr) == -1) {
-		log_err("%s: pipe: %s", r->tag ? r->tag : "cgi",
+		log_err("%s: pipe: %s", r->ex.tag ? r->ex.tag : "cgi",
 		    strerror(errno));
 		er = IDEM_EHANDLER;
 		goto close;
 	}
 	pid = cgi_spawn(r, pin[0], pout[1], perr[1]);
 	if (pid == -1) {
-		log_err("%s: cannot start %s: %s", r->tag ? r->tag : "cgi",
+		log_err("%s: cannot start %s: %s", r->ex.tag ? r->ex.tag : "cgi",
 		    r->program, strerror(errno));
 		er = IDEM_EHANDLER;
 		goto close;
@@ -621,8 +621,8 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	cgi_status_set(st, ws, er == IDEM_ETIMEOUT);
 	if (er == IDEM_ETIMEOUT)
 		log_warn("%s: %s timed out after %lld ms; killed",
-		    r->tag ? r->tag : "cgi", r->program,
-		    (long long)r->timeout_ms);
+		    r->ex.tag ? r->ex.tag : "cgi", r->program,
+		    (long long)r->ex.timeout_ms);
 close:
 	cgi_close(&pin[0]);
 	cgi_close(&pin[1]);

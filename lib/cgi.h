@@ -33,26 +33,32 @@ void cgi_env_free(char **env);
 enum idem_err cgi_script_resolve(const char *root, const char *script,
     char *out, size_t outlen);
 
-struct cgi_run {
-	const char	 *program;	/* absolute path, run as argv[0] */
-	char *const	 *env;		/* from cgi_env_build() */
-	const void	 *body;		/* request body, written to stdin */
+/* What a handler run exchanges with its caller, CGI program or upstream
+ * FastCGI app alike (struct upstream_req has one too). */
+struct cgi_exchange {
+	const void	 *body;		/* request body, written to the handler */
 	size_t		  bodylen;
 	int64_t		  timeout_ms;	/* whole run; 0 = none */
 	const char	 *tag;		/* prefix for stderr lines in the log */
 
 	/*
-	 * Receives the program's stdout as it arrives.  A non-OK return
-	 * aborts the run: the process group is killed and reaped, and
-	 * cgi_exec() returns that error.
+	 * Receives the handler's output (a CGI response) as it arrives.  A
+	 * non-OK return aborts the run (a program's process group is killed
+	 * and reaped) and the run returns that error.
 	 */
 	enum idem_err	(*out)(void *arg, const void *p, size_t n);
 
-	/* If set, called about every tick_ms while the program runs (the
+	/* If set, called about every tick_ms while the handler runs (the
 	 * guard renews its lease here). */
 	void		(*tick)(void *arg);
 	int64_t		  tick_ms;
 	void		 *arg;
+};
+
+struct cgi_run {
+	const char	 *program;	/* absolute path, run as argv[0] */
+	char *const	 *env;		/* from cgi_env_build() */
+	struct cgi_exchange ex;
 };
 
 struct cgi_status {
@@ -68,7 +74,7 @@ struct cgi_status {
  * stderr on pipes.  The body is written to stdin while stdout and stderr
  * are read (poll), so a program that ignores stdin or writes a lot cannot
  * deadlock; EPIPE on stdin is not an error.  stderr is logged line by line
- * under r->tag.  At timeout_ms the whole group gets SIGKILL and
+ * under r->ex.tag.  At ex.timeout_ms the whole group gets SIGKILL and
  * IDEM_ETIMEOUT is returned.  The child is always reaped before return.
  * Returns IDEM_OK when the program ran to EOF on stdout and exited (with
  * any status; see *st), IDEM_EHANDLER if it could not be started.  OUT: st.

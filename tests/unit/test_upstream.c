@@ -42,14 +42,14 @@ call(const char *addr, char *const *params, const void *body, size_t blen,
 	memset(&r, 0, sizeof(r));
 	r.addr = addr;
 	r.params = params;
-	r.body = body;
-	r.bodylen = blen;
-	r.timeout_ms = tmo;
-	r.tag = "test-upstream";
-	r.out = sink_out;
-	r.tick = sink_tick;
-	r.tick_ms = 50;
-	r.arg = s;
+	r.ex.body = body;
+	r.ex.bodylen = blen;
+	r.ex.timeout_ms = tmo;
+	r.ex.tag = "test-upstream";
+	r.ex.out = sink_out;
+	r.ex.tick = sink_tick;
+	r.ex.tick_ms = 50;
+	r.ex.arg = s;
 	return upstream_exec(&r, app_status);
 }
 
