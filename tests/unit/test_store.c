@@ -608,6 +608,7 @@ test_epoch(void)
 	struct claim	 c, d;
 	uint64_t	 e0 = 0, e1 = 0;
 	time_t		 t0;
+	char		 q[128];
 
 	claim_init(&c);
 	claim_init(&d);
@@ -640,6 +641,19 @@ test_epoch(void)
 	CHECK(sql_int(a, "UPDATE idem_keys SET resp_body = 'no' WHERE"
 	    " idem_key = 'epoch-1'") == -3);
 	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 1);
+	/* Everyday writes take no lock on the epoch row: a complete left
+	 * open in a transaction does not hold up the epoch read. */
+	mkid(&gone, "epoch-3", "amount=3");
+	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	CHECK(sql_int(a, "START TRANSACTION") == -3);
+	CHECK(sql_int(a, "UPDATE idem_keys SET state = 1, resp_status = 200,"
+	    " expires_at = NOW(6) + INTERVAL 1 DAY WHERE idem_key = 'epoch-3'")
+	    == -3);
+	e1 = 0;
+	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 1);
+	CHECK(sql_int(a, "COMMIT") == -3);
+	snprintf(q, sizeof(q), "DO RELEASE_LOCK('%s')", c.lockname);
+	CHECK(sql_int(a, q) == -3);
 	/* A delete not yet committed: the epoch read waits for it (a
 	 * locking read: no walk through a long undo chain, and never the
 	 * value from before a bump as if it were current). */
