@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -108,29 +109,68 @@ applied(struct store *st, int version, int *yes)
 	return IDEM_OK;
 }
 
-/* Applies one migration: each ";\n"-terminated statement, then its row. */
+/* Runs the statement [start, start + len) unless it is only blanks. */
+static enum idem_err
+run_stmt(struct store *st, const struct migration *m, const char *start,
+    size_t len)
+{
+	enum idem_err	 er;
+
+	if (strspn(start, " \t\r\n") >= len)
+		return IDEM_OK;
+	if ((er = run(st, start, len)) != IDEM_OK)
+		log_err("migration %s failed: %s", m->name, store_last_error(st));
+	return er;
+}
+
+/*
+ * Applies one migration, then records it.  A statement ends with ";" at the
+ * end of a line, or with the terminator a "DELIMITER xx" line set between
+ * statements, as in the mysql client: trigger bodies hold ";", and the
+ * file still runs through the client.
+ */
 static enum idem_err
 apply(struct store *st, const struct migration *m)
 {
-	const char	*p = m->sql, *end;
-	char		 sql[256];
-	size_t		 len;
+	const char	*p = m->sql, *start = m->sql, *eol, *q, *next;
+	char		 delim[16] = ";", sql[256];
+	size_t		 dlen = 1, len;
 	enum idem_err	 er;
 
-	while (*p != '\0') {
-		end = strstr(p, ";\n");
-		len = end != NULL ? (size_t)(end - p) : strlen(p);
-		/* Skip statements that are only whitespace. */
-		if (strspn(p, " \t\r\n") < len &&
-		    (er = run(st, p, len)) != IDEM_OK) {
-			log_err("migration %s failed: %s", m->name,
-			    store_last_error(st));
-			return er;
+	for (; *p != '\0'; p = next) {
+		if ((eol = strchr(p, '\n')) == NULL)
+			eol = p + strlen(p);
+		next = *eol != '\0' ? eol + 1 : eol;
+		for (q = eol; q > p && strchr(" \t\r", q[-1]) != NULL; q--)
+			;
+		if (strspn(start, " \t\r\n") >= (size_t)(p - start) &&
+		    q - p > 10 && strncasecmp(p, "DELIMITER ", 10) == 0) {
+			len = (size_t)(q - p) - 10;
+			if (len >= sizeof(delim) ||
+			    memchr(p + 10, ' ', len) != NULL ||
+			    memchr(p + 10, '\t', len) != NULL) {
+				store_set_error(st, 0, "bad DELIMITER line");
+				log_err("migration %s failed: bad DELIMITER line",
+				    m->name);
+				return IDEM_ESTORE;
+			}
+			memcpy(delim, p + 10, len);
+			delim[len] = '\0';
+			dlen = len;
+			start = next;
+			continue;
 		}
-		p += len;
-		if (end != NULL)
-			p += 2;
+		if ((size_t)(q - p) >= dlen &&
+		    memcmp(q - dlen, delim, dlen) == 0) {
+			if ((er = run_stmt(st, m, start,
+			    (size_t)(q - dlen - start))) != IDEM_OK)
+				return er;
+			start = next;
+		}
 	}
+	/* A last statement without its terminator. */
+	if ((er = run_stmt(st, m, start, strlen(start))) != IDEM_OK)
+		return er;
 	/* name is ours (from sql/ file names), not outside input. */
 	snprintf(sql, sizeof(sql),
 	    "INSERT INTO idem_schema (version, name, applied_at)"
