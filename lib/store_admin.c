@@ -691,15 +691,10 @@ store_admin_key_forget(struct store *st, const unsigned char scope[FP_LEN],
 	er = sa_run(s, in, NULL);
 	n = er == IDEM_OK ? mysql_stmt_affected_rows(s) : 0;
 	sa_close(s);
-	if (er == IDEM_OK && n > 0) {
-		/* Gateways may still hold the answer in memory: return only
-		 * once none may replay it (lib/rcache.h). */
-		struct timespec	 ts = { RCACHE_FORGET_WAIT_MS / 1000,
-		    (RCACHE_FORGET_WAIT_MS % 1000) * 1000000L };
-
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-	}
+	/* Gateways may still hold the answer in memory: return only once
+	 * none may replay it (lib/rcache.h). */
+	if (er == IDEM_OK && n > 0)
+		sleep_ms(RCACHE_FORGET_WAIT_MS);
 	if (er != IDEM_OK || n > 0)
 		return er;
 
