@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
 #include <pwd.h>
@@ -102,7 +103,7 @@ open_unix(const struct cfg *cfg, const char *path, int *out)
 		return IDEM_ECONFIG;
 	if (unlink_stale(path, &sa) != 0)
 		return IDEM_ESYS;
-	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0) {
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
 		log_err("socket: %s", strerror(errno));
 		return IDEM_ESYS;
 	}
@@ -168,7 +169,8 @@ open_tcp(const char *spec, int *out)
 		return IDEM_ECONFIG;
 	}
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+		    ai->ai_protocol);
 		if (fd < 0)
 			continue;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -217,6 +219,10 @@ open_fd(const char *spec, int *out)
 		log_err("fd %ld is not a stream socket", n);
 		return IDEM_ECONFIG;
 	}
+	/* An inherited socket must not reach a handler either. */
+	if (fcntl((int)n, F_SETFD, FD_CLOEXEC) != 0)
+		log_warn("fd %ld: cannot set close-on-exec: %s", n,
+		    strerror(errno));
 	*out = (int)n;
 	return IDEM_OK;
 }

@@ -310,7 +310,14 @@ cgi_sigdef(sigset_t *set)
 		sigaddset(set, sigs[i]);
 }
 
-/* Starts the program with fds 0/1/2 on the given pipe ends.  -1 on error. */
+/*
+ * Starts the program with fds 0/1/2 on the given pipe ends and nothing
+ * else: every other descriptor of the gateway (listen socket, FastCGI
+ * connections, MySQL connections, other requests' pipes) is closed in the
+ * child, whatever its close-on-exec flag, because another thread may have
+ * opened it a moment ago without one (libfcgi's accept, the MySQL client).
+ * -1 on error.
+ */
 static pid_t
 cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 {
@@ -346,6 +353,7 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	if ((rc = posix_spawn_file_actions_adddup2(&fa, in, 0)) != 0 ||
 	    (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) != 0 ||
 	    (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) != 0 ||
+	    (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
 	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0)
 		goto out;
 	/* Its own process group, so a timeout kills what it started too. */

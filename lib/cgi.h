@@ -71,8 +71,8 @@ struct cgi_status {
 /*
  * Runs r->program with posix_spawn in its own process group, with a clean
  * environment, working directory = the program's directory, stdin/stdout/
- * stderr on pipes.  The body is written to stdin while stdout and stderr
- * are read (poll), so a program that ignores stdin or writes a lot cannot
+ * stderr on pipes; it inherits fds 0, 1 and 2 and no other.  The body is
+ * written to stdin while stdout and stderr are read (poll), so a program that ignores stdin or writes a lot cannot
  * deadlock; EPIPE on stdin is not an error.  stderr is logged line by line
  * under r->ex.tag.  At ex.timeout_ms the whole group gets SIGKILL and
  * IDEM_ETIMEOUT is returned.  The child is always reaped before return.

@@ -58,6 +58,10 @@ tally() {
 			fail_line "$name exited $rc without a FAIL line (log: $log)"
 		fi
 	fi
+	# a part that checked nothing proves nothing
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$rc" -eq 0 ]; then
+		fail_line "$name ran no checks (log: $log)"
+	fi
 	if [ "$scan" = 1 ] &&
 		grep -Eq 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$log"; then
 		fail_line "$name: sanitizer report: $(grep -Em1 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$log" | cut -c1-200)"

@@ -1,4 +1,5 @@
 /* A legacy "payments" CGI for integration tests: counts its runs, echoes the request. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -90,6 +91,26 @@ note(const char *self, const char *suffix, const char *line)
 	close(fd);
 }
 
+/* "0 1 2": the descriptors this process holds (what it inherited). */
+static void
+fd_list(char *out, size_t outlen)
+{
+	DIR		*d = opendir("/proc/self/fd");
+	struct dirent	*e;
+	size_t		 n = 0;
+
+	out[0] = '\0';
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL && n + 16 < outlen) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		n += (size_t)snprintf(out + n, outlen - n, "%s%s",
+		    n > 0 ? " " : "", e->d_name);
+	}
+	closedir(d);
+}
+
 static const char *
 env_or(const char *name, const char *dflt)
 {
@@ -151,6 +172,93 @@ main(void)
 	/* Only the digest is needed from here on (and no path may leak it). */
 	free(body);
 	body = NULL;
+
+	if (query_num(q, "stderr", 0) > 0) {
+		/* stderr=N: N bytes of noise, 100 to a line */
+		long	 left = query_num(q, "stderr", 0);
+		char	 l[101];
+
+		memset(l, 'e', 100);
+		l[100] = '\n';
+		while (left > 0) {
+			long	 k = left > 101 ? 101 : left;
+
+			if (write(2, l, (size_t)k) < 0)
+				break;
+			left -= k;
+		}
+	}
+	if (query_num(q, "fds", 0)) {
+		char	 fds[4096];
+
+		fd_list(fds, sizeof(fds));
+		snprintf(line, sizeof(line), "Status: 201 Created\r\n"
+		    "Content-Type: text/plain\r\n\r\nfds=%s\n", fds);
+		write_all(line, strlen(line));
+		return 0;
+	}
+	if (query_num(q, "linger", 0) > 0 || query_num(q, "bgchild", 0) > 0) {
+		/*
+		 * A complete answer (with Content-Length), then: linger=MS
+		 * keeps running (close=1: with stdout closed); bgchild=MS
+		 * leaves a child holding stdout (setsid=1: in its own
+		 * session) and exits.  "<self>.linger" gets a line when the
+		 * lingering process ends on its own.
+		 */
+		long	 lg = query_num(q, "linger", 0);
+		long	 bg = query_num(q, "bgchild", 0);
+		char	 b[128];
+		pid_t	 c;
+
+		snprintf(b, sizeof(b), "run=%s\n", tok);
+		snprintf(line, sizeof(line), "Status: 201 Created\r\n"
+		    "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+		    "\r\n%s", strlen(b), b);
+		if (bg > 0) {
+			if ((c = fork()) == 0) {
+				if (query_num(q, "setsid", 0))
+					setsid();
+				sleep_ms(bg);
+				note(self, "linger", "child done\n");
+				_exit(0);
+			}
+			snprintf(hdr, sizeof(hdr), "%d\n", (int)c);
+			note(self, "child", hdr);
+			write_all(line, strlen(line));
+			return 0;
+		}
+		write_all(line, strlen(line));
+		if (query_num(q, "close", 0))
+			close(1);
+		sleep_ms(lg);
+		note(self, "linger", "done\n");
+		return 0;
+	}
+	if (query_num(q, "stream", 0) > 0) {
+		/* stream=N bytes in 64 KiB steps every step_ms (default 50),
+		 * announced with Content-Length when cl=1 */
+		long	 left = query_num(q, "stream", 0);
+		long	 step = query_num(q, "step_ms", 50);
+		char	 chunk[65536];
+
+		if (query_num(q, "cl", 0))
+			snprintf(hdr, sizeof(hdr), "Status: 201 Created\r\n"
+			    "Content-Type: application/octet-stream\r\n"
+			    "Content-Length: %ld\r\n\r\n", left);
+		else
+			snprintf(hdr, sizeof(hdr), "Status: 201 Created\r\n"
+			    "Content-Type: application/octet-stream\r\n\r\n");
+		write_all(hdr, strlen(hdr));
+		memset(chunk, 's', sizeof(chunk));
+		while (left > 0) {
+			size_t	 k = left > (long)sizeof(chunk) ? sizeof(chunk) : (size_t)left;
+
+			write_all(chunk, k);
+			left -= (long)k;
+			sleep_ms(step);
+		}
+		return 0;
+	}
 
 	sleepms = query_num(q, "sleep", 0);
 	if (query_num(q, "child", 0)) {
