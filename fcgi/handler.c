@@ -240,64 +240,11 @@ run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
 	return IDEM_OK;
 }
 
-/*
- * Finds the script to run like fcgiwrap: SCRIPT_FILENAME itself, or, when
- * the web server split the path elsewhere (lighttpd's prefix mapping gives
- * SCRIPT_FILENAME = root/dir and PATH_INFO = /file.cgi/more), the longest
- * prefix of SCRIPT_FILENAME + PATH_INFO that resolves.  The error of the
- * longest candidate is the answer when none does.
- */
-static enum idem_err
-script_lookup(struct request *r, char *out, size_t outlen)
-{
-	const char	*sf, *pi;
-	char		 cand[PATH_MAX], *slash;
-	size_t		 sflen;
-	enum idem_err	 er, first;
-
-	sf = request_param(r->envp, "SCRIPT_FILENAME");
-	pi = request_param(r->envp, "PATH_INFO");
-	if (sf == NULL || *sf == '\0') {
-		log_warn("%s: no SCRIPT_FILENAME", r->tag);
-		return IDEM_ENOTFOUND;
-	}
-	er = cgi_script_resolve(r->route->script_root, sf, out, outlen);
-	if (er == IDEM_OK || pi == NULL || *pi != '/')
-		goto out;
-	sflen = strlen(sf);
-	if (snprintf(cand, sizeof(cand), "%s%s", sf, pi) >= (int)sizeof(cand))
-		goto out;
-	first = IDEM_OK;
-	while (strlen(cand) > sflen) {
-		er = cgi_script_resolve(r->route->script_root, cand, out,
-		    outlen);
-		if (er == IDEM_OK)
-			goto out;
-		if (first == IDEM_OK)
-			first = er;
-		if (er != IDEM_ENOTFOUND)
-			break;
-		if ((slash = strrchr(cand, '/')) == NULL)
-			break;
-		*slash = '\0';
-	}
-	er = first;
-out:
-	if (er != IDEM_OK) {
-		log_warn("%s: script %s%s refused: %s", r->tag, sf,
-		    pi != NULL ? pi : "", idem_strerror(er));
-		if (er != IDEM_ENOTFOUND)
-			er = IDEM_EFORBIDDEN;
-	}
-	return er;
-}
-
 enum idem_err
 handler_run(struct request *r, struct sink *s, void (*tick)(void *),
     void *tick_arg, int64_t tick_ms)
 {
 	struct run_ctx	 rc = { s, tick, tick_arg };
-	char		 resolved[PATH_MAX];
 	enum idem_err	 er;
 
 	switch (r->route->handler) {
@@ -305,10 +252,11 @@ handler_run(struct request *r, struct sink *s, void (*tick)(void *),
 		er = run_cgi(r, r->route->program, &rc, tick_ms);
 		break;
 	case HANDLER_SCRIPT:
-		if ((er = script_lookup(r, resolved, sizeof(resolved))) !=
-		    IDEM_OK)
-			return er;
-		er = run_cgi(r, resolved, &rc, tick_ms);
+		/* route_pick() resolved it, under this route's script_root. */
+		if (r->script == NULL)
+			return r->script_err != IDEM_OK ? r->script_err :
+			    IDEM_ENOTFOUND;
+		er = run_cgi(r, r->script, &rc, tick_ms);
 		break;
 	case HANDLER_FASTCGI:
 		er = run_upstream(r, &rc, tick_ms);

@@ -7,7 +7,9 @@
 
 #include "guard.h"
 #include "log.h"
+#include "path.h"
 #include "request.h"
+#include "route.h"
 
 #define BODY_CHUNK	16384
 
@@ -226,6 +228,7 @@ request_serve(struct gw_ctx *ctx, void *fr)
 	FCGX_Request	*req = fr;
 	struct reply	 out = { fcgx_write, req->out, 0, 0 };
 	struct request	 r;
+	char		*raw;
 	int		 rv;
 
 	memset(&r, 0, sizeof(r));
@@ -238,11 +241,14 @@ request_serve(struct gw_ctx *ctx, void *fr)
 		r.method = "GET";
 	r.query = request_param(r.envp, "QUERY_STRING");
 	r.ctype = request_param(r.envp, "CONTENT_TYPE");
-	if ((r.path = request_path(r.envp)) == NULL) {
+	if ((raw = request_path(r.envp)) == NULL ||
+	    (r.path = path_normalize(raw, strlen(raw))) == NULL) {
+		free(raw);
 		log_err("out of memory");
 		reply_problem(&out, PROB_INTERNAL, 0, 0, NULL);
 		return;
 	}
+	free(raw);
 	snprintf(r.tag, sizeof(r.tag), "%.15s %.70s", r.method, r.path);
 
 	if (request_params_size(r.envp) > ctx->cfg->max_params) {
@@ -251,7 +257,8 @@ request_serve(struct gw_ctx *ctx, void *fr)
 		reply_problem(&out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
 		goto out;
 	}
-	if ((r.route = cfg_route(ctx->cfg, r.path)) == NULL) {
+	route_pick(ctx->cfg, &r);
+	if (r.route == NULL) {
 		log_info("%s: no route", r.tag);
 		reply_problem(&out, PROB_NOT_FOUND, 0, 0, NULL);
 		goto out;
@@ -275,5 +282,6 @@ request_serve(struct gw_ctx *ctx, void *fr)
 out:
 	buf_free(&r.body);
 	free(r.params);
+	free(r.script);
 	free(r.path);
 }

@@ -47,19 +47,22 @@ void reply_problem(struct reply *o, enum problem p, int retry_after,
     int original_status, const char *extra);
 
 /* One parsed request.  Strings point into the FastCGI params (borrowed)
- * except path, which is owned. */
+ * except path and script, which are owned. */
 struct request {
 	struct gw_ctx		*ctx;
 	char *const		*envp;		/* all params */
 	char			**params;	/* envp minus client replay headers */
 	const struct route	*route;
 	const char		*method;
-	char			*path;		/* REQUEST_URI up to '?' */
+	char			*path;		/* REQUEST_URI up to '?', normalised */
 	const char		*query;
 	const char		*ctype;
 	struct buf		 body;
 	int			 had_length;	/* CONTENT_LENGTH was given */
 	struct reply		*out;
+	char			*script;	/* HANDLER_SCRIPT: the file (owned) */
+	enum idem_err		 script_err;	/* why script is NULL */
+	const char		*script_tail;	/* PATH_INFO beyond the script */
 	char			 tag[96];	/* "METHOD path" for log lines */
 };
 

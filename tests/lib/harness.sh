@@ -355,12 +355,25 @@ EOF
 	ws_launch "$name" h_lighttpd_conf lighttpd -D -f "$d/lighttpd.conf"
 }
 
-# apache_start NAME SOCK: mod_proxy_fcgi to idemgate's unix socket.  Apache
+# apache_start NAME SOCK [files]: mod_proxy_fcgi to idemgate's unix socket,
+# for every path (ProxyPass), or with "files" for the *.cgi files under the
+# document root $T/www (SetHandler; SCRIPT_FILENAME is the file).  Apache
 # refuses to serve as root, so its children run as www-data; the gateway's
 # socket must be group www-data (socket_owner) and $T traversable.
 apache_start() {
-	local name=$1 sock d="$T/$1" m=/usr/lib/apache2/modules
+	local name=$1 sock d="$T/$1" m=/usr/lib/apache2/modules mount
 	sock=$(h_sockpath "$2")
+	if [ "${3:-}" = files ]; then
+		mount="DocumentRoot \"$T/www\"
+<Directory \"$T/www\">
+    Require all granted
+</Directory>
+<FilesMatch \"\\.cgi\$\">
+    SetHandler \"proxy:unix:$sock|fcgi://localhost/\"
+</FilesMatch>"
+	else
+		mount="ProxyPass \"/\" \"unix:$sock|fcgi://localhost/\""
+	fi
 	mkdir -p "$d/run"
 	chown www-data "$d/run" 2>/dev/null
 	h_apache_conf() {
@@ -386,7 +399,7 @@ MaxRequestWorkers 50
 MinSpareThreads 5
 MaxSpareThreads 50
 Timeout 30
-ProxyPass "/" "unix:$sock|fcgi://localhost/"
+$mount
 <Proxy "fcgi://localhost/">
     ProxySet timeout=30
 </Proxy>

@@ -1,0 +1,202 @@
+/* Which route serves a request: its normalised path, and for scripts the file. */
+#include <sys/stat.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgi.h"
+#include "log.h"
+#include "request.h"
+#include "route.h"
+
+/*
+ * SCRIPT_FILENAME, less the "proxy:fcgi://host:port" that Apache's
+ * mod_proxy_fcgi puts in front of the file (as PHP-FPM strips it).
+ */
+static const char *
+route_script_param(struct request *r)
+{
+	const char	*sf = request_param(r->envp, "SCRIPT_FILENAME");
+	const char	*p;
+
+	if (sf == NULL || strncmp(sf, "proxy:", 6) != 0)
+		return sf;
+	if ((p = strstr(sf, "://")) == NULL ||
+	    (p = strchr(p + 3, '/')) == NULL)
+		return sf;
+	while (p[1] == '/')
+		p++;
+	return p;
+}
+
+/*
+ * Finds the script to run like fcgiwrap: SCRIPT_FILENAME itself, or, when
+ * the web server split the path elsewhere (lighttpd's prefix mapping gives
+ * SCRIPT_FILENAME = root/dir and PATH_INFO = /file.cgi/more), the longest
+ * prefix of SCRIPT_FILENAME + PATH_INFO that resolves.  The error of the
+ * longest candidate is the answer when none does.  r->script_tail is
+ * set to what of PATH_INFO lies beyond the script.
+ */
+static enum idem_err
+route_script(const struct route *rt, struct request *r, char *out,
+    size_t outlen)
+{
+	const char	*sf, *pi;
+	char		 cand[PATH_MAX], *slash;
+	size_t		 sflen;
+	enum idem_err	 er, first;
+
+	sf = route_script_param(r);
+	pi = request_param(r->envp, "PATH_INFO");
+	if (sf == NULL || *sf == '\0') {
+		log_warn("%s: no SCRIPT_FILENAME", r->tag);
+		return IDEM_ENOTFOUND;
+	}
+	r->script_tail = pi != NULL && *pi == '/' ? pi : "";
+	er = cgi_script_resolve(rt->script_root, sf, out, outlen);
+	if (er == IDEM_OK || pi == NULL || *pi != '/')
+		goto out;
+	sflen = strlen(sf);
+	if (snprintf(cand, sizeof(cand), "%s%s", sf, pi) >= (int)sizeof(cand))
+		goto out;
+	first = IDEM_OK;
+	while (strlen(cand) > sflen) {
+		er = cgi_script_resolve(rt->script_root, cand, out,
+		    outlen);
+		if (er == IDEM_OK) {
+			r->script_tail = pi + (strlen(cand) - sflen);
+			goto out;
+		}
+		if (first == IDEM_OK)
+			first = er;
+		if (er != IDEM_ENOTFOUND)
+			break;
+		if ((slash = strrchr(cand, '/')) == NULL)
+			break;
+		*slash = '\0';
+	}
+	er = first;
+out:
+	if (er != IDEM_OK) {
+		log_warn("%s: script %s%s refused: %s", r->tag, sf,
+		    pi != NULL ? pi : "", idem_strerror(er));
+		if (er != IDEM_ENOTFOUND)
+			er = IDEM_EFORBIDDEN;
+	}
+	return er;
+}
+
+/*
+ * The web server's document root (realpath'd into out): DOCUMENT_ROOT, or
+ * SCRIPT_FILENAME less its SCRIPT_NAME tail.  -1 if neither is known.
+ */
+static int
+route_docroot(struct request *r, char *out)
+{
+	const char	*dr, *sf, *sn;
+	char		 tmp[PATH_MAX];
+	size_t		 lf, ln;
+
+	dr = request_param(r->envp, "DOCUMENT_ROOT");
+	if (dr == NULL || *dr == '\0') {
+		sf = route_script_param(r);
+		sn = request_param(r->envp, "SCRIPT_NAME");
+		if (sf == NULL || sn == NULL || *sn == '\0')
+			return -1;
+		lf = strlen(sf);
+		ln = strlen(sn);
+		if (ln >= lf || strcmp(sf + lf - ln, sn) != 0 ||
+		    lf - ln >= sizeof(tmp))
+			return -1;
+		memcpy(tmp, sf, lf - ln);
+		tmp[lf - ln] = '\0';
+		dr = tmp;
+	}
+	return realpath(dr, out) != NULL ? 0 : -1;
+}
+
+/*
+ * If the route's own path, under root, is the file f or a directory
+ * holding it, returns the rest of f's path below it ("" or "/x.cgi");
+ * else NULL.
+ */
+static const char *
+route_names_file(const char *root, const struct route *rt, const char *f)
+{
+	char		 cand[PATH_MAX], real[PATH_MAX];
+	size_t		 l;
+
+	if (snprintf(cand, sizeof(cand), "%s%s", root, rt->prefix) >=
+	    (int)sizeof(cand) || realpath(cand, real) == NULL)
+		return NULL;
+	l = strlen(real);
+	if (strncmp(real, f, l) != 0 || (f[l] != '\0' && f[l] != '/'))
+		return NULL;
+	return f + l;
+}
+
+/*
+ * The request's path becomes the route's own spelling of the file (plus
+ * what follows the script), so a retry through another spelling is the
+ * same request.
+ */
+static void
+route_respell(struct request *r, const struct route *x, const char *rest)
+{
+	const char	*pi = r->script_tail;
+	size_t		 pl = strlen(x->prefix);
+	char		*np;
+
+	if (pl > 0 && x->prefix[pl - 1] == '/' && rest[0] == '/')
+		pl--;
+	if (asprintf(&np, "%.*s%s%s", (int)pl, x->prefix, rest,
+	    pi != NULL ? pi : "") < 0)
+		return;		/* out of memory: keep the path we have */
+	free(r->path);
+	r->path = np;
+}
+
+static void
+route_set_script(struct request *r, const struct route *rt)
+{
+	char	 out[PATH_MAX];
+
+	free(r->script);
+	r->script = NULL;
+	r->script_err = route_script(rt, r, out, sizeof(out));
+	if (r->script_err == IDEM_OK && (r->script = strdup(out)) == NULL)
+		r->script_err = IDEM_ENOMEM;
+}
+
+void
+route_pick(const struct cfg *cfg, struct request *r)
+{
+	const struct route	*rt, *x;
+	const char		*rest;
+	char			 root[PATH_MAX];
+	size_t			 i, have;
+
+	r->route = rt = cfg_route(cfg, r->path);
+	if (rt == NULL || rt->handler != HANDLER_SCRIPT)
+		return;
+	route_set_script(r, rt);
+	if (r->script == NULL || route_docroot(r, root) != 0)
+		return;
+	have = strlen(rt->prefix);
+	/* Sorted longest first: the first script route naming the file is
+	 * the most specific one. */
+	for (i = 0; i < cfg->nroutes; i++) {
+		x = &cfg->routes[i];
+		if (strlen(x->prefix) <= have)
+			break;
+		if (x->handler != HANDLER_SCRIPT ||
+		    (rest = route_names_file(root, x, r->script)) == NULL)
+			continue;
+		route_respell(r, x, rest);
+		r->route = x;
+		route_set_script(r, x);
+		return;
+	}
+}

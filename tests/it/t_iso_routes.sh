@@ -1,0 +1,88 @@
+#!/bin/bash
+# One path, one route: every spelling a web server resolves to a protected
+# script or route (//x, %70, ./, a symlink to the script) is protected,
+# through lighttpd, nginx and Apache, for script and cgi: routes.
+. "$(dirname "$0")/../lib/harness.sh"
+
+W="$T/www"
+mkdir -p "$W/cgi-bin"
+cp "$ITBIN/payments" "$W/cgi-bin/pay.cgi"
+cp "$ITBIN/payments" "$W/cgi-bin/other.cgi"
+chmod 0755 "$W/cgi-bin/pay.cgi" "$W/cgi-bin/other.cgi"
+ln -s pay.cgi "$W/cgi-bin/pay-link.cgi"
+chmod 0755 "$T" "$W" "$W/cgi-bin"
+P=$(cgi_install pay)
+
+db_new "$TNAME" || { done_testing; exit 1; }
+# The README's fcgiwrap migration recipe, plus a cgi: route.
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+cat >>"$T/gw.conf" <<EOF
+socket_owner = :www-data
+
+[route /cgi-bin/pay.cgi]
+handler = script
+script_root = $W/cgi-bin
+require_key = yes
+
+[route /api/pay]
+handler = cgi:$P
+require_key = yes
+
+[route /]
+handler = script
+script_root = $W/cgi-bin
+idempotency = off
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+
+script_runs() { if [ -f "$W/cgi-bin/pay.cgi.runs" ]; then wc -l <"$W/cgi-bin/pay.cgi.runs" | tr -d ' '; else echo 0; fi; }
+
+# spellings WEB LABEL RUNS-FN PATH...: each spelling without a key is 400;
+# one key over all spellings runs the handler once and replays.
+spellings() {
+	local web=$1 L=$2 runsfn=$3 K p i=0 before
+	shift 3
+	for p in "$@"; do
+		http n POST "$(url "$web" "$p")" --path-as-is --data-binary 'amount=1'
+		expect_eq "$L: $p without a key is refused" 400 "$HS"
+	done
+	before=$($runsfn)
+	K=$(new_key)
+	for p in "$@"; do
+		i=$((i + 1))
+		http s$i POST "$(url "$web" "$p")" --path-as-is -H "Idempotency-Key: $K" --data-binary 'amount=1'
+		if [ $i = 1 ]; then
+			expect_eq "$L: $p created" created "$(hdr s$i Idempotency-Result)"
+		else
+			expect_eq "$L: $p replays" reused "$(hdr s$i Idempotency-Result)"
+		fi
+	done
+	expect_eq "$L: one run over $# spellings" 1 $(($($runsfn) - before))
+}
+
+S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi)
+C=(/api/pay //api/pay /api//pay /api/%70ay /api/./pay /x/../api/pay /%61pi/pay)
+
+lighttpd_start web "unix:$T/gw.sock" "$W" && {
+	spellings web "lighttpd script" script_runs "${S[@]}"
+	spellings web "lighttpd cgi" "runs pay" "${C[@]}"
+	http o POST "$(url web /cgi-bin/other.cgi)" --data-binary x
+	expect_eq "lighttpd: other scripts stay unprotected" 201 "$HS"
+}
+ws_stop web
+
+nginx_start ngx "unix:$T/gw.sock" && {
+	# nginx refuses "/x/../" above nothing only when it climbs past root
+	spellings ngx "nginx script" script_runs "${S[@]}"
+	spellings ngx "nginx cgi" "runs pay" "${C[@]}"
+}
+ws_stop ngx
+
+apache_start ap "unix:$T/gw.sock" files && {
+	spellings ap "apache script" script_runs /cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /cgi-bin/pay-link.cgi
+}
+ws_stop ap
+apache_start ap2 "unix:$T/gw.sock" && {
+	spellings ap2 "apache cgi" "runs pay" "${C[@]}"
+}
+done_testing
