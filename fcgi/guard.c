@@ -7,8 +7,10 @@
 #include "fp.h"
 #include "guard.h"
 #include "handler.h"
+#include "clock.h"
 #include "log.h"
 #include "rcache.h"
+#include "recorder.h"
 #include "request.h"
 #include "resp.h"
 #include "stats.h"
@@ -17,6 +19,8 @@
 #define HDR_CREATED	"Idempotency-Result: created\r\n"
 #define HDR_REUSED	"Idempotent-Replayed: true\r\nIdempotency-Result: reused\r\n"
 #define STORE_RETRY_S	5
+/* While lease renewals fail, try again this often. */
+#define GUARD_RENEW_RETRY_MS	250
 /* Claim/wait rounds per request; the wait deadline ends it long before. */
 #define CLAIM_ROUNDS	1000
 
@@ -55,14 +59,6 @@ guard_tick_ms(int64_t lease_ms)
 	return t < 100 ? 100 : t;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 count(struct request *r, enum stat_id id)
@@ -80,70 +76,148 @@ guard_plain(struct request *r)
 
 	sink_init(&s, 0, 0, NULL, r->out);
 	er = handler_run(r, &s, NULL, NULL, 0);
-	if (er != IDEM_OK && !s.streaming)
-		reply_problem(r->out, problem_from_err(er), 0, 0, NULL);
+	if (er != IDEM_OK) {
+		/* Once the head is out, only a broken transfer tells the
+		 * client that the rest is missing. */
+		if (s.streaming)
+			reply_abort(r->out);
+		else
+			reply_problem(r->out, problem_from_err(er), 0, 0, NULL);
+	}
 	sink_free(&s);
 }
 
+/* A key we own, and how long its lease is surely ours. */
 struct owned {
 	struct request	*r;
 	struct claim	*c;
+	int64_t		 ok_until;	/* CLOCK_MONOTONIC ms */
+	int64_t		 margin;	/* stop the handler this much before */
 };
 
-/* Keeps our lease alive while a slow handler runs. */
-static void
-guard_renew(void *arg)
+int64_t
+guard_stop_margin(int64_t lease_ms)
 {
-	struct owned	*o = arg;
-	enum idem_err	 er;
+	int64_t	 m = lease_ms / 5;
 
-	er = store_renew(o->r->ctx->st, o->c, o->r->route->lease_ms);
-	if (er != IDEM_OK)
-		log_warn("%s: lease renewal failed: %s", o->r->tag,
-		    store_last_error(o->r->ctx->st));
+	if (m < 300)
+		m = 300;
+	if (m > 5000)
+		m = 5000;
+	if (m > lease_ms / 2)
+		m = lease_ms / 2;
+	return m;
 }
 
 /*
- * The handler ran but its answer could not be stored (say, over the
- * server's max_allowed_packet).  Left in progress, the key would be taken
- * over once its lease lapsed and the handler would run again; as a
- * tombstone, retries get 410 instead, as for an answer over max_response.
+ * The handler's tick: renews the lease.  While renewals fail it tries
+ * again every GUARD_RENEW_RETRY_MS; when the lease is about to end
+ * without one (or the row is no longer ours) it has the handler stopped,
+ * so a takeover never runs beside it.
+ */
+static int64_t
+guard_renew(void *arg)
+{
+	struct owned	*o = arg;
+	int64_t		 lease = o->r->route->lease_ms, t0, left;
+	enum idem_err	 er;
+
+	t0 = clock_now_ms();
+	er = store_renew(o->r->ctx->st, o->c, lease);
+	if (er == IDEM_OK) {
+		/* The server's lease starts after t0: ours is shorter. */
+		o->ok_until = t0 + lease;
+		return guard_tick_ms(lease);
+	}
+	if (er == IDEM_ENOTFOUND) {
+		log_err("%s: key no longer ours (forgotten or taken over); "
+		    "stopping the handler", o->r->tag);
+		return -1;
+	}
+	left = o->ok_until - o->margin - clock_now_ms();
+	if (left <= 0) {
+		log_err("%s: lease not renewed in time (%s); stopping the "
+		    "handler before it ends", o->r->tag,
+		    store_last_error(o->r->ctx->st));
+		return -1;
+	}
+	log_warn("%s: lease renewal failed: %s; %lld ms left", o->r->tag,
+	    store_last_error(o->r->ctx->st), (long long)left);
+	return left < GUARD_RENEW_RETRY_MS ? left : GUARD_RENEW_RETRY_MS;
+}
+
+static const char *const rec_what[] = {
+	[REC_COMPLETE] = "answer", [REC_TOMBSTONE] = "tombstone",
+	[REC_RELEASE] = "release",
+};
+
+/*
+ * Writes the outcome of an owned key.  When the store is down the
+ * recorder keeps it and writes it when the store is back: the key stays
+ * in progress meanwhile, never free for a second run.  An answer the
+ * store refuses (say, over its max_allowed_packet) leaves a tombstone:
+ * in progress, the key would be taken over once its lease lapsed.
  */
 static void
-guard_not_stored(struct request *r, struct claim *c, int status,
-    enum idem_err why)
+guard_record(struct request *r, struct claim *c, enum rec_op op, int status,
+    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen)
 {
 	struct store	*st = r->ctx->st;
+	int64_t		 ttl = r->route->ttl_ms;
+	enum idem_err	 er;
 
-	log_err("%s: cannot store answer: %s", r->tag,
-	    why == IDEM_ESTORE ? store_last_error(st) : idem_strerror(why));
-	if (why == IDEM_ENOTFOUND)
-		return;		/* no longer ours: forgotten or taken over */
-	if (store_tombstone(st, c, status, r->route->ttl_ms) == IDEM_OK) {
+	for (;;) {
+		if (op == REC_COMPLETE)
+			er = store_complete(st, c, status, hdrs, hdrslen,
+			    body, bodylen, ttl);
+		else if (op == REC_TOMBSTONE)
+			er = store_tombstone(st, c, status, ttl);
+		else
+			er = store_release(st, c);
+		if (er == IDEM_OK)
+			break;
+		if (er == IDEM_ENOTFOUND) {
+			log_err("%s: key no longer ours (forgotten or taken "
+			    "over); its %s is not recorded", r->tag,
+			    rec_what[op]);
+			break;
+		}
+		if (er == IDEM_ESTORE && store_unreachable(st) && r->ctx->rec !=
+		    NULL && recorder_add(r->ctx->rec, op, c, status, hdrs,
+		    hdrslen, body, bodylen, ttl) == IDEM_OK) {
+			log_warn("%s: store unreachable (%s); the %s is kept "
+			    "and written when it is back", r->tag,
+			    store_last_error(st), rec_what[op]);
+			break;
+		}
+		log_err("%s: cannot record %s: %s", r->tag, rec_what[op],
+		    er == IDEM_ESTORE ? store_last_error(st) :
+		    idem_strerror(er));
+		if (op != REC_COMPLETE)
+			break;
+		op = REC_TOMBSTONE;
 		count(r, STAT_TOMBSTONED);
-		log_info("%s: key kept as a tombstone", r->tag);
-	} else
-		log_err("%s: cannot keep the key as a tombstone either: %s;"
-		    " a retry after its lease may run the handler again",
-		    r->tag, store_last_error(st));
+		log_info("%s: keeping the key as a tombstone", r->tag);
+	}
 }
 
 /* We own the key: run the handler once, record the outcome, answer. */
 static void
-guard_run_owned(struct request *r, struct claim *c)
+guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 {
 	const struct route	*rt = r->route;
-	struct store		*st = r->ctx->st;
-	struct owned		 o = { r, c };
+	struct owned		 o = { r, c, 0, 0 };
 	struct sink		 s;
 	struct buf		 ph, pb, rh;
 	enum problem		 prob = PROB_BAD_GATEWAY;
-	enum idem_err		 er, ser;
+	enum idem_err		 er;
 	int			 status, gw_made = 0;
 
 	buf_init(&ph, 4096);
 	buf_init(&pb, 4096);
 	buf_init(&rh, RESP_HEAD_MAX);
+	o.ok_until = claimed_ms + rt->lease_ms;
+	o.margin = guard_stop_margin(rt->lease_ms);
 	sink_init(&s, 1, rt->max_response, HDR_CREATED, r->out);
 	er = handler_run(r, &s, guard_renew, &o, guard_tick_ms(rt->lease_ms));
 	if (er == IDEM_OK)
@@ -154,30 +228,34 @@ guard_run_owned(struct request *r, struct claim *c)
 		gw_made = 1;
 	}
 
-	if (s.oversized) {
-		/* Already (partly) delivered: never run twice, unless it is
-		 * a failure a retry may repeat. */
-		if (status >= 500 && !rt->store_5xx) {
-			ser = store_release(st, c);
-			count(r, STAT_RELEASED);
-		} else {
-			ser = store_tombstone(st, c, status, rt->ttl_ms);
+	if (s.streaming) {
+		/* Too large to keep: the head and part of the body already
+		 * went out.  Broken off, it must look broken, and the key is
+		 * never run again; whole, it is run again only for a failure
+		 * a retry may repeat. */
+		if (er != IDEM_OK) {
+			reply_abort(r->out);
 			count(r, STAT_TOMBSTONED);
+			guard_record(r, c, REC_TOMBSTONE, s.head.status, NULL,
+			    0, NULL, 0);
+		} else if (status >= 500 && !rt->store_5xx) {
+			count(r, STAT_RELEASED);
+			guard_record(r, c, REC_RELEASE, 0, NULL, 0, NULL, 0);
+		} else {
+			count(r, STAT_TOMBSTONED);
+			guard_record(r, c, REC_TOMBSTONE, status, NULL, 0,
+			    NULL, 0);
 		}
-		if (ser != IDEM_OK)
-			log_err("%s: cannot record oversized answer: %s",
-			    r->tag, store_last_error(st));
 		goto out;
 	}
 
-	if (status >= 500 && !rt->store_5xx) {
-		ser = store_release(st, c);
-		if (ser != IDEM_OK)
-			log_err("%s: cannot release key: %s", r->tag,
-			    store_last_error(st));
+	/* A lost lease is never stored: the next owner runs it. */
+	if (er == IDEM_ELEASE || (status >= 500 && !rt->store_5xx)) {
 		count(r, STAT_RELEASED);
+		guard_record(r, c, REC_RELEASE, 0, NULL, 0, NULL, 0);
 		if (gw_made)
-			reply_problem(r->out, prob, 0, 0, NULL);
+			reply_problem(r->out, prob, er == IDEM_ELEASE ?
+			    STORE_RETRY_S : 0, 0, NULL);
 		else
 			reply_full(r->out, status, s.head.hdrs.p,
 			    s.head.hdrs.len, NULL, s.body.p, s.body.len);
@@ -187,28 +265,25 @@ guard_run_owned(struct request *r, struct claim *c)
 	if (gw_made) {
 		/* store_5xx = yes, or a 4xx of our own (script lookup). */
 		if (problem_render(prob, 0, 0, &ph, &pb) != IDEM_OK) {
-			store_release(st, c);
+			guard_record(r, c, REC_RELEASE, 0, NULL, 0, NULL, 0);
 			reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
 			goto out;
 		}
-		ser = store_complete(st, c, status, ph.p, ph.len, pb.p,
-		    pb.len, rt->ttl_ms);
-		if (ser != IDEM_OK)
-			guard_not_stored(r, c, status, ser);
 		count(r, STAT_CREATED);
+		guard_record(r, c, REC_COMPLETE, status, ph.p, ph.len, pb.p,
+		    pb.len);
 		reply_full(r->out, status, ph.p, ph.len, HDR_CREATED, pb.p,
 		    pb.len);
 		goto out;
 	}
 
-	ser = resp_hdrs_for_replay(&s.head.hdrs, &rh);
-	if (ser == IDEM_OK)
-		ser = store_complete(st, c, status, rh.p, rh.len, s.body.p,
-		    s.body.len, rt->ttl_ms);
 	/* The handler ran: its answer is delivered all the same. */
-	if (ser != IDEM_OK)
-		guard_not_stored(r, c, status, ser);
 	count(r, STAT_CREATED);
+	if (resp_hdrs_for_replay(&s.head.hdrs, &rh) == IDEM_OK)
+		guard_record(r, c, REC_COMPLETE, status, rh.p, rh.len,
+		    s.body.p, s.body.len);
+	else
+		guard_record(r, c, REC_TOMBSTONE, status, NULL, 0, NULL, 0);
 	reply_full(r->out, status, s.head.hdrs.p, s.head.hdrs.len,
 	    HDR_CREATED, s.body.p, s.body.len);
 out:
@@ -338,7 +413,7 @@ guard_serve(struct request *r)
 		gen = rcache_gen(r->ctx->rc);
 	}
 	claim_init(&c);
-	deadline = now_ms() + rt->wait_ms;
+	deadline = clock_now_ms() + rt->wait_ms;
 	for (rounds = 0; rounds < CLAIM_ROUNDS; rounds++) {
 		claim_reset(&c);
 		read_us = rcache_now_us();
@@ -349,12 +424,12 @@ guard_serve(struct request *r)
 		if (c.state != CLAIM_BUSY)
 			break;
 		retry = guard_retry_after(c.lease_left_ms);
-		left = deadline - now_ms();
+		left = deadline - clock_now_ms();
 		if (left <= 0)
 			break;
-		t0 = now_ms();
+		t0 = clock_now_ms();
 		er = store_wait(st, &id, left, &released);
-		waited += now_ms() - t0;
+		waited += clock_now_ms() - t0;
 		if (er != IDEM_OK) {
 			guard_store_error(r);
 			goto out;
@@ -365,7 +440,7 @@ guard_serve(struct request *r)
 
 	switch (c.state) {
 	case CLAIM_NEW:
-		guard_run_owned(r, &c);
+		guard_run_owned(r, &c, read_us / 1000);
 		break;
 	case CLAIM_DONE:
 		count(r, STAT_REUSED);

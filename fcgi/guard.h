@@ -29,4 +29,8 @@ int guard_retry_after(int64_t lease_left_ms);
  * 100 ms. */
 int64_t guard_tick_ms(int64_t lease_ms);
 
+/* How long before its lease ends an owner that could not renew stops its
+ * handler: a fifth of the lease, within 300 ms .. 5 s, at most half. */
+int64_t guard_stop_margin(int64_t lease_ms);
+
 #endif

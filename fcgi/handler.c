@@ -127,7 +127,7 @@ handler_drop_idem_hdrs(struct buf *hdrs)
 /* Passes output to the sink and ticks to the guard. */
 struct run_ctx {
 	struct sink	*s;
-	void		(*tick)(void *);
+	int64_t		(*tick)(void *);
 	void		*tick_arg;
 };
 
@@ -139,13 +139,12 @@ run_out(void *arg, const void *p, size_t n)
 	return sink_feed(rc->s, p, n);
 }
 
-static void
+static int64_t
 run_tick(void *arg)
 {
 	struct run_ctx	*rc = arg;
 
-	if (rc->tick != NULL)
-		rc->tick(rc->tick_arg);
+	return rc->tick(rc->tick_arg);
 }
 
 /* The exchange both kinds of handler share: body in, answer out. */
@@ -191,6 +190,8 @@ run_cgi(struct request *r, const char *program, struct run_ctx *rc,
 		    (long long)r->route->timeout_ms);
 		return IDEM_ETIMEOUT;
 	}
+	if (er == IDEM_ELEASE)
+		return er;	/* the guard said why */
 	if (er != IDEM_OK) {
 		log_err("%s: handler failed: %s", r->tag, idem_strerror(er));
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
@@ -231,6 +232,8 @@ run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
 		    (long long)r->route->timeout_ms);
 		return er;
 	}
+	if (er == IDEM_ELEASE)
+		return er;
 	if (er != IDEM_OK) {
 		log_err("%s: upstream failed: %s", r->tag, idem_strerror(er));
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
@@ -241,7 +244,7 @@ run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
 }
 
 enum idem_err
-handler_run(struct request *r, struct sink *s, void (*tick)(void *),
+handler_run(struct request *r, struct sink *s, int64_t (*tick)(void *),
     void *tick_arg, int64_t tick_ms)
 {
 	struct run_ctx	 rc = { s, tick, tick_arg };

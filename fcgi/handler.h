@@ -59,6 +59,6 @@ void handler_drop_idem_hdrs(struct buf *hdrs);
  * down), IDEM_ENOMEM.  Logs what went wrong.
  */
 enum idem_err handler_run(struct request *r, struct sink *s,
-    void (*tick)(void *), void *tick_arg, int64_t tick_ms);
+    int64_t (*tick)(void *), void *tick_arg, int64_t tick_ms);
 
 #endif

@@ -83,6 +83,8 @@ problem_from_err(enum idem_err er)
 		return PROB_GATEWAY_TIMEOUT;
 	case IDEM_ENOMEM:
 		return PROB_INTERNAL;
+	case IDEM_ELEASE:
+		return PROB_STORE_UNAVAILABLE;
 	default:
 		return PROB_BAD_GATEWAY;
 	}

@@ -1,4 +1,6 @@
 /* One FastCGI request: params, route, body, dispatch to the guard, reply. */
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,14 @@ reply_bytes(struct reply *o, const void *p, size_t n)
 		return;
 	}
 	o->sent += n;
+}
+
+void
+reply_abort(struct reply *o)
+{
+	if (o->abort != NULL)
+		o->abort(o->arg);
+	o->failed = 1;
 }
 
 void
@@ -153,10 +163,24 @@ request_params_filter(char *const *envp)
 	return out;
 }
 
+/*
+ * Shuts the connection down under libfcgi, so no END_REQUEST follows: the
+ * web server sees its backend fail mid-answer and breaks off the client's
+ * transfer.  libfcgi still closes the descriptor itself.
+ */
+static void
+fcgx_abort(void *arg)
+{
+	FCGX_Request	*req = arg;
+
+	if (req->ipcFd >= 0)
+		shutdown(req->ipcFd, SHUT_RDWR);
+}
+
 static int
 fcgx_write(void *arg, const void *p, size_t n)
 {
-	FCGX_Stream	*out = arg;
+	FCGX_Stream	*out = ((FCGX_Request *)arg)->out;
 	int		 chunk;
 
 	while (n > 0) {
@@ -226,7 +250,7 @@ void
 request_serve(struct gw_ctx *ctx, void *fr)
 {
 	FCGX_Request	*req = fr;
-	struct reply	 out = { fcgx_write, req->out, 0, 0 };
+	struct reply	 out = { fcgx_write, fcgx_abort, req, 0, 0 };
 	struct request	 r;
 	char		*raw;
 	int		 rv;

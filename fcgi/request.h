@@ -18,6 +18,7 @@ struct gw_ctx {
 	struct store		*st;		/* this thread's connection */
 	struct stats		*stats;		/* the worker's accumulator */
 	struct rcache		*rc;		/* the worker's replay cache or NULL */
+	struct recorder		*rec;		/* the worker's recorder or NULL */
 	const char		*owner;		/* "host:pid" */
 };
 
@@ -28,10 +29,20 @@ struct gw_ctx {
  */
 struct reply {
 	int	(*write)(void *arg, const void *p, size_t n);
+	/* Ends the exchange without its proper end (NULL: just stop
+	 * writing), so the client sees a broken transfer. */
+	void	(*abort)(void *arg);
 	void	 *arg;
 	int	  failed;
 	size_t	  sent;		/* bytes accepted by write */
 };
+
+/*
+ * Breaks off an answer whose head already went out: the client must see a
+ * broken transfer, never a short answer that looks whole.  Later reply_*
+ * calls write nothing.
+ */
+void reply_abort(struct reply *o);
 
 /* Writes n bytes unless the client already went away. */
 void reply_bytes(struct reply *o, const void *p, size_t n);

@@ -615,8 +615,14 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 			goto out;
 		}
 		if (next_tick >= 0 && now >= next_tick) {
-			r->ex.tick(r->ex.arg);
-			next_tick = now + r->ex.tick_ms;
+			int64_t	 next = r->ex.tick(r->ex.arg);
+
+			if (next < 0) {
+				/* Closing the connection aborts the request. */
+				er = IDEM_ELEASE;
+				goto out;
+			}
+			next_tick = now + next;
 		}
 		pfd.fd = fd;
 		pfd.events = POLLIN | (wr_open ? POLLOUT : 0);

@@ -16,10 +16,14 @@
 #include "listen.h"
 #include "log.h"
 #include "rcache.h"
+#include "recorder.h"
 #include "request.h"
 #include "stats.h"
 #include "store.h"
 #include "worker.h"
+
+/* On stop, how long pending outcomes are still retried. */
+#define WORKER_DRAIN_RECORD_MS	10000
 
 struct worker;
 
@@ -37,6 +41,7 @@ struct worker {
 	const char		*web_addrs;	/* FCGI_WEB_SERVER_ADDRS */
 	struct stats		*stats;
 	struct rcache		*rc;		/* NULL: replay_cache = 0 */
+	struct recorder		*rec;		/* outcomes the store missed */
 	char			 owner[300];
 	char			 host[256];
 	atomic_int		 stop;
@@ -82,6 +87,7 @@ rthread_main(void *arg)
 	ctx.st = st;
 	ctx.stats = w->stats;
 	ctx.rc = w->rc;
+	ctx.rec = w->rec;
 	ctx.owner = w->owner;
 	if (FCGX_InitRequest(&req, w->listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)
 	    != 0) {
@@ -303,6 +309,10 @@ worker_run(const struct cfg *cfg, int listen_fd)
 		else
 			log_err("cannot start replay cache thread: cache off");
 	}
+	if (recorder_new(cfg, &w.rec) != IDEM_OK) {
+		log_err("cannot start the recorder thread");
+		goto out;
+	}
 	w.nthreads = cfg->threads > 0 ? cfg->threads : 1;
 	if ((w.threads = calloc((size_t)w.nthreads, sizeof(*w.threads))) ==
 	    NULL) {
@@ -344,6 +354,9 @@ out:
 		pthread_join(flusher, NULL);
 	}
 	free(w.threads);
+	/* Outcomes still unwritten keep their keys in progress: give the
+	 * store a while to come back before they are given up. */
+	recorder_free(w.rec, WORKER_DRAIN_RECORD_MS);
 	rcache_free(w.rc);
 	stats_free(w.stats);
 	pthread_cond_destroy(&w.flush_cv);

@@ -437,6 +437,28 @@ cgi_reap(pid_t pid)
 	return ws;
 }
 
+/* SIGTERM to the group, SIGKILL after grace_ms if the program has not
+ * exited by then; reaps it.  Returns its wait status. */
+static int
+cgi_stop(pid_t pid, int64_t grace_ms)
+{
+	int64_t		 end = cgi_now_ms() + grace_ms;
+	struct timespec	 ts = { 0, 10 * 1000000 };
+	int		 ws = 0;
+
+	kill(-pid, SIGTERM);
+	while (cgi_now_ms() < end) {
+		if (waitpid(pid, &ws, WNOHANG) == pid) {
+			/* Its children go with it. */
+			kill(-pid, SIGKILL);
+			return ws;
+		}
+		nanosleep(&ts, NULL);
+	}
+	kill(-pid, SIGKILL);
+	return cgi_reap(pid);
+}
+
 static int
 cgi_pidfd(pid_t pid)
 {
@@ -483,8 +505,13 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 			break;
 		}
 		if (next_tick >= 0 && now >= next_tick) {
-			r->ex.tick(r->ex.arg);
-			next_tick = now + r->ex.tick_ms;
+			int64_t	 next = r->ex.tick(r->ex.arg);
+
+			if (next < 0) {
+				er = IDEM_ELEASE;
+				break;
+			}
+			next_tick = now + next;
 		}
 		if (*fout < 0) {
 			/* stdout is done: the program should exit now. */
@@ -621,6 +648,10 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	cgi_nonblock(pout[0]);
 	cgi_nonblock(perr[0]);
 	er = cgi_io(r, pid, &pin[1], &pout[0], &perr[0], &ws, &reaped);
+	if (!reaped && er == IDEM_ELEASE) {
+		ws = cgi_stop(pid, CGI_STOP_GRACE_MS);
+		reaped = 1;
+	}
 	if (!reaped) {
 		/* Timeout or aborted by out(): the whole group goes. */
 		kill(-pid, SIGKILL);

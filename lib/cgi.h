@@ -48,12 +48,20 @@ struct cgi_exchange {
 	 */
 	enum idem_err	(*out)(void *arg, const void *p, size_t n);
 
-	/* If set, called about every tick_ms while the handler runs (the
-	 * guard renews its lease here). */
-	void		(*tick)(void *arg);
+	/*
+	 * If set, called tick_ms after the start and then when the previous
+	 * call asked: it returns the ms until the next call (the guard renews
+	 * its lease here), or a negative value to stop the handler at once
+	 * (a program's group gets SIGTERM, then SIGKILL CGI_STOP_GRACE_MS
+	 * later); the run then returns IDEM_ELEASE.
+	 */
+	int64_t		(*tick)(void *arg);
 	int64_t		  tick_ms;
 	void		 *arg;
 };
+
+/* How long a handler stopped by tick() has between SIGTERM and SIGKILL. */
+#define CGI_STOP_GRACE_MS	200
 
 struct cgi_run {
 	const char	 *program;	/* absolute path, run as argv[0] */

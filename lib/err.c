@@ -17,6 +17,7 @@ static const char *const texts[IDEM_ERR__MAX] = {
 	[IDEM_EBUSY] = "lock held elsewhere",
 	[IDEM_ESCHEMA] = "database schema not current",
 	[IDEM_EAGAIN] = "incomplete input",
+	[IDEM_ELEASE] = "lease lost",
 };
 
 const char *

@@ -18,6 +18,7 @@ enum idem_err {
 	IDEM_EBUSY,	/* a lock is held by someone else */
 	IDEM_ESCHEMA,	/* database schema missing or older than this build */
 	IDEM_EAGAIN,	/* incomplete input: feed more bytes */
+	IDEM_ELEASE,	/* the key's lease could not be kept: handler stopped */
 	IDEM_ERR__MAX
 };
 

@@ -31,6 +31,14 @@
  * - Only the lock holder may take a row over (ttl passed, or in progress
  *   with a lapsed lease: holding the lock proves the owner's connection is
  *   gone), and only by a conditional UPDATE, so exactly one caller wins.
+ * - A free lock proves nothing just after the server restarted: a restart
+ *   drops every named lock, live owners' too.  So a lapsed lease counts
+ *   only once the server has been up for a whole lease (the takeover
+ *   floor, from STMT_BOOT at connect): a live owner reconnects, takes its
+ *   lock back and renews or completes well within that (fcgi/guard.c
+ *   retries every few hundred ms), a dead one does not.  An owner that
+ *   cannot renew stops its handler before its lease ends (fcgi/guard.c),
+ *   so a takeover never runs beside it.
  * - complete releases the lock inside its UPDATE, before the commit.  A
  *   woken waiter claims again with the INSERT, whose duplicate check is a
  *   locking read: it waits for the UPDATE's row lock, that is for the
@@ -42,6 +50,8 @@
 #define CLAIM_MAX_BODY		(64u * 1024 * 1024)
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 #define CLAIM_LOOPS		4
+/* A waiter's pause when no lock can wake it and the lease has lapsed. */
+#define STORE_REPOLL_US		100000
 
 
 #define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
@@ -56,8 +66,9 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	/*
 	 * kept: when we hold the lock (first ? = 1) and the row may be taken
 	 * over (ttl passed; or in progress, same fingerprint, and its lease
-	 * lapsed or the token is ours from before a reconnect) the lock is
-	 * kept for the takeover; otherwise it is dropped right here.
+	 * lapsed at least a lease after the server started, or the token is
+	 * ours from before a reconnect) the lock is kept for the takeover;
+	 * otherwise it is dropped right here.
 	 */
 	[STMT_READ] =
 	    "SELECT id, fingerprint, state, owner_token,"
@@ -67,7 +78,8 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	    " IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"
 	    " IF(state = 1 AND fingerprint = ?, resp_body, NULL),"
 	    " IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?"
-	    "   AND (lease_until <= NOW(6) OR owner_token = ?)), 1,"
+	    "   AND ((lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?))"
+	    "   OR owner_token = ?)), 1,"
 	    "   0 * COALESCE(RELEASE_LOCK(?), 0)), 0),"
 	    " TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"
 	    " FROM idem_keys WHERE scope = ? AND idem_key = ?",
@@ -81,7 +93,8 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	    " resp_status = NULL, resp_headers = NULL, resp_body = NULL,"
 	    " resp_size = NULL"
 	    " WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"
-	    " owner_token = ? AND (lease_until <= NOW(6) OR owner_token = ?)))",
+	    " owner_token = ? AND ((lease_until <= NOW(6) AND"
+	    " NOW(6) >= FROM_UNIXTIME(?)) OR owner_token = ?)))",
 	/* GET_LOCK nests in MariaDB: never take a lock we already hold. */
 	[STMT_RELOCK] =
 	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0))",
@@ -120,6 +133,11 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	 * read waits for a delete in flight to commit, instead of reading
 	 * the value from before it (through as many undo records as the
 	 * delete has rows); a second at most, so a stop is never held up. */
+	/* The server's start, so a restart (which drops every named lock)
+	 * is not taken for the death of every owner: see store_claim. */
+	[STMT_BOOT] = "SELECT CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) -"
+	    " VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS"
+	    " WHERE VARIABLE_NAME = 'UPTIME'",
 	[STMT_EPOCH] = "SET STATEMENT innodb_lock_wait_timeout = 1 FOR"
 	    " SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE",
 };
@@ -222,6 +240,16 @@ ms_to_us(int64_t ms)
 	return ms * 1000;
 }
 
+/* Unix second before which no lapsed lease may be taken over: a lease
+ * after the server started (0 when its start is unknown). */
+static int64_t
+takeover_floor(const struct store *st, int64_t lease_ms)
+{
+	if (st->boot_s <= 0)
+		return 0;
+	return st->boot_s + (lease_ms < 0 ? 0 : lease_ms + 999) / 1000;
+}
+
 /* What STMT_READ saw. */
 struct row {
 	uint64_t	 id;
@@ -277,9 +305,10 @@ static enum idem_err
 store_read(struct store *st, const struct req_id *id, struct claim *c,
     int held, uint64_t mytoken, struct row *r)
 {
-	MYSQL_BIND	 par[10], res[12];
+	MYSQL_BIND	 par[11], res[12];
 	MYSQL_STMT	*s;
 	uint64_t	 rid = 0, rtok = 0;
+	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
 	unsigned char	 rfp[FP_LEN];
 	unsigned long	 fplen = 0, hlen = 0, blen = 0;
 	int32_t		 state = 0, lease_live = 0, live = 0, status = 0;
@@ -294,10 +323,11 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 	store_bind_blob(&par[2], id->fp, FP_LEN);
 	store_bind_i32(&par[3], &heldv);
 	store_bind_blob(&par[4], id->fp, FP_LEN);
-	store_bind_u64(&par[5], &mytoken);
-	store_bind_str(&par[6], c->lockname);
-	store_bind_blob(&par[7], id->scope, FP_LEN);
-	store_bind_blob(&par[8], id->key, id->keylen);
+	store_bind_i64(&par[5], &floor_s);
+	store_bind_u64(&par[6], &mytoken);
+	store_bind_str(&par[7], c->lockname);
+	store_bind_blob(&par[8], id->scope, FP_LEN);
+	store_bind_blob(&par[9], id->key, id->keylen);
 	/* Not repeated on reconnect: the RELEASE_LOCK in it is tied to the
 	 * lost connection anyway, the caller starts over. */
 	if ((er = store_exec(st, STMT_READ, par, 0, &s)) != IDEM_OK)
@@ -390,10 +420,11 @@ static enum idem_err
 store_takeover(struct store *st, const struct req_id *id, uint64_t rowid,
     uint64_t seen_token, uint64_t token, int *won)
 {
-	MYSQL_BIND	 par[11];
+	MYSQL_BIND	 par[12];
 	MYSQL_STMT	*s;
 	int64_t		 lease_us = ms_to_us(id->lease_ms);
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
+	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
 	enum idem_err	 er;
 
 	store_bind_blob(&par[0], id->fp, FP_LEN);
@@ -405,7 +436,8 @@ store_takeover(struct store *st, const struct req_id *id, uint64_t rowid,
 	store_bind_i64(&par[6], &ttl_us);
 	store_bind_u64(&par[7], &rowid);
 	store_bind_u64(&par[8], &seen_token);
-	store_bind_u64(&par[9], &token);
+	store_bind_i64(&par[9], &floor_s);
+	store_bind_u64(&par[10], &token);
 	if ((er = store_exec(st, STMT_TAKEOVER, par, 0, &s)) != IDEM_OK)
 		return er;
 	*won = stmt_rows(s) == 1;
@@ -545,11 +577,16 @@ store_claim(struct store *st, const struct req_id *id, struct claim *c)
 			c->id = r.id;
 			c->lease_left_ms = r.lease_live ?
 			    (r.lease_left_us + 999) / 1000 : 0;
-			if (held && r.lease_live) {
+			if (held) {
+				/* Nobody holds the lock to wake a waiter:
+				 * sleep out the live lease, or (lapsed, but
+				 * the server is too fresh to judge) look
+				 * again shortly. */
 				memcpy(st->dead_lock, c->lockname,
 				    sizeof(st->dead_lock));
 				st->dead_until_us = mono_us() +
-				    r.lease_left_us;
+				    (r.lease_live ? r.lease_left_us :
+				    STORE_REPOLL_US);
 			}
 			return IDEM_OK;
 		}

@@ -40,6 +40,14 @@ void store_free(struct store *st);		/* NULL is a no-op */
 /* Connects now if not connected.  IDEM_ESTORE if unreachable. */
 enum idem_err store_connect(struct store *st);
 
+/*
+ * 1 if the server cannot be reached now: not connected and a connect
+ * fails.  After a failed write this tells an outage (try again later)
+ * from a refusal (an answer over max_allowed_packet also costs the
+ * connection, but the server answers a new one at once).
+ */
+int store_unreachable(struct store *st);
+
 /* The server's last error text, for logs only (never for clients). */
 const char *store_last_error(const struct store *st);
 

@@ -152,6 +152,8 @@ store_connect(struct store *st)
 	unsigned	 cto = 2, rto, wto = 30;
 	my_bool		 off = 0;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
+	int64_t		 boot;
+	uint64_t	 trips;
 
 	if (st->my != NULL)
 		return IDEM_OK;
@@ -188,7 +190,21 @@ store_connect(struct store *st)
 	}
 	st->my = my;
 	st->generation++;
+	st->boot_s = 0;
+	/* Part of connecting, not of a request: not counted. */
+	trips = st->round_trips;
+	if (store_scalar(st, STMT_BOOT, NULL, 0, &boot) == IDEM_OK)
+		st->boot_s = boot;
+	st->round_trips = trips;
+	if (st->my == NULL)
+		return IDEM_ESTORE;	/* lost again at once */
 	return IDEM_OK;
+}
+
+int
+store_unreachable(struct store *st)
+{
+	return st->my == NULL && store_connect(st) != IDEM_OK;
 }
 
 unsigned long

@@ -28,6 +28,7 @@ enum stmt_id {
 	STMT_WAIT_DEC,
 	STMT_COUNTERS,
 	STMT_EPOCH,
+	STMT_BOOT,
 	STMT__COUNT
 };
 
@@ -42,6 +43,9 @@ struct store {
 	MYSQL_STMT		*stmt[STMT__COUNT];
 	unsigned		 errnum;	/* last server/client error */
 	unsigned long		 generation;	/* connects so far */
+	/* When the server started (unix seconds, rounded up; 0: unknown).
+	 * Its named locks are only as old as that: see store_claim. */
+	int64_t			 boot_s;
 	uint64_t		 round_trips;	/* statements executed */
 	/* Set by a claim that found a key's lock free while its lease was
 	 * live (the owner died): store_wait then sleeps out the lease

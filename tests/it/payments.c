@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -144,6 +145,18 @@ main(void)
 	    (int)getpid(), (int)getppid(), (int)getpgid(0),
 	    env_or("REQUEST_METHOD", "-"), q, env_or("HTTP_IDEMPOTENCY_KEY", "-"));
 	note(self, "runs", line);
+	if (query_num(q, "exclusive", 0)) {
+		/* exclusive=1: runs of this copy must never overlap; one that
+		 * finds the lock taken says so in "<self>.overlap". */
+		char	 lk[PATH_MAX + 16];
+		int	 fd;
+
+		snprintf(lk, sizeof(lk), "%s.lock", self);
+		fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0)
+			note(self, "overlap", line);
+		/* fd stays open: the lock lasts as long as this process */
+	}
 
 	if (query_num(q, "ignore_stdin", 0) == 0) {
 		for (;;) {

@@ -63,7 +63,7 @@ K3=$(new_key)
 http g1 POST "$(url webbig /big?bytes=2000000)" -H "Idempotency-Key: $K3" --data-binary 'g'
 expect_eq "not storable: first answer delivered" 201 "$HS"
 expect_eq "not storable: all 2000000 bytes" 2000000 "$(wc -c <"$T/g1.b" | tr -d ' ')"
-expect_match "not storable: logged" 'cannot store answer' "$(cat "$T/gwbig.log")"
+expect_match "not storable: logged" 'cannot record answer' "$(cat "$T/gwbig.log")"
 http g2 POST "$(url webbig /big?bytes=2000000)" -H "Idempotency-Key: $K3" --data-binary 'g'
 is_problem "not storable: retry" g2 410 response-not-stored
 expect_match "not storable: retry names the first status" '"original_status" *: *201' "$(body g2)"

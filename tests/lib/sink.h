@@ -15,6 +15,7 @@ struct sink {
 	size_t		 total;
 	size_t		 fail_after;	/* 0: never fail */
 	int		 ticks;
+	int		 stop_at_tick;	/* 0: never ask the handler to stop */
 };
 
 static inline void
@@ -36,11 +37,15 @@ sink_out(void *arg, const void *p, size_t n)
 	return buf_add(&s->b, p, n);
 }
 
-/* The tick() callback: counts calls. */
-static inline void
+/* The tick() callback: counts calls, every 50 ms; asks for a stop at
+ * call stop_at_tick. */
+static inline int64_t
 sink_tick(void *arg)
 {
-	((struct sink *)arg)->ticks++;
+	struct sink *s = arg;
+
+	s->ticks++;
+	return s->stop_at_tick > 0 && s->ticks >= s->stop_at_tick ? -1 : 50;
 }
 
 /* Open file descriptors of this process, -1 if /proc is not there. */

@@ -295,6 +295,9 @@ make_scripts(void)
 	    "done < /proc/$$/status\n", 0755);
 	write_file(dir, "slow.cgi", "#!/bin/sh\n"
 	    "sleep 0.3\nprintf 'Content-Type: text/plain\\n\\n'\n", 0755);
+	/* Ignores SIGTERM: only the SIGKILL after the grace stops it. */
+	write_file(dir, "deaf.cgi", "#!/bin/sh\n"
+	    "trap '' TERM\nsleep 5 & wait; sleep 5\n", 0755);
 	write_file(dir, "linger.cgi", "#!/bin/sh\n"
 	    "printf 'Content-Type: text/plain\\n\\nbye'\n"
 	    "exec >&-\nexec sleep 30\n", 0755);
@@ -354,6 +357,30 @@ test_exec_basic(void)
 	er = run("slow.cgi", NULL, 0, 5000, &s, &st);
 	CHECK(er == IDEM_OK && s.ticks >= 2);
 	buf_free(&s.b);
+
+	/* A tick asks for a stop (lease lost): SIGTERM to the group. */
+	{
+		struct timespec	 t0, t1;
+		long		 ms;
+
+		sink_init(&s);
+		s.stop_at_tick = 2;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		er = run("slow.cgi", NULL, 0, 5000, &s, &st);
+		CHECK(er == IDEM_ELEASE && st.signo == SIGTERM);
+		buf_free(&s.b);
+
+		/* One that ignores SIGTERM gets SIGKILL after the grace. */
+		sink_init(&s);
+		s.stop_at_tick = 1;
+		er = run("deaf.cgi", NULL, 0, 5000, &s, &st);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		CHECK(er == IDEM_ELEASE && st.signo == SIGKILL);
+		CHECK(ms < 2000);
+		buf_free(&s.b);
+	}
 }
 
 static void

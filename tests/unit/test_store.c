@@ -274,6 +274,37 @@ test_race(void)
 	free_racer(w);
 }
 
+/*
+ * A restart drops every named lock, so a lapsed lease may be taken over
+ * only once the server has been up a whole lease (lib/store.c).  The
+ * test server has just started: let it age past the 5 s leases below.
+ */
+static void
+server_age(int secs)
+{
+	struct store	*st = open_store();
+	MYSQL		*m;
+	MYSQL_RES	*res;
+	MYSQL_ROW	 row;
+	int		 i, up = 0;
+
+	for (i = 0; i < 10 * secs + 10; i++) {
+		if (store_connect(st) != IDEM_OK || (m = store_mysql(st)) ==
+		    NULL || mysql_query(m, "SELECT VARIABLE_VALUE FROM "
+		    "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = "
+		    "'UPTIME'") != 0 || (res = mysql_store_result(m)) == NULL)
+			break;
+		if ((row = mysql_fetch_row(res)) != NULL && row[0] != NULL)
+			up = atoi(row[0]);
+		mysql_free_result(res);
+		if (up > secs)
+			break;
+		sleep_ms(100);
+	}
+	CHECK(up > secs);
+	store_free(st);
+}
+
 static void
 test_takeover(void)
 {
@@ -825,6 +856,7 @@ main(void)
 	test_epoch();
 	test_tombstone_release();
 	test_race();
+	server_age(6);
 	test_takeover();
 	test_wait();
 	test_speed();

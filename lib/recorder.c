@@ -1,0 +1,268 @@
+/* Outcomes of owned keys that the store could not take at once, retried until they land. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "log.h"
+#include "recorder.h"
+
+struct rec_item {
+	struct rec_item	*next;
+	enum rec_op	 op;
+	struct claim	 c;		/* id, token, lockname; no lock held */
+	int		 status;
+	struct buf	 hdrs, body;
+	int64_t		 ttl_ms;
+	int64_t		 give_up_ms;	/* CLOCK_MONOTONIC: the key's ttl */
+	int		 tries;
+};
+
+struct recorder {
+	const struct cfg	*cfg;
+	pthread_t		 tid;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	struct rec_item		*head, *tail;
+	size_t			 n;
+	int			 stop;
+	int64_t			 drain_end_ms;
+};
+
+static void
+rec_item_free(struct rec_item *it)
+{
+	if (it == NULL)
+		return;
+	claim_reset(&it->c);
+	buf_free(&it->hdrs);
+	buf_free(&it->body);
+	free(it);
+}
+
+/* Appends it to the queue; rc->mu held. */
+static void
+rec_push(struct recorder *rc, struct rec_item *it)
+{
+	it->next = NULL;
+	if (rc->tail != NULL)
+		rc->tail->next = it;
+	else
+		rc->head = it;
+	rc->tail = it;
+	rc->n++;
+}
+
+static const char *
+rec_op_name(enum rec_op op)
+{
+	switch (op) {
+	case REC_COMPLETE:
+		return "answer";
+	case REC_TOMBSTONE:
+		return "tombstone";
+	default:
+		return "release";
+	}
+}
+
+/* One write.  IDEM_OK when it landed or can never land. */
+static enum idem_err
+rec_try(struct store *st, struct rec_item *it)
+{
+	enum idem_err	 er;
+
+	switch (it->op) {
+	case REC_COMPLETE:
+		er = store_complete(st, &it->c, it->status, it->hdrs.p,
+		    it->hdrs.len, it->body.p, it->body.len, it->ttl_ms);
+		/* The server is up but refuses the answer (too large for
+		 * its max_allowed_packet): keep the key as a tombstone. */
+		if (er == IDEM_ESTORE && !store_unreachable(st)) {
+			log_err("recorder: cannot store answer: %s; keeping "
+			    "the key as a tombstone", store_last_error(st));
+			it->op = REC_TOMBSTONE;
+			er = store_tombstone(st, &it->c, it->status,
+			    it->ttl_ms);
+		}
+		break;
+	case REC_TOMBSTONE:
+		er = store_tombstone(st, &it->c, it->status, it->ttl_ms);
+		break;
+	default:
+		er = store_release(st, &it->c);
+		break;
+	}
+	if (er == IDEM_OK) {
+		log_info("recorder: %s recorded after %d tries",
+		    rec_op_name(it->op), it->tries + 1);
+		return IDEM_OK;
+	}
+	if (er == IDEM_ENOTFOUND) {
+		log_err("recorder: key no longer ours; its %s is lost",
+		    rec_op_name(it->op));
+		return IDEM_OK;
+	}
+	it->tries++;
+	return er;
+}
+
+static void *
+rec_main(void *arg)
+{
+	struct recorder	*rc = arg;
+	struct rec_item	*it;
+	struct store	*st = NULL;
+	struct timespec	 ts;
+	int64_t		 backoff = RECORDER_RETRY_MS, now;
+	int		 failed;
+
+	if (store_thread_init() != IDEM_OK)
+		log_err("recorder: MySQL thread init failed");
+	if (store_new(rc->cfg, &st) != IDEM_OK)
+		st = NULL;
+	pthread_mutex_lock(&rc->mu);
+	for (;;) {
+		if (rc->head == NULL) {
+			if (rc->stop)
+				break;
+			pthread_cond_wait(&rc->cv, &rc->mu);
+			continue;
+		}
+		if (rc->stop && clock_now_ms() >= rc->drain_end_ms)
+			break;
+		/* One pass over what is pending, the lock dropped for I/O. */
+		failed = 0;
+		for (size_t k = rc->n; k > 0 && rc->head != NULL; k--) {
+			it = rc->head;
+			rc->head = it->next;
+			if (rc->head == NULL)
+				rc->tail = NULL;
+			rc->n--;
+			pthread_mutex_unlock(&rc->mu);
+			now = clock_now_ms();
+			if (now >= it->give_up_ms) {
+				log_err("recorder: key's ttl passed before the "
+				    "store answered; its %s is lost",
+				    rec_op_name(it->op));
+				rec_item_free(it);
+				it = NULL;
+			} else if (st != NULL && rec_try(st, it) == IDEM_OK) {
+				rec_item_free(it);
+				it = NULL;
+			}
+			pthread_mutex_lock(&rc->mu);
+			if (it != NULL) {
+				failed = 1;
+				rec_push(rc, it);
+			}
+		}
+		if (!failed) {
+			backoff = RECORDER_RETRY_MS;
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)backoff * 1000000;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&rc->cv, &rc->mu, &ts);
+		backoff = backoff * 2 > RECORDER_RETRY_MAX_MS ?
+		    RECORDER_RETRY_MAX_MS : backoff * 2;
+	}
+	if (rc->n > 0)
+		log_err("recorder: stopping with %zu outcomes unwritten; "
+		    "those keys run again after their lease", rc->n);
+	pthread_mutex_unlock(&rc->mu);
+	store_free(st);
+	store_thread_end();
+	return NULL;
+}
+
+enum idem_err
+recorder_new(const struct cfg *cfg, struct recorder **out)
+{
+	struct recorder	*rc;
+
+	if ((rc = calloc(1, sizeof(*rc))) == NULL)
+		return IDEM_ENOMEM;
+	rc->cfg = cfg;
+	pthread_mutex_init(&rc->mu, NULL);
+	pthread_cond_init(&rc->cv, NULL);
+	if (pthread_create(&rc->tid, NULL, rec_main, rc) != 0) {
+		pthread_cond_destroy(&rc->cv);
+		pthread_mutex_destroy(&rc->mu);
+		free(rc);
+		return IDEM_ESYS;
+	}
+	*out = rc;
+	return IDEM_OK;
+}
+
+enum idem_err
+recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
+    int status, const void *hdrs, size_t hdrslen, const void *body,
+    size_t bodylen, int64_t ttl_ms)
+{
+	struct rec_item	*it;
+
+	if ((it = calloc(1, sizeof(*it))) == NULL)
+		return IDEM_ENOMEM;
+	claim_init(&it->c);
+	it->c.state = c->state;
+	it->c.id = c->id;
+	it->c.token = c->token;
+	memcpy(it->c.lockname, c->lockname, sizeof(it->c.lockname));
+	/* The lock went with the connection that lost the server. */
+	it->c.locked = 0;
+	it->op = op;
+	it->status = status;
+	it->ttl_ms = ttl_ms;
+	it->give_up_ms = clock_now_ms() + ttl_ms;
+	buf_init(&it->hdrs, hdrslen + 1);
+	buf_init(&it->body, bodylen + 1);
+	if (buf_add(&it->hdrs, hdrs, hdrslen) != IDEM_OK ||
+	    buf_add(&it->body, body, bodylen) != IDEM_OK) {
+		rec_item_free(it);
+		return IDEM_ENOMEM;
+	}
+	pthread_mutex_lock(&rc->mu);
+	rec_push(rc, it);
+	pthread_cond_signal(&rc->cv);
+	pthread_mutex_unlock(&rc->mu);
+	return IDEM_OK;
+}
+
+size_t
+recorder_pending(struct recorder *rc)
+{
+	size_t	 n;
+
+	pthread_mutex_lock(&rc->mu);
+	n = rc->n;
+	pthread_mutex_unlock(&rc->mu);
+	return n;
+}
+
+void
+recorder_free(struct recorder *rc, int64_t drain_ms)
+{
+	struct rec_item	*it;
+
+	if (rc == NULL)
+		return;
+	pthread_mutex_lock(&rc->mu);
+	rc->stop = 1;
+	rc->drain_end_ms = clock_now_ms() + drain_ms;
+	pthread_cond_signal(&rc->cv);
+	pthread_mutex_unlock(&rc->mu);
+	pthread_join(rc->tid, NULL);
+	while ((it = rc->head) != NULL) {
+		rc->head = it->next;
+		rec_item_free(it);
+	}
+	pthread_cond_destroy(&rc->cv);
+	pthread_mutex_destroy(&rc->mu);
+	free(rc);
+}

@@ -1,0 +1,95 @@
+#!/bin/bash
+# Faults in the store (a real MariaDB stopped and started by PID) never
+# cost an answer nor run a key twice or two at once: an answer finished
+# during an outage is written when the store is back; an owner that cannot
+# renew stops its handler before its lease ends; a restart (which drops
+# every named lock) does not let a retry take over a live owner's key.
+. "$(dirname "$0")/../lib/harness.sh"
+
+db_private || { done_testing; exit 1; }
+db_new "$TNAME" || { done_testing; exit 1; }
+P=$(cgi_install pay)
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+cat >>"$T/gw.conf" <<EOF
+
+[route /pay]
+handler = cgi:$P
+lease = 3s
+wait = 15s
+timeout = 30s
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+overlaps() { if [ -f "$P.overlap" ]; then wc -l <"$P.overlap" | tr -d ' '; else echo 0; fi; }
+
+# 3. Recorded before forgotten: MariaDB stops while a 1.5 s handler runs
+# and stays down past the lease; the client still gets its answer, and
+# a retry after the restart replays it.
+K=$(new_key)
+http_bg a1 POST "$(url web '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=1'
+sleep 0.8
+mariadb_stop
+sleep 1.2
+http d1 POST "$(url web '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=1'
+is_problem "outage: a retry meanwhile" d1 503 store-unavailable
+sleep 2.5
+mariadb_start || not_ok "MariaDB restarts"
+bg_wait
+expect_eq "outage: the first client got its answer" 201 "$(st a1)"
+expect_eq "outage: as created" created "$(hdr a1 Idempotency-Result)"
+http a2 POST "$(url web '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=1'
+expect_eq "outage: retry after the restart replays" reused "$(hdr a2 Idempotency-Result)"
+expect_file_eq "outage: the same answer" "$T/a1.b" "$T/a2.b"
+sleep 3.5
+http a3 POST "$(url web '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=1'
+expect_eq "outage: retry after another lease still replays" reused "$(hdr a3 Idempotency-Result)"
+expect_eq "outage: one run" 1 "$(runs pay)"
+expect_match "outage: the gateway said it kept the answer" 'answer is kept' "$(cat "$T/gw.log")"
+
+# 4. Never two at once: a 9 s handler, a 4.5 s outage, a 3 s lease.  The
+# owner cannot renew, stops its handler before the lease ends and answers
+# 503; after the restart one retry runs it again, never beside the first.
+K=$(new_key)
+before=$(runs pay)
+http_bg b1 POST "$(url web '/pay?sleep=9000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=2'
+sleep 1
+mariadb_stop
+t_down=$(now_ms)
+sleep 4.5
+mariadb_start || not_ok "MariaDB restarts"
+for i in 1 2 3 4; do
+	http_bg b2_$i POST "$(url web '/pay?sleep=9000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=2'
+done
+bg_wait
+HS=$(st b1)
+is_problem "lease lost: the owner's client" b1 503 store-unavailable
+expect_lt "lease lost: answered before the outage ended" "$(cat "$T/b1.end")" "$((t_down + 4500))"
+created=0 reused=0
+for i in 1 2 3 4; do
+	case "$(hdr b2_$i Idempotency-Result)" in
+	created) created=$((created + 1)) ;;
+	reused) reused=$((reused + 1)) ;;
+	esac
+done
+expect_eq "lease lost: one retry ran it" 1 "$created"
+expect_eq "lease lost: the others replayed it" 3 "$reused"
+expect_eq "lease lost: two runs in all (one stopped)" 2 $(($(runs pay) - before))
+expect_eq "lease lost: never two at once" 0 "$(overlaps)"
+expect_match "lease lost: logged" 'stopping the handler before it ends' "$(cat "$T/gw.log")"
+
+# A restart shorter than the lease: the owner keeps its key, its handler
+# finishes, retries after the restart wait and replay its answer.
+K=$(new_key)
+before=$(runs pay)
+http_bg c1 POST "$(url web '/pay?sleep=4000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=3'
+sleep 0.7
+mariadb_stop
+mariadb_start || not_ok "MariaDB restarts"
+http_bg c2 POST "$(url web '/pay?sleep=4000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=3'
+bg_wait
+expect_eq "restart: owner answers" created "$(hdr c1 Idempotency-Result)"
+expect_eq "restart: retry replays" reused "$(hdr c2 Idempotency-Result)"
+expect_file_eq "restart: the same answer" "$T/c1.b" "$T/c2.b"
+expect_eq "restart: one run" 1 $(($(runs pay) - before))
+expect_eq "restart: never two at once" 0 "$(overlaps)"
+done_testing
