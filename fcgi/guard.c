@@ -309,12 +309,14 @@ guard_store_error(struct request *r)
 		    NULL);
 }
 
-/* Log form of a key: at most 32 bytes, the log escapes the rest. */
-static void
-key_for_log(const char *key, size_t keylen, char *out, size_t outlen)
+void
+guard_key_for_log(const char *key, size_t keylen, char *out, size_t outlen)
 {
-	snprintf(out, outlen, "%.*s%s", (int)(keylen > 32 ? 32 : keylen), key,
-	    keylen > 32 ? "..." : "");
+	size_t	 shown = keylen / 4;
+
+	if (shown > 8)
+		shown = 8;
+	snprintf(out, outlen, "%.*s...(%zu bytes)", (int)shown, key, keylen);
 }
 
 void
@@ -360,7 +362,7 @@ guard_serve(struct request *r)
 		reply_problem(r->out, PROB_INVALID_KEY, 0, 0, NULL);
 		return;
 	}
-	key_for_log(key, keylen, lkey, sizeof(lkey));
+	guard_key_for_log(key, keylen, lkey, sizeof(lkey));
 
 	memset(&id, 0, sizeof(id));
 	switch (rt->scope) {

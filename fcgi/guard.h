@@ -29,6 +29,14 @@ int guard_retry_after(int64_t lease_left_ms);
  * 100 ms. */
 int64_t guard_tick_ms(int64_t lease_ms);
 
+/*
+ * Log form of a key: never the whole key (a key is as good as a secret to
+ * whoever could replay it), only its first quarter (8 bytes at most, the
+ * log escapes them) and its length: "ord...(10 bytes)".
+ */
+void guard_key_for_log(const char *key, size_t keylen, char *out,
+    size_t outlen);
+
 /* How long before its lease ends an owner that could not renew stops its
  * handler: a fifth of the lease, within 300 ms .. 5 s, at most half. */
 int64_t guard_stop_margin(int64_t lease_ms);

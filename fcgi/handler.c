@@ -22,6 +22,7 @@ sink_init(struct sink *s, int buffered, size_t max, const char *extra,
 	s->max = max;
 	s->extra = extra;
 	s->out = out;
+	s->clen = -1;
 	buf_init(&s->raw, SINK_RAW_MAX);
 	resp_head_init(&s->head);
 	buf_init(&s->body, max);
@@ -45,10 +46,42 @@ sink_send_head(struct sink *s)
 	s->streaming = 1;
 }
 
+/* The head's Content-Length, or -1 (none, or not a plain number). */
+static int64_t
+sink_clen(const struct resp_head *h)
+{
+	const char	*v;
+	size_t		 vlen, i;
+	int64_t		 n = 0;
+
+	if ((v = resp_hdr_get(&h->hdrs, "Content-Length", &vlen)) == NULL ||
+	    vlen == 0 || vlen > 18)
+		return -1;
+	for (i = 0; i < vlen; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		n = n * 10 + (v[i] - '0');
+	}
+	return n;
+}
+
+int
+sink_complete(void *arg)
+{
+	const struct sink	*s = arg;
+
+	return s->have_head && s->clen >= 0 && s->got >= (uint64_t)s->clen;
+}
+
 static enum idem_err
 sink_body(struct sink *s, const char *p, size_t n)
 {
 	enum idem_err	 er;
+
+	/* Past the announced length is not part of the answer. */
+	if (s->clen >= 0 && s->got + n > (uint64_t)s->clen)
+		n = (size_t)((uint64_t)s->clen - s->got);
+	s->got += n;
 
 	if (s->streaming) {
 		reply_bytes(s->out, p, n);
@@ -85,6 +118,7 @@ sink_feed(void *arg, const void *p, size_t n)
 	if (er != IDEM_OK)
 		return IDEM_EHANDLER;
 	s->have_head = 1;
+	s->clen = sink_clen(&s->head);
 	if (s->buffered)
 		handler_drop_idem_hdrs(&s->head.hdrs);
 	else
@@ -139,6 +173,14 @@ run_out(void *arg, const void *p, size_t n)
 	return sink_feed(rc->s, p, n);
 }
 
+static int
+run_complete(void *arg)
+{
+	struct run_ctx	*rc = arg;
+
+	return sink_complete(rc->s);
+}
+
 static int64_t
 run_tick(void *arg)
 {
@@ -157,6 +199,7 @@ exchange_fill(struct cgi_exchange *ex, struct request *r, struct run_ctx *rc,
 	ex->timeout_ms = r->route->timeout_ms;
 	ex->tag = r->tag;
 	ex->out = run_out;
+	ex->complete = run_complete;
 	ex->tick = rc->tick != NULL ? run_tick : NULL;
 	ex->tick_ms = tick_ms;
 	ex->arg = rc;
@@ -182,6 +225,7 @@ run_cgi(struct request *r, const char *program, struct run_ctx *rc,
 	memset(&st, 0, sizeof(st));
 	run.program = program;
 	run.env = env;
+	run.linger = r->ctx->linger;
 	exchange_fill(&run.ex, r, rc, tick_ms);
 	er = cgi_exec(&run, &st);
 	cgi_env_free(env);
@@ -196,7 +240,8 @@ run_cgi(struct request *r, const char *program, struct run_ctx *rc,
 		log_err("%s: handler failed: %s", r->tag, idem_strerror(er));
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
 	}
-	if (st.signo != 0) {
+	/* Died by a signal before its answer was whole: a crash. */
+	if (st.signo != 0 && !sink_complete(rc->s)) {
 		log_err("%s: handler killed by signal %d", r->tag, st.signo);
 		return IDEM_EHANDLER;
 	}

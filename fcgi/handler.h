@@ -31,6 +31,8 @@ struct sink {
 	struct buf	 body;		/* buffered body */
 	int		 streaming;	/* head went to the client */
 	int		 oversized;
+	int64_t		 clen;		/* Content-Length announced, or -1 */
+	uint64_t	 got;		/* body bytes taken so far */
 };
 
 void sink_init(struct sink *s, int buffered, size_t max, const char *extra,
@@ -43,6 +45,10 @@ void sink_free(struct sink *s);		/* NULL is a no-op */
  * that went away is never an error here.
  */
 enum idem_err sink_feed(void *arg, const void *p, size_t n);
+
+/* 1 when the body reached the Content-Length the head announced (the
+ * answer is whole even if the handler goes on). */
+int sink_complete(void *arg);
 
 /*
  * Drops Idempotent-Replayed and Idempotency-Result lines from hdrs (a

@@ -19,6 +19,7 @@ struct gw_ctx {
 	struct stats		*stats;		/* the worker's accumulator */
 	struct rcache		*rc;		/* the worker's replay cache or NULL */
 	struct recorder		*rec;		/* the worker's recorder or NULL */
+	struct linger		*linger;	/* ends lingering handlers, or NULL */
 	const char		*owner;		/* "host:pid" */
 };
 

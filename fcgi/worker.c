@@ -13,6 +13,7 @@
 
 #include <fcgiapp.h>
 
+#include "linger.h"
 #include "listen.h"
 #include "log.h"
 #include "rcache.h"
@@ -42,6 +43,7 @@ struct worker {
 	struct stats		*stats;
 	struct rcache		*rc;		/* NULL: replay_cache = 0 */
 	struct recorder		*rec;		/* outcomes the store missed */
+	struct linger		*linger;	/* handlers done but running */
 	char			 owner[300];
 	char			 host[256];
 	atomic_int		 stop;
@@ -88,6 +90,7 @@ rthread_main(void *arg)
 	ctx.stats = w->stats;
 	ctx.rc = w->rc;
 	ctx.rec = w->rec;
+	ctx.linger = w->linger;
 	ctx.owner = w->owner;
 	if (FCGX_InitRequest(&req, w->listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)
 	    != 0) {
@@ -309,6 +312,10 @@ worker_run(const struct cfg *cfg, int listen_fd)
 		else
 			log_err("cannot start replay cache thread: cache off");
 	}
+	if (linger_new(&w.linger) != IDEM_OK) {
+		log_err("cannot start the linger thread");
+		goto out;
+	}
 	if (recorder_new(cfg, &w.rec) != IDEM_OK) {
 		log_err("cannot start the recorder thread");
 		goto out;
@@ -357,6 +364,7 @@ out:
 	/* Outcomes still unwritten keep their keys in progress: give the
 	 * store a while to come back before they are given up. */
 	recorder_free(w.rec, WORKER_DRAIN_RECORD_MS);
+	linger_free(w.linger);
 	rcache_free(w.rc);
 	stats_free(w.stats);
 	pthread_cond_destroy(&w.flush_cv);

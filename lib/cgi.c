@@ -18,11 +18,14 @@
 #include <unistd.h>
 
 #include "cgi.h"
+#include "linger.h"
 #include "log.h"
 
 #define CGI_PATH_DEFAULT	"/usr/local/bin:/usr/bin:/bin"
 #define CGI_ERRLINE_MAX		1024	/* stderr bytes per log line */
-#define CGI_EXIT_GRACE_MS	5000	/* after stdout EOF, wait this for exit */
+#define CGI_EOF_GRACE_MS	100	/* after stdout EOF, wait this for exit */
+#define CGI_ERRLOG_LINES	20	/* stderr log lines per run ... */
+#define CGI_ERRLOG_BYTES	4096	/* ... and bytes; the rest is counted */
 #define CGI_IOBUF		65536
 
 /* ---- environment ---- */
@@ -381,11 +384,15 @@ out:
 	return pid;
 }
 
-/* Accumulates stderr bytes and logs them a line at a time. */
+/* Accumulates stderr bytes and logs them a line at a time, a bounded
+ * prefix per run; what is past it is counted and dropped. */
 struct cgi_errlog {
 	const char	*tag;
 	char		 line[CGI_ERRLINE_MAX];
 	size_t		 len;
+	size_t		 logged;	/* bytes logged so far */
+	int		 lines;
+	size_t		 dropped;
 };
 
 static void
@@ -395,6 +402,8 @@ cgi_errlog_flush(struct cgi_errlog *el)
 		return;
 	log_warn("%s: %.*s", el->tag != NULL ? el->tag : "cgi", (int)el->len,
 	    el->line);
+	el->logged += el->len;
+	el->lines++;
 	el->len = 0;
 }
 
@@ -404,6 +413,11 @@ cgi_errlog_add(struct cgi_errlog *el, const char *p, size_t n)
 	size_t	 i;
 
 	for (i = 0; i < n; i++) {
+		if (el->lines >= CGI_ERRLOG_LINES ||
+		    el->logged + el->len >= CGI_ERRLOG_BYTES) {
+			el->dropped += n - i;
+			return;
+		}
 		if (p[i] == '\n') {
 			if (el->len > 0 && el->line[el->len - 1] == '\r')
 				el->len--;
@@ -417,6 +431,15 @@ cgi_errlog_add(struct cgi_errlog *el, const char *p, size_t n)
 	}
 }
 
+static void
+cgi_errlog_end(struct cgi_errlog *el)
+{
+	cgi_errlog_flush(el);
+	if (el->dropped > 0)
+		log_warn("%s: %zu more bytes of stderr dropped",
+		    el->tag != NULL ? el->tag : "cgi", el->dropped);
+}
+
 /* Fills st from a waitpid() status. */
 static void
 cgi_status_set(struct cgi_status *st, int ws, int timed_out)
@@ -425,6 +448,7 @@ cgi_status_set(struct cgi_status *st, int ws, int timed_out)
 	st->exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 0;
 	st->signo = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
 	st->timed_out = timed_out;
+	st->lingering = 0;
 }
 
 static int
@@ -471,95 +495,171 @@ cgi_pidfd(pid_t pid)
 #endif
 }
 
+/* 1 (and *ws) once the program has exited; it is left unreaped, so its
+ * pid, its group's id, stays its own. */
+static int
+cgi_exited(pid_t pid, int *ws)
+{
+	siginfo_t	 si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+	    si.si_pid != pid)
+		return 0;
+	if (si.si_code == CLD_EXITED)
+		*ws = (si.si_status & 0xff) << 8;
+	else
+		*ws = si.si_status & 0x7f;	/* killed or dumped */
+	return 1;
+}
+
+/* One run's I/O state. */
+struct cgi_io {
+	const struct cgi_run	*r;
+	pid_t			 pid;
+	int			 fin, fout, ferr, pidfd;
+	size_t			 woff;		/* body bytes written */
+	int			 exited;	/* leader exited, unreaped */
+	int			 ws;		/* its status when exited */
+	int			 complete;	/* the answer is whole */
+	struct cgi_errlog	 el;
+};
+
+/* Reads stdout once; out() gets the bytes.  0, or an out() error. */
+static enum idem_err
+cgi_read_out(struct cgi_io *io)
+{
+	char		 buf[CGI_IOBUF];
+	ssize_t		 k;
+	enum idem_err	 er;
+
+	k = read(io->fout, buf, sizeof(buf));
+	if (k > 0) {
+		if ((er = io->r->ex.out(io->r->ex.arg, buf, (size_t)k)) !=
+		    IDEM_OK)
+			return er;
+		if (io->r->ex.complete != NULL &&
+		    io->r->ex.complete(io->r->ex.arg))
+			io->complete = 1;
+		return IDEM_OK;
+	}
+	if (k == -1 && (errno == EAGAIN || errno == EINTR))
+		return IDEM_EAGAIN;
+	/* EOF: the answer is complete; no one reads stdin any more. */
+	cgi_close(&io->fout);
+	cgi_close(&io->fin);
+	return IDEM_OK;
+}
+
+static void
+cgi_read_err(struct cgi_io *io)
+{
+	char	 buf[CGI_IOBUF];
+	ssize_t	 k;
+
+	k = read(io->ferr, buf, sizeof(buf));
+	if (k > 0)
+		cgi_errlog_add(&io->el, buf, (size_t)k);
+	else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+		cgi_close(&io->ferr);
+}
+
+static void
+cgi_write_in(struct cgi_io *io)
+{
+	const char	*body = io->r->ex.body;
+	size_t		 len = io->r->ex.bodylen;
+	ssize_t		 k;
+
+	k = write(io->fin, body + io->woff, len - io->woff);
+	if (k > 0)
+		io->woff += (size_t)k;
+	else if (k == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	else if (k == -1 && errno != EPIPE)
+		log_warn("%s: writing stdin: %s", io->r->ex.tag ?
+		    io->r->ex.tag : "cgi", strerror(errno));
+	/* Done, or the program stopped reading: either way, EOF now. */
+	if (k <= 0 || io->woff == len)
+		cgi_close(&io->fin);
+}
+
 /*
- * Runs the spawned child's I/O: writes the body, reads stdout and stderr,
- * until stdout EOF and exit, the deadline, or an out() failure.  Returns
- * 1 (and *ws) if the child was reaped here.
+ * Runs the spawned child's I/O until its answer is complete (stdout EOF,
+ * the program's exit, or the announced Content-Length reached), the
+ * deadline, a tick's stop, or an out() failure.
  */
 static enum idem_err
-cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
-    int *ws, int *reaped)
+cgi_io_run(struct cgi_io *io)
 {
-	struct cgi_errlog	 el;
-	struct pollfd		 pfd[3];
-	char			 buf[CGI_IOBUF];
-	const char		*body = r->ex.body;
-	size_t			 woff = 0;
-	int64_t			 now, deadline, next_tick, grace_end = -1;
+	const struct cgi_run	*r = io->r;
+	struct pollfd		 pfd[4];
+	int64_t			 now, deadline, next_tick, eof_end = -1;
 	int64_t			 wait_ms;
-	int			 pidfd = -1, n, i, rc;
-	ssize_t			 k;
+	int			 n, i, rc;
 	enum idem_err		 er = IDEM_OK;
 
-	el.tag = r->ex.tag;
-	el.len = 0;
+	io->el.tag = r->ex.tag;
 	now = cgi_now_ms();
 	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
-	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ? now + r->ex.tick_ms : -1;
-	if (r->ex.bodylen == 0 || body == NULL)
-		cgi_close(fin);
-	for (;;) {
+	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ?
+	    now + r->ex.tick_ms : -1;
+	if (r->ex.bodylen == 0 || r->ex.body == NULL)
+		cgi_close(&io->fin);
+	while (!io->complete) {
 		now = cgi_now_ms();
-		if (deadline >= 0 && now >= deadline) {
-			er = IDEM_ETIMEOUT;
-			break;
-		}
+		if (deadline >= 0 && now >= deadline)
+			return IDEM_ETIMEOUT;
 		if (next_tick >= 0 && now >= next_tick) {
 			int64_t	 next = r->ex.tick(r->ex.arg);
 
-			if (next < 0) {
-				er = IDEM_ELEASE;
-				break;
-			}
+			if (next < 0)
+				return IDEM_ELEASE;
 			next_tick = now + next;
 		}
-		if (*fout < 0) {
-			/* stdout is done: the program should exit now. */
-			rc = waitpid(pid, ws, WNOHANG);
-			if (rc == pid) {
-				*reaped = 1;
-				break;
-			}
-			if (rc == -1 && errno != EINTR) {
-				log_err("%s: waitpid: %s", r->ex.tag ? r->ex.tag :
-				    "cgi", strerror(errno));
-				er = IDEM_ESYS;
-				break;
-			}
-			if (grace_end < 0) {
-				grace_end = now + CGI_EXIT_GRACE_MS;
-				pidfd = cgi_pidfd(pid);
-			}
-			if (now >= grace_end) {
-				log_warn("%s: closed stdout but did not exit; "
-				    "killed", r->ex.tag ? r->ex.tag : "cgi");
-				kill(-pid, SIGKILL);
-				*ws = cgi_reap(pid);
-				*reaped = 1;
+		if (!io->exited && cgi_exited(io->pid, &io->ws)) {
+			/* It exited: what it wrote is in the pipe.  A child
+			 * may still hold stdout; the answer is whole all
+			 * the same. */
+			io->exited = 1;
+			/* At most what a pipe holds, and a little: a child
+			 * may keep writing. */
+			for (i = 0; i < 16 && io->fout >= 0 && !io->complete &&
+			    (er = cgi_read_out(io)) == IDEM_OK; i++)
+				;
+			if (er != IDEM_OK && er != IDEM_EAGAIN)
+				return er;
+			er = IDEM_OK;
+			io->complete = 1;
+			break;
+		}
+		if (io->fout < 0) {
+			/* Stdout closed: complete.  A moment to exit, so a
+			 * crash (exit by signal) still counts as one. */
+			if (eof_end < 0)
+				eof_end = now + CGI_EOF_GRACE_MS;
+			if (now >= eof_end) {
+				io->complete = 1;
 				break;
 			}
 		}
 		n = 0;
-		if (*fin >= 0)
-			pfd[n++] = (struct pollfd){ *fin, POLLOUT, 0 };
-		if (*fout >= 0)
-			pfd[n++] = (struct pollfd){ *fout, POLLIN, 0 };
-		if (*ferr >= 0)
-			pfd[n++] = (struct pollfd){ *ferr, POLLIN, 0 };
-		if (*fout < 0 && pidfd >= 0)
-			pfd[n++] = (struct pollfd){ pidfd, POLLIN, 0 };
-		wait_ms = -1;
-		if (deadline >= 0)
-			wait_ms = deadline - now;
+		if (io->fin >= 0)
+			pfd[n++] = (struct pollfd){ io->fin, POLLOUT, 0 };
+		if (io->fout >= 0)
+			pfd[n++] = (struct pollfd){ io->fout, POLLIN, 0 };
+		if (io->ferr >= 0)
+			pfd[n++] = (struct pollfd){ io->ferr, POLLIN, 0 };
+		if (io->pidfd >= 0)
+			pfd[n++] = (struct pollfd){ io->pidfd, POLLIN, 0 };
+		wait_ms = deadline >= 0 ? deadline - now : -1;
 		if (next_tick >= 0 && (wait_ms < 0 || next_tick - now < wait_ms))
 			wait_ms = next_tick - now;
-		if (grace_end >= 0) {
-			/* Without a pidfd, look at the child every few ms. */
-			int64_t g = pidfd >= 0 ? grace_end - now : 5;
-
-			if (wait_ms < 0 || g < wait_ms)
-				wait_ms = g;
-		}
+		if (eof_end >= 0 && (wait_ms < 0 || eof_end - now < wait_ms))
+			wait_ms = eof_end - now;
+		/* Without a pidfd, look for the exit every few ms. */
+		if (io->pidfd < 0 && (wait_ms < 0 || wait_ms > 20))
+			wait_ms = 20;
 		if (wait_ms > INT_MAX)
 			wait_ms = INT_MAX;
 		rc = poll(pfd, (nfds_t)n, (int)wait_ms);
@@ -568,53 +668,24 @@ cgi_io(const struct cgi_run *r, pid_t pid, int *fin, int *fout, int *ferr,
 				continue;
 			log_err("%s: poll: %s", r->ex.tag ? r->ex.tag : "cgi",
 			    strerror(errno));
-			er = IDEM_ESYS;
-			break;
+			return IDEM_ESYS;
 		}
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < n && !io->complete; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (pfd[i].fd == *fin) {
-				k = write(*fin, body + woff, r->ex.bodylen - woff);
-				if (k > 0)
-					woff += (size_t)k;
-				else if (k == -1 && (errno == EAGAIN ||
-				    errno == EINTR))
-					continue;
-				else if (k == -1 && errno != EPIPE)
-					log_warn("%s: writing stdin: %s",
-					    r->ex.tag ? r->ex.tag : "cgi",
-					    strerror(errno));
-				/* Done, or the program stopped reading:
-				 * either way it gets EOF now. */
-				if (k <= 0 || woff == r->ex.bodylen)
-					cgi_close(fin);
-			} else if (pfd[i].fd == *fout) {
-				k = read(*fout, buf, sizeof(buf));
-				if (k > 0) {
-					er = r->ex.out(r->ex.arg, buf, (size_t)k);
-					if (er != IDEM_OK)
-						goto out;
-				} else if (k == 0 || (errno != EAGAIN &&
-				    errno != EINTR)) {
-					cgi_close(fout);
-					/* No one reads the answer any more. */
-					cgi_close(fin);
-				}
-			} else if (pfd[i].fd == *ferr) {
-				k = read(*ferr, buf, sizeof(buf));
-				if (k > 0)
-					cgi_errlog_add(&el, buf, (size_t)k);
-				else if (k == 0 || (errno != EAGAIN &&
-				    errno != EINTR))
-					cgi_close(ferr);
-			}
+			if (pfd[i].fd == io->fin)
+				cgi_write_in(io);
+			else if (pfd[i].fd == io->fout) {
+				er = cgi_read_out(io);
+				if (er != IDEM_OK && er != IDEM_EAGAIN)
+					return er;
+				er = IDEM_OK;
+			} else if (pfd[i].fd == io->ferr)
+				cgi_read_err(io);
+			/* a readable pidfd: the next round sees the exit */
 		}
 	}
-out:
-	cgi_errlog_flush(&el);
-	cgi_close(&pidfd);
-	return er;
+	return IDEM_OK;
 }
 
 enum idem_err
@@ -622,10 +693,14 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 {
 	int		 pin[2] = { -1, -1 }, pout[2] = { -1, -1 };
 	int		 perr[2] = { -1, -1 };
-	int		 ws = 0, reaped = 0;
+	struct cgi_io	 io;
+	int64_t		 started;
+	int		 ws = 0;
 	pid_t		 pid;
 	enum idem_err	 er;
 
+	memset(&io, 0, sizeof(io));
+	io.fin = io.fout = io.ferr = io.pidfd = -1;
 	if (cgi_pipe(pin) == -1 || cgi_pipe(pout) == -1 ||
 	    cgi_pipe(perr) == -1) {
 		log_err("%s: pipe: %s", r->ex.tag ? r->ex.tag : "cgi",
@@ -633,6 +708,7 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 		er = IDEM_EHANDLER;
 		goto close;
 	}
+	started = cgi_now_ms();
 	pid = cgi_spawn(r, pin[0], pout[1], perr[1]);
 	if (pid == -1) {
 		log_err("%s: cannot start %s: %s", r->ex.tag ? r->ex.tag : "cgi",
@@ -647,21 +723,55 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	cgi_nonblock(pin[1]);
 	cgi_nonblock(pout[0]);
 	cgi_nonblock(perr[0]);
-	er = cgi_io(r, pid, &pin[1], &pout[0], &perr[0], &ws, &reaped);
-	if (!reaped && er == IDEM_ELEASE) {
+	io.r = r;
+	io.pid = pid;
+	io.fin = pin[1];
+	io.fout = pout[0];
+	io.ferr = perr[0];
+	pin[1] = pout[0] = perr[0] = -1;
+	io.pidfd = cgi_pidfd(pid);
+	er = cgi_io_run(&io);
+	cgi_errlog_end(&io.el);
+	cgi_close(&io.pidfd);
+	cgi_close(&io.fin);
+	if (er == IDEM_OK) {
+		/* Complete.  Whatever still runs (the program, or children
+		 * holding its pipes) may go on until the timeout. */
+		if (io.exited && io.fout < 0 && io.ferr < 0) {
+			ws = cgi_reap(pid);
+			cgi_status_set(st, ws, 0);
+		} else {
+			if (io.exited)
+				cgi_status_set(st, io.ws, 0);
+			else
+				memset(st, 0, sizeof(*st));
+			st->lingering = 1;
+			if (r->linger != NULL && r->ex.timeout_ms > 0) {
+				linger_add(r->linger, pid, io.fout, io.ferr,
+				    started + r->ex.timeout_ms);
+				io.fout = io.ferr = -1;
+			} else {
+				/* Nobody to end it later: end it now (its
+				 * answer is whole: the kill is not a crash). */
+				kill(-pid, SIGKILL);
+				(void)cgi_reap(pid);
+			}
+		}
+	} else if (er == IDEM_ELEASE) {
 		ws = cgi_stop(pid, CGI_STOP_GRACE_MS);
-		reaped = 1;
-	}
-	if (!reaped) {
+		cgi_status_set(st, ws, 0);
+	} else {
 		/* Timeout or aborted by out(): the whole group goes. */
 		kill(-pid, SIGKILL);
 		ws = cgi_reap(pid);
+		cgi_status_set(st, ws, er == IDEM_ETIMEOUT);
+		if (er == IDEM_ETIMEOUT)
+			log_warn("%s: %s timed out after %lld ms; killed",
+			    r->ex.tag ? r->ex.tag : "cgi", r->program,
+			    (long long)r->ex.timeout_ms);
 	}
-	cgi_status_set(st, ws, er == IDEM_ETIMEOUT);
-	if (er == IDEM_ETIMEOUT)
-		log_warn("%s: %s timed out after %lld ms; killed",
-		    r->ex.tag ? r->ex.tag : "cgi", r->program,
-		    (long long)r->ex.timeout_ms);
+	cgi_close(&io.fout);
+	cgi_close(&io.ferr);
 close:
 	cgi_close(&pin[0]);
 	cgi_close(&pin[1]);

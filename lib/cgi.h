@@ -48,6 +48,10 @@ struct cgi_exchange {
 	 */
 	enum idem_err	(*out)(void *arg, const void *p, size_t n);
 
+	/* If set, called after out(): 1 when the answer is whole (its body
+	 * reached the Content-Length it announced), so the run ends there. */
+	int		(*complete)(void *arg);
+
 	/*
 	 * If set, called tick_ms after the start and then when the previous
 	 * call asked: it returns the ms until the next call (the guard renews
@@ -63,9 +67,12 @@ struct cgi_exchange {
 /* How long a handler stopped by tick() has between SIGTERM and SIGKILL. */
 #define CGI_STOP_GRACE_MS	200
 
+struct linger;
+
 struct cgi_run {
 	const char	 *program;	/* absolute path, run as argv[0] */
 	char *const	 *env;		/* from cgi_env_build() */
+	struct linger	 *linger;	/* ends lingering groups; NULL: now */
 	struct cgi_exchange ex;
 };
 
@@ -74,23 +81,30 @@ struct cgi_status {
 	int		 exit_code;
 	int		 signo;		/* killed by this signal, else 0 */
 	int		 timed_out;	/* 1: we killed it at timeout_ms */
+	int		 lingering;	/* 1: complete while still running */
 };
 
 /*
  * Runs r->program with posix_spawn in its own process group, with a clean
  * environment, working directory = the program's directory, stdin/stdout/
  * stderr on pipes; it inherits fds 0, 1 and 2 and no other.  The body is
- * written to stdin while stdout and stderr are read (poll), so a program that ignores stdin or writes a lot cannot
- * deadlock; EPIPE on stdin is not an error.  stderr is logged line by line
- * under r->ex.tag.  At ex.timeout_ms the whole group gets SIGKILL and
- * IDEM_ETIMEOUT is returned.  The child is always reaped before return.
- * Returns IDEM_OK when the program ran to EOF on stdout and exited (with
- * any status; see *st), IDEM_EHANDLER if it could not be started.  OUT: st.
- * After stdout EOF the program has 5 s (within timeout_ms) to exit, else
- * its group is killed (st->signo SIGKILL, still IDEM_OK).  If out() fails,
- * the group is killed and reaped and that error returned.  st is also
- * filled on IDEM_ETIMEOUT and on an out() error.  Needs SIGCHLD not
- * ignored in the calling process (waitpid); the caller ignores SIGPIPE.
+ * written to stdin while stdout and stderr are read (poll), so a program
+ * that ignores stdin or writes a lot cannot deadlock; EPIPE on stdin is
+ * not an error.  stderr reaches the log line by line under r->ex.tag, 20
+ * lines or 4 KiB per run at most, then a count of what was dropped.
+ *
+ * The answer is complete, and IDEM_OK returned, when the program exits,
+ * or closes stdout (it then has 100 ms to exit, so a crash is told from
+ * an exit: see st), or when ex.complete() says so.  Whatever is still
+ * running then (the program, or a child holding its stdout) is handed to
+ * r->linger, which kills the group at ex.timeout_ms from the start
+ * (st->lingering; without a linger it is killed now).  Otherwise the
+ * child is reaped before return.  At ex.timeout_ms before completion the
+ * group gets SIGKILL and IDEM_ETIMEOUT is returned; a tick's stop gives
+ * IDEM_ELEASE (see tick); IDEM_EHANDLER if it could not be started; an
+ * out() error kills the group and is returned.  OUT: st (on every return
+ * but IDEM_EHANDLER).  Needs SIGCHLD not ignored in the calling process
+ * (waitpid); the caller ignores SIGPIPE.
  */
 enum idem_err cgi_exec(const struct cgi_run *r, struct cgi_status *st);
 

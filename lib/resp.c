@@ -40,7 +40,9 @@ resp_name_eq(const char *p, size_t len, const char *s)
 
 /*
  * Parses "Status: 404 Not Found" / "Status: 404" values: three digits in
- * 100..599, then nothing or a space and a reason.  -1 if malformed.
+ * 100..599, then nothing or a space and a reason.  -1 if malformed.  (A
+ * 1xx is well formed but refused by the caller: a CGI answers with a final
+ * status; "101 Switching Protocols" replayed would hang the client.)
  */
 static int
 resp_status_parse(const char *v, size_t vlen)
@@ -92,7 +94,7 @@ resp_line(const char *p, size_t len, struct resp_head *h, struct resp_seen *seen
 		if (seen->status)
 			return IDEM_EHANDLER;
 		code = resp_status_parse(p + vs, ve - vs);
-		if (code < 100 || code > 599)
+		if (code < 200 || code > 599)
 			return IDEM_EHANDLER;
 		seen->status = 1;
 		h->status = code;

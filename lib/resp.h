@@ -11,7 +11,7 @@
 
 /*
  * A response head.  hdrs holds "Name: value\r\n" lines in the handler's
- * order, without Status; names keep their case.  status is 100..599.
+ * order, without Status; names keep their case.  status is 200..599.
  */
 struct resp_head {
 	int		 status;
@@ -24,7 +24,8 @@ void resp_head_free(struct resp_head *h);	/* NULL is a no-op */
 /*
  * Parses a CGI response header block (RFC 3875 §6.2) at the start of
  * p[0..len): lines end in LF or CRLF, the block ends at an empty line.
- * "Status: 201 Created" sets status; a Location without Status gives 302
+ * "Status: 201 Created" sets status (200..599: a 1xx is invalid output);
+ * a Location without Status gives 302
  * (a local "/path" redirect too); otherwise 200.  At least one of
  * Content-Type, Location or Status is required.  Lines without a colon,
  * names with bytes outside RFC 9110 token chars, values with CR/LF/NUL,

@@ -349,6 +349,7 @@ server.max-request-size = 65536
 server.max-read-idle = 30
 server.max-write-idle = 30
 fastcgi.server = ( "$mount" => (( $be, "check-local" => "disable", "max-procs" => 1 )) )
+${LIGHTTPD_EXTRA:-}
 EOF
 	}
 	WS_KIND[$name]=lighttpd

@@ -3,6 +3,7 @@
 #define IDEM_TEST_SINK_H
 
 #include <dirent.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@ struct sink {
 	size_t		 fail_after;	/* 0: never fail */
 	int		 ticks;
 	int		 stop_at_tick;	/* 0: never ask the handler to stop */
+	int		 clen_complete;	/* complete() honours Content-Length */
 };
 
 static inline void
@@ -35,6 +37,23 @@ sink_out(void *arg, const void *p, size_t n)
 	if (s->fail_after > 0 && s->total > s->fail_after)
 		return IDEM_ETOOBIG;
 	return buf_add(&s->b, p, n);
+}
+
+/* The complete() callback: with clen_complete, 1 once the body holds the
+ * head's Content-Length (a plain LF head, as the test programs write). */
+static inline int
+sink_complete_cb(void *arg)
+{
+	struct sink	*s = arg;
+	const char	*cl, *end;
+
+	if (!s->clen_complete || s->b.p == NULL)
+		return 0;
+	if ((cl = strstr(s->b.p, "Content-Length: ")) == NULL ||
+	    (end = strstr(s->b.p, "\n\n")) == NULL)
+		return 0;
+	return s->b.len - (size_t)(end + 2 - s->b.p) >=
+	    (size_t)atol(cl + 16);
 }
 
 /* The tick() callback: counts calls, every 50 ms; asks for a stop at

@@ -18,6 +18,8 @@
 #include "../lib/sink.h"
 #include "buf.h"
 #include "cgi.h"
+#include "clock.h"
+#include "linger.h"
 
 static char	 tmpdir[1024];
 
@@ -209,6 +211,8 @@ test_resolve(void)
 
 /* ---- cgi_exec ---- */
 
+static struct linger	*run_linger;	/* cgi_run.linger for run() */
+
 static enum idem_err
 run(const char *name, const void *body, size_t bodylen, int64_t tmo,
     struct sink *s, struct cgi_status *st)
@@ -225,11 +229,13 @@ run(const char *name, const void *body, size_t bodylen, int64_t tmo,
 	memset(&r, 0, sizeof(r));
 	r.program = prog;
 	r.env = env;
+	r.linger = run_linger;
 	r.ex.body = body;
 	r.ex.bodylen = bodylen;
 	r.ex.timeout_ms = tmo;
 	r.ex.tag = name;
 	r.ex.out = sink_out;
+	r.ex.complete = sink_complete_cb;
 	r.ex.tick = sink_tick;
 	r.ex.tick_ms = 50;
 	r.ex.arg = s;
@@ -304,6 +310,13 @@ make_scripts(void)
 	write_file(dir, "late.cgi", "#!/bin/sh\n"
 	    "printf 'Content-Type: text/plain\\n\\nbye'\n"
 	    "exec >&-\nsleep 0.2\nexit 4\n", 0755);
+	write_file(dir, "soon.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\n\\nbye'\n"
+	    "exec >&-\nexit 4\n", 0755);
+	/* A complete answer by its length, then it keeps stdout open. */
+	write_file(dir, "clen.cgi", "#!/bin/sh\n"
+	    "printf 'Content-Type: text/plain\\nContent-Length: 3\\n\\n"
+	    "byeEXTRA'\nexec sleep 30\n", 0755);
 	write_file(dir, "sigsegv.cgi", "#!/bin/sh\n"
 	    "printf 'Content-Type: text/plain\\n\\n'\nkill -SEGV $$\n", 0755);
 }
@@ -441,21 +454,50 @@ test_exec_timeout(void)
 	CHECK(gone);
 }
 
-/* After stdout EOF the program gets a grace to exit; the timeout holds. */
+/*
+ * Complete means complete: stdout EOF (with a moment to exit, so the exit
+ * status is known), the program's exit, or the Content-Length reached.
+ * What still runs then lingers until the timeout, not the answer.
+ */
 static void
 test_exec_after_eof(void)
 {
 	struct sink		 s;
 	struct cgi_status	 st;
+	struct linger		*lg = NULL;
+	int64_t			 t0;
 
 	sink_init(&s);
-	CHECK(run("late.cgi", NULL, 0, 5000, &s, &st) == IDEM_OK);
-	CHECK(st.exited == 1 && st.exit_code == 4 && s.b.len == 29);
+	CHECK(run("soon.cgi", NULL, 0, 5000, &s, &st) == IDEM_OK);
+	CHECK(st.exited == 1 && st.exit_code == 4 && st.lingering == 0);
+	CHECK(s.b.len == 29);
+	buf_free(&s.b);
+	/* Closed stdout, still running: complete, not a timeout. */
+	sink_init(&s);
+	t0 = clock_now_ms();
+	CHECK(run("linger.cgi", NULL, 0, 600, &s, &st) == IDEM_OK);
+	CHECK(st.lingering == 1 && st.timed_out == 0 && s.b.len == 29);
+	CHECK(clock_now_ms() - t0 < 500);
+	buf_free(&s.b);
+	/* With a linger: handed over, killed at the timeout. */
+	CHECK(linger_new(&lg) == IDEM_OK);
+	run_linger = lg;
+	sink_init(&s);
+	s.clen_complete = 1;
+	t0 = clock_now_ms();
+	CHECK(run("clen.cgi", NULL, 0, 800, &s, &st) == IDEM_OK);
+	CHECK(clock_now_ms() - t0 < 500);
+	CHECK(st.lingering == 1);
+	CHECK(linger_count(lg) == 1);
+	clock_sleep_ms(1100);
+	CHECK(linger_count(lg) == 0);
+	run_linger = NULL;
 	buf_free(&s.b);
 	sink_init(&s);
-	CHECK(run("linger.cgi", NULL, 0, 600, &s, &st) == IDEM_ETIMEOUT);
-	CHECK(st.timed_out == 1 && st.signo == SIGKILL && s.b.len == 29);
+	CHECK(run("late.cgi", NULL, 0, 5000, &s, &st) == IDEM_OK);
+	CHECK(st.lingering == 1 && s.b.len == 29);
 	buf_free(&s.b);
+	linger_free(lg);
 }
 
 static void

@@ -89,6 +89,21 @@ test_guard_helpers(void)
 	CHECK(guard_retry_after(59500) == 60);
 	CHECK(guard_tick_ms(60000) == 20000);
 	CHECK(guard_tick_ms(30) == 100);
+	CHECK(guard_stop_margin(60000) == 5000);
+	CHECK(guard_stop_margin(3000) == 600);
+	CHECK(guard_stop_margin(1000) == 300);
+	CHECK(guard_stop_margin(400) == 200);
+	{
+		char	 l[64];
+
+		guard_key_for_log("order-1001", 10, l, sizeof(l));
+		CHECK(strcmp(l, "or...(10 bytes)") == 0);
+		guard_key_for_log("abc", 3, l, sizeof(l));
+		CHECK(strcmp(l, "...(3 bytes)") == 0);
+		guard_key_for_log("0123456789abcdef0123456789abcdef0123", 36,
+		    l, sizeof(l));
+		CHECK(strcmp(l, "01234567...(36 bytes)") == 0);
+	}
 }
 
 static void

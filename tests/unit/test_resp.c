@@ -51,6 +51,13 @@ static const struct pcase cases[] = {
 	{ "X\xc3\xa4: 1\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Status: 99\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Status: 600\n\n", IDEM_EHANDLER, 0, NULL },
+	/* 1xx is not a final answer: 101 replayed would hang the client */
+	{ "Status: 100 Continue\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 101 Switching Protocols\nContent-Type: a\n\n",
+	    IDEM_EHANDLER, 0, NULL },
+	{ "Status: 199\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "Status: 200\nContent-Type: a\n\n", IDEM_OK, 200,
+	    "Content-Type: a\r\n" },
 	{ "Status: 2000\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Status: abc\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Status:\n\n", IDEM_EHANDLER, 0, NULL },

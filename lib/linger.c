@@ -1,0 +1,194 @@
+/* Handler processes left running after a complete answer, ended at their timeout. */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "linger.h"
+#include "log.h"
+
+#define LINGER_TICK_MS	100
+#define LINGER_MAX	4096		/* groups; past this, killed at once */
+
+struct lgroup {
+	pid_t		 pid;
+	int		 fd[2];		/* stdout, stderr read ends; -1 closed */
+	int64_t		 deadline_ms;
+};
+
+struct linger {
+	pthread_t	 tid;
+	pthread_mutex_t	 mu;
+	struct lgroup	*g;
+	size_t		 n, cap;
+	int		 stop;
+};
+
+/* Kills the group and reaps its leader. */
+static void
+lg_end(struct lgroup *g, int kill_it)
+{
+	int	 i, ws;
+
+	if (kill_it)
+		kill(-g->pid, SIGKILL);
+	while (waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
+		;
+	for (i = 0; i < 2; i++)
+		if (g->fd[i] >= 0)
+			close(g->fd[i]);
+}
+
+/* Drops what is readable on fd; closes it at EOF or error. */
+static void
+lg_drain(int *fd)
+{
+	char	 buf[4096];
+	ssize_t	 k;
+
+	for (;;) {
+		k = read(*fd, buf, sizeof(buf));
+		if (k > 0)
+			continue;
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1 && errno == EAGAIN)
+			return;
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+}
+
+/* 1 if the group is done: leader exited (not reaped) and pipes closed. */
+static int
+lg_done(struct lgroup *g)
+{
+	siginfo_t	 si;
+
+	if (g->fd[0] >= 0)
+		lg_drain(&g->fd[0]);
+	if (g->fd[1] >= 0)
+		lg_drain(&g->fd[1]);
+	if (g->fd[0] >= 0 || g->fd[1] >= 0)
+		return 0;
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)g->pid, &si, WEXITED | WNOHANG |
+	    WNOWAIT) == 0 && si.si_pid == g->pid;
+}
+
+static void *
+lg_main(void *arg)
+{
+	struct linger	*lg = arg;
+	struct lgroup	 g;
+	size_t		 i;
+	int64_t		 now;
+	int		 end, late;
+
+	for (;;) {
+		pthread_mutex_lock(&lg->mu);
+		if (lg->stop) {
+			pthread_mutex_unlock(&lg->mu);
+			break;
+		}
+		now = clock_now_ms();
+		for (i = 0; i < lg->n;) {
+			late = now >= lg->g[i].deadline_ms;
+			end = late || lg_done(&lg->g[i]);
+			if (!end) {
+				i++;
+				continue;
+			}
+			g = lg->g[i];
+			lg->g[i] = lg->g[--lg->n];
+			if (late)
+				log_warn("handler group %ld still running at "
+				    "its timeout; killed", (long)g.pid);
+			/* The leader has exited or is killed now: quick. */
+			lg_end(&g, late);
+		}
+		pthread_mutex_unlock(&lg->mu);
+		clock_sleep_ms(LINGER_TICK_MS);
+	}
+	return NULL;
+}
+
+enum idem_err
+linger_new(struct linger **out)
+{
+	struct linger	*lg;
+
+	if ((lg = calloc(1, sizeof(*lg))) == NULL)
+		return IDEM_ENOMEM;
+	pthread_mutex_init(&lg->mu, NULL);
+	if (pthread_create(&lg->tid, NULL, lg_main, lg) != 0) {
+		pthread_mutex_destroy(&lg->mu);
+		free(lg);
+		return IDEM_ESYS;
+	}
+	*out = lg;
+	return IDEM_OK;
+}
+
+void
+linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
+    int64_t deadline_ms)
+{
+	struct lgroup	 g = { pid, { out_fd, err_fd }, deadline_ms };
+	struct lgroup	*ng;
+	size_t		 cap;
+
+	pthread_mutex_lock(&lg->mu);
+	if (lg->n == lg->cap && lg->cap < LINGER_MAX) {
+		cap = lg->cap ? lg->cap * 2 : 16;
+		if ((ng = realloc(lg->g, cap * sizeof(*ng))) != NULL) {
+			lg->g = ng;
+			lg->cap = cap;
+		}
+	}
+	if (lg->n < lg->cap) {
+		lg->g[lg->n++] = g;
+		pthread_mutex_unlock(&lg->mu);
+		return;
+	}
+	pthread_mutex_unlock(&lg->mu);
+	log_warn("too many lingering handler groups; killing %ld now",
+	    (long)pid);
+	lg_end(&g, 1);
+}
+
+size_t
+linger_count(struct linger *lg)
+{
+	size_t	 n;
+
+	pthread_mutex_lock(&lg->mu);
+	n = lg->n;
+	pthread_mutex_unlock(&lg->mu);
+	return n;
+}
+
+void
+linger_free(struct linger *lg)
+{
+	size_t	 i;
+
+	if (lg == NULL)
+		return;
+	pthread_mutex_lock(&lg->mu);
+	lg->stop = 1;
+	pthread_mutex_unlock(&lg->mu);
+	pthread_join(lg->tid, NULL);
+	for (i = 0; i < lg->n; i++)
+		lg_end(&lg->g[i], 1);
+	free(lg->g);
+	pthread_mutex_destroy(&lg->mu);
+	free(lg);
+}

@@ -1,0 +1,41 @@
+/* Handler processes left running after a complete answer, ended at their timeout. */
+#ifndef IDEM_LINGER_H
+#define IDEM_LINGER_H
+
+#include <sys/types.h>
+
+#include <stdint.h>
+
+#include "err.h"
+
+/*
+ * A CGI answer is complete when the program exits or closes its stdout, or
+ * when its body reaches its Content-Length; the program, or a child it
+ * left holding stdout, may still be running then.  The answer goes out at
+ * once and the group is handed here: a thread of its own drains and drops
+ * what the group still writes, reaps the leader once it has exited and
+ * nothing holds the pipes, and at the deadline kills the whole group
+ * (SIGKILL) and reaps.  The leader is reaped here and nowhere else, so its
+ * pid (the group's id) cannot be reused while the group is signalled.
+ */
+struct linger;
+
+enum idem_err linger_new(struct linger **out);
+
+/*
+ * Takes over the group of leader pid (spawned with POSIX_SPAWN_SETPGROUP,
+ * not reaped; it may have exited) and the read ends of its stdout and
+ * stderr (out_fd, err_fd; -1 if closed; ownership passes here), until
+ * deadline_ms (CLOCK_MONOTONIC).  If it cannot be kept (out of memory),
+ * the group is killed and reaped at once.
+ */
+void linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
+    int64_t deadline_ms);
+
+/* Groups still lingering. */
+size_t linger_count(struct linger *lg);
+
+/* Kills every group still lingering, reaps, stops.  NULL is a no-op. */
+void linger_free(struct linger *lg);
+
+#endif

@@ -1,0 +1,94 @@
+#!/bin/bash
+# Complete means complete, broken means broken, noise is bounded:
+# - an answer whole by its Content-Length, by closing stdout, or by the
+#   program's exit (a child still holding stdout) is delivered and
+#   recorded at once; what still runs is killed at the timeout;
+# - a handler that times out after part of its answer went out breaks the
+#   client's transfer and leaves a tombstone (never a second run);
+# - Status: 1xx is invalid output (502); stderr reaches the log bounded;
+#   keys never appear whole in the log.
+. "$(dirname "$0")/../lib/harness.sh"
+
+P=$(cgi_install pay)
+db_new "$TNAME" || { done_testing; exit 1; }
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+cat >>"$T/gw.conf" <<EOF
+
+[route /pay]
+handler = cgi:$P
+timeout = 2s
+max_response = 1M
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+# Streamed, as the README advises: lighttpd's default buffers a whole
+# answer and, when the backend breaks off, sends what it has as if whole.
+LIGHTTPD_EXTRA='server.stream-response-body = 2' lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+lingered() { if [ -f "$P.linger" ]; then wc -l <"$P.linger" | tr -d ' '; else echo 0; fi; }
+
+# complete Q LABEL: a protected POST that must be answered at once, then
+# replayed, with one run.
+complete() {
+	local q=$1 L=$2 K t0 before
+	K=$(new_key)
+	before=$(runs pay)
+	t0=$(now_ms)
+	http c1 POST "$(url web "/pay?$q")" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "$L: answered" 201 "$HS"
+	expect_eq "$L: created" created "$(hdr c1 Idempotency-Result)"
+	expect_lt "$L: at once, not at the timeout" "$(($(now_ms) - t0))" 1500
+	expect_match "$L: the whole body" '^run=' "$(body c1)"
+	http c2 POST "$(url web "/pay?$q")" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "$L: replayed" reused "$(hdr c2 Idempotency-Result)"
+	expect_file_eq "$L: same body" "$T/c1.b" "$T/c2.b"
+	expect_eq "$L: one run" 1 $(($(runs pay) - before))
+}
+complete 'linger=5000' "by Content-Length, stdout still open"
+complete 'linger=5000&close=1' "stdout closed, program running"
+complete 'bgchild=5000' "program exited, child holds stdout"
+complete 'bgchild=5000&setsid=1' "program exited, setsid child holds stdout"
+sleep 2.5
+expect_eq "lingering processes were killed at the timeout" 0 "$(lingered)"
+for pid in $(cat "$P.child" 2>/dev/null); do
+	if alive "$pid" && ! grep -q zombie "/proc/$pid/status" 2>/dev/null; then
+		[ "$(ps -o sid= -p "$pid" | tr -d ' ')" = "$pid" ] && continue	# setsid: see t_orphans
+		not_ok "child $pid outlived the timeout"
+	fi
+done
+
+# 5. Timeout mid-stream: 8 MB over ~4 s, max_response 1M, timeout 2 s.
+K=$(new_key)
+before=$(runs pay)
+curl -sS --max-time 20 -o "$T/s1.b" -D "$T/s1.h" -H "Idempotency-Key: $K" \
+	--data-binary x "$(url web '/pay?stream=8000000&step_ms=30&cl=1')" 2>"$T/s1.err"
+rc=$?
+expect_ne "mid-stream timeout: curl sees a broken transfer" 0 "$rc"
+expect_lt "mid-stream timeout: body cut short" "$(stat -c %s "$T/s1.b")" 8000000
+K2=$(new_key)
+curl -sS --max-time 20 -o "$T/s2.b" -D "$T/s2.h" -H "Idempotency-Key: $K2" \
+	--data-binary x "$(url web '/pay?stream=8000000&step_ms=30')" 2>"$T/s2.err"
+expect_ne "mid-stream timeout, no Content-Length: broken transfer" 0 "$?"
+http s3 POST "$(url web '/pay?stream=8000000&step_ms=30&cl=1')" -H "Idempotency-Key: $K" --data-binary x
+is_problem "mid-stream timeout: retry gets the tombstone" s3 410 response-not-stored
+expect_eq "mid-stream timeout: no second run" 2 $(($(runs pay) - before))
+
+# 10. Status 1xx is invalid output.
+for s in 100 101; do
+	http i$s POST "$(url web "/pay?status=$s")" -H "Idempotency-Key: $(new_key)" --data-binary x
+	is_problem "Status: $s is invalid" i$s 502 bad-gateway
+done
+
+# stderr: 5 MB in 100-byte lines stays a few log lines.
+lines0=$(wc -l <"$T/gw.log")
+http e GET "$(url web '/pay?stderr=5000000')"
+expect_eq "noisy stderr: answered" 201 "$HS"
+lines=$(($(wc -l <"$T/gw.log") - lines0))
+expect_lt "noisy stderr: bounded in the log ($lines lines)" "$lines" 40
+expect_match "noisy stderr: the drop is counted" 'bytes of stderr dropped' "$(cat "$T/gw.log")"
+
+# Keys never appear whole in the log (mismatch and 409 lines name them).
+K="order-1001-secretish"
+http k1 POST "$(url web /pay)" -H "Idempotency-Key: $K" --data-binary a
+http k2 POST "$(url web /pay)" -H "Idempotency-Key: $K" --data-binary b
+expect_eq "key log: mismatch answered" 422 "$HS"
+expect_nomatch "key log: the key is not in the log" "$K" "$(cat "$T/gw.log")"
+done_testing
