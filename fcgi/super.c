@@ -22,6 +22,11 @@
 #define DEATHS_WINDOW	10000		/* ... within this many ms ... */
 #define DEATHS_PAUSE	1000		/* ... pause restarts this long */
 #define MAX_WORKERS	256
+#define ORPHANS_MAX	1024		/* tracked orphans (more: killed) */
+#define ORPHAN_SWEEP_MS	500		/* how often orphans are looked for */
+#define ORPHAN_DEATH_MS	2000		/* after a worker died: kill them all */
+#define ORPHAN_FAST_MS	50		/* ... looking this often */
+#define ORPHAN_GRACE_MS	60000		/* adoptee's life without a timeout */
 
 struct wproc {
 	pid_t		 pid;		/* 0: free slot */
@@ -29,8 +34,18 @@ struct wproc {
 	int		 slot;		/* index within its generation */
 };
 
+/* A process adopted by the supervisor (a subreaper): a handler, or a
+ * child of one, whose parent died. */
+struct orphan {
+	pid_t		 pid;
+	int64_t		 seen_ms;
+};
+
 struct super {
 	struct cfg	*cfg;		/* current generation's config */
+	struct orphan	 orphans[ORPHANS_MAX];
+	int		 norphans;
+	int64_t		 kill_all_until;	/* a worker died: no grace */
 	int		 listen_fd;
 	int		 gen;
 	struct wproc	 procs[2 * MAX_WORKERS];
@@ -185,8 +200,12 @@ reap(struct super *s, int stopping)
 			if (s->procs[i].pid == pid)
 				p = &s->procs[i];
 		if (p == NULL)
-			continue;
+			continue;	/* an adopted orphan */
 		p->pid = 0;
+		/* Its handlers (and their children, setsid or not) are ours
+		 * now: they must not outlive it. */
+		if (WIFSIGNALED(status) || s->kill_all_until > 0)
+			s->kill_all_until = now_ms() + ORPHAN_DEATH_MS;
 		if (stopping || p->gen != s->gen) {
 			if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM)
 				log_warn("worker %ld killed by signal %d",
@@ -222,6 +241,88 @@ refill(struct super *s)
 			break;
 		have++;
 	}
+}
+
+static int
+is_worker(const struct super *s, pid_t pid)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(s->procs) / sizeof(s->procs[0]); i++)
+		if (s->procs[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/* Kills an orphan and, if it leads a group (it called setsid or setpgid,
+ * or it is a handler), the group with it. */
+static void
+orphan_kill(pid_t pid)
+{
+	if (getpgid(pid) == pid)
+		kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
+static int64_t longest_timeout(const struct cfg *c);
+
+/*
+ * The supervisor is a child subreaper: handlers whose worker died, and
+ * children whose handler died (setsid ones too), become its children.
+ * Each is killed after the longest route timeout, or at once while a
+ * worker's death is recent or kill_all is set.  (They are reaped by
+ * reap(), like workers.)
+ */
+static void
+orphans_sweep(struct super *s, int kill_all)
+{
+	char		 path[64], buf[8192], *p, *end;
+	struct orphan	 keep[ORPHANS_MAX];
+	int64_t		 now = now_ms(), grace;
+	ssize_t		 n;
+	int		 fd, nkeep = 0, i, found;
+	long		 v;
+
+	grace = longest_timeout(s->cfg);
+	if (grace <= 0)
+		grace = ORPHAN_GRACE_MS;
+	if (s->kill_all_until > 0 && now < s->kill_all_until)
+		kill_all = 1;
+	else
+		s->kill_all_until = 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
+	    (long)getpid());
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		n = 0;
+	buf[n] = '\0';
+	for (p = buf; *p != '\0'; p = end) {
+		v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (v <= 0 || is_worker(s, (pid_t)v))
+			continue;
+		found = -1;
+		for (i = 0; i < s->norphans; i++)
+			if (s->orphans[i].pid == (pid_t)v)
+				found = i;
+		if (kill_all || nkeep == ORPHANS_MAX || (found >= 0 &&
+		    now - s->orphans[found].seen_ms >= grace)) {
+			log_warn("killing process %ld left behind by a "
+			    "handler", v);
+			orphan_kill((pid_t)v);
+			continue;
+		}
+		keep[nkeep].pid = (pid_t)v;
+		keep[nkeep].seen_ms = found >= 0 ? s->orphans[found].seen_ms :
+		    now;
+		nkeep++;
+	}
+	memcpy(s->orphans, keep, (size_t)nkeep * sizeof(keep[0]));
+	s->norphans = nkeep;
 }
 
 static int64_t
@@ -269,6 +370,7 @@ shutdown_all(struct super *s)
 	int64_t		 deadline;
 	struct pollfd	 pfd = { sig_pipe[0], POLLIN, 0 };
 	unsigned char	 buf[64];
+	int		 i;
 
 	signal_gen(s, -1, SIGTERM, -1);
 	deadline = now_ms() + longest_timeout(s->cfg) + 5000;
@@ -286,6 +388,19 @@ shutdown_all(struct super *s)
 				(void)!read(sig_pipe[0], buf, sizeof(buf));
 			reap(s, 1);
 		}
+	}
+	/* Nothing a handler started outlives the service. */
+	for (i = 0; i < 40; i++) {
+		siginfo_t	 si;
+
+		orphans_sweep(s, 1);
+		reap(s, 1);
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 &&
+		    errno == ECHILD)
+			break;
+		if (poll(&pfd, 1, 50) > 0)
+			(void)!read(sig_pipe[0], buf, sizeof(buf));
 	}
 }
 
@@ -314,6 +429,10 @@ super_run(struct cfg *cfg)
 		return 1;
 	}
 	set_signals(on_signal);
+	/* Orphaned handlers come to us, not to init: see orphans_sweep. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		log_warn("cannot become a subreaper: %s; handlers may outlive "
+		    "a dead worker", strerror(errno));
 	log_info("listening on %s with %d workers x %d threads",
 	    cfg->listen ? cfg->listen : "fd:0", nworkers(cfg), cfg->threads);
 	spawn_generation(&s);
@@ -322,11 +441,13 @@ super_run(struct cfg *cfg)
 		pfd.fd = sig_pipe[0];
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		timeout = -1;
+		timeout = s.kill_all_until > 0 ? ORPHAN_FAST_MS :
+		    ORPHAN_SWEEP_MS;
 		if (count_alive(&s, s.gen) < nworkers(s.cfg)) {
 			int64_t	 d = s.restart_at - now_ms();
 
-			timeout = d > 0 ? (int)d : 0;
+			if (d < timeout)
+				timeout = d > 0 ? (int)d : 0;
 		}
 		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
 			break;
@@ -339,6 +460,7 @@ super_run(struct cfg *cfg)
 					hup = 1;
 			}
 		reap(&s, term);
+		orphans_sweep(&s, 0);
 		if (term)
 			break;
 		if (hup)

@@ -1,0 +1,70 @@
+#!/bin/bash
+# No orphans: when a worker dies (kill -9), the handlers it started and
+# their children, setsid ones included, die with it; the client is not
+# left waiting, and a takeover after the lease never runs beside an
+# orphan.  Stopping the gateway leaves nothing behind either.
+. "$(dirname "$0")/../lib/harness.sh"
+
+P=$(cgi_install pay)
+db_new "$TNAME" || { done_testing; exit 1; }
+cat >"$T/gw.conf" <<EOF
+[gateway]
+listen = unix:$T/gw.sock
+workers = 1
+threads = 4
+mysql_defaults_file = $DBCNF
+
+[route /pay]
+handler = cgi:$P
+lease = 2s
+timeout = 60s
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+
+# pids_of FILE: the pid= fields of a runs file, or the lines of a child file
+handler_pids() { sed -n 's/^pid=\([0-9]*\) .*/\1/p' "$P.runs" 2>/dev/null; }
+child_pids() { cat "$P.child" 2>/dev/null; }
+living() { # living PID...: how many are alive (zombies do not count)
+	local n=0 p
+	for p in "$@"; do
+		[ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && n=$((n + 1))
+	done
+	echo $n
+}
+
+K=$(new_key)
+http_bg a POST "$(url web '/pay?sleep=8000&child=1&exclusive=1')" -H "Idempotency-Key: $K" --data-binary x
+http_bg b GET "$(url web '/pay?bgchild=20000&setsid=1&linger=1')"
+wait_until 5 sh -c "[ \$(cat '$P.child' 2>/dev/null | wc -l) -ge 2 ]" || not_ok "handlers started their children"
+sleep 0.3
+hp=$(handler_pids)
+cp=$(child_pids)
+expect_eq "handlers and children are running (b exited)" 3 "$(living $hp $cp)"
+w=$(gw_workers gw)
+t0=$(now_ms)
+kill -9 $w
+none_living() { [ "$(living $hp $cp)" = 0 ]; }
+wait_until 5 none_living
+expect_eq "worker killed: no handler or child outlives it" 0 "$(living $hp $cp)"
+for p in $hp $cp; do [ -d /proc/$p ] && echo "# left: $p $(tr "\0" " " </proc/$p/cmdline) $(grep State /proc/$p/status)"; done
+expect_lt "worker killed: within 3 s" "$(($(now_ms) - t0))" 3000
+bg_wait
+expect_lt "worker killed: the client is not kept waiting" "$(($(cat "$T/a.end") - t0))" 5000
+expect_match "worker killed: the supervisor said so" 'left behind by a handler' "$(cat "$T/gw.log")"
+
+# After the lease, a retry takes the key over: it runs alone (an orphan
+# would still hold the handler's lock for the rest of its 8 s).
+wait_until 10 gw_has_workers gw
+sleep 2.5
+http c POST "$(url web '/pay?sleep=8000&child=1&exclusive=1')" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "after the lease: the retry runs" created "$(hdr c Idempotency-Result)"
+expect_eq "never two at once" 0 "$(cat "$P.overlap" 2>/dev/null | wc -l)"
+
+# Stopping the gateway kills what handlers left behind.
+: >"$P.child"
+http d GET "$(url web '/pay?bgchild=20000&setsid=1')"
+expect_eq "a setsid child is running" 1 "$(living $(child_pids))"
+gw_stop gw
+expect_eq "stopped: the setsid child is gone" 0 "$(living $(child_pids))"
+done_testing
