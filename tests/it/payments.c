@@ -151,7 +151,12 @@ main(void)
 		char	 lk[PATH_MAX + 16];
 		int	 fd;
 
-		snprintf(lk, sizeof(lk), "%s.lock", self);
+		/* per key when there is one: "<self>.lock.<key>" */
+		snprintf(lk, sizeof(lk), "%s.lock.%.64s", self,
+		    env_or("HTTP_IDEMPOTENCY_KEY", ""));
+		for (char *c = lk + strlen(self); *c != '\0'; c++)
+			if (*c == '/')
+				*c = '_';
 		fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0)
 			note(self, "overlap", line);
@@ -342,6 +347,12 @@ main(void)
 			nbytes -= (long)k;
 		}
 		return 0;
+	}
+	if (query_num(q, "done", 0)) {
+		/* done=1: "<self>.done" gets "key run" as the last act */
+		snprintf(hdr, sizeof(hdr), "%s %s\n",
+		    env_or("HTTP_IDEMPOTENCY_KEY", "-"), tok);
+		note(self, "done", hdr);
 	}
 	snprintf(line, sizeof(line), "method=%s\nquery=%s\ncontent_type=%s\n"
 	    "content_length_env=%s\nbody_length=%ld\nbody_sha256=%s\nrun=%s\n",
