@@ -73,7 +73,7 @@ $(B)/libadmin.a: $(CTL_LIBOBJ) $(TOP_LIBOBJ)
 	ar rcs $@ $^
 
 $(B)/idemgate: $(FCGI_OBJ) $(B)/libidem.a
-	$(CC) $(LDFLAGS) -o $@ $^ -lfcgi $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/idemctl: $(CTL_OBJ) $(B)/libidem.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -84,7 +84,7 @@ $(B)/idemtop: $(TOP_OBJ) $(B)/libidem.a
 # Unit tests link everything but the programs' main() files.
 $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libgw.a $(B)/libadmin.a $(B)/libidem.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lfcgi $(CURSES_LIBS) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CURSES_LIBS) $(LIBS)
 
 # Helper programs for integration tests (CGI handlers, a libfcgi app, ...).
 $(B)/tests/it/%: $(B)/tests/it/%.o $(B)/libidem.a

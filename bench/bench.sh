@@ -15,6 +15,13 @@ TESTROOT=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
 export TESTROOT
 # a production-sized buffer pool: the table holds a million rows
 export MDB_BUFFER_POOL=${MDB_BUFFER_POOL:-1G}
+# durable commits, as a payment store runs (MDB_FLUSH=2: relaxed, labelled)
+export MDB_FLUSH=${MDB_FLUSH:-1}
+if [ "$MDB_FLUSH" = 1 ]; then
+	durability="durable commits (innodb_flush_log_at_trx_commit = 1)"
+else
+	durability="RELAXED durability (innodb_flush_log_at_trx_commit = $MDB_FLUSH)"
+fi
 . tests/lib/mariadb.sh
 pids=()
 MAIN_PID=$BASHPID
@@ -220,6 +227,7 @@ small_rows=$(mariadb_sql "SELECT COUNT(*) FROM benchsmall.idem_keys")
 cat <<OUT
 
 idemgate bench  (wrk -t2 -c$CONN -d${DUR}s through one lighttpd on 127.0.0.1; same C CGI)
+MariaDB: ${durability}
 -------------------------------------------------------------------------------------------
 no key, GET            fcgiwrap ${fw_get} req/s   idemgate ${ig_get} req/s   ratio $(ratio "$ig_get" "$fw_get")x   (goal >= 1.0)
 fresh keys, POST       fcgiwrap ${fw_post} req/s   idemgate ${ig_fresh} req/s   ratio $(ratio "$ig_fresh" "$fw_post")x   (goal >= 1.0, never < 0.9; non-2xx: ${ig_fresh_bad})

@@ -1,19 +1,25 @@
 /* One FastCGI request: params, route, body, dispatch to the guard, reply. */
 #include <sys/socket.h>
 
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <fcgiapp.h>
 
 #include "guard.h"
+#include "fconn.h"
 #include "log.h"
+#include "reader.h"
 #include "path.h"
 #include "request.h"
 #include "route.h"
 
-#define BODY_CHUNK	16384
+/* STDOUT record content gathered before a write (a record holds 65535). */
+#define FOUT_CHUNK	32768
 
 void
 reply_bytes(struct reply *o, const void *p, size_t n)
@@ -164,47 +170,120 @@ request_params_filter(char *const *envp)
 }
 
 /*
- * Shuts the connection down under libfcgi, so no END_REQUEST follows: the
- * web server sees its backend fail mid-answer and breaks off the client's
- * transfer.  libfcgi still closes the descriptor itself.
+ * The answer as FastCGI records on the connection: bytes gather in a
+ * buffer and go out as STDOUT records of up to 64 KiB; END_REQUEST at the
+ * end.  A web server that stops reading for client_timeout is given up.
  */
-static void
-fcgx_abort(void *arg)
-{
-	FCGX_Request	*req = arg;
+struct fout {
+	int		 fd;
+	uint16_t	 id;
+	int64_t		 timeout_ms;
+	struct buf	 recs;		/* records not yet written */
+	unsigned char	 data[FOUT_CHUNK];
+	size_t		 len;
+	int		 failed;
+};
 
-	if (req->ipcFd >= 0)
-		shutdown(req->ipcFd, SHUT_RDWR);
-}
-
+/* Writes all of p; -1 when the peer is gone or too slow. */
 static int
-fcgx_write(void *arg, const void *p, size_t n)
+fout_send(struct fout *o, const void *vp, size_t n)
 {
-	FCGX_Stream	*out = ((FCGX_Request *)arg)->out;
-	int		 chunk;
+	const char	*p = vp;
+	struct pollfd	 pfd = { o->fd, POLLOUT, 0 };
+	ssize_t		 w;
 
 	while (n > 0) {
-		chunk = n > 1 << 20 ? 1 << 20 : (int)n;
-		if (FCGX_PutStr(p, chunk, out) != chunk)
-			return -1;
-		p = (const char *)p + chunk;
-		n -= (size_t)chunk;
+		w = send(o->fd, p, n, MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN &&
+		    poll(&pfd, 1, (int)o->timeout_ms) > 0)
+			continue;
+		return -1;
 	}
 	return 0;
 }
 
+/* Sends what is gathered as one STDOUT record. */
+static int
+fout_flush(struct fout *o)
+{
+	int	 rc;
+
+	if (o->len == 0)
+		return 0;
+	buf_reset(&o->recs);
+	if (fconn_record(&o->recs, FCGI_STDOUT, o->id, o->data, o->len) !=
+	    IDEM_OK)
+		return -1;
+	o->len = 0;
+	rc = fout_send(o, o->recs.p, o->recs.len);
+	return rc;
+}
+
+static int
+fout_write(void *arg, const void *vp, size_t n)
+{
+	struct fout	*o = arg;
+	const char	*p = vp;
+	size_t		 k;
+
+	while (n > 0) {
+		k = sizeof(o->data) - o->len;
+		if (k > n)
+			k = n;
+		memcpy(o->data + o->len, p, k);
+		o->len += k;
+		p += k;
+		n -= k;
+		if (o->len == sizeof(o->data) && fout_flush(o) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The end of the answer: what is left, an empty STDOUT, END_REQUEST. */
+static int
+fout_end(struct fout *o)
+{
+	if (fout_flush(o) != 0)
+		return -1;
+	buf_reset(&o->recs);
+	if (fconn_record(&o->recs, FCGI_STDOUT, o->id, NULL, 0) != IDEM_OK ||
+	    fconn_end(&o->recs, o->id, FCGI_REQUEST_COMPLETE) != IDEM_OK)
+		return -1;
+	return fout_send(o, o->recs.p, o->recs.len);
+}
+
 /*
- * Reads the body under max_body.  Returns 0 when read, 1 when too large
- * (413), -1 when the client went away mid-body (no answer possible) or
- * memory ran out.
+ * Breaks the connection off with no END_REQUEST: the web server sees its
+ * backend fail mid-answer and breaks off the client's transfer.
+ */
+static void
+fout_abort(void *arg)
+{
+	struct fout	*o = arg;
+
+	o->len = 0;
+	shutdown(o->fd, SHUT_RDWR);
+}
+
+/*
+ * Takes the body the reader collected, under the route's max_body.
+ * Returns 0 when it is whole, 1 when too large (413), -1 when it is
+ * shorter than CONTENT_LENGTH said (the client went away mid-body: no
+ * answer possible).
  */
 static int
-request_read_body(struct request *r, FCGX_Request *req)
+request_take_body(struct request *r, struct job *j)
 {
 	const char	*cl;
-	size_t		 want = 0, want_left;
-	char		*chunk;
-	int		 n, rv = -1;
+	size_t		 want = 0;
 
 	cl = request_param(r->envp, "CONTENT_LENGTH");
 	if (request_content_length(cl, &want) == 0) {
@@ -212,54 +291,48 @@ request_read_body(struct request *r, FCGX_Request *req)
 		if (want > r->route->max_body)
 			return 1;
 	}
-	if ((chunk = malloc(BODY_CHUNK)) == NULL)
+	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
+		return 1;
+	if (r->had_length && j->fc.body.len != want) {
+		log_warn("%s: body ended after %zu of %zu bytes", r->tag,
+		    j->fc.body.len, want);
 		return -1;
-	want_left = want;
-	for (;;) {
-		int	 ask = BODY_CHUNK;
-
-		if (r->had_length) {
-			if (want_left == 0)
-				break;
-			if (want_left < (size_t)ask)
-				ask = (int)want_left;
-		}
-		n = FCGX_GetStr(chunk, ask, req->in);
-		if (n <= 0) {
-			if (r->had_length) {
-				log_warn("%s: body ended after %zu of %zu "
-				    "bytes", r->tag, r->body.len, want);
-				goto out;
-			}
-			break;
-		}
-		if (buf_add(&r->body, chunk, (size_t)n) != IDEM_OK) {
-			rv = 1;
-			goto out;
-		}
-		if (r->had_length)
-			want_left -= (size_t)n;
 	}
-	rv = 0;
-out:
-	free(chunk);
-	return rv;
+	/* The body moves into the request (no copy). */
+	r->body = j->fc.body;
+	r->body.max = r->route->max_body;
+	buf_init(&j->fc.body, 0);
+	return 0;
 }
 
-void
-request_serve(struct gw_ctx *ctx, void *fr)
+int
+request_serve(struct gw_ctx *ctx, struct job *j)
 {
-	FCGX_Request	*req = fr;
-	struct reply	 out = { fcgx_write, fcgx_abort, req, 0, 0 };
+	struct fout	*o;
+	struct reply	 out;
 	struct request	 r;
-	char		*raw;
-	int		 rv;
+	char		**envp = NULL, *raw;
+	int		 rv, whole = 0;
 
+	if ((o = calloc(1, sizeof(*o))) == NULL) {
+		log_err("out of memory");
+		return 0;
+	}
+	o->fd = j->fd;
+	o->id = j->fc.id;
+	o->timeout_ms = ctx->cfg->client_timeout_ms > 0 ?
+	    ctx->cfg->client_timeout_ms : 30000;
+	buf_init(&o->recs, 2 * FOUT_CHUNK);
+	out = (struct reply){ fout_write, fout_abort, o, 0, 0 };
 	memset(&r, 0, sizeof(r));
 	r.ctx = ctx;
-	r.envp = req->envp;
 	r.out = &out;
 	buf_init(&r.body, 0);
+	if (fconn_params(&j->fc, &envp) != IDEM_OK) {
+		log_warn("invalid FastCGI params; connection closed");
+		goto done;
+	}
+	r.envp = envp;
 	r.method = request_param(r.envp, "REQUEST_METHOD");
 	if (r.method == NULL || *r.method == '\0')
 		r.method = "GET";
@@ -270,7 +343,7 @@ request_serve(struct gw_ctx *ctx, void *fr)
 		free(raw);
 		log_err("out of memory");
 		reply_problem(&out, PROB_INTERNAL, 0, 0, NULL);
-		return;
+		goto end;
 	}
 	free(raw);
 	snprintf(r.tag, sizeof(r.tag), "%.15s %.70s", r.method, r.path);
@@ -279,33 +352,40 @@ request_serve(struct gw_ctx *ctx, void *fr)
 		log_warn("%s: params over %zu bytes", r.tag,
 		    ctx->cfg->max_params);
 		reply_problem(&out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
-		goto out;
+		goto end;
 	}
 	route_pick(ctx->cfg, &r);
 	if (r.route == NULL) {
 		log_info("%s: no route", r.tag);
 		reply_problem(&out, PROB_NOT_FOUND, 0, 0, NULL);
-		goto out;
+		goto end;
 	}
 	if ((r.params = request_params_filter(r.envp)) == NULL) {
 		log_err("%s: out of memory", r.tag);
 		reply_problem(&out, PROB_INTERNAL, 0, 0, NULL);
-		goto out;
+		goto end;
 	}
-	buf_init(&r.body, r.route->max_body);
-	rv = request_read_body(&r, req);
+	rv = request_take_body(&r, j);
 	if (rv == 1) {
 		log_warn("%s: body over %zu bytes", r.tag,
 		    r.route->max_body);
 		reply_problem(&out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
-		goto out;
+		goto end;
 	}
 	if (rv < 0)
-		goto out;
+		goto done;
 	guard_serve(&r);
-out:
+end:
+	if (!out.failed && fout_end(o) == 0)
+		whole = 1;
+done:
 	buf_free(&r.body);
 	free(r.params);
 	free(r.script);
 	free(r.path);
+	free(envp);
+	buf_free(&o->recs);
+	free(o);
+	/* The connection serves another request only after a whole one. */
+	return whole && j->fc.keep_conn && !j->fc.body_over;
 }

@@ -97,11 +97,15 @@ int request_content_length(const char *s, size_t *out);
  * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT.  Free with free(). */
 char **request_params_filter(char *const *envp);
 
+struct job;
+
 /*
- * Serves one accepted request: reads params and body under the route's
- * limits, answers gateway errors, hands the rest to the guard.  Never
- * fails: everything is answered or logged.  fr is an FCGX_Request.
+ * Serves one request the reader read whole (fcgi/reader.h): applies the
+ * route's limits, answers gateway errors, hands the rest to the guard,
+ * and writes the answer as FastCGI records on j's connection.  Never
+ * fails: everything is answered or logged.  Returns 1 if the connection
+ * may serve another request (FCGI_KEEP_CONN and a whole answer).
  */
-void request_serve(struct gw_ctx *ctx, void *fr);
+int request_serve(struct gw_ctx *ctx, struct job *j);
 
 #endif

@@ -11,12 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fcgiapp.h>
 
 #include "linger.h"
 #include "listen.h"
 #include "log.h"
 #include "rcache.h"
+#include "reader.h"
 #include "recorder.h"
 #include "request.h"
 #include "stats.h"
@@ -32,7 +32,6 @@ struct rthread {
 	struct worker	*w;
 	pthread_t	 tid;
 	int		 started;
-	atomic_int	 busy;		/* serving a request: do not interrupt */
 	atomic_int	 done;
 };
 
@@ -44,6 +43,7 @@ struct worker {
 	struct rcache		*rc;		/* NULL: replay_cache = 0 */
 	struct recorder		*rec;		/* outcomes the store missed */
 	struct linger		*linger;	/* handlers done but running */
+	struct reader		*reader;	/* whole requests, read for us */
 	char			 owner[300];
 	char			 host[256];
 	atomic_int		 stop;
@@ -55,28 +55,16 @@ struct worker {
 	int			 flush_stop;
 };
 
-/* Interrupts accept(); does nothing else. */
-static void
-on_usr1(int sig)
-{
-	(void)sig;
-}
-
 static void *
 rthread_main(void *arg)
 {
 	struct rthread	*t = arg;
 	struct worker	*w = t->w;
 	struct gw_ctx	 ctx;
-	FCGX_Request	 req;
 	struct store	*st = NULL;
-	sigset_t	 set;
+	struct job	*j;
 	enum idem_err	 er;
-
-	/* SIGUSR1 is how the drain reaches a thread blocked in accept. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	int		 reuse;
 
 	if (store_thread_init() != IDEM_OK)
 		log_err("MySQL thread init failed");
@@ -92,38 +80,15 @@ rthread_main(void *arg)
 	ctx.rec = w->rec;
 	ctx.linger = w->linger;
 	ctx.owner = w->owner;
-	if (FCGX_InitRequest(&req, w->listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)
-	    != 0) {
-		log_err("FCGX_InitRequest failed");
-		goto out;
-	}
-	while (!atomic_load(&w->stop)) {
-		if (FCGX_Accept_r(&req) < 0) {
-			if (atomic_load(&w->stop))
-				break;
-			/* EINTR or a connection that failed early. */
-			continue;
-		}
-		atomic_store(&t->busy, 1);
-		/*
-		 * libfcgi reads FCGI_WEB_SERVER_ADDRS in FCGX_Init and its
-		 * OS_Accept already drops IPv4 peers not listed, whoever made
-		 * the socket; it lets IPv6 and unix peers through.  This check
-		 * covers IPv6 (and v4-mapped) peers and guards against a
-		 * libfcgi that does not filter.
-		 */
-		if (!listen_peer_allowed(req.ipcFd, w->web_addrs))
-			log_warn("connection from a peer not in "
-			    "FCGI_WEB_SERVER_ADDRS refused");
-		else if (st == NULL) {
+	/* NULL once the reader stopped and nothing is left to serve. */
+	while ((j = reader_next(w->reader)) != NULL) {
+		reuse = 0;
+		if (st == NULL)
 			log_err("no store: cannot serve");
-		} else
-			request_serve(&ctx, &req);
-		FCGX_Finish_r(&req);
-		atomic_store(&t->busy, 0);
+		else
+			reuse = request_serve(&ctx, j);
+		reader_done(w->reader, j, reuse);
 	}
-	FCGX_Free(&req, 0);
-out:
 	store_free(st);
 	store_thread_end();
 	atomic_store(&t->done, 1);
@@ -225,31 +190,14 @@ keeper_main(void *arg)
 	return NULL;
 }
 
-/* Signals idle threads until every request thread has exited. */
+/* Stops reading new requests; the threads finish what was read. */
 static void
 drain(struct worker *w)
 {
-	struct timespec	 ts = { 0, 100 * 1000000 };
-	int		 i, left;
+	int	 i;
 
 	atomic_store(&w->stop, 1);
-	for (;;) {
-		left = 0;
-		for (i = 0; i < w->nthreads; i++) {
-			struct rthread	*t = &w->threads[i];
-
-			if (!t->started || atomic_load(&t->done))
-				continue;
-			left++;
-			/* A busy thread finishes its request and then sees
-			 * the flag; interrupting it would break its I/O. */
-			if (!atomic_load(&t->busy))
-				pthread_kill(t->tid, SIGUSR1);
-		}
-		if (left == 0)
-			break;
-		nanosleep(&ts, NULL);
-	}
+	reader_stop(w->reader);
 	for (i = 0; i < w->nthreads; i++)
 		if (w->threads[i].started)
 			pthread_join(w->threads[i].tid, NULL);
@@ -259,7 +207,6 @@ int
 worker_run(const struct cfg *cfg, int listen_fd)
 {
 	struct worker		 w;
-	struct sigaction	 sa;
 	sigset_t		 set;
 	pthread_t		 flusher, keeper;
 	int			 flusher_ok = 0, keeper_ok = 0, i, sig, rc = 1;
@@ -272,16 +219,11 @@ worker_run(const struct cfg *cfg, int listen_fd)
 	pthread_cond_init(&w.flush_cv, NULL);
 
 	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_usr1;	/* no SA_RESTART: accept gets EINTR */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
 	/* Only the main thread takes the drain signals (sigwait). */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	if (cfg->host_name != NULL)
@@ -290,10 +232,6 @@ worker_run(const struct cfg *cfg, int listen_fd)
 		snprintf(w.host, sizeof(w.host), "localhost");
 	snprintf(w.owner, sizeof(w.owner), "%s:%ld", w.host, (long)getpid());
 
-	if (FCGX_Init() != 0) {
-		log_err("FCGX_Init failed");
-		goto out;
-	}
 	if (store_global_init() != IDEM_OK) {
 		log_err("MySQL client library init failed");
 		goto out;
@@ -320,6 +258,8 @@ worker_run(const struct cfg *cfg, int listen_fd)
 		log_err("cannot start the recorder thread");
 		goto out;
 	}
+	if (reader_new(cfg, listen_fd, w.web_addrs, &w.reader) != IDEM_OK)
+		goto out;
 	w.nthreads = cfg->threads > 0 ? cfg->threads : 1;
 	if ((w.threads = calloc((size_t)w.nthreads, sizeof(*w.threads))) ==
 	    NULL) {
@@ -361,6 +301,7 @@ out:
 		pthread_join(flusher, NULL);
 	}
 	free(w.threads);
+	reader_free(w.reader);
 	/* Outcomes still unwritten keep their keys in progress: give the
 	 * store a while to come back before they are given up. */
 	recorder_free(w.rec, WORKER_DRAIN_RECORD_MS);

@@ -380,6 +380,7 @@ cfg_new(struct parser *p)
 	c->workers = 2;
 	c->max_params = 64 * 1024;
 	c->counters_flush_ms = 5 * 1000;
+	c->client_timeout_ms = 30 * 1000;
 	c->replay_cache = 8 * 1024 * 1024;
 	c->cleanup_batch = 1000;
 	c->cleanup_sleep_ms = 0;

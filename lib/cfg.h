@@ -72,6 +72,7 @@ struct cfg {
 	char		*host_name;		/* counters' host label; default gethostname() */
 	size_t		 max_params;		/* total FastCGI params bytes, default 64K */
 	int64_t		 counters_flush_ms;	/* default 5s */
+	int64_t		 client_timeout_ms;	/* params + body deadline, 30s */
 	size_t		 replay_cache;		/* bytes per worker, 0 off; default 8M */
 
 	/* [cleanup] (idemctl cleanup) */

@@ -39,6 +39,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_MAX_PARAMS] = { "max_params", SECT_GATEWAY },
 	[K_COUNTERS_FLUSH] = { "counters_flush", SECT_GATEWAY },
 	[K_REPLAY_CACHE] = { "replay_cache", SECT_GATEWAY },
+	[K_CLIENT_TIMEOUT] = { "client_timeout", SECT_GATEWAY },
 	[K_BATCH] = { "batch", SECT_CLEANUP },
 	[K_SLEEP] = { "sleep", SECT_CLEANUP },
 	[K_MAX_SECONDS] = { "max_seconds", SECT_CLEANUP },
@@ -366,6 +367,7 @@ need_positive(enum key_id id)
 {
 	switch (id) {
 	case K_TTL: case K_LEASE: case K_TIMEOUT: case K_COUNTERS_FLUSH:
+	case K_CLIENT_TIMEOUT:
 	case K_COUNTERS_RETENTION: case K_RUNS_RETENTION: case K_REFRESH:
 	case K_CLEANUP_WARN_AFTER: case K_STALE_AFTER:
 		return 1;
@@ -608,6 +610,7 @@ cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 		c->replay_cache = sz;
 		return IDEM_OK;
 	case K_COUNTERS_FLUSH: dst = &c->counters_flush_ms; break;
+	case K_CLIENT_TIMEOUT: dst = &c->client_timeout_ms; break;
 	case K_SLEEP: dst = &c->cleanup_sleep_ms; break;
 	case K_MAX_SECONDS: dst = &c->cleanup_max_ms; break;
 	case K_STALE_AFTER: dst = &c->stale_after_ms; break;

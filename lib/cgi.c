@@ -731,6 +731,14 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	pin[1] = pout[0] = perr[0] = -1;
 	io.pidfd = cgi_pidfd(pid);
 	er = cgi_io_run(&io);
+	/* What the program said on stderr before it was done. */
+	for (int k = 0; k < 16 && io.ferr >= 0 && er == IDEM_OK; k++) {
+		size_t	 before = io.el.logged + io.el.len + io.el.dropped;
+
+		cgi_read_err(&io);
+		if (io.el.logged + io.el.len + io.el.dropped == before)
+			break;
+	}
 	cgi_errlog_end(&io.el);
 	cgi_close(&io.pidfd);
 	cgi_close(&io.fin);

@@ -41,10 +41,11 @@ void store_free(struct store *st);		/* NULL is a no-op */
 enum idem_err store_connect(struct store *st);
 
 /*
- * 1 if the server cannot be reached now: not connected and a connect
- * fails.  After a failed write this tells an outage (try again later)
- * from a refusal (an answer over max_allowed_packet also costs the
- * connection, but the server answers a new one at once).
+ * 1 if the server could not be reached: the failed statement found no
+ * server, or (it failed on a connection) a new connect fails now.  After
+ * a failed write this tells an outage (try again later) from a refusal
+ * (an answer over max_allowed_packet also costs the connection, but the
+ * server answers a new one at once).
  */
 int store_unreachable(struct store *st);
 
@@ -100,7 +101,8 @@ void claim_reset(struct claim *c);
  * retry (no SELECT-then-INSERT window).  A row whose ttl passed, or an
  * in-progress row whose lease expired and whose owner no longer holds the
  * named lock, is taken over by exactly one caller (conditional UPDATE) and
- * reported as CLAIM_NEW.  On CLAIM_NEW the caller holds the key's named
+ * reported as CLAIM_NEW; a lapsed lease counts only once the server has
+ * been up for id->lease_ms (a restart drops live owners' locks too).  On CLAIM_NEW the caller holds the key's named
  * lock until store_complete/store_tombstone/store_release.  OUT: c.
  */
 enum idem_err store_claim(struct store *st, const struct req_id *id,

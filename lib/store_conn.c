@@ -204,6 +204,10 @@ store_connect(struct store *st)
 int
 store_unreachable(struct store *st)
 {
+	/* A statement that could not even connect: the server is down,
+	 * even if it answers a moment later (a restart). */
+	if (st->my == NULL && st->connect_failed)
+		return 1;
 	return st->my == NULL && store_connect(st) != IDEM_OK;
 }
 
@@ -272,8 +276,11 @@ store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
 	st->errnum = 0;
 	for (attempt = 0; attempt < 2; attempt++) {
 		fresh = st->my == NULL;
-		if ((er = store_connect(st)) != IDEM_OK)
+		st->connect_failed = 0;
+		if ((er = store_connect(st)) != IDEM_OK) {
+			st->connect_failed = 1;
 			return er;
+		}
 		if ((er = stmt_get(st, sid, &s)) == IDEM_OK) {
 			st->round_trips++;
 			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)

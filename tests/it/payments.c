@@ -207,7 +207,7 @@ main(void)
 		}
 	}
 	if (query_num(q, "fds", 0)) {
-		char	 fds[4096];
+		char	 fds[1024];
 
 		fd_list(fds, sizeof(fds));
 		snprintf(line, sizeof(line), "Status: 201 Created\r\n"

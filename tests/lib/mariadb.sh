@@ -10,6 +10,8 @@
 #                     grant it to idem / idem_ro, write $TESTROOT/NAME.cnf
 #                     and $TESTROOT/NAME-ro.cnf ([idemgate] group)
 #   mariadb_cleanup   stop and forget
+# MDB_FLUSH sets innodb_flush_log_at_trx_commit: 2 (default, tests) or 1
+# (durable: every commit flushed, as a payment store runs; make bench).
 
 MDB_DIR=
 MDB_SOCK=
@@ -20,7 +22,7 @@ mariadb_start() {
 		--socket="$MDB_SOCK" --skip-networking --pid-file="$MDB_DIR/mariadb.pid" \
 		--tmpdir="$MDB_DIR/tmp" \
 		--log-error="$MDB_DIR/error.log" --innodb-buffer-pool-size="${MDB_BUFFER_POOL:-256M}" \
-		--innodb-log-file-size=256M --innodb-flush-log-at-trx-commit=2 \
+		--innodb-log-file-size=256M --innodb-flush-log-at-trx-commit="${MDB_FLUSH:-2}" \
 		--max-connections=500 --skip-name-resolve >/dev/null 2>&1 &
 	MDB_PID=$!
 	local i

@@ -1,0 +1,91 @@
+/* The FastCGI responder side of one connection: records in, one request out (no I/O). */
+#ifndef IDEM_FCONN_H
+#define IDEM_FCONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+
+#define FCGI_HDR_LEN		8
+#define FCGI_MAX_CONTENT	65535
+
+/*
+ * Parses what a web server sends on one FastCGI connection (FastCGI 1.0)
+ * and collects one request: its params and its body (stdin).  Every
+ * length is checked against the record that carries it before anything is
+ * kept, and everything kept is bounded (max_params, max_body), so no
+ * record, however crafted, costs more than its connection.  Management
+ * records (GET_VALUES) are answered, other roles and a second request on
+ * the connection (no multiplexing) refused, through the reply buffer the
+ * caller writes out.
+ */
+struct fconn {
+	/* Limits, set before the first fconn_feed. */
+	size_t		 max_params;
+	size_t		 max_body;
+
+	/* The request being read (id 0: none yet). */
+	uint16_t	 id;
+	int		 keep_conn;	/* FCGI_KEEP_CONN: reuse afterwards */
+	int		 params_done;
+	int		 stdin_done;
+	int		 body_over;	/* more than max_body came: cut */
+	struct buf	 params;	/* raw name-value pairs */
+	struct buf	 body;
+
+	/* Bytes to send back now (management answers, refusals). */
+	struct buf	 reply;
+
+	/* Record being read: params and stdin content goes straight to
+	 * params and body; other records' content (small) to small. */
+	unsigned char	 hdr[FCGI_HDR_LEN];
+	size_t		 hlen;
+	size_t		 cleft, pleft;	/* content, padding still to come */
+	unsigned char	 small[1024];
+	size_t		 slen;		/* > sizeof(small): too big */
+};
+
+void fconn_init(struct fconn *c, size_t max_params, size_t max_body);
+/* Frees what it holds; keeps the limits (ready for the next request). */
+void fconn_reset(struct fconn *c);
+
+/*
+ * Consumes up to n bytes.  IDEM_OK when a whole request is in (params and
+ * stdin ended, or the body went over max_body); *used says how many bytes
+ * were taken (the rest belongs to a later request).  IDEM_EAGAIN when more
+ * are needed (all n taken).  IDEM_EINVAL on a protocol violation (close
+ * the connection).  Check c->reply after every call.
+ */
+enum idem_err fconn_feed(struct fconn *c, const void *p, size_t n,
+    size_t *used);
+
+/*
+ * Decodes the params into a NULL-terminated array of "NAME=value" strings
+ * (one allocation: free(*out)).  Pairs whose name is empty or holds '=' or
+ * NUL are dropped.  IDEM_EINVAL if a length runs past the data.
+ */
+enum idem_err fconn_params(const struct fconn *c, char ***out);
+
+/*
+ * Appends a record (type, request id, content) to out, padded to 8
+ * bytes.  n <= FCGI_MAX_CONTENT.
+ */
+enum idem_err fconn_record(struct buf *out, int type, uint16_t id,
+    const void *p, size_t n);
+
+/* Appends FCGI_END_REQUEST (app status 0, protocol status ps). */
+enum idem_err fconn_end(struct buf *out, uint16_t id, int ps);
+
+enum {
+	FCGI_BEGIN_REQUEST = 1, FCGI_ABORT_REQUEST, FCGI_END_REQUEST,
+	FCGI_PARAMS, FCGI_STDIN, FCGI_STDOUT, FCGI_STDERR, FCGI_DATA,
+	FCGI_GET_VALUES, FCGI_GET_VALUES_RESULT, FCGI_UNKNOWN_TYPE,
+};
+enum {
+	FCGI_REQUEST_COMPLETE = 0, FCGI_CANT_MPX_CONN, FCGI_OVERLOADED,
+	FCGI_UNKNOWN_ROLE,
+};
+
+#endif

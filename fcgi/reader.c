@@ -1,0 +1,418 @@
+/* Reads whole FastCGI requests off the listen socket for a worker's request threads. */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "listen.h"
+#include "log.h"
+#include "reader.h"
+
+#define READER_CONNS_MAX	4096	/* connections being read, per worker */
+#define READER_READY_MAX	4096	/* whole requests waiting for a thread */
+#define READER_IDLE_MS		300000	/* a kept connection may idle this */
+#define READER_TICK_MS		1000
+
+struct reader {
+	const struct cfg	*cfg;
+	const char		*web_addrs;
+	int			 lfd, ep, evfd;
+	int64_t			 timeout_ms;
+	size_t			 max_body;
+	pthread_t		 tid;
+	int			 started;
+
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	struct job		*ready, *ready_tail;	/* for request threads */
+	size_t			 nready;
+	struct job		*back;		/* returned for reuse */
+	int			 stop;
+
+	/* Reader thread only. */
+	struct job		**conns;	/* being read */
+	size_t			 nconns;
+};
+
+static void
+job_close(struct job *j)
+{
+	if (j == NULL)
+		return;
+	if (j->fd >= 0)
+		close(j->fd);
+	buf_free(&j->fc.params);
+	buf_free(&j->fc.body);
+	buf_free(&j->fc.reply);
+	free(j);
+}
+
+/* Stops reading j (it leaves the epoll set and the list). */
+static void
+reader_forget(struct reader *rd, struct job *j)
+{
+	size_t	 i;
+
+	epoll_ctl(rd->ep, EPOLL_CTL_DEL, j->fd, NULL);
+	for (i = 0; i < rd->nconns; i++)
+		if (rd->conns[i] == j) {
+			rd->conns[i] = rd->conns[--rd->nconns];
+			break;
+		}
+}
+
+/* Starts reading j: a new connection, or one kept for its next request. */
+static void
+reader_watch(struct reader *rd, struct job *j, int64_t now)
+{
+	struct epoll_event	 ev;
+
+	if (rd->nconns == READER_CONNS_MAX) {
+		log_warn("too many FastCGI connections being read; one "
+		    "closed");
+		job_close(j);
+		return;
+	}
+	j->started = 0;
+	j->deadline_ms = now + READER_IDLE_MS;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = j;
+	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
+		job_close(j);
+		return;
+	}
+	rd->conns[rd->nconns++] = j;
+}
+
+static void
+reader_accept(struct reader *rd, int64_t now)
+{
+	struct job	*j;
+	int		 fd, i;
+
+	for (i = 0; i < 64; i++) {
+		fd = accept4(rd->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;	/* EAGAIN: another worker took it, or none */
+		if (!listen_peer_allowed(fd, rd->web_addrs)) {
+			log_warn("connection from a peer not in "
+			    "FCGI_WEB_SERVER_ADDRS refused");
+			close(fd);
+			continue;
+		}
+		if ((j = calloc(1, sizeof(*j))) == NULL) {
+			close(fd);
+			continue;
+		}
+		j->fd = fd;
+		/* Room past max_params, so an oversized header block gets its
+		 * 431 from the request thread; past that, the connection
+		 * goes. */
+		fconn_init(&j->fc, 2 * rd->cfg->max_params, rd->max_body);
+		reader_watch(rd, j, now);
+	}
+}
+
+/* Writes what the protocol wants said now (small); 0, -1 on failure. */
+static int
+reader_reply(struct job *j)
+{
+	ssize_t	 w;
+
+	if (j->fc.reply.len == 0)
+		return 0;
+	w = send(j->fd, j->fc.reply.p, j->fc.reply.len, MSG_NOSIGNAL);
+	if (w < 0 || (size_t)w != j->fc.reply.len)
+		return -1;
+	buf_reset(&j->fc.reply);
+	return 0;
+}
+
+/* Hands a whole request to the request threads. */
+static void
+reader_ready(struct reader *rd, struct job *j)
+{
+	pthread_mutex_lock(&rd->mu);
+	if (rd->nready >= READER_READY_MAX) {
+		pthread_mutex_unlock(&rd->mu);
+		log_warn("too many requests waiting for a thread; one "
+		    "refused");
+		(void)fconn_end(&j->fc.reply, j->fc.id, FCGI_OVERLOADED);
+		(void)reader_reply(j);
+		job_close(j);
+		return;
+	}
+	j->next = NULL;
+	if (rd->ready_tail != NULL)
+		rd->ready_tail->next = j;
+	else
+		rd->ready = j;
+	rd->ready_tail = j;
+	rd->nready++;
+	pthread_cond_signal(&rd->cv);
+	pthread_mutex_unlock(&rd->mu);
+}
+
+/* Reads what j has; hands it over once whole, closes it on error. */
+static void
+reader_input(struct reader *rd, struct job *j, int64_t now)
+{
+	unsigned char	 buf[65536];
+	ssize_t		 k;
+	size_t		 used;
+	enum idem_err	 er;
+
+	for (;;) {
+		k = read(j->fd, buf, sizeof(buf));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return;
+		if (k <= 0) {
+			/* The web server went away before the request was
+			 * whole: nobody to answer. */
+			reader_forget(rd, j);
+			job_close(j);
+			return;
+		}
+		if (!j->started) {
+			j->started = 1;
+			j->deadline_ms = now + rd->timeout_ms;
+		}
+		er = fconn_feed(&j->fc, buf, (size_t)k, &used);
+		if (reader_reply(j) != 0)
+			er = IDEM_EINVAL;
+		if (er == IDEM_EAGAIN)
+			continue;
+		reader_forget(rd, j);
+		if (er != IDEM_OK || used != (size_t)k) {
+			/* Bytes past a whole request: nobody pipelines
+			 * FastCGI, so it is not a web server talking. */
+			log_warn("invalid FastCGI input; connection closed");
+			job_close(j);
+			return;
+		}
+		reader_ready(rd, j);
+		return;
+	}
+}
+
+/* Cuts off connections past their deadline. */
+static int64_t
+reader_expire(struct reader *rd, int64_t now)
+{
+	int64_t		 next = now + READER_TICK_MS;
+	size_t		 i;
+	struct job	*j;
+
+	for (i = 0; i < rd->nconns;) {
+		j = rd->conns[i];
+		if (now < j->deadline_ms) {
+			if (j->deadline_ms < next)
+				next = j->deadline_ms;
+			i++;
+			continue;
+		}
+		if (j->started)
+			log_warn("FastCGI request not received within "
+			    "client_timeout (%lld ms); connection closed",
+			    (long long)rd->timeout_ms);
+		reader_forget(rd, j);
+		job_close(j);
+	}
+	return next;
+}
+
+/* Takes back the connections request threads returned for reuse. */
+static void
+reader_take_back(struct reader *rd, int64_t now)
+{
+	struct job	*j, *next;
+	uint64_t	 v;
+
+	(void)!read(rd->evfd, &v, sizeof(v));
+	pthread_mutex_lock(&rd->mu);
+	j = rd->back;
+	rd->back = NULL;
+	pthread_mutex_unlock(&rd->mu);
+	for (; j != NULL; j = next) {
+		next = j->next;
+		reader_watch(rd, j, now);
+	}
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct reader		*rd = arg;
+	struct epoll_event	 evs[64];
+	int64_t			 now, next;
+	int			 n, i, stop;
+
+	next = clock_now_ms() + READER_TICK_MS;
+	for (;;) {
+		now = clock_now_ms();
+		n = epoll_wait(rd->ep, evs, 64, next > now ?
+		    (int)(next - now) : 0);
+		pthread_mutex_lock(&rd->mu);
+		stop = rd->stop;
+		pthread_mutex_unlock(&rd->mu);
+		if (stop)
+			break;
+		now = clock_now_ms();
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &rd->lfd)
+				reader_accept(rd, now);
+			else if (evs[i].data.ptr == &rd->evfd)
+				reader_take_back(rd, now);
+			else
+				reader_input(rd, evs[i].data.ptr, now);
+		}
+		next = reader_expire(rd, now);
+	}
+	return NULL;
+}
+
+enum idem_err
+reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
+    struct reader **out)
+{
+	struct reader		*rd;
+	struct epoll_event	 ev;
+	size_t			 i;
+	int			 fl;
+
+	if ((rd = calloc(1, sizeof(*rd))) == NULL)
+		return IDEM_ENOMEM;
+	rd->cfg = cfg;
+	rd->web_addrs = web_addrs;
+	rd->lfd = listen_fd;
+	rd->timeout_ms = cfg->client_timeout_ms > 0 ? cfg->client_timeout_ms :
+	    30000;
+	/* The route is known only once params are in: read bodies up to
+	 * the largest max_body; the request thread applies its route's. */
+	rd->max_body = 0;
+	for (i = 0; i < cfg->nroutes; i++)
+		if (cfg->routes[i].max_body > rd->max_body)
+			rd->max_body = cfg->routes[i].max_body;
+	rd->max_body++;		/* one more byte tells "too large" */
+	pthread_mutex_init(&rd->mu, NULL);
+	pthread_cond_init(&rd->cv, NULL);
+	rd->ep = epoll_create1(EPOLL_CLOEXEC);
+	rd->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rd->conns = calloc(READER_CONNS_MAX, sizeof(*rd->conns));
+	if (rd->ep < 0 || rd->evfd < 0 || rd->conns == NULL)
+		goto fail;
+	/* Shared with the other workers: each takes what it can. */
+	if ((fl = fcntl(listen_fd, F_GETFL)) == -1 ||
+	    fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		goto fail;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	ev.data.ptr = &rd->lfd;
+	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, listen_fd, &ev) != 0)
+		goto fail;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &rd->evfd;
+	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->evfd, &ev) != 0)
+		goto fail;
+	if (pthread_create(&rd->tid, NULL, reader_main, rd) != 0)
+		goto fail;
+	rd->started = 1;
+	*out = rd;
+	return IDEM_OK;
+fail:
+	log_err("cannot start the FastCGI reader: %s", strerror(errno));
+	reader_free(rd);
+	return IDEM_ESYS;
+}
+
+struct job *
+reader_next(struct reader *rd)
+{
+	struct job	*j;
+
+	pthread_mutex_lock(&rd->mu);
+	while (rd->ready == NULL && !rd->stop)
+		pthread_cond_wait(&rd->cv, &rd->mu);
+	j = rd->ready;
+	if (j != NULL) {
+		rd->ready = j->next;
+		if (rd->ready == NULL)
+			rd->ready_tail = NULL;
+		rd->nready--;
+	}
+	pthread_mutex_unlock(&rd->mu);
+	return j;
+}
+
+void
+reader_done(struct reader *rd, struct job *j, int reuse)
+{
+	uint64_t	 one = 1;
+
+	pthread_mutex_lock(&rd->mu);
+	if (!reuse || rd->stop) {
+		pthread_mutex_unlock(&rd->mu);
+		job_close(j);
+		return;
+	}
+	fconn_reset(&j->fc);
+	j->next = rd->back;
+	rd->back = j;
+	pthread_mutex_unlock(&rd->mu);
+	(void)!write(rd->evfd, &one, sizeof(one));
+}
+
+void
+reader_stop(struct reader *rd)
+{
+	uint64_t	 one = 1;
+
+	pthread_mutex_lock(&rd->mu);
+	rd->stop = 1;
+	pthread_cond_broadcast(&rd->cv);
+	pthread_mutex_unlock(&rd->mu);
+	if (rd->evfd >= 0)
+		(void)!write(rd->evfd, &one, sizeof(one));
+}
+
+void
+reader_free(struct reader *rd)
+{
+	struct job	*j, *next;
+	size_t		 i;
+
+	if (rd == NULL)
+		return;
+	if (rd->started) {
+		reader_stop(rd);
+		pthread_join(rd->tid, NULL);
+	}
+	for (i = 0; i < rd->nconns; i++)
+		job_close(rd->conns[i]);
+	for (j = rd->ready; j != NULL; j = next) {
+		next = j->next;
+		job_close(j);
+	}
+	for (j = rd->back; j != NULL; j = next) {
+		next = j->next;
+		job_close(j);
+	}
+	free(rd->conns);
+	if (rd->ep >= 0)
+		close(rd->ep);
+	if (rd->evfd >= 0)
+		close(rd->evfd);
+	pthread_cond_destroy(&rd->cv);
+	pthread_mutex_destroy(&rd->mu);
+	free(rd);
+}

@@ -1,0 +1,50 @@
+/* Reads whole FastCGI requests off the listen socket for a worker's request threads. */
+#ifndef IDEM_READER_H
+#define IDEM_READER_H
+
+#include <stdint.h>
+
+#include "cfg.h"
+#include "err.h"
+#include "fconn.h"
+
+/*
+ * One thread per worker accepts connections and reads them (epoll) until a
+ * request is whole: params and body, under client_timeout from the first
+ * byte and the config's limits.  Only then does a request thread take it,
+ * so clients that trickle, however many, hold no request thread; one
+ * that misses the deadline is cut off.  A crafted record costs only the
+ * connection that carries it (fcgi/fconn.c).
+ */
+struct reader;
+
+/* A request read whole, for one request thread. */
+struct job {
+	int		 fd;		/* the connection, non-blocking */
+	struct fconn	 fc;		/* params, body, FastCGI id */
+	int64_t		 deadline_ms;	/* while reading */
+	int		 started;	/* a byte of this request came */
+	struct job	*next;
+};
+
+/* Starts the reader on listen_fd (made non-blocking); web_addrs is
+ * FCGI_WEB_SERVER_ADDRS or NULL.  cfg and web_addrs are borrowed. */
+enum idem_err reader_new(const struct cfg *cfg, int listen_fd,
+    const char *web_addrs, struct reader **out);
+
+/* Blocks until a request is whole (the caller owns the job until
+ * reader_done) or the reader stopped (NULL). */
+struct job *reader_next(struct reader *rd);
+
+/* The request is answered: with reuse (FCGI_KEEP_CONN, answer whole) the
+ * connection goes back to reading, else it is closed.  Frees j. */
+void reader_done(struct reader *rd, struct job *j, int reuse);
+
+/* Stops accepting and reading; reader_next returns NULL from now on.
+ * Requests already handed out are unaffected. */
+void reader_stop(struct reader *rd);
+
+/* Stops (if needed), closes every connection, frees.  NULL: no-op. */
+void reader_free(struct reader *rd);
+
+#endif

@@ -1,0 +1,121 @@
+#!/bin/bash
+# Bounded clients: workers x threads trickling FastCGI connections (raw,
+# and HTTP clients trickling bodies through Apache) do not stop another
+# client from being served within 1 s, and are cut off at client_timeout.
+# No crafted FastCGI record costs a worker.
+. "$(dirname "$0")/../lib/harness.sh"
+
+P=$(cgi_install pay)
+db_new "$TNAME" || { done_testing; exit 1; }
+cat >"$T/gw.conf" <<EOF
+[gateway]
+listen = unix:$T/gw.sock
+socket_owner = :www-data
+workers = 2
+threads = 8
+client_timeout = 4s
+mysql_defaults_file = $DBCNF
+
+[route /pay]
+handler = cgi:$P
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+
+# 16 raw connections, each a byte every 500 ms of a request that never
+# ends; the helper prints how long each stayed open.
+python3 - "$T/gw.sock" 16 >"$T/trickle.out" 2>&1 <<'PY' &
+import os, socket, sys, threading, time
+path, n = sys.argv[1], int(sys.argv[2])
+begin = bytes([1, 1, 0, 1, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+params = bytes([1, 4, 0, 1, 0, 64, 0, 0]) + b"\x0bHTTP_X_SLOW" + b"\x34" + b"x" * 52
+def one(i):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    t0 = time.time()
+    try:
+        for b in begin + params:
+            s.send(bytes([b]))
+            time.sleep(0.5)
+            if time.time() - t0 > 15:
+                break
+    except OSError:
+        pass
+    os.write(1, b"closed after %.1f\n" % (time.time() - t0))
+ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+H_BGPIDS+=($!)
+sleep 1
+t0=$(now_ms)
+http a GET "$(url web /pay?while=trickling)"
+expect_eq "16 trickling connections: another request is served" 201 "$HS"
+expect_lt "... within 1 s" "$(($(now_ms) - t0))" 1000
+K=$(new_key)
+t0=$(now_ms)
+http b POST "$(url web /pay)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "16 trickling connections: a protected request is served" created "$(hdr b Idempotency-Result)"
+expect_lt "... within 1 s" "$(($(now_ms) - t0))" 1000
+wait_until 12 sh -c "[ \$(grep -c closed '$T/trickle.out') -ge 16 ]"
+expect_eq "trickling connections are cut off" 16 "$(grep -c closed "$T/trickle.out")"
+expect_eq "... at client_timeout (4 s), not before 3.5 s or after 6 s" 16 \
+	"$(awk '/closed after/ { if ($3 >= 3.5 && $3 <= 6) n++ } END { print n + 0 }' "$T/trickle.out")"
+expect_match "the cut is logged" 'not received within client_timeout' "$(cat "$T/gw.log")"
+
+# Through Apache: 16 HTTP clients trickling their bodies.
+apache_start ap "unix:$T/gw.sock" && {
+	for i in $(seq 1 16); do
+		( for c in 1 2 3 4 5 6 7 8; do printf x; sleep 1; done ) |
+			curl -sS --max-time 20 -o /dev/null -X POST -H 'Transfer-Encoding: chunked' \
+				--data-binary @- "$(url ap /pay?slow=$i)" 2>/dev/null &
+		H_BGPIDS+=($!)
+	done
+	sleep 1.5
+	t0=$(now_ms)
+	http c GET "$(url ap /pay?while=slow-bodies)"
+	expect_eq "Apache, 16 slow bodies: another request is served" 201 "$HS"
+	expect_lt "... within 1 s" "$(($(now_ms) - t0))" 1000
+}
+
+# Params over max_params (64K): 431; far over: the connection goes.
+raw_params() { # raw_params BYTES: a whole request with a header that long
+	python3 - "$T/gw.sock" "$1" <<'PY'
+import socket, struct, sys
+path, size = sys.argv[1], int(sys.argv[2])
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(n, v): return bytes([len(n)]) + struct.pack(">I", len(v) | 0x80000000) + n + v
+p = pair(b"REQUEST_URI", b"/pay") + pair(b"HTTP_X_BIG", b"x" * size)
+out = rec(1, struct.pack(">HB5x", 1, 0))
+for i in range(0, len(p), 65535): out += rec(4, p[i:i + 65535])
+out += rec(4, b"") + rec(5, b"")
+s = socket.socket(socket.AF_UNIX); s.connect(path)
+got = b""
+try:
+    s.sendall(out)
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        got += b
+except OSError:
+    pass
+print("status=" + (got[8:32].split(b"\r\n")[0].decode(errors="replace") if got else "closed"))
+PY
+}
+expect_match "params over max_params: 431" 'Status: 431' "$(raw_params 70000)"
+expect_match "params far over max_params: connection closed" 'status=closed' "$(raw_params 200000)"
+
+# Crafted params records: each costs its connection, never a worker.
+before=$(gw_workers gw)
+for lens in "0x7ffffffe 0x7ffffffe" "0x3fffffff 0x3fffffff" "0x7ffffff0 0x20" "0x20 0x7ffffff0" "0 0x7fffffff"; do
+	"$ITBIN/fcgi_poison" "unix:$T/gw.sock" $lens >/dev/null 2>&1
+done
+sleep 0.3
+expect_eq "crafted records: no worker died" "$before" "$(gw_workers gw)"
+for i in 1 2 3 4 5 6; do
+	http p$i GET "$(url web /pay?after=$i)"
+	[ "$HS" = 201 ] || break
+done
+expect_eq "crafted records: service answers" 201 "$HS"
+expect_match "crafted records: logged" 'invalid FastCGI' "$(cat "$T/gw.log")"
+done_testing
