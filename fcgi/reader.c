@@ -68,9 +68,10 @@ reader_forget(struct reader *rd, struct job *j)
 		}
 }
 
-/* Starts reading j: a new connection, or one kept for its next request. */
+/* Starts reading j: a new connection, which must send its request within
+ * client_timeout, or one kept for its next request, which may idle longer. */
 static void
-reader_watch(struct reader *rd, struct job *j, int64_t now)
+reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
 {
 	struct epoll_event	 ev;
 
@@ -81,7 +82,8 @@ reader_watch(struct reader *rd, struct job *j, int64_t now)
 		return;
 	}
 	j->started = 0;
-	j->deadline_ms = now + READER_IDLE_MS;
+	j->kept = kept;
+	j->deadline_ms = now + (kept ? READER_IDLE_MS : rd->timeout_ms);
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = j;
@@ -117,7 +119,7 @@ reader_accept(struct reader *rd, int64_t now)
 		 * 431 from the request thread; past that, the connection
 		 * goes. */
 		fconn_init(&j->fc, 2 * rd->cfg->max_params, rd->max_body);
-		reader_watch(rd, j, now);
+		reader_watch(rd, j, now, 0);
 	}
 }
 
@@ -221,7 +223,7 @@ reader_expire(struct reader *rd, int64_t now)
 			i++;
 			continue;
 		}
-		if (j->started)
+		if (j->started || !j->kept)
 			log_warn("FastCGI request not received within "
 			    "client_timeout (%lld ms); connection closed",
 			    (long long)rd->timeout_ms);
@@ -245,7 +247,7 @@ reader_take_back(struct reader *rd, int64_t now)
 	pthread_mutex_unlock(&rd->mu);
 	for (; j != NULL; j = next) {
 		next = j->next;
-		reader_watch(rd, j, now);
+		reader_watch(rd, j, now, 1);
 	}
 }
 

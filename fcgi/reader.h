@@ -24,6 +24,7 @@ struct job {
 	struct fconn	 fc;		/* params, body, FastCGI id */
 	int64_t		 deadline_ms;	/* while reading */
 	int		 started;	/* a byte of this request came */
+	int		 kept;		/* reused after a keep_conn request */
 	struct job	*next;
 };
 

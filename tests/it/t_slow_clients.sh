@@ -63,6 +63,25 @@ expect_eq "... at client_timeout (4 s), not before 3.5 s or after 6 s" 16 \
 	"$(awk '/closed after/ { if ($3 >= 3.5 && $3 <= 6) n++ } END { print n + 0 }' "$T/trickle.out")"
 expect_match "the cut is logged" 'not received within client_timeout' "$(cat "$T/gw.log")"
 
+# Connections that never send a byte are closed at client_timeout too
+# (only a connection kept after a keep_conn request may idle longer).
+python3 - "$T/gw.sock" 8 >"$T/idle.out" 2>&1 <<'PY'
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+ss = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX); s.connect(path); s.settimeout(10); ss.append(s)
+t0 = time.time()
+for s in ss:
+    try:
+        s.recv(1)
+    except OSError:
+        pass
+    print("idle closed after %.1f" % (time.time() - t0))
+PY
+expect_eq "silent connections are closed at client_timeout" 8 \
+	"$(awk '/idle closed after/ { if ($4 >= 3.5 && $4 <= 6) n++ } END { print n + 0 }' "$T/idle.out")"
+
 # Through Apache: 16 HTTP clients trickling their bodies.
 apache_start ap "unix:$T/gw.sock" && {
 	for i in $(seq 1 16); do
