@@ -18,7 +18,7 @@ MYSQL_LIBS	:= $(shell mariadb_config --libs 2>/dev/null || echo -lmariadb)
 CURSES_CFLAGS	:= $(shell pkg-config --cflags ncursesw 2>/dev/null)
 CURSES_LIBS	:= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 WARN	= -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) -Ilib $(MYSQL_CFLAGS) $(SAN)
+CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) $(MYSQL_CFLAGS) $(SAN)
 LDFLAGS	+= -pthread $(SAN)
 LIBS	= $(MYSQL_LIBS) -lssl -lcrypto
 
@@ -30,7 +30,7 @@ UNIT_SRC	:= $(sort $(wildcard tests/unit/test_*.c))
 ITBIN_SRC	:= $(sort $(wildcard tests/it/*.c))
 FUZZ_SRC	:= $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
-LIB_OBJ		:= $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/migrations.o
+LIB_OBJ		:= $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/migrations.o $(B)/gen/grants.o
 FCGI_OBJ	:= $(FCGI_SRC:%.c=$(B)/%.o)
 CTL_OBJ		:= $(CTL_SRC:%.c=$(B)/%.o)
 TOP_OBJ		:= $(TOP_SRC:%.c=$(B)/%.o)
@@ -49,16 +49,42 @@ PROGS		:= $(B)/idemgate $(B)/idemctl $(B)/idemtop
 all: $(PROGS)
 tests: $(PROGS) $(UNIT_BIN) $(ITBIN)
 
-$(B)/%.o: %.c $(wildcard lib/*.h fcgi/*.h admin/*.h tests/lib/*.h)
+# Each folder sees its own headers and lib/'s, no more: lib/ cannot reach
+# up into fcgi/ or admin/, and neither program sees the other's.
+INC_lib		:= -Ilib
+INC_fcgi	:= -Ilib -Ifcgi
+INC_admin	:= -Ilib -Iadmin $(CURSES_CFLAGS)
+INC_tests	:= -Ilib -Ifcgi -Iadmin -Itests/lib $(CURSES_CFLAGS)
+
+$(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CURSES_CFLAGS) -Ifcgi -Iadmin -Itests/lib -c -o $@ $<
+	$(CC) $(CFLAGS) $(INC_lib) -c -o $@ $<
+
+$(B)/fcgi/%.o: fcgi/%.c $(wildcard lib/*.h fcgi/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_fcgi) -c -o $@ $<
+
+$(B)/admin/%.o: admin/%.c $(wildcard lib/*.h admin/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_admin) -c -o $@ $<
+
+$(B)/tests/%.o: tests/%.c $(wildcard lib/*.h fcgi/*.h admin/*.h tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_tests) -c -o $@ $<
 
 $(B)/gen/migrations.c: $(sort $(wildcard sql/[0-9]*.sql)) tools/embed_sql.sh
 	@mkdir -p $(dir $@)
 	sh tools/embed_sql.sh $(sort $(wildcard sql/[0-9]*.sql)) > $@
 
 $(B)/gen/migrations.o: $(B)/gen/migrations.c lib/migrations.h
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(INC_lib) -c -o $@ $<
+
+$(B)/gen/grants.c: sql/grants.sql tools/embed_grants.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_grants.sh sql/grants.sql > $@
+
+$(B)/gen/grants.o: $(B)/gen/grants.c lib/grants.h
+	$(CC) $(CFLAGS) $(INC_lib) -c -o $@ $<
 
 $(B)/libidem.a: $(LIB_OBJ)
 	rm -f $@
@@ -81,10 +107,17 @@ $(B)/idemctl: $(CTL_OBJ) $(B)/libidem.a
 $(B)/idemtop: $(TOP_OBJ) $(B)/libidem.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CURSES_LIBS) $(LIBS)
 
-# Unit tests link everything but the programs' main() files.
-$(B)/tests/%: $(B)/tests/unit/%.o $(B)/libgw.a $(B)/libadmin.a $(B)/libidem.a
+# A unit test links lib/ and, if it tests one, its program's modules
+# (never a main() file).
+GW_TESTS	:= $(addprefix $(B)/tests/,test_fconn test_guard test_upstream)
+ADMIN_TESTS	:= $(addprefix $(B)/tests/,test_idemctl test_idemtop)
+$(GW_TESTS): $(B)/libgw.a
+$(ADMIN_TESTS): $(B)/libadmin.a
+$(B)/tests/%: $(B)/tests/unit/%.o $(B)/libidem.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CURSES_LIBS) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) \
+	    $(filter-out $(B)/libidem.a,$(filter %.a,$^)) $(B)/libidem.a \
+	    $(if $(filter $@,$(ADMIN_TESTS)),$(CURSES_LIBS)) $(LIBS)
 
 # Helper programs for integration tests (CGI handlers, a libfcgi app, ...).
 $(B)/tests/it/%: $(B)/tests/it/%.o $(B)/libidem.a

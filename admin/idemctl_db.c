@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grants.h"
 #include "idemctl_db.h"
 #include "store_admin.h"
 
@@ -118,26 +119,16 @@ fmt_age(double secs, char *out, size_t len)
 }
 
 /*
- * What each program needs, as "table:PRIVILEGE" (see sql/grants.sql).
- * One config file may serve a least-privilege user meant for one of them.
+ * The programs one config file may serve with a least-privilege user;
+ * what each needs comes from sql/grants.sql (lib/grants.h).
  */
 static const struct {
 	const char	*name;
 	const char	*who;
-	const char	*need[16];
 } roles[] = {
-	{ "gateway", "idemgate", { "idem_keys:SELECT", "idem_keys:INSERT",
-	  "idem_keys:UPDATE", "idem_keys:DELETE", "idem_counters:SELECT",
-	  "idem_counters:INSERT", "idem_counters:UPDATE",
-	  "idem_schema:SELECT", "idem_epoch:SELECT", NULL } },
-	{ "cleanup", "idemctl cleanup/forget", { "idem_keys:SELECT",
-	  "idem_keys:UPDATE", "idem_keys:DELETE", "idem_counters:SELECT",
-	  "idem_counters:DELETE", "idem_cleanup_runs:SELECT",
-	  "idem_cleanup_runs:INSERT", "idem_cleanup_runs:UPDATE",
-	  "idem_cleanup_runs:DELETE", "idem_schema:SELECT", NULL } },
-	{ "console", "idemtop, idemctl show/stats/metrics", {
-	  "idem_keys:SELECT", "idem_counters:SELECT",
-	  "idem_cleanup_runs:SELECT", "idem_schema:SELECT", NULL } },
+	{ "gateway", "idemgate" },
+	{ "cleanup", "idemctl cleanup/forget" },
+	{ "console", "idemtop, idemctl show/stats/metrics" },
 };
 
 #define NROLES	(sizeof(roles) / sizeof(roles[0]))
@@ -176,12 +167,13 @@ check_roles(const struct admin_priv *p, size_t n, const char *want)
 			continue;
 		off = 0;
 		missing[0] = '\0';
-		for (k = 0; roles[r].need[k] != NULL; k++) {
-			if (has_priv(p, n, roles[r].need[k]))
+		for (k = 0; k < ngrants; k++) {
+			if (strcmp(grants[k].role, roles[r].name) != 0 ||
+			    has_priv(p, n, grants[k].need))
 				continue;
 			off += (size_t)snprintf(missing + off,
 			    sizeof(missing) - off, "%s%s", off ? ", " : "",
-			    roles[r].need[k]);
+			    grants[k].need);
 			if (off >= sizeof(missing))
 				off = sizeof(missing) - 1;
 		}

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cfg.h"
 #include "idemtop_cmd.h"
 #include "idemtop_data.h"
@@ -61,24 +62,6 @@ usage(FILE *f)
 	    "  --write      allow forgetting keys (f) and starting a cleanup "
 	    "(c)\n"
 	    "  -h, --help   this text;  -V, --version  the version\n");
-}
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 /* Returns -1 if ok, else the exit code after printing one line. */
@@ -232,7 +215,7 @@ run_batch(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 	ui.screen = o->screen;
 	for (i = 0; i < n; i++) {
 		if (i > 0)
-			sleep_ms(delay);
+			clock_sleep_ms(delay);
 		err[0] = '\0';
 		if (src->fetch(src, &snap, err, sizeof(err)) != IDEM_OK) {
 			fprintf(errout, "idemtop: cannot read the store: %s\n",
@@ -344,7 +327,7 @@ run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 		return EXIT_USAGE;
 	}
 	for (;;) {
-		now = mono_ms();
+		now = clock_now_ms();
 		if (!ui.paused && now >= next_fetch) {
 			err[0] = '\0';
 			if (have)

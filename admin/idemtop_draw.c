@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fp.h"
 #include "idemtop_ui.h"
 #include "idemtop_view.h"
 
@@ -226,7 +227,7 @@ row_cells(const struct top_snap *s, int screen, size_t i,
 		const struct top_key *k = &s->keys[i];
 
 		fmt_mask_key(k->key, k->keylen, c[0], sizeof(c[0]));
-		fmt_hex(k->scope, 4, c[1], sizeof(c[1]));
+		fp_hex(k->scope, 4, c[1]);
 		fmt_escape(k->route, strlen(k->route), c[2], sizeof(c[2]));
 		owner_host(k->owner, c[3], sizeof(c[3]));
 		fmt_dur(k->age_ms, c[4], sizeof(c[4]));
@@ -433,7 +434,7 @@ draw_detail(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		fmt_mask_key(r->key, r->keylen, a, sizeof(a));
 		snprintf(lines[k++], 200, "key       %.120s (%zu bytes)", a,
 		    r->keylen);
-		fmt_hex(r->scope, FP_LEN, b, sizeof(b));
+		fp_hex(r->scope, FP_LEN, b);	/* 65 bytes */
 		snprintf(lines[k++], 200, "scope     %s", b);
 		fmt_escape(r->route, strlen(r->route), a, sizeof(a));
 		snprintf(lines[k++], 200, "route     %.150s", a);

@@ -366,21 +366,6 @@ fmt_time(int64_t unix_s, char *out, size_t cap)
 		snprintf(out, cap, "?");
 }
 
-void
-fmt_hex(const unsigned char *p, size_t n, char *out, size_t cap)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t	 i, o = 0;
-
-	if (cap == 0)
-		return;
-	for (i = 0; i < n && o + 2 < cap; i++) {
-		out[o++] = hex[p[i] >> 4];
-		out[o++] = hex[p[i] & 15];
-	}
-	out[o] = '\0';
-}
-
 int64_t
 fmt_wait_quantile(const uint64_t *b, size_t nb, const int64_t *le_ms,
     double p)

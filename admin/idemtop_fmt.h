@@ -87,8 +87,6 @@ void fmt_count(uint64_t n, char *out, size_t cap);
 void fmt_pct(uint64_t num, uint64_t den, char *out, size_t cap);
 /* "MM-DD HH:MM:SS" in local time. */
 void fmt_time(int64_t unix_s, char *out, size_t cap);
-/* Lower-case hex of the first n bytes. */
-void fmt_hex(const unsigned char *p, size_t n, char *out, size_t cap);
 
 /*
  * The wait time below which fraction p (0..1) of the waits fell, from the

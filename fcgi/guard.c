@@ -4,10 +4,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "fp.h"
 #include "guard.h"
 #include "handler.h"
-#include "clock.h"
+#include "lease.h"
 #include "log.h"
 #include "rcache.h"
 #include "recorder.h"
@@ -19,10 +20,6 @@
 #define HDR_CREATED	"Idempotency-Result: created\r\n"
 #define HDR_REUSED	"Idempotent-Replayed: true\r\nIdempotency-Result: reused\r\n"
 #define STORE_RETRY_S	5
-/* While lease renewals fail, try again this often. */
-#define GUARD_RENEW_RETRY_MS	250
-/* Claim/wait rounds per request; the wait deadline ends it long before. */
-#define CLAIM_ROUNDS	1000
 
 int
 guard_header_param(const char *name, char *out, size_t outlen)
@@ -39,25 +36,7 @@ guard_header_param(const char *name, char *out, size_t outlen)
 	return 0;
 }
 
-int
-guard_retry_after(int64_t lease_left_ms)
-{
-	int64_t	 s = (lease_left_ms + 999) / 1000;
 
-	if (s < 1)
-		s = 1;
-	if (s > 86400)
-		s = 86400;
-	return (int)s;
-}
-
-int64_t
-guard_tick_ms(int64_t lease_ms)
-{
-	int64_t	 t = lease_ms / 3;
-
-	return t < 100 ? 100 : t;
-}
 
 
 static void
@@ -87,118 +66,99 @@ guard_plain(struct request *r)
 	sink_free(&s);
 }
 
-/* A key we own, and how long its lease is surely ours. */
-struct owned {
-	struct request	*r;
-	struct claim	*c;
-	int64_t		 ok_until;	/* CLOCK_MONOTONIC ms */
-	int64_t		 margin;	/* stop the handler this much before */
-};
 
-int64_t
-guard_stop_margin(int64_t lease_ms)
+
+
+
+/* Writes the outcome of an owned key (lib/recorder.h: record_outcome),
+ * counting a refused answer kept as a tombstone. */
+static void
+guard_record(struct request *r, struct claim *c, enum rec_op op,
+    const struct answer *a)
 {
-	int64_t	 m = lease_ms / 5;
+	int	 done;
 
-	if (m < 300)
-		m = 300;
-	if (m > 5000)
-		m = 5000;
-	if (m > lease_ms / 2)
-		m = lease_ms / 2;
-	return m;
+	done = record_outcome(r->ctx->st, r->ctx->rec, c, op, a,
+	    r->route->ttl_ms, r->tag);
+	if (op == REC_COMPLETE && done == REC_TOMBSTONE)
+		count(r, STAT_TOMBSTONED);
 }
 
 /*
- * The handler's tick: renews the lease.  While renewals fail it tries
- * again every GUARD_RENEW_RETRY_MS; when the lease is about to end
- * without one (or the row is no longer ours) it has the handler stopped,
- * so a takeover never runs beside it.
- */
-static int64_t
-guard_renew(void *arg)
-{
-	struct owned	*o = arg;
-	int64_t		 lease = o->r->route->lease_ms, t0, left;
-	enum idem_err	 er;
-
-	t0 = clock_now_ms();
-	er = store_renew(o->r->ctx->st, o->c, lease);
-	if (er == IDEM_OK) {
-		/* The server's lease starts after t0: ours is shorter. */
-		o->ok_until = t0 + lease;
-		return guard_tick_ms(lease);
-	}
-	if (er == IDEM_ENOTFOUND) {
-		log_err("%s: key no longer ours (forgotten or taken over); "
-		    "stopping the handler", o->r->tag);
-		return -1;
-	}
-	left = o->ok_until - o->margin - clock_now_ms();
-	if (left <= 0) {
-		log_err("%s: lease not renewed in time (%s); stopping the "
-		    "handler before it ends", o->r->tag,
-		    store_last_error(o->r->ctx->st));
-		return -1;
-	}
-	log_warn("%s: lease renewal failed: %s; %lld ms left", o->r->tag,
-	    store_last_error(o->r->ctx->st), (long long)left);
-	return left < GUARD_RENEW_RETRY_MS ? left : GUARD_RENEW_RETRY_MS;
-}
-
-static const char *const rec_what[] = {
-	[REC_COMPLETE] = "answer", [REC_TOMBSTONE] = "tombstone",
-	[REC_RELEASE] = "release",
-};
-
-/*
- * Writes the outcome of an owned key.  When the store is down the
- * recorder keeps it and writes it when the store is back: the key stays
- * in progress meanwhile, never free for a second run.  An answer the
- * store refuses (say, over its max_allowed_packet) leaves a tombstone:
- * in progress, the key would be taken over once its lease lapsed.
+ * The answer was too large to keep: the head and part of the body already
+ * went out.  Broken off, it must look broken, and the key is never run
+ * again; whole, it is run again only for a failure a retry may repeat.
  */
 static void
-guard_record(struct request *r, struct claim *c, enum rec_op op, int status,
-    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen)
+guard_streamed(struct request *r, struct claim *c, struct sink *s,
+    enum idem_err er)
 {
-	struct store	*st = r->ctx->st;
-	int64_t		 ttl = r->route->ttl_ms;
-	enum idem_err	 er;
-
-	for (;;) {
-		if (op == REC_COMPLETE)
-			er = store_complete(st, c, status, hdrs, hdrslen,
-			    body, bodylen, ttl);
-		else if (op == REC_TOMBSTONE)
-			er = store_tombstone(st, c, status, ttl);
-		else
-			er = store_release(st, c);
-		if (er == IDEM_OK)
-			break;
-		if (er == IDEM_ENOTFOUND) {
-			log_err("%s: key no longer ours (forgotten or taken "
-			    "over); its %s is not recorded", r->tag,
-			    rec_what[op]);
-			break;
-		}
-		if (er == IDEM_ESTORE && store_unreachable(st) && r->ctx->rec !=
-		    NULL && recorder_add(r->ctx->rec, op, c, status, hdrs,
-		    hdrslen, body, bodylen, ttl) == IDEM_OK) {
-			log_warn("%s: store unreachable (%s); the %s is kept "
-			    "and written when it is back", r->tag,
-			    store_last_error(st), rec_what[op]);
-			break;
-		}
-		log_err("%s: cannot record %s: %s", r->tag, rec_what[op],
-		    er == IDEM_ESTORE ? store_last_error(st) :
-		    idem_strerror(er));
-		if (op != REC_COMPLETE)
-			break;
-		op = REC_TOMBSTONE;
+	if (er != IDEM_OK) {
+		reply_abort(r->out);
 		count(r, STAT_TOMBSTONED);
-		log_info("%s: keeping the key as a tombstone", r->tag);
+		guard_record(r, c, REC_TOMBSTONE, &s->ans);
+	} else if (s->ans.status >= 500 && !r->route->store_5xx) {
+		count(r, STAT_RELEASED);
+		guard_record(r, c, REC_RELEASE, NULL);
+	} else {
+		count(r, STAT_TOMBSTONED);
+		guard_record(r, c, REC_TOMBSTONE, &s->ans);
 	}
+}
+
+/* The handler answered (whole, kept): it is delivered all the same, and
+ * kept for retries unless it is a 5xx a retry may do better on. */
+static void
+guard_handled(struct request *r, struct claim *c, const struct answer *a)
+{
+	struct answer	 kept;
+	struct buf	 rh;
+
+	if (a->status >= 500 && !r->route->store_5xx) {
+		count(r, STAT_RELEASED);
+		guard_record(r, c, REC_RELEASE, NULL);
+		reply_answer(r->out, a, NULL);
+		return;
+	}
+	count(r, STAT_CREATED);
+	buf_init(&rh, RESP_HEAD_MAX);
+	if (resp_hdrs_for_replay(&a->hdrs, &rh) == IDEM_OK) {
+		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
+		    a->body.len);
+		guard_record(r, c, REC_COMPLETE, &kept);
+	} else
+		guard_record(r, c, REC_TOMBSTONE, a);
+	reply_answer(r->out, a, HDR_CREATED);
+	buf_free(&rh);
+}
+
+/* The handler gave no answer (er): ours is a problem.  A lost lease is
+ * never stored (the next owner runs it), nor a 5xx unless store_5xx. */
+static void
+guard_failed(struct request *r, struct claim *c, enum idem_err er)
+{
+	enum problem	 prob = problem_from_err(er);
+	struct answer	 made;
+
+	answer_init(&made, 4096, 4096);
+	made.status = problem_status(prob);
+	if (er == IDEM_ELEASE || (made.status >= 500 &&
+	    !r->route->store_5xx)) {
+		count(r, STAT_RELEASED);
+		guard_record(r, c, REC_RELEASE, NULL);
+		reply_problem(r->out, prob, er == IDEM_ELEASE ? STORE_RETRY_S :
+		    0, 0, NULL);
+	} else if (problem_render(prob, 0, 0, &made.hdrs, &made.body) !=
+	    IDEM_OK) {
+		guard_record(r, c, REC_RELEASE, NULL);
+		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
+	} else {
+		/* store_5xx = yes, or a 4xx of our own (script lookup). */
+		count(r, STAT_CREATED);
+		guard_record(r, c, REC_COMPLETE, &made);
+		reply_answer(r->out, &made, HDR_CREATED);
+	}
+	answer_free(&made);
 }
 
 /* We own the key: run the handler once, record the outcome, answer. */
@@ -206,93 +166,22 @@ static void
 guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 {
 	const struct route	*rt = r->route;
-	struct owned		 o = { r, c, 0, 0 };
+	struct lease		 l;
 	struct sink		 s;
-	struct buf		 ph, pb, rh;
-	enum problem		 prob = PROB_BAD_GATEWAY;
 	enum idem_err		 er;
-	int			 status, gw_made = 0;
 
-	buf_init(&ph, 4096);
-	buf_init(&pb, 4096);
-	buf_init(&rh, RESP_HEAD_MAX);
-	o.ok_until = claimed_ms + rt->lease_ms;
-	o.margin = guard_stop_margin(rt->lease_ms);
+	lease_init(&l, r->ctx->st, c, rt->lease_ms, claimed_ms, r->tag);
 	sink_init(&s, 1, rt->max_response, HDR_CREATED, r->out);
-	er = handler_run(r, &s, guard_renew, &o, guard_tick_ms(rt->lease_ms));
-	if (er == IDEM_OK)
-		status = s.head.status;
-	else {
-		prob = problem_from_err(er);
-		status = problem_status(prob);
-		gw_made = 1;
-	}
-
-	if (s.streaming) {
-		/* Too large to keep: the head and part of the body already
-		 * went out.  Broken off, it must look broken, and the key is
-		 * never run again; whole, it is run again only for a failure
-		 * a retry may repeat. */
-		if (er != IDEM_OK) {
-			reply_abort(r->out);
-			count(r, STAT_TOMBSTONED);
-			guard_record(r, c, REC_TOMBSTONE, s.head.status, NULL,
-			    0, NULL, 0);
-		} else if (status >= 500 && !rt->store_5xx) {
-			count(r, STAT_RELEASED);
-			guard_record(r, c, REC_RELEASE, 0, NULL, 0, NULL, 0);
-		} else {
-			count(r, STAT_TOMBSTONED);
-			guard_record(r, c, REC_TOMBSTONE, status, NULL, 0,
-			    NULL, 0);
-		}
-		goto out;
-	}
-
-	/* A lost lease is never stored: the next owner runs it. */
-	if (er == IDEM_ELEASE || (status >= 500 && !rt->store_5xx)) {
-		count(r, STAT_RELEASED);
-		guard_record(r, c, REC_RELEASE, 0, NULL, 0, NULL, 0);
-		if (gw_made)
-			reply_problem(r->out, prob, er == IDEM_ELEASE ?
-			    STORE_RETRY_S : 0, 0, NULL);
-		else
-			reply_full(r->out, status, s.head.hdrs.p,
-			    s.head.hdrs.len, NULL, s.body.p, s.body.len);
-		goto out;
-	}
-
-	if (gw_made) {
-		/* store_5xx = yes, or a 4xx of our own (script lookup). */
-		if (problem_render(prob, 0, 0, &ph, &pb) != IDEM_OK) {
-			guard_record(r, c, REC_RELEASE, 0, NULL, 0, NULL, 0);
-			reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-			goto out;
-		}
-		count(r, STAT_CREATED);
-		guard_record(r, c, REC_COMPLETE, status, ph.p, ph.len, pb.p,
-		    pb.len);
-		reply_full(r->out, status, ph.p, ph.len, HDR_CREATED, pb.p,
-		    pb.len);
-		goto out;
-	}
-
-	/* The handler ran: its answer is delivered all the same. */
-	count(r, STAT_CREATED);
-	if (resp_hdrs_for_replay(&s.head.hdrs, &rh) == IDEM_OK)
-		guard_record(r, c, REC_COMPLETE, status, rh.p, rh.len,
-		    s.body.p, s.body.len);
+	er = handler_run(r, &s, lease_tick, &l, lease_tick_ms(rt->lease_ms));
+	if (s.streaming)
+		guard_streamed(r, c, &s, er);
+	else if (er == IDEM_OK)
+		guard_handled(r, c, &s.ans);
 	else
-		guard_record(r, c, REC_TOMBSTONE, status, NULL, 0, NULL, 0);
-	reply_full(r->out, status, s.head.hdrs.p, s.head.hdrs.len,
-	    HDR_CREATED, s.body.p, s.body.len);
-out:
+		guard_failed(r, c, er);
 	if (r->out->failed)
 		log_info("%s: client went away; answer recorded", r->tag);
 	sink_free(&s);
-	buf_free(&ph);
-	buf_free(&pb);
-	buf_free(&rh);
 }
 
 /* The store failed before the handler ran: reject or run unprotected. */
@@ -319,158 +208,191 @@ guard_key_for_log(const char *key, size_t keylen, char *out, size_t outlen)
 	snprintf(out, outlen, "%.*s...(%zu bytes)", (int)shown, key, keylen);
 }
 
-void
-guard_serve(struct request *r)
+/* One protected request on its way through the guard. */
+struct guarded {
+	struct request	*r;
+	struct idem_id	 id;
+	char		 key[FP_KEY_MAX + 1];
+	char		 lkey[40];	/* the key as logs show it */
+	struct claim	 c;
+	uint64_t	 gen;		/* replay cache's, before the read */
+	int64_t		 read_us;	/* when the last claim started */
+	int64_t		 waited_ms;
+};
+
+/* The scope: its kind ("none", "remote_user", "header:name" in lower
+ * case) in kind and its value, or NULL when the request has none. */
+static const char *
+guard_scope(const struct request *r, char *kind, size_t kindlen)
 {
 	const struct route	*rt = r->route;
-	struct store		*st = r->ctx->st;
-	struct req_id		 id;
-	struct claim		 c;
-	char			 pname[300], key[FP_KEY_MAX + 1], lkey[40];
-	char			 kind[300];
-	const char		*raw, *sval = "";
-	struct rcache_hit	 hit;
-	size_t			 keylen = 0;
-	uint64_t		 gen = 0;
-	int64_t			 deadline, t0, waited = 0, left, read_us = 0;
-	int			 rounds, released, retry = 1;
-	enum idem_err		 er;
+	char			 pname[300];
+	const char		*v = NULL;
 
-	if (!cfg_protects(rt, r->method)) {
+	switch (rt->scope) {
+	case SCOPE_REMOTE_USER:
+		snprintf(kind, kindlen, "remote_user");
+		v = request_param(r->envp, "REMOTE_USER");
+		break;
+	case SCOPE_HEADER:
+		snprintf(kind, kindlen, "header:%s", rt->scope_header);
+		for (char *p = kind; *p != '\0'; p++)
+			*p = (char)tolower((unsigned char)*p);
+		if (guard_header_param(rt->scope_header, pname,
+		    sizeof(pname)) == 0)
+			v = request_param(r->envp, pname);
+		break;
+	default:
+		snprintf(kind, kindlen, "none");
+		return "";
+	}
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/*
+ * Step 1, identify: the key, the scope and the fingerprint, into g->id.
+ * 0 when the request is to be protected; -1 when it is answered already
+ * (a missing or invalid key or scope, or no key where none is required:
+ * run straight through).
+ */
+static int
+guard_identify(struct guarded *g)
+{
+	struct request		*r = g->r;
+	const struct route	*rt = r->route;
+	char			 pname[300], kind[300];
+	const char		*raw = NULL, *sval;
+	size_t			 keylen;
+
+	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0)
+		raw = request_param(r->envp, pname);
+	if (raw == NULL && !rt->require_key) {
 		count(r, STAT_PASSTHROUGH);
 		guard_plain(r);
-		return;
+		return -1;
 	}
-	if (guard_header_param(rt->key_header, pname, sizeof(pname)) != 0)
-		raw = NULL;
-	else
-		raw = request_param(r->envp, pname);
 	if (raw == NULL) {
-		if (rt->require_key) {
-			count(r, STAT_MISSING_KEY);
-			log_info("%s: no idempotency key", r->tag);
-			reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
-		} else {
-			count(r, STAT_PASSTHROUGH);
-			guard_plain(r);
-		}
-		return;
+		count(r, STAT_MISSING_KEY);
+		log_info("%s: no idempotency key", r->tag);
+		reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
+		return -1;
 	}
-	if (key_parse(raw, strlen(raw), key, &keylen) != IDEM_OK) {
+	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK) {
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: invalid idempotency key", r->tag);
 		reply_problem(r->out, PROB_INVALID_KEY, 0, 0, NULL);
-		return;
+		return -1;
 	}
-	guard_key_for_log(key, keylen, lkey, sizeof(lkey));
-
-	memset(&id, 0, sizeof(id));
-	switch (rt->scope) {
-	case SCOPE_REMOTE_USER:
-		sval = request_param(r->envp, "REMOTE_USER");
-		snprintf(kind, sizeof(kind), "remote_user");
-		break;
-	case SCOPE_HEADER:
-		if (guard_header_param(rt->scope_header, pname,
-		    sizeof(pname)) == 0)
-			sval = request_param(r->envp, pname);
-		else
-			sval = NULL;
-		snprintf(kind, sizeof(kind), "header:%s", rt->scope_header);
-		for (char *p = kind; *p != '\0'; p++)
-			*p = (char)tolower((unsigned char)*p);
-		break;
-	default:
-		snprintf(kind, sizeof(kind), "none");
-		break;
-	}
-	if (sval == NULL || (rt->scope != SCOPE_NONE && *sval == '\0')) {
+	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
+	if ((sval = guard_scope(r, kind, sizeof(kind))) == NULL) {
 		count(r, STAT_MISSING_KEY);
-		log_info("%s: key %s without scope value", r->tag, lkey);
+		log_info("%s: key %s without scope value", r->tag, g->lkey);
 		reply_problem(r->out, PROB_MISSING_SCOPE, 0, 0, NULL);
-		return;
+		return -1;
 	}
-	fp_scope(kind, sval, id.scope);
+	fp_scope(kind, sval, g->id.scope);
 	fp_request(r->method, r->path, r->query, r->ctype, r->body.p,
-	    r->body.len, id.fp);
-	id.key = key;
-	id.keylen = keylen;
-	id.route = rt->prefix;
-	id.method = r->method;
-	id.owner = r->ctx->owner;
-	id.ttl_ms = rt->ttl_ms;
-	id.lease_ms = rt->lease_ms;
-	count(r, STAT_REQUESTS);
+	    r->body.len, g->id.fp);
+	g->id.key = g->key;
+	g->id.keylen = keylen;
+	idem_id_name_lock(&g->id);
+	g->id.route = rt->prefix;
+	g->id.method = r->method;
+	g->id.owner = r->ctx->owner;
+	g->id.ttl_ms = rt->ttl_ms;
+	g->id.lease_ms = rt->lease_ms;
+	return 0;
+}
+
+/*
+ * Step 2, look up: the replay cache, then the store (claim, and while
+ * another owner runs the key, wait and claim again).  1 when the cache
+ * answered; 0 when g->c says what the store found; -1 when the store
+ * failed (answered).
+ */
+static int
+guard_lookup(struct guarded *g)
+{
+	struct request	*r = g->r;
+	struct store	*st = r->ctx->st;
+	struct rcache_hit hit;
 
 	if (r->ctx->rc != NULL) {
-		if (rcache_get(r->ctx->rc, id.scope, key, keylen, id.fp,
-		    rcache_now_us(), &hit)) {
+		if (rcache_get(r->ctx->rc, &g->id, clock_now_us(), &hit)) {
 			count(r, STAT_REUSED);
-			reply_full(r->out, hit.status, hit.hdrs, hit.hdrslen,
-			    HDR_REUSED, hit.body, hit.bodylen);
+			reply_answer(r->out, hit.ans, HDR_REUSED);
 			rcache_release(r->ctx->rc, &hit);
-			return;
+			return 1;
 		}
 		/* Before the store read: a flush after it voids our put. */
-		gen = rcache_gen(r->ctx->rc);
+		g->gen = rcache_gen(r->ctx->rc);
 	}
-	claim_init(&c);
-	deadline = clock_now_ms() + rt->wait_ms;
-	for (rounds = 0; rounds < CLAIM_ROUNDS; rounds++) {
-		claim_reset(&c);
-		read_us = rcache_now_us();
-		if (store_claim(st, &id, &c) != IDEM_OK) {
-			guard_store_error(r);
-			goto out;
-		}
-		if (c.state != CLAIM_BUSY)
-			break;
-		retry = guard_retry_after(c.lease_left_ms);
-		left = deadline - clock_now_ms();
-		if (left <= 0)
-			break;
-		t0 = clock_now_ms();
-		er = store_wait(st, &id, left, &released);
-		waited += clock_now_ms() - t0;
-		if (er != IDEM_OK) {
-			guard_store_error(r);
-			goto out;
-		}
+	if (store_claim_wait(st, &g->id, r->route->wait_ms, &g->c,
+	    &g->read_us, &g->waited_ms) != IDEM_OK) {
+		guard_store_error(r);
+		return -1;
 	}
-	if (waited > 0 && r->ctx->stats != NULL)
-		stats_wait(r->ctx->stats, rt->prefix, waited);
+	if (g->waited_ms > 0 && r->ctx->stats != NULL)
+		stats_wait(r->ctx->stats, r->route->prefix, g->waited_ms);
+	return 0;
+}
 
-	switch (c.state) {
+/* Step 3, answer: run the handler if the key is ours, else say what the
+ * store found. */
+static void
+guard_answer(struct guarded *g)
+{
+	struct request	*r = g->r;
+
+	switch (g->c.state) {
 	case CLAIM_NEW:
-		guard_run_owned(r, &c, read_us / 1000);
+		guard_run_owned(r, &g->c, g->read_us / 1000);
 		break;
 	case CLAIM_DONE:
 		count(r, STAT_REUSED);
-		reply_full(r->out, c.status, c.hdrs.p, c.hdrs.len, HDR_REUSED,
-		    c.body.p, c.body.len);
+		reply_answer(r->out, &g->c.ans, HDR_REUSED);
 		/* A replayed key is a retried key: keep it for the next. */
 		if (r->ctx->rc != NULL)
-			rcache_put(r->ctx->rc, gen, id.scope, key, keylen,
-			    id.fp, c.status, c.hdrs.p, c.hdrs.len, c.body.p,
-			    c.body.len, read_us + c.expires_in_us,
-			    rcache_now_us());
+			rcache_put(r->ctx->rc, g->gen, &g->id, &g->c.ans,
+			    g->read_us + g->c.expires_in_us, clock_now_us());
 		break;
 	case CLAIM_MISMATCH:
 		count(r, STAT_MISMATCHED);
 		log_info("%s: key %s reused for a different request", r->tag,
-		    lkey);
+		    g->lkey);
 		reply_problem(r->out, PROB_KEY_MISMATCH, 0, 0, NULL);
 		break;
 	case CLAIM_TOMBSTONE:
-		reply_problem(r->out, PROB_NOT_STORED, 0, c.status, NULL);
+		reply_problem(r->out, PROB_NOT_STORED, 0, g->c.ans.status,
+		    NULL);
 		break;
-	case CLAIM_BUSY:
+	default:	/* CLAIM_BUSY */
 		count(r, STAT_CONFLICTED);
 		log_info("%s: key %s still in progress after %lld ms", r->tag,
-		    lkey, (long long)waited);
-		reply_problem(r->out, PROB_KEY_IN_PROGRESS, retry, 0, NULL);
+		    g->lkey, (long long)g->waited_ms);
+		reply_problem(r->out, PROB_KEY_IN_PROGRESS,
+		    lease_retry_after(g->c.lease_left_ms), 0, NULL);
 		break;
 	}
-out:
-	claim_reset(&c);
+}
+
+void
+guard_serve(struct request *r)
+{
+	struct guarded	 g;
+
+	if (!cfg_protects(r->route, r->method)) {
+		count(r, STAT_PASSTHROUGH);
+		guard_plain(r);
+		return;
+	}
+	memset(&g, 0, sizeof(g));
+	g.r = r;
+	if (guard_identify(&g) != 0)
+		return;
+	count(r, STAT_REQUESTS);
+	claim_init(&g.c);
+	if (guard_lookup(&g) == 0)
+		guard_answer(&g);
+	claim_reset(&g.c);
 }

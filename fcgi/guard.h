@@ -22,13 +22,6 @@ void guard_serve(struct request *r);
  */
 int guard_header_param(const char *name, char *out, size_t outlen);
 
-/* Retry-After seconds for a 409: the lease left rounded up, at least 1. */
-int guard_retry_after(int64_t lease_left_ms);
-
-/* Period of lease renewals while a handler runs: lease / 3, at least
- * 100 ms. */
-int64_t guard_tick_ms(int64_t lease_ms);
-
 /*
  * Log form of a key: never the whole key (a key is as good as a secret to
  * whoever could replay it), only its first quarter (8 bytes at most, the
@@ -37,8 +30,5 @@ int64_t guard_tick_ms(int64_t lease_ms);
 void guard_key_for_log(const char *key, size_t keylen, char *out,
     size_t outlen);
 
-/* How long before its lease ends an owner that could not renew stops its
- * handler: a fifth of the lease, within 300 ms .. 5 s, at most half. */
-int64_t guard_stop_margin(int64_t lease_ms);
 
 #endif

@@ -24,8 +24,7 @@ sink_init(struct sink *s, int buffered, size_t max, const char *extra,
 	s->out = out;
 	s->clen = -1;
 	buf_init(&s->raw, SINK_RAW_MAX);
-	resp_head_init(&s->head);
-	buf_init(&s->body, max);
+	answer_init(&s->ans, RESP_HEAD_MAX, max);
 }
 
 void
@@ -34,21 +33,19 @@ sink_free(struct sink *s)
 	if (s == NULL)
 		return;
 	buf_free(&s->raw);
-	resp_head_free(&s->head);
-	buf_free(&s->body);
+	answer_free(&s->ans);
 }
 
 static void
 sink_send_head(struct sink *s)
 {
-	reply_full(s->out, s->head.status, s->head.hdrs.p, s->head.hdrs.len,
-	    s->buffered ? s->extra : NULL, NULL, 0);
+	reply_head(s->out, &s->ans, s->buffered ? s->extra : NULL);
 	s->streaming = 1;
 }
 
 /* The head's Content-Length, or -1 (none, or not a plain number). */
 static int64_t
-sink_clen(const struct resp_head *h)
+sink_clen(const struct answer *h)
 {
 	const char	*v;
 	size_t		 vlen, i;
@@ -89,15 +86,15 @@ sink_body(struct sink *s, const char *p, size_t n)
 	}
 	if (n == 0)
 		return IDEM_OK;
-	er = buf_add(&s->body, p, n);
+	er = buf_add(&s->ans.body, p, n);
 	if (er != IDEM_ETOOBIG)
 		return er;
 	/* Too large to keep: the client gets it once, streamed. */
 	s->oversized = 1;
 	sink_send_head(s);
-	reply_bytes(s->out, s->body.p, s->body.len);
+	reply_bytes(s->out, s->ans.body.p, s->ans.body.len);
 	reply_bytes(s->out, p, n);
-	buf_free(&s->body);
+	buf_free(&s->ans.body);
 	return IDEM_OK;
 }
 
@@ -112,50 +109,20 @@ sink_feed(void *arg, const void *p, size_t n)
 		return sink_body(s, p, n);
 	if (buf_add(&s->raw, p, n) != IDEM_OK)
 		return IDEM_EHANDLER;
-	er = resp_parse_cgi(s->raw.p, s->raw.len, &s->head, &used);
+	er = resp_parse_cgi(s->raw.p, s->raw.len, &s->ans, &used);
 	if (er == IDEM_EAGAIN)
 		return IDEM_OK;
 	if (er != IDEM_OK)
 		return IDEM_EHANDLER;
 	s->have_head = 1;
-	s->clen = sink_clen(&s->head);
+	s->clen = sink_clen(&s->ans);
 	if (s->buffered)
-		handler_drop_idem_hdrs(&s->head.hdrs);
+		resp_drop_idem_hdrs(&s->ans.hdrs);
 	else
 		sink_send_head(s);
 	er = sink_body(s, s->raw.p + used, s->raw.len - used);
 	buf_free(&s->raw);
 	return er;
-}
-
-/* 1 if the header line at p (len bytes, ending in LF) is named name. */
-static int
-hdr_is(const char *p, size_t len, const char *name)
-{
-	size_t	 nl = strlen(name);
-
-	return len > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0;
-}
-
-void
-handler_drop_idem_hdrs(struct buf *hdrs)
-{
-	size_t	 r = 0, w = 0, len;
-	char	*nl;
-
-	while (r < hdrs->len) {
-		nl = memchr(hdrs->p + r, '\n', hdrs->len - r);
-		len = nl ? (size_t)(nl - (hdrs->p + r)) + 1 : hdrs->len - r;
-		if (!hdr_is(hdrs->p + r, len, "Idempotent-Replayed") &&
-		    !hdr_is(hdrs->p + r, len, "Idempotency-Result")) {
-			memmove(hdrs->p + w, hdrs->p + r, len);
-			w += len;
-		}
-		r += len;
-	}
-	hdrs->len = w;
-	if (hdrs->p != NULL)
-		hdrs->p[w] = '\0';
 }
 
 /* Passes output to the sink and ticks to the guard. */

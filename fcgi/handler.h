@@ -26,9 +26,8 @@ struct sink {
 	struct reply	*out;
 
 	struct buf	 raw;		/* output before the head parsed */
-	struct resp_head head;
+	struct answer	 ans;		/* the head; buffered: the body too */
 	int		 have_head;
-	struct buf	 body;		/* buffered body */
 	int		 streaming;	/* head went to the client */
 	int		 oversized;
 	int64_t		 clen;		/* Content-Length announced, or -1 */
@@ -49,12 +48,6 @@ enum idem_err sink_feed(void *arg, const void *p, size_t n);
 /* 1 when the body reached the Content-Length the head announced (the
  * answer is whole even if the handler goes on). */
 int sink_complete(void *arg);
-
-/*
- * Drops Idempotent-Replayed and Idempotency-Result lines from hdrs (a
- * handler may not forge them).
- */
-void handler_drop_idem_hdrs(struct buf *hdrs);
 
 /*
  * Runs r's route handler with r's body and params, output into s, tick

@@ -1,4 +1,4 @@
-/* One FastCGI request: params, route, body, dispatch to the guard, reply. */
+/* One FastCGI request: params, route, body, then the guard. */
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -20,63 +20,6 @@
 
 /* STDOUT record content gathered before a write (a record holds 65535). */
 #define FOUT_CHUNK	32768
-
-void
-reply_bytes(struct reply *o, const void *p, size_t n)
-{
-	if (o->failed || n == 0)
-		return;
-	if (o->write(o->arg, p, n) != 0) {
-		o->failed = 1;
-		return;
-	}
-	o->sent += n;
-}
-
-void
-reply_abort(struct reply *o)
-{
-	if (o->abort != NULL)
-		o->abort(o->arg);
-	o->failed = 1;
-}
-
-void
-reply_full(struct reply *o, int status, const void *hdrs, size_t hdrslen,
-    const char *extra, const void *body, size_t bodylen)
-{
-	char	 line[80];
-	int	 n;
-
-	n = snprintf(line, sizeof(line), "Status: %d %s\r\n", status,
-	    problem_reason(status));
-	reply_bytes(o, line, (size_t)n);
-	reply_bytes(o, hdrs, hdrslen);
-	if (extra != NULL)
-		reply_bytes(o, extra, strlen(extra));
-	reply_bytes(o, "\r\n", 2);
-	reply_bytes(o, body, bodylen);
-}
-
-void
-reply_problem(struct reply *o, enum problem p, int retry_after,
-    int original_status, const char *extra)
-{
-	struct buf	 hdrs, body;
-
-	buf_init(&hdrs, 4096);
-	buf_init(&body, 4096);
-	if (problem_render(p, retry_after, original_status, &hdrs, &body) !=
-	    IDEM_OK) {
-		/* Out of memory: a bare status is still an answer. */
-		buf_reset(&hdrs);
-		buf_reset(&body);
-	}
-	reply_full(o, problem_status(p), hdrs.p, hdrs.len, extra, body.p,
-	    body.len);
-	buf_free(&hdrs);
-	buf_free(&body);
-}
 
 const char *
 request_param(char *const *envp, const char *name)

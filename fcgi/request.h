@@ -8,6 +8,7 @@
 #include "cfg.h"
 #include "err.h"
 #include "problem.h"
+#include "reply.h"
 
 struct store;
 struct stats;
@@ -22,41 +23,6 @@ struct gw_ctx {
 	struct linger		*linger;	/* ends lingering handlers, or NULL */
 	const char		*owner;		/* "host:pid" */
 };
-
-/*
- * Where the answer goes.  write returns 0 or -1 when the client is gone;
- * after a failure reply_* calls drop further bytes (failed stays 1), so a
- * protected run always finishes and is recorded.
- */
-struct reply {
-	int	(*write)(void *arg, const void *p, size_t n);
-	/* Ends the exchange without its proper end (NULL: just stop
-	 * writing), so the client sees a broken transfer. */
-	void	(*abort)(void *arg);
-	void	 *arg;
-	int	  failed;
-	size_t	  sent;		/* bytes accepted by write */
-};
-
-/*
- * Breaks off an answer whose head already went out: the client must see a
- * broken transfer, never a short answer that looks whole.  Later reply_*
- * calls write nothing.
- */
-void reply_abort(struct reply *o);
-
-/* Writes n bytes unless the client already went away. */
-void reply_bytes(struct reply *o, const void *p, size_t n);
-
-/* Writes "Status: N Reason\r\n", hdrs (header lines), extra (header lines
- * or NULL), the blank line and the body. */
-void reply_full(struct reply *o, int status, const void *hdrs,
-    size_t hdrslen, const char *extra, const void *body, size_t bodylen);
-
-/* Writes the problem+json answer for p (see problem_render); extra adds
- * header lines (NULL: none). */
-void reply_problem(struct reply *o, enum problem p, int retry_after,
-    int original_status, const char *extra);
 
 /* One parsed request.  Strings point into the FastCGI params (borrowed)
  * except path and script, which are owned. */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "listen.h"
 #include "log.h"
 #include "super.h"
@@ -64,15 +65,6 @@ on_signal(int sig)
 
 	(void)!write(sig_pipe[1], &c, 1);
 	errno = saved;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int
@@ -176,7 +168,7 @@ signal_gen(struct super *s, int gen, int sig, int except_gen)
 static int
 note_death(struct super *s)
 {
-	int64_t	 t = now_ms();
+	int64_t	 t = clock_now_ms();
 
 	s->deaths[s->ndeaths % DEATHS_MAX] = t;
 	s->ndeaths++;
@@ -205,7 +197,7 @@ reap(struct super *s, int stopping)
 		/* Its handlers (and their children, setsid or not) are ours
 		 * now: they must not outlive it. */
 		if (WIFSIGNALED(status) || s->kill_all_until > 0)
-			s->kill_all_until = now_ms() + ORPHAN_DEATH_MS;
+			s->kill_all_until = clock_now_ms() + ORPHAN_DEATH_MS;
 		if (stopping || p->gen != s->gen) {
 			if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM)
 				log_warn("worker %ld killed by signal %d",
@@ -218,10 +210,10 @@ reap(struct super *s, int stopping)
 		else
 			log_err("worker %ld exited with status %d; "
 			    "restarting", (long)pid, WEXITSTATUS(status));
-		if (note_death(s) && s->restart_at <= now_ms()) {
+		if (note_death(s) && s->restart_at <= clock_now_ms()) {
 			log_warn("workers die fast; pausing restarts for "
 			    "%d ms", DEATHS_PAUSE);
-			s->restart_at = now_ms() + DEATHS_PAUSE;
+			s->restart_at = clock_now_ms() + DEATHS_PAUSE;
 		}
 	}
 }
@@ -232,7 +224,7 @@ refill(struct super *s)
 {
 	int	 want, have;
 
-	if (s->restart_at > now_ms())
+	if (s->restart_at > clock_now_ms())
 		return;
 	want = nworkers(s->cfg);
 	have = count_alive(s, s->gen);
@@ -278,7 +270,7 @@ orphans_sweep(struct super *s, int kill_all)
 {
 	char		 path[64], buf[8192], *p, *end;
 	struct orphan	 keep[ORPHANS_MAX];
-	int64_t		 now = now_ms(), grace;
+	int64_t		 now = clock_now_ms(), grace;
 	ssize_t		 n;
 	int		 fd, nkeep = 0, i, found;
 	long		 v;
@@ -373,9 +365,9 @@ shutdown_all(struct super *s)
 	int		 i;
 
 	signal_gen(s, -1, SIGTERM, -1);
-	deadline = now_ms() + longest_timeout(s->cfg) + 5000;
+	deadline = clock_now_ms() + longest_timeout(s->cfg) + 5000;
 	reap(s, 1);
-	while (count_alive(s, -1) > 0 && now_ms() < deadline) {
+	while (count_alive(s, -1) > 0 && clock_now_ms() < deadline) {
 		if (poll(&pfd, 1, 100) > 0)
 			(void)!read(sig_pipe[0], buf, sizeof(buf));
 		reap(s, 1);
@@ -444,7 +436,7 @@ super_run(struct cfg *cfg)
 		timeout = s.kill_all_until > 0 ? ORPHAN_FAST_MS :
 		    ORPHAN_SWEEP_MS;
 		if (count_alive(&s, s.gen) < nworkers(s.cfg)) {
-			int64_t	 d = s.restart_at - now_ms();
+			int64_t	 d = s.restart_at - clock_now_ms();
 
 			if (d < timeout)
 				timeout = d > 0 ? (int)d : 0;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "buf.h"
 #include "log.h"
 #include "upstream.h"
@@ -39,15 +40,6 @@
 #define UP_CONNECT_MAX_MS	10000	/* connect limit when timeout_ms is 0 */
 #define UP_ERRLINE_MAX		1024	/* STDERR bytes per log line */
 #define UP_ERRLOG_MAX		(64 * 1024)	/* STDERR bytes logged per request */
-
-static int64_t
-up_now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *
 up_tag(const struct upstream_req *r)
@@ -188,7 +180,7 @@ up_connect_wait(int fd, int64_t deadline)
 	socklen_t	 sl = sizeof(soerr);
 
 	for (;;) {
-		left = deadline - up_now_ms();
+		left = deadline - clock_now_ms();
 		if (left <= 0) {
 			errno = ETIMEDOUT;
 			return -1;
@@ -583,7 +575,7 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 	enum idem_err	 er;
 
 	buf_init(&head, UP_PARAMS_MAX + UP_PARAMS_MAX / 8 + 64);
-	now = up_now_ms();
+	now = clock_now_ms();
 	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
 	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ? now + r->ex.tick_ms : -1;
 	if ((er = up_encode_head(r, &head)) != IDEM_OK)
@@ -607,7 +599,7 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 	w.body = r->ex.body;
 	w.bodylen = r->ex.body != NULL ? r->ex.bodylen : 0;
 	for (;;) {
-		now = up_now_ms();
+		now = clock_now_ms();
 		if (deadline >= 0 && now >= deadline) {
 			log_warn("%s: %s timed out after %lld ms", up_tag(r),
 			    r->addr, (long long)r->ex.timeout_ms);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 
+#include "clock.h"
 #include "linger.h"
 #include "listen.h"
 #include "log.h"
@@ -165,7 +166,7 @@ keeper_main(void *arg)
 	if (store_new(w->cfg, &st) != IDEM_OK)
 		st = NULL;
 	while (st != NULL && !atomic_load(&w->stop)) {
-		t0 = rcache_now_us();
+		t0 = clock_now_us();
 		if (store_epoch(st, &epoch) == IDEM_OK) {
 			rcache_vouch(w->rc, epoch, t0);
 			if (failing)
@@ -178,7 +179,7 @@ keeper_main(void *arg)
 				    "answers: %s", store_last_error(st));
 			failing = 1;
 		}
-		left = t0 + RCACHE_POLL_MS * 1000 - rcache_now_us();
+		left = t0 + RCACHE_POLL_MS * 1000 - clock_now_us();
 		if (left > 0) {
 			ts.tv_sec = 0;
 			ts.tv_nsec = (long)left * 1000;

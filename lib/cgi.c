@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cgi.h"
+#include "clock.h"
 #include "linger.h"
 #include "log.h"
 
@@ -246,15 +247,6 @@ cgi_script_resolve(const char *root, const char *script, char *out,
 
 /* ---- spawn and I/O ---- */
 
-static int64_t
-cgi_now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * pipe2(O_CLOEXEC) whose ends are both >= 3, so the dup2 onto the
  * child's 0/1/2 can never clobber another pipe end (a gateway started
@@ -466,12 +458,12 @@ cgi_reap(pid_t pid)
 static int
 cgi_stop(pid_t pid, int64_t grace_ms)
 {
-	int64_t		 end = cgi_now_ms() + grace_ms;
+	int64_t		 end = clock_now_ms() + grace_ms;
 	struct timespec	 ts = { 0, 10 * 1000000 };
 	int		 ws = 0;
 
 	kill(-pid, SIGTERM);
-	while (cgi_now_ms() < end) {
+	while (clock_now_ms() < end) {
 		if (waitpid(pid, &ws, WNOHANG) == pid) {
 			/* Its children go with it. */
 			kill(-pid, SIGKILL);
@@ -600,14 +592,14 @@ cgi_io_run(struct cgi_io *io)
 	enum idem_err		 er = IDEM_OK;
 
 	io->el.tag = r->ex.tag;
-	now = cgi_now_ms();
+	now = clock_now_ms();
 	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
 	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ?
 	    now + r->ex.tick_ms : -1;
 	if (r->ex.bodylen == 0 || r->ex.body == NULL)
 		cgi_close(&io->fin);
 	while (!io->complete) {
-		now = cgi_now_ms();
+		now = clock_now_ms();
 		if (deadline >= 0 && now >= deadline)
 			return IDEM_ETIMEOUT;
 		if (next_tick >= 0 && now >= next_tick) {
@@ -708,7 +700,7 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 		er = IDEM_EHANDLER;
 		goto close;
 	}
-	started = cgi_now_ms();
+	started = clock_now_ms();
 	pid = cgi_spawn(r, pin[0], pout[1], perr[1]);
 	if (pid == -1) {
 		log_err("%s: cannot start %s: %s", r->ex.tag ? r->ex.tag : "cgi",

@@ -7,6 +7,7 @@
 
 #include <openssl/crypto.h>
 
+#include "clock.h"
 #include "rcache.h"
 
 #define RCACHE_BUCKETS	1024		/* power of two */
@@ -21,8 +22,8 @@ struct entry {
 	size_t		 size;		/* charged to the budget */
 	unsigned char	 scope[FP_LEN];
 	unsigned char	 fp[FP_LEN];
-	int		 status;
-	size_t		 keylen, hdrslen, bodylen;
+	size_t		 keylen;
+	struct answer	 ans;		/* borrows data */
 	char		 data[];	/* key, headers, body */
 };
 
@@ -39,15 +40,6 @@ struct rcache {
 	struct entry	*newest, *oldest;
 	struct entry	*table[RCACHE_BUCKETS];
 };
-
-int64_t
-rcache_now_us(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* FNV-1a over the scope digest and the key. */
 static uint64_t
@@ -177,14 +169,13 @@ touch(struct rcache *rc, struct entry *e)
 }
 
 void
-rcache_put(struct rcache *rc, uint64_t gen,
-    const unsigned char scope[FP_LEN], const char *key, size_t keylen,
-    const unsigned char fp[FP_LEN], int status, const void *hdrs,
-    size_t hdrslen, const void *body, size_t bodylen, int64_t expires_us,
-    int64_t now_us)
+rcache_put(struct rcache *rc, uint64_t gen, const struct idem_id *id,
+    const struct answer *a, int64_t expires_us, int64_t now_us)
 {
 	struct entry	*e, *old;
-	size_t		 size;
+	size_t		 size, keylen = id->keylen;
+	size_t		 hdrslen = a->hdrs.len, bodylen = a->body.len;
+	char		*p;
 
 	if (expires_us > now_us + (int64_t)RCACHE_MAX_AGE_MS * 1000)
 		expires_us = now_us + (int64_t)RCACHE_MAX_AGE_MS * 1000;
@@ -199,20 +190,20 @@ rcache_put(struct rcache *rc, uint64_t gen,
 	if ((e = malloc(size)) == NULL)
 		return;			/* a cache may forget */
 	memset(e, 0, sizeof(*e));
-	e->hash = key_hash(scope, key, keylen);
+	e->hash = key_hash(id->scope, id->key, keylen);
 	e->expires_us = expires_us;
 	e->size = size;
-	memcpy(e->scope, scope, FP_LEN);
-	memcpy(e->fp, fp, FP_LEN);
-	e->status = status;
+	memcpy(e->scope, id->scope, FP_LEN);
+	memcpy(e->fp, id->fp, FP_LEN);
 	e->keylen = keylen;
-	e->hdrslen = hdrslen;
-	e->bodylen = bodylen;
-	memcpy(e->data, key, keylen);
+	p = e->data;
+	memcpy(p, id->key, keylen);
 	if (hdrslen > 0)
-		memcpy(e->data + keylen, hdrs, hdrslen);
+		memcpy(p + keylen, a->hdrs.p, hdrslen);
 	if (bodylen > 0)
-		memcpy(e->data + keylen + hdrslen, body, bodylen);
+		memcpy(p + keylen + hdrslen, a->body.p, bodylen);
+	answer_borrow(&e->ans, a->status, p + keylen, hdrslen,
+	    p + keylen + hdrslen, bodylen);
 
 	pthread_mutex_lock(&rc->mu);
 	if (gen != rc->gen ||
@@ -221,7 +212,7 @@ rcache_put(struct rcache *rc, uint64_t gen,
 		free(e);
 		return;
 	}
-	if ((old = find(rc, e->hash, scope, key, keylen)) != NULL)
+	if ((old = find(rc, e->hash, id->scope, id->key, keylen)) != NULL)
 		unlink_entry(rc, old);
 	while (rc->oldest != NULL && rc->bytes + size > rc->budget)
 		unlink_entry(rc, rc->oldest);
@@ -240,9 +231,8 @@ rcache_put(struct rcache *rc, uint64_t gen,
 }
 
 int
-rcache_get(struct rcache *rc, const unsigned char scope[FP_LEN],
-    const char *key, size_t keylen, const unsigned char fp[FP_LEN],
-    int64_t now_us, struct rcache_hit *hit)
+rcache_get(struct rcache *rc, const struct idem_id *id, int64_t now_us,
+    struct rcache_hit *hit)
 {
 	struct entry	*e;
 	uint64_t	 h;
@@ -251,14 +241,14 @@ rcache_get(struct rcache *rc, const unsigned char scope[FP_LEN],
 		atomic_fetch_add(&rc->misses, 1);
 		return 0;
 	}
-	h = key_hash(scope, key, keylen);
+	h = key_hash(id->scope, id->key, id->keylen);
 	pthread_mutex_lock(&rc->mu);
-	e = find(rc, h, scope, key, keylen);
+	e = find(rc, h, id->scope, id->key, id->keylen);
 	if (e != NULL && now_us >= e->expires_us) {
 		unlink_entry(rc, e);
 		e = NULL;
 	}
-	if (e == NULL || CRYPTO_memcmp(e->fp, fp, FP_LEN) != 0) {
+	if (e == NULL || CRYPTO_memcmp(e->fp, id->fp, FP_LEN) != 0) {
 		pthread_mutex_unlock(&rc->mu);
 		atomic_fetch_add(&rc->misses, 1);
 		return 0;
@@ -268,11 +258,7 @@ rcache_get(struct rcache *rc, const unsigned char scope[FP_LEN],
 	pthread_mutex_unlock(&rc->mu);
 	atomic_fetch_add(&rc->hits, 1);
 	hit->entry = e;
-	hit->status = e->status;
-	hit->hdrs = e->data + e->keylen;
-	hit->hdrslen = e->hdrslen;
-	hit->body = e->data + e->keylen + e->hdrslen;
-	hit->bodylen = e->bodylen;
+	hit->ans = &e->ans;
 	return 1;
 }
 

@@ -5,8 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "answer.h"
 #include "err.h"
 #include "fp.h"
+#include "ident.h"
 
 /*
  * Why this is safe.  A completed row never changes while it is live: it
@@ -31,12 +33,8 @@ struct rcache;
 
 /* What rcache_get found: borrowed until rcache_release(). */
 struct rcache_hit {
-	void		*entry;
-	int		 status;
-	const char	*hdrs;
-	size_t		 hdrslen;
-	const char	*body;
-	size_t		 bodylen;
+	void			*entry;
+	const struct answer	*ans;
 };
 
 /* A cache holding at most budget bytes (entries over budget / 8 are not
@@ -52,26 +50,23 @@ size_t rcache_cost(size_t keylen, size_t hdrslen, size_t bodylen);
 uint64_t rcache_gen(struct rcache *rc);
 
 /*
- * Copies an answer in: the completed row of (scope, key) with fingerprint
- * fp, which the store says expires at expires_us (CLOCK_MONOTONIC, µs;
- * measured from before the store statement, so never late).  Dropped when
- * gen is stale, the cache is not vouched for, or the answer is too big.
+ * Copies answer a in: the completed row of id's (scope, key) with id's
+ * fingerprint, which the store says expires at expires_us
+ * (CLOCK_MONOTONIC, µs; measured from before the store statement, so never
+ * late).  Dropped when gen is stale, the cache is not vouched for, or the
+ * answer is too big.
  */
-void rcache_put(struct rcache *rc, uint64_t gen,
-    const unsigned char scope[FP_LEN], const char *key, size_t keylen,
-    const unsigned char fp[FP_LEN], int status, const void *hdrs,
-    size_t hdrslen, const void *body, size_t bodylen, int64_t expires_us,
-    int64_t now_us);
+void rcache_put(struct rcache *rc, uint64_t gen, const struct idem_id *id,
+    const struct answer *a, int64_t expires_us, int64_t now_us);
 
 /*
- * 1 and *hit filled when (scope, key) is cached with fingerprint fp, live
- * at now_us, and the cache is vouched for; the caller then replays hit and
- * calls rcache_release().  0 otherwise (ask the store: a fingerprint
- * mismatch, say, is the store's to answer).
+ * 1 and *hit filled when id's (scope, key) is cached with id's
+ * fingerprint, live at now_us, and the cache is vouched for; the caller
+ * then replays hit->ans and calls rcache_release().  0 otherwise (ask the
+ * store: a fingerprint mismatch, say, is the store's to answer).
  */
-int rcache_get(struct rcache *rc, const unsigned char scope[FP_LEN],
-    const char *key, size_t keylen, const unsigned char fp[FP_LEN],
-    int64_t now_us, struct rcache_hit *hit);
+int rcache_get(struct rcache *rc, const struct idem_id *id, int64_t now_us,
+    struct rcache_hit *hit);
 void rcache_release(struct rcache *rc, struct rcache_hit *hit);
 
 /* A store read that started at polled_us saw epoch: empties the cache if
@@ -90,7 +85,5 @@ struct rcache_info {
 };
 void rcache_info(struct rcache *rc, struct rcache_info *out);
 
-/* CLOCK_MONOTONIC in µs. */
-int64_t rcache_now_us(void);
 
 #endif

@@ -12,9 +12,8 @@
 struct rec_item {
 	struct rec_item	*next;
 	enum rec_op	 op;
-	struct claim	 c;		/* id, token, lockname; no lock held */
-	int		 status;
-	struct buf	 hdrs, body;
+	struct claim	 c;		/* id, token, lockname, the answer;
+					 * no lock held */
 	int64_t		 ttl_ms;
 	int64_t		 give_up_ms;	/* CLOCK_MONOTONIC: the key's ttl */
 	int		 tries;
@@ -37,8 +36,6 @@ rec_item_free(struct rec_item *it)
 	if (it == NULL)
 		return;
 	claim_reset(&it->c);
-	buf_free(&it->hdrs);
-	buf_free(&it->body);
 	free(it);
 }
 
@@ -76,20 +73,19 @@ rec_try(struct store *st, struct rec_item *it)
 
 	switch (it->op) {
 	case REC_COMPLETE:
-		er = store_complete(st, &it->c, it->status, it->hdrs.p,
-		    it->hdrs.len, it->body.p, it->body.len, it->ttl_ms);
+		er = store_complete(st, &it->c, &it->c.ans, it->ttl_ms);
 		/* The server is up but refuses the answer (too large for
 		 * its max_allowed_packet): keep the key as a tombstone. */
 		if (er == IDEM_ESTORE && !store_unreachable(st)) {
 			log_err("recorder: cannot store answer: %s; keeping "
 			    "the key as a tombstone", store_last_error(st));
 			it->op = REC_TOMBSTONE;
-			er = store_tombstone(st, &it->c, it->status,
+			er = store_tombstone(st, &it->c, it->c.ans.status,
 			    it->ttl_ms);
 		}
 		break;
 	case REC_TOMBSTONE:
-		er = store_tombstone(st, &it->c, it->status, it->ttl_ms);
+		er = store_tombstone(st, &it->c, it->c.ans.status, it->ttl_ms);
 		break;
 	default:
 		er = store_release(st, &it->c);
@@ -202,8 +198,7 @@ recorder_new(const struct cfg *cfg, struct recorder **out)
 
 enum idem_err
 recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
-    int status, const void *hdrs, size_t hdrslen, const void *body,
-    size_t bodylen, int64_t ttl_ms)
+    const struct answer *a, int64_t ttl_ms)
 {
 	struct rec_item	*it;
 
@@ -217,15 +212,18 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 	/* The lock went with the connection that lost the server. */
 	it->c.locked = 0;
 	it->op = op;
-	it->status = status;
 	it->ttl_ms = ttl_ms;
 	it->give_up_ms = clock_now_ms() + ttl_ms;
-	buf_init(&it->hdrs, hdrslen + 1);
-	buf_init(&it->body, bodylen + 1);
-	if (buf_add(&it->hdrs, hdrs, hdrslen) != IDEM_OK ||
-	    buf_add(&it->body, body, bodylen) != IDEM_OK) {
-		rec_item_free(it);
-		return IDEM_ENOMEM;
+	if (a != NULL) {
+		answer_free(&it->c.ans);
+		answer_init(&it->c.ans, a->hdrs.len, a->body.len);
+		it->c.ans.status = a->status;
+		if (buf_add(&it->c.ans.hdrs, a->hdrs.p, a->hdrs.len) !=
+		    IDEM_OK || buf_add(&it->c.ans.body, a->body.p,
+		    a->body.len) != IDEM_OK) {
+			rec_item_free(it);
+			return IDEM_ENOMEM;
+		}
 	}
 	pthread_mutex_lock(&rc->mu);
 	rec_push(rc, it);
@@ -265,4 +263,47 @@ recorder_free(struct recorder *rc, int64_t drain_ms)
 	pthread_cond_destroy(&rc->cv);
 	pthread_mutex_destroy(&rc->mu);
 	free(rc);
+}
+
+static const char *const rec_what[] = {
+	[REC_COMPLETE] = "answer", [REC_TOMBSTONE] = "tombstone",
+	[REC_RELEASE] = "release",
+};
+
+int
+record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
+    enum rec_op op, const struct answer *a, int64_t ttl_ms, const char *tag)
+{
+	enum idem_err	 er;
+
+	for (;;) {
+		if (op == REC_COMPLETE)
+			er = store_complete(st, c, a, ttl_ms);
+		else if (op == REC_TOMBSTONE)
+			er = store_tombstone(st, c, a->status, ttl_ms);
+		else
+			er = store_release(st, c);
+		if (er == IDEM_OK)
+			return (int)op;
+		if (er == IDEM_ENOTFOUND) {
+			log_err("%s: key no longer ours (forgotten or taken "
+			    "over); its %s is not recorded", tag,
+			    rec_what[op]);
+			return -1;
+		}
+		if (er == IDEM_ESTORE && store_unreachable(st) && rc != NULL &&
+		    recorder_add(rc, op, c, a, ttl_ms) == IDEM_OK) {
+			log_warn("%s: store unreachable (%s); the %s is kept "
+			    "and written when it is back", tag,
+			    store_last_error(st), rec_what[op]);
+			return (int)op;
+		}
+		log_err("%s: cannot record %s: %s", tag, rec_what[op],
+		    er == IDEM_ESTORE ? store_last_error(st) :
+		    idem_strerror(er));
+		if (op != REC_COMPLETE)
+			return -1;
+		op = REC_TOMBSTONE;
+		log_info("%s: keeping the key as a tombstone", tag);
+	}
 }

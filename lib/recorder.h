@@ -36,13 +36,26 @@ enum rec_op {
 enum idem_err recorder_new(const struct cfg *cfg, struct recorder **out);
 
 /*
- * Hands over the write of c's outcome: op, and for REC_COMPLETE status,
- * hdrs and body (all copied; c is not kept).  IDEM_ENOMEM if it cannot
- * be kept.
+ * Hands over the write of c's outcome: op, and the answer a (NULL for
+ * REC_RELEASE; only its status for REC_TOMBSTONE).  Both are copied, not
+ * kept.  IDEM_ENOMEM if it cannot be kept.
  */
 enum idem_err recorder_add(struct recorder *rc, enum rec_op op,
-    const struct claim *c, int status, const void *hdrs, size_t hdrslen,
-    const void *body, size_t bodylen, int64_t ttl_ms);
+    const struct claim *c, const struct answer *a, int64_t ttl_ms);
+
+/*
+ * Writes the outcome of the key c owns: op, with answer a (NULL for a
+ * release).  When the store is unreachable, rc (if not NULL) keeps it and
+ * writes it when the store is back: the key stays in progress meanwhile,
+ * never free for a second run.  An answer the store refuses (say, over
+ * its max_allowed_packet) leaves a tombstone: in progress, the key would
+ * be taken over once its lease lapsed.  Returns the op written or kept
+ * (REC_TOMBSTONE after a refused answer), or -1 if none could be (logged
+ * under tag).
+ */
+int record_outcome(struct store *st, struct recorder *rc,
+    const struct claim *c, enum rec_op op, const struct answer *a,
+    int64_t ttl_ms, const char *tag);
 
 /* Outcomes not yet written. */
 size_t recorder_pending(struct recorder *rc);

@@ -5,22 +5,6 @@
 
 #include "resp.h"
 
-void
-resp_head_init(struct resp_head *h)
-{
-	h->status = 0;
-	buf_init(&h->hdrs, RESP_HEAD_MAX);
-}
-
-void
-resp_head_free(struct resp_head *h)
-{
-	if (h == NULL)
-		return;
-	buf_free(&h->hdrs);
-	h->status = 0;
-}
-
 /* RFC 9110 §5.6.2 tchar. */
 static int
 resp_is_tchar(unsigned char c)
@@ -60,7 +44,7 @@ resp_status_parse(const char *v, size_t vlen)
 
 /* Flags of which special headers a block carried. */
 struct resp_seen {
-	int	 status;
+	int	 status;	/* the Status code, 0 if none */
 	int	 ctype;
 	int	 location;
 };
@@ -70,7 +54,7 @@ struct resp_seen {
  * appends its normalised form to hdrs or records Status.
  */
 static enum idem_err
-resp_line(const char *p, size_t len, struct resp_head *h, struct resp_seen *seen)
+resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 {
 	size_t	 nlen, i, vs, ve;
 	int	 code;
@@ -96,10 +80,10 @@ resp_line(const char *p, size_t len, struct resp_head *h, struct resp_seen *seen
 		code = resp_status_parse(p + vs, ve - vs);
 		if (code < 200 || code > 599)
 			return IDEM_EHANDLER;
-		seen->status = 1;
-		h->status = code;
+		seen->status = code;
 		return IDEM_OK;
 	}
+
 	if (resp_name_eq(p, nlen, "Content-Type"))
 		seen->ctype = 1;
 	else if (resp_name_eq(p, nlen, "Location")) {
@@ -107,24 +91,24 @@ resp_line(const char *p, size_t len, struct resp_head *h, struct resp_seen *seen
 			return IDEM_EHANDLER;
 		seen->location = 1;
 	}
-	if (buf_add(&h->hdrs, p, nlen) != IDEM_OK ||
-	    buf_add(&h->hdrs, ": ", 2) != IDEM_OK ||
-	    buf_add(&h->hdrs, p + vs, ve - vs) != IDEM_OK ||
-	    buf_add(&h->hdrs, "\r\n", 2) != IDEM_OK)
+	if (buf_add(hdrs, p, nlen) != IDEM_OK ||
+	    buf_add(hdrs, ": ", 2) != IDEM_OK ||
+	    buf_add(hdrs, p + vs, ve - vs) != IDEM_OK ||
+	    buf_add(hdrs, "\r\n", 2) != IDEM_OK)
 		return IDEM_ETOOBIG;
 	return IDEM_OK;
 }
 
 enum idem_err
-resp_parse_cgi(const char *p, size_t len, struct resp_head *out, size_t *used)
+resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
 {
-	struct resp_head	 h;
+	struct buf		 h;
 	struct resp_seen	 seen = { 0, 0, 0 };
 	const char		*nl;
 	size_t			 off = 0, ll, scan;
 	enum idem_err		 er;
 
-	resp_head_init(&h);
+	buf_init(&h, RESP_HEAD_MAX);
 	/* Never look past the limit: a block that long is refused anyway. */
 	scan = len > RESP_HEAD_MAX ? RESP_HEAD_MAX : len;
 	for (;;) {
@@ -149,14 +133,14 @@ resp_parse_cgi(const char *p, size_t len, struct resp_head *out, size_t *used)
 		er = IDEM_EHANDLER;
 		goto out;
 	}
-	if (!seen.status)
-		h.status = seen.location ? 302 : 200;
-	resp_head_free(out);
-	*out = h;
+	buf_free(&out->hdrs);
+	out->hdrs = h;
+	out->status = seen.status ? seen.status :
+	    seen.location ? 302 : 200;
 	*used = off;
 	return IDEM_OK;
 out:
-	resp_head_free(&h);
+	buf_free(&h);
 	return er;
 }
 
@@ -241,8 +225,6 @@ resp_hdrs_for_replay(const struct buf *in, struct buf *out)
 
 	while (resp_hdr_next(in, &off, &n, &nl, &v, &vl)) {
 		if (nl == 0 || resp_hdr_dropped_on_replay(n, nl) ||
-		    resp_name_eq(n, nl, "Idempotent-Replayed") ||
-		    resp_name_eq(n, nl, "Idempotency-Result") ||
 		    resp_conn_listed(in, n, nl))
 			continue;
 		if ((er = buf_add(out, n, nl)) != IDEM_OK ||
@@ -257,6 +239,25 @@ resp_hdrs_for_replay(const struct buf *in, struct buf *out)
 		}
 	}
 	return IDEM_OK;
+}
+
+void
+resp_drop_idem_hdrs(struct buf *hdrs)
+{
+	const char	*n, *v;
+	size_t		 off = 0, start, nl, vl, w = 0;
+
+	for (start = 0; resp_hdr_next(hdrs, &off, &n, &nl, &v, &vl);
+	    start = off) {
+		if (resp_name_eq(n, nl, "Idempotent-Replayed") ||
+		    resp_name_eq(n, nl, "Idempotency-Result"))
+			continue;
+		memmove(hdrs->p + w, hdrs->p + start, off - start);
+		w += off - start;
+	}
+	hdrs->len = w;
+	if (hdrs->p != NULL)
+		hdrs->p[w] = '\0';
 }
 
 const char *

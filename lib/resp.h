@@ -4,22 +4,11 @@
 
 #include <stddef.h>
 
+#include "answer.h"
 #include "buf.h"
 #include "err.h"
 
 #define RESP_HEAD_MAX	(64 * 1024)	/* CGI header block limit */
-
-/*
- * A response head.  hdrs holds "Name: value\r\n" lines in the handler's
- * order, without Status; names keep their case.  status is 200..599.
- */
-struct resp_head {
-	int		 status;
-	struct buf	 hdrs;		/* owned; max RESP_HEAD_MAX */
-};
-
-void resp_head_init(struct resp_head *h);
-void resp_head_free(struct resp_head *h);	/* NULL is a no-op */
 
 /*
  * Parses a CGI response header block (RFC 3875 §6.2) at the start of
@@ -31,11 +20,11 @@ void resp_head_free(struct resp_head *h);	/* NULL is a no-op */
  * names with bytes outside RFC 9110 token chars, values with CR/LF/NUL,
  * or a bad Status: IDEM_EHANDLER (as soon as such a line is complete, even
  * before the blank line).  No blank line yet within len bytes:
- * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success fills
- * out (which must be initialised) and sets *used to the bytes consumed,
- * blank line included.
+ * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success sets out's status and hdrs (at most RESP_HEAD_MAX; out must
+ * be initialised, its body is left alone) and *used to the bytes
+ * consumed, blank line included.
  */
-enum idem_err resp_parse_cgi(const char *p, size_t len, struct resp_head *out,
+enum idem_err resp_parse_cgi(const char *p, size_t len, struct answer *out,
     size_t *used);
 
 /* 1 if name (len bytes) is a hop-by-hop header (Connection, Keep-Alive,
@@ -45,10 +34,16 @@ int resp_hdr_dropped_on_replay(const char *name, size_t len);
 
 /*
  * Appends the lines of in that a replay may repeat to out (see above);
- * also drops any Idempotent-Replayed / Idempotency-Result the handler set
- * and headers named in a Connection header.  On failure out is unchanged.
+ * also drops headers named in a Connection header.  in is a protected
+ * answer's, so resp_drop_idem_hdrs already ran on it.  On failure out is
+ * unchanged.
  */
 enum idem_err resp_hdrs_for_replay(const struct buf *in, struct buf *out);
+
+/* Drops the Idempotent-Replayed and Idempotency-Result lines from hdrs:
+ * on a protected route only the gateway says whether an answer is a
+ * replay. */
+void resp_drop_idem_hdrs(struct buf *hdrs);
 
 /* Finds header name in hdrs (case-insensitive); returns a pointer to the
  * value (not NUL-terminated at line end) and its length in *vlen, or NULL. */

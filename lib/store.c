@@ -10,6 +10,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "clock.h"
 #include "store.h"
 #include "store_int.h"
 
@@ -49,7 +50,8 @@
  * max_response is not known here). */
 #define CLAIM_MAX_BODY		(64u * 1024 * 1024)
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
-#define CLAIM_LOOPS		4
+/* Claim/wait rounds of store_claim_wait; its deadline ends it long before. */
+#define CLAIM_ROUNDS		1000
 /* A waiter's pause when no lock can wake it and the lease has lapsed. */
 #define STORE_REPOLL_US		100000
 
@@ -178,15 +180,13 @@ void
 claim_init(struct claim *c)
 {
 	memset(c, 0, sizeof(*c));
-	buf_init(&c->hdrs, CLAIM_MAX_HDRS);
-	buf_init(&c->body, CLAIM_MAX_BODY);
+	answer_init(&c->ans, CLAIM_MAX_HDRS, CLAIM_MAX_BODY);
 }
 
 void
 claim_reset(struct claim *c)
 {
-	buf_free(&c->hdrs);
-	buf_free(&c->body);
+	answer_free(&c->ans);
 	claim_init(c);
 }
 
@@ -222,15 +222,6 @@ store_token(void)
 }
 
 static int64_t
-mono_us(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
 ms_to_us(int64_t ms)
 {
 	if (ms < 0)
@@ -250,19 +241,21 @@ takeover_floor(const struct store *st, int64_t lease_ms)
 	return st->boot_s + (lease_ms < 0 ? 0 : lease_ms + 999) / 1000;
 }
 
-/* What STMT_READ saw. */
+/* What STMT_READ saw, bound straight to its columns; the stored answer
+ * goes to the claim. */
 struct row {
 	uint64_t	 id;
 	unsigned char	 fp[FP_LEN];
-	int		 state;
+	unsigned long	 fplen;
+	int32_t		 state;
 	uint64_t	 token;
-	int		 lease_live;
-	int		 live;		/* ttl not passed */
+	int32_t		 lease_live;
+	int32_t		 live;		/* ttl not passed */
 	int64_t		 lease_left_us;
-	int		 has_status;
-	int		 status;
-	int		 kept;		/* we still hold the named lock */
+	int64_t		 kept;		/* 1: we still hold the named lock */
 	int64_t		 expires_left_us;	/* ttl left (<= 0: passed) */
+	unsigned long	 hlen, blen;
+	my_bool		 nul[12];
 };
 
 /* Fetches column col (length len) into a fresh buffer owned by b. */
@@ -296,27 +289,50 @@ fetch_blob(MYSQL_STMT *s, MYSQL_BIND *rb, unsigned col, unsigned long len,
 	return IDEM_OK;
 }
 
+/* Binds STMT_READ's result columns to r and c's status. */
+static void
+read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
+{
+	int	 i;
+
+	memset(res, 0, 12 * sizeof(*res));
+	for (i = 0; i < 12; i++)
+		res[i].is_null = &r->nul[i];
+	store_bind_out(&res[0], MYSQL_TYPE_LONGLONG, &r->id, 1);
+	res[1].buffer_type = MYSQL_TYPE_BLOB;
+	res[1].buffer = r->fp;
+	res[1].buffer_length = sizeof(r->fp);
+	res[1].length = &r->fplen;
+	store_bind_out(&res[2], MYSQL_TYPE_LONG, &r->state, 0);
+	store_bind_out(&res[3], MYSQL_TYPE_LONGLONG, &r->token, 1);
+	store_bind_out(&res[4], MYSQL_TYPE_LONG, &r->lease_live, 0);
+	store_bind_out(&res[5], MYSQL_TYPE_LONG, &r->live, 0);
+	store_bind_out(&res[6], MYSQL_TYPE_LONGLONG, &r->lease_left_us, 0);
+	store_bind_out(&res[7], MYSQL_TYPE_LONG, &c->ans.status, 0);
+	res[8].buffer_type = MYSQL_TYPE_BLOB;	/* fetched by column */
+	res[8].length = &r->hlen;
+	res[9].buffer_type = MYSQL_TYPE_BLOB;
+	res[9].length = &r->blen;
+	store_bind_out(&res[10], MYSQL_TYPE_LONGLONG, &r->kept, 0);
+	store_bind_out(&res[11], MYSQL_TYPE_LONGLONG, &r->expires_left_us, 0);
+}
+
 /*
  * Reads the row of id and, when held, drops the named lock unless the row
- * may be taken over.  Stored answers are copied into c.
+ * may be taken over.  A stored answer (status, and for a completed row of
+ * the same fingerprint its headers and body) goes to c->ans.
  * IDEM_ENOTFOUND if there is no row (the lock is then still held).
  */
 static enum idem_err
-store_read(struct store *st, const struct req_id *id, struct claim *c,
+store_read(struct store *st, const struct idem_id *id, struct claim *c,
     int held, uint64_t mytoken, struct row *r)
 {
 	MYSQL_BIND	 par[11], res[12];
 	MYSQL_STMT	*s;
-	uint64_t	 rid = 0, rtok = 0;
 	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
-	unsigned char	 rfp[FP_LEN];
-	unsigned long	 fplen = 0, hlen = 0, blen = 0;
-	int32_t		 state = 0, lease_live = 0, live = 0, status = 0;
-	int64_t		 left = 0, kept = 0, exp_left = 0;
 	int32_t		 heldv = held;
-	my_bool		 nul[12];
 	enum idem_err	 er;
-	int		 rc, i;
+	int		 rc;
 
 	store_bind_blob(&par[0], id->fp, FP_LEN);
 	store_bind_blob(&par[1], id->fp, FP_LEN);
@@ -325,7 +341,7 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 	store_bind_blob(&par[4], id->fp, FP_LEN);
 	store_bind_i64(&par[5], &floor_s);
 	store_bind_u64(&par[6], &mytoken);
-	store_bind_str(&par[7], c->lockname);
+	store_bind_str(&par[7], id->lockname);
 	store_bind_blob(&par[8], id->scope, FP_LEN);
 	store_bind_blob(&par[9], id->key, id->keylen);
 	/* Not repeated on reconnect: the RELEASE_LOCK in it is tied to the
@@ -333,38 +349,8 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 	if ((er = store_exec(st, STMT_READ, par, 0, &s)) != IDEM_OK)
 		return er;
 
-	memset(res, 0, sizeof(res));
-	memset(nul, 0, sizeof(nul));
-	for (i = 0; i < 12; i++)
-		res[i].is_null = &nul[i];
-	res[0].buffer_type = MYSQL_TYPE_LONGLONG;
-	res[0].buffer = &rid;
-	res[0].is_unsigned = 1;
-	res[1].buffer_type = MYSQL_TYPE_BLOB;
-	res[1].buffer = rfp;
-	res[1].buffer_length = sizeof(rfp);
-	res[1].length = &fplen;
-	res[2].buffer_type = MYSQL_TYPE_LONG;
-	res[2].buffer = &state;
-	res[3].buffer_type = MYSQL_TYPE_LONGLONG;
-	res[3].buffer = &rtok;
-	res[3].is_unsigned = 1;
-	res[4].buffer_type = MYSQL_TYPE_LONG;
-	res[4].buffer = &lease_live;
-	res[5].buffer_type = MYSQL_TYPE_LONG;
-	res[5].buffer = &live;
-	res[6].buffer_type = MYSQL_TYPE_LONGLONG;
-	res[6].buffer = &left;
-	res[7].buffer_type = MYSQL_TYPE_LONG;
-	res[7].buffer = &status;
-	res[8].buffer_type = MYSQL_TYPE_BLOB;	/* fetched by column */
-	res[8].length = &hlen;
-	res[9].buffer_type = MYSQL_TYPE_BLOB;
-	res[9].length = &blen;
-	res[10].buffer_type = MYSQL_TYPE_LONGLONG;
-	res[10].buffer = &kept;
-	res[11].buffer_type = MYSQL_TYPE_LONGLONG;
-	res[11].buffer = &exp_left;
+	memset(r, 0, sizeof(*r));
+	read_bind(res, r, c);
 	if (mysql_stmt_bind_result(s, res) != 0) {
 		er = IDEM_ESTORE;
 		goto fail;
@@ -379,24 +365,20 @@ store_read(struct store *st, const struct req_id *id, struct claim *c,
 		return IDEM_ENOTFOUND;
 	}
 	/* rc is 0 or MYSQL_DATA_TRUNCATED (the blobs bound without room) */
-	memset(r, 0, sizeof(*r));
-	r->id = rid;
-	if (fplen == FP_LEN)
-		memcpy(r->fp, rfp, FP_LEN);
-	r->state = state;
-	r->token = rtok;
-	r->lease_live = lease_live;
-	r->live = live;
-	r->lease_left_us = nul[6] ? 0 : left;
-	r->has_status = !nul[7];
-	r->status = status;
-	r->kept = held && !nul[10] && kept == 1;
-	r->expires_left_us = nul[11] ? 0 : exp_left;
-	if (!nul[8] && (er = fetch_blob(s, &res[8], 8, hlen, &c->hdrs))
-	    != IDEM_OK)
+	if (r->fplen != FP_LEN)
+		memset(r->fp, 0, FP_LEN);
+	if (r->nul[6])
+		r->lease_left_us = 0;
+	if (r->nul[7])
+		c->ans.status = 0;
+	r->kept = held && !r->nul[10] && r->kept == 1;
+	if (r->nul[11])
+		r->expires_left_us = 0;
+	if (!r->nul[8] && (er = fetch_blob(s, &res[8], 8, r->hlen,
+	    &c->ans.hdrs)) != IDEM_OK)
 		goto fail;
-	if (!nul[9] && (er = fetch_blob(s, &res[9], 9, blen, &c->body))
-	    != IDEM_OK)
+	if (!r->nul[9] && (er = fetch_blob(s, &res[9], 9, r->blen,
+	    &c->ans.body)) != IDEM_OK)
 		goto fail;
 	/* Drain so the statement is ready for the next execute. */
 	while (mysql_stmt_fetch(s) == 0)
@@ -417,7 +399,7 @@ fail:
 
 /* The conditional UPDATE that gives a row to exactly one caller. */
 static enum idem_err
-store_takeover(struct store *st, const struct req_id *id, uint64_t rowid,
+store_takeover(struct store *st, const struct idem_id *id, uint64_t rowid,
     uint64_t seen_token, uint64_t token, int *won)
 {
 	MYSQL_BIND	 par[12];
@@ -444,175 +426,185 @@ store_takeover(struct store *st, const struct req_id *id, uint64_t rowid,
 	return IDEM_OK;
 }
 
-enum idem_err
-store_claim(struct store *st, const struct req_id *id, struct claim *c)
+/* Marks c as ours: the row id, our token, the lock on this connection. */
+static enum idem_err
+claim_won(struct store *st, struct claim *c, uint64_t rowid,
+    uint64_t token)
+{
+	c->state = CLAIM_NEW;
+	c->id = rowid;
+	c->token = token;
+	c->locked = 1;
+	c->conn_gen = st->generation;
+	return IDEM_OK;
+}
+
+/* The retry of a key this connection just saw completed: one plain read
+ * (no lock taken).  1 when it found the answer still there. */
+static int
+claim_seen(struct store *st, const struct idem_id *id, struct claim *c)
+{
+	struct row	 r;
+
+	if (!seen_has(st, id->lockname))
+		return 0;
+	if (store_read(st, id, c, 0, 0, &r) == IDEM_OK && r.live &&
+	    r.state == 1 && CRYPTO_memcmp(r.fp, id->fp, FP_LEN) == 0) {
+		c->state = CLAIM_DONE;
+		c->id = r.id;
+		c->expires_in_us = r.expires_left_us;
+		return 1;
+	}
+	/* Anything else takes the full path. */
+	claim_reset(c);
+	memcpy(c->lockname, id->lockname, sizeof(c->lockname));
+	return 0;
+}
+
+/* The INSERT that claims a fresh key.  *held: 1 when the key's row exists
+ * and we took its lock, 0 when someone else holds the lock. */
+static enum idem_err
+claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
+    uint64_t token, int *held)
 {
 	MYSQL_BIND	 par[10];
 	MYSQL_STMT	*s;
-	struct row	 r;
-	uint64_t	 token;
 	int64_t		 lease_us = ms_to_us(id->lease_ms);
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
+	enum idem_err	 er;
+
+	store_bind_blob(&par[0], id->scope, FP_LEN);
+	store_bind_blob(&par[1], id->key, id->keylen);
+	store_bind_str(&par[2], id->route);
+	store_bind_str(&par[3], id->method);
+	store_bind_blob(&par[4], id->fp, FP_LEN);
+	store_bind_str(&par[5], id->owner);
+	store_bind_u64(&par[6], &token);
+	store_bind_i64(&par[7], &lease_us);
+	store_bind_i64(&par[8], &ttl_us);
+	store_bind_str(&par[9], id->lockname);
+	/*
+	 * Repeatable after a reconnect: the token stays the same, so if the
+	 * first INSERT did land, the retry finds our own row and takes it
+	 * back (STMT_READ keeps the lock for our token).
+	 */
+	er = store_exec(st, STMT_CLAIM, par, 1, &s);
+	if (er == IDEM_OK && stmt_rows(s) == 1)
+		return claim_won(st, c, mysql_stmt_insert_id(s), token);
+	if (er == IDEM_OK)
+		*held = 0;	/* someone else holds the lock */
+	else if (st->errnum == ER_DUP_ENTRY)
+		*held = 1;	/* the INSERT took the lock first */
+	else
+		return er;
+	return IDEM_EAGAIN;
+}
+
+/* What an existing row r means for the claim, when it is not ours to
+ * take over. */
+static void
+claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
+    const struct row *r, int held)
+{
+	c->id = r->id;
+	if (!r->live) {
+		/* Expired but someone else holds the lock: that one takes it
+		 * over (or is about to); wait for it. */
+		c->state = CLAIM_BUSY;
+		return;
+	}
+	if (CRYPTO_memcmp(r->fp, id->fp, FP_LEN) != 0) {
+		c->state = CLAIM_MISMATCH;
+		return;
+	}
+	switch (r->state) {
+	case 1:
+		c->state = CLAIM_DONE;
+		c->expires_in_us = r->expires_left_us;
+		seen_add(st, id->lockname);
+		return;
+	case 2:
+		/* ans.status is the first answer's, so the 410 can say what
+		 * the client missed. */
+		c->state = CLAIM_TOMBSTONE;
+		return;
+	}
+	/* In progress.  A lapsed lease whose lock is still held: the owner
+	 * is alive (or a takeover is under way), so it is not ours. */
+	c->state = CLAIM_BUSY;
+	c->lease_left_ms = r->lease_live ? (r->lease_left_us + 999) / 1000 :
+	    0;
+	if (held)
+		/* Nobody holds the lock to wake a waiter: sleep out the live
+		 * lease, or (lapsed, but the server is too fresh to judge)
+		 * look again shortly. */
+		c->nap_us = r->lease_live ? r->lease_left_us : STORE_REPOLL_US;
+}
+
+enum idem_err
+store_claim(struct store *st, const struct idem_id *id, struct claim *c)
+{
+	struct row	 r;
+	uint64_t	 token;
 	unsigned long	 gen;
 	enum idem_err	 er;
-	int		 loop, held, won, lost = 0;
+	int		 held = 0, won;
 
 	claim_reset(c);
-	fp_lockname(id->scope, id->key, id->keylen, c->lockname);
+	memcpy(c->lockname, id->lockname, sizeof(c->lockname));
+	if (claim_seen(st, id, c))
+		return IDEM_OK;
 	token = store_token();
-	st->dead_until_us = 0;
-
-	/* A retry of a key this connection just saw completed: one plain
-	 * read (no lock taken) is enough when the answer is still there. */
-	if (seen_has(st, c->lockname)) {
-		er = store_read(st, id, c, 0, token, &r);
-		if (er == IDEM_OK && r.live && r.state == 1 &&
-		    CRYPTO_memcmp(r.fp, id->fp, FP_LEN) == 0) {
-			c->state = CLAIM_DONE;
-			c->id = r.id;
-			c->status = r.has_status ? r.status : 0;
-			c->expires_in_us = r.expires_left_us;
-			return IDEM_OK;
-		}
-		/* Anything else takes the full path below. */
-		claim_reset(c);
-		fp_lockname(id->scope, id->key, id->keylen, c->lockname);
-	}
-
-	for (loop = 0; loop < CLAIM_LOOPS; loop++) {
-		store_bind_blob(&par[0], id->scope, FP_LEN);
-		store_bind_blob(&par[1], id->key, id->keylen);
-		store_bind_str(&par[2], id->route);
-		store_bind_str(&par[3], id->method);
-		store_bind_blob(&par[4], id->fp, FP_LEN);
-		store_bind_str(&par[5], id->owner);
-		store_bind_u64(&par[6], &token);
-		store_bind_i64(&par[7], &lease_us);
-		store_bind_i64(&par[8], &ttl_us);
-		store_bind_str(&par[9], c->lockname);
-		/*
-		 * Repeatable after a reconnect: the token stays the same, so
-		 * if the first INSERT did land, the retry finds our own row
-		 * and takes it back (STMT_READ keeps the lock for our token).
-		 */
-		er = store_exec(st, STMT_CLAIM, par, 1, &s);
-		gen = st->generation;
-		if (er == IDEM_OK && stmt_rows(s) == 1) {
-			c->state = CLAIM_NEW;
-			c->id = mysql_stmt_insert_id(s);
-			c->token = token;
-			c->locked = 1;
-			c->conn_gen = st->generation;
-			return IDEM_OK;
-		}
-		if (er == IDEM_OK)
-			held = 0;	/* someone else holds the lock */
-		else if (st->errnum == ER_DUP_ENTRY)
-			held = 1;	/* the INSERT took the lock first */
-		else
+	if ((er = claim_insert(st, id, c, token, &held)) == IDEM_OK)
+		return IDEM_OK;		/* a fresh key: ours */
+	if (er != IDEM_EAGAIN)
+		goto out;
+	gen = st->generation;
+	er = store_read(st, id, c, held, token, &r);
+	if (er == IDEM_ENOTFOUND) {
+		/* Gone between the two statements. */
+		if (held && (er = store_unlock(st, id->lockname)) != IDEM_OK)
 			goto out;
-
-		er = store_read(st, id, c, held, token, &r);
-		if (er == IDEM_ESTORE && st->my == NULL && lost++ == 0)
-			continue;	/* the lock went with it: start over */
-		if (er == IDEM_ENOTFOUND) {
-			/* Gone between the two statements: start over. */
-			if (held && (er = store_unlock(st, c->lockname))
-			    != IDEM_OK)
-				goto out;
-			continue;
-		}
-		if (er != IDEM_OK)
-			goto out;
-
-		if (r.kept) {
-			/* Expired, or in progress with a dead owner: ours. */
-			er = store_takeover(st, id, r.id, r.token, token, &won);
-			if (er != IDEM_OK)
-				goto out;
-			if (won && st->generation == gen) {
-				c->state = CLAIM_NEW;
-				c->id = r.id;
-				c->token = token;
-				c->locked = 1;
-				c->conn_gen = st->generation;
-				return IDEM_OK;
-			}
-			if ((er = store_unlock(st, c->lockname)) != IDEM_OK)
-				goto out;
-			continue;
-		}
-		if (!r.live) {
-			/* Expired but someone else holds the lock: that one
-			 * takes it over (or is about to); wait for it. */
-			c->state = CLAIM_BUSY;
-			c->lease_left_ms = 0;
-			return IDEM_OK;
-		}
-		if (CRYPTO_memcmp(r.fp, id->fp, FP_LEN) != 0) {
-			c->state = CLAIM_MISMATCH;
-			c->id = r.id;
-			return IDEM_OK;
-		}
-		switch (r.state) {
-		case 1:
-			c->state = CLAIM_DONE;
-			c->id = r.id;
-			c->status = r.has_status ? r.status : 0;
-			c->expires_in_us = r.expires_left_us;
-			seen_add(st, c->lockname);
-			return IDEM_OK;
-		case 2:
-			c->state = CLAIM_TOMBSTONE;
-			c->id = r.id;
-			/* The first answer's status, so the 410 can say what
-			 * the client missed. */
-			c->status = r.has_status ? r.status : 0;
-			return IDEM_OK;
-		default:
-			/* In progress.  A lapsed lease whose lock is still
-			 * held: the owner is alive (or a takeover is under
-			 * way), so it is not ours to take. */
-			c->state = CLAIM_BUSY;
-			c->id = r.id;
-			c->lease_left_ms = r.lease_live ?
-			    (r.lease_left_us + 999) / 1000 : 0;
-			if (held) {
-				/* Nobody holds the lock to wake a waiter:
-				 * sleep out the live lease, or (lapsed, but
-				 * the server is too fresh to judge) look
-				 * again shortly. */
-				memcpy(st->dead_lock, c->lockname,
-				    sizeof(st->dead_lock));
-				st->dead_until_us = mono_us() +
-				    (r.lease_live ? r.lease_left_us :
-				    STORE_REPOLL_US);
-			}
-			return IDEM_OK;
-		}
+		c->state = CLAIM_AGAIN;
+		return IDEM_OK;
 	}
-	/* The row kept changing under us: let the caller wait and retry. */
-	c->state = CLAIM_BUSY;
-	c->lease_left_ms = 0;
-	er = IDEM_OK;
-out:
+	if (er == IDEM_ESTORE && st->my == NULL) {
+		/* The lock went with the connection: start over. */
+		c->state = CLAIM_AGAIN;
+		return IDEM_OK;
+	}
 	if (er != IDEM_OK)
-		claim_reset(c);
+		goto out;
+	if (!r.kept) {
+		claim_judge(st, id, c, &r, held);
+		return IDEM_OK;
+	}
+	/* Expired, or in progress with a dead owner: ours to take over. */
+	answer_free(&c->ans);
+	if ((er = store_takeover(st, id, r.id, r.token, token, &won)) !=
+	    IDEM_OK)
+		goto out;
+	if (won && st->generation == gen)
+		return claim_won(st, c, r.id, token);
+	if ((er = store_unlock(st, id->lockname)) != IDEM_OK)
+		goto out;
+	c->state = CLAIM_AGAIN;
+	return IDEM_OK;
+out:
+	claim_reset(c);
 	return er;
 }
 
 enum idem_err
-store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
-    int *released)
+store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
+    int64_t wait_ms)
 {
 	MYSQL_BIND	 par[2], wpar[3];
 	MYSQL_STMT	*s;
-	char		 lockname[FP_LOCKNAME_LEN];
 	double		 secs;
-	int64_t		 got = 0, dead_us;
+	int64_t		 got = 0, nap_us;
 	enum idem_err	 er = IDEM_OK, er2;
 
-	fp_lockname(id->scope, id->key, id->keylen, lockname);
 	store_bind_blob(&par[0], id->scope, FP_LEN);
 	store_bind_blob(&par[1], id->key, id->keylen);
 	if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) != IDEM_OK)
@@ -620,22 +612,20 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 
 	if (wait_ms < 0)
 		wait_ms = 0;
-	if (st->dead_until_us != 0 &&
-	    strcmp(st->dead_lock, lockname) == 0) {
+	if (c->nap_us > 0) {
 		/* Nobody holds the lock to wake us: sleep out the lease. */
-		dead_us = st->dead_until_us - mono_us() + 1000;
-		st->dead_until_us = 0;
-		if (dead_us > ms_to_us(wait_ms))
-			dead_us = ms_to_us(wait_ms);
-		if (dead_us > 0)
-			usleep((useconds_t)(dead_us > 60000000 ? 60000000 :
-			    dead_us));
-		got = dead_us < ms_to_us(wait_ms);
+		nap_us = c->nap_us + 1000;
+		if (nap_us > ms_to_us(wait_ms))
+			nap_us = ms_to_us(wait_ms);
+		if (nap_us > 60000000)
+			nap_us = 60000000;
+		if (nap_us > 0)
+			usleep((useconds_t)nap_us);
 	} else {
 		secs = (double)wait_ms / 1000.0;  /* MariaDB takes fractions */
-		store_bind_str(&wpar[0], lockname);
+		store_bind_str(&wpar[0], id->lockname);
 		store_bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
-		store_bind_str(&wpar[2], lockname);
+		store_bind_str(&wpar[2], id->lockname);
 		er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
 	}
 	/* Uncount ourselves even after a failed wait (on a fresh
@@ -643,11 +633,35 @@ store_wait(struct store *st, const struct req_id *id, int64_t wait_ms,
 	store_bind_blob(&par[0], id->scope, FP_LEN);
 	store_bind_blob(&par[1], id->key, id->keylen);
 	er2 = store_exec(st, STMT_WAIT_DEC, par, 0, &s);
-	if (er != IDEM_OK)
-		return er;
-	if (er2 != IDEM_OK)
-		return er2;
-	*released = got == 1;
+	return er != IDEM_OK ? er : er2;
+}
+
+enum idem_err
+store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
+    struct claim *c, int64_t *read_us, int64_t *waited_ms)
+{
+	int64_t		 deadline = clock_now_ms() + wait_ms, left, t0;
+	enum idem_err	 er;
+	int		 rounds;
+
+	*waited_ms = 0;
+	for (rounds = 0; rounds < CLAIM_ROUNDS; rounds++) {
+		*read_us = clock_now_us();
+		if ((er = store_claim(st, id, c)) != IDEM_OK)
+			return er;
+		left = deadline - clock_now_ms();
+		if (c->state == CLAIM_AGAIN && left > 0)
+			continue;
+		if (c->state != CLAIM_BUSY || left <= 0)
+			break;
+		t0 = clock_now_ms();
+		er = store_wait(st, id, c, left);
+		*waited_ms += clock_now_ms() - t0;
+		if (er != IDEM_OK)
+			return er;
+	}
+	if (c->state == CLAIM_AGAIN)
+		c->state = CLAIM_BUSY;
 	return IDEM_OK;
 }
 
@@ -725,19 +739,20 @@ store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
 }
 
 enum idem_err
-store_complete(struct store *st, const struct claim *c, int status,
-    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen,
-    int64_t ttl_ms)
+store_complete(struct store *st, const struct claim *c,
+    const struct answer *a, int64_t ttl_ms)
 {
 	MYSQL_BIND	 par[8];
-	int32_t		 st32 = status;
-	uint64_t	 size = bodylen, rid = c->id, tok = c->token;
+	int32_t		 st32 = a->status;
+	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms);
 
 	store_bind_str(&par[0], c->lockname);
 	store_bind_i32(&par[1], &st32);
-	store_bind_blob(&par[2], hdrslen > 0 ? hdrs : NULL, hdrslen);
-	store_bind_blob(&par[3], bodylen > 0 ? body : NULL, bodylen);
+	store_bind_blob(&par[2], a->hdrs.len > 0 ? a->hdrs.p : NULL,
+	    a->hdrs.len);
+	store_bind_blob(&par[3], a->body.len > 0 ? a->body.p : NULL,
+	    a->body.len);
 	store_bind_u64(&par[4], &size);
 	store_bind_i64(&par[5], &ttl_us);
 	store_bind_u64(&par[6], &rid);

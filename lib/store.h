@@ -5,10 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "answer.h"
 #include "buf.h"
 #include "cfg.h"
 #include "err.h"
 #include "fp.h"
+#include "ident.h"
 
 /*
  * One connection with its prepared statements.  Not thread-safe: one per
@@ -52,32 +54,22 @@ int store_unreachable(struct store *st);
 /* The server's last error text, for logs only (never for clients). */
 const char *store_last_error(const struct store *st);
 
-/* What identifies one protected request. Borrowed by the calls below. */
-struct req_id {
-	unsigned char	 scope[FP_LEN];	/* fp_scope() */
-	const char	*key;		/* key_parse() output */
-	size_t		 keylen;
-	unsigned char	 fp[FP_LEN];	/* fp_request() */
-	const char	*route;		/* route prefix */
-	const char	*method;
-	const char	*owner;		/* "host:pid" of this gateway */
-	int64_t		 ttl_ms;
-	int64_t		 lease_ms;
-};
-
 enum claim_state {
 	CLAIM_NEW,		/* ours: run the handler, then complete/release */
 	CLAIM_DONE,		/* completed with the same fingerprint: replay */
 	CLAIM_MISMATCH,		/* same key, different fingerprint: 422 */
-	CLAIM_BUSY,		/* in progress elsewhere with a live lease */
+	CLAIM_BUSY,		/* in progress elsewhere: store_wait, claim again */
 	CLAIM_TOMBSTONE,	/* answer was too large to keep: error, no rerun */
+	CLAIM_AGAIN,		/* the row changed under the claim: claim again */
 };
 
 /*
- * Result of store_claim().  For CLAIM_DONE, status/hdrs/body hold the stored
- * response (owned; claim_reset() frees).  For CLAIM_NEW, id and token name
- * the row we own.  For CLAIM_TOMBSTONE, status is the first answer's.  For
- * CLAIM_BUSY, lease_left_ms is the live lease.
+ * Result of store_claim().  For CLAIM_DONE, ans holds the stored answer
+ * (owned; claim_reset() frees).  For CLAIM_NEW, id and token name the row
+ * we own.  For CLAIM_TOMBSTONE, ans.status is the first answer's.  For
+ * CLAIM_BUSY, lease_left_ms is the live lease, and nap_us, when not 0, the
+ * time store_wait sleeps instead of waiting on the lock (nobody holds it
+ * to wake a waiter).
  */
 struct claim {
 	enum claim_state state;
@@ -85,10 +77,9 @@ struct claim {
 	uint64_t	 token;
 	int		 locked;	/* we hold the named lock */
 	int64_t		 lease_left_ms;
+	int64_t		 nap_us;
 	int64_t		 expires_in_us;	/* CLAIM_DONE: ttl left when read */
-	int		 status;
-	struct buf	 hdrs;
-	struct buf	 body;
+	struct answer	 ans;
 	char		 lockname[FP_LOCKNAME_LEN];
 	unsigned long	 conn_gen;	/* store connection the lock is on */
 };
@@ -97,25 +88,39 @@ void claim_init(struct claim *c);
 void claim_reset(struct claim *c);
 
 /*
- * The claim.  An INSERT whose duplicate-key error is the normal path for a
- * retry (no SELECT-then-INSERT window).  A row whose ttl passed, or an
- * in-progress row whose lease expired and whose owner no longer holds the
- * named lock, is taken over by exactly one caller (conditional UPDATE) and
- * reported as CLAIM_NEW; a lapsed lease counts only once the server has
- * been up for id->lease_ms (a restart drops live owners' locks too).  On CLAIM_NEW the caller holds the key's named
- * lock until store_complete/store_tombstone/store_release.  OUT: c.
+ * One claim attempt.  An INSERT whose duplicate-key error is the normal
+ * path for a retry (no SELECT-then-INSERT window).  A row whose ttl
+ * passed, or an in-progress row whose lease expired and whose owner no
+ * longer holds the named lock, is taken over by exactly one caller
+ * (conditional UPDATE) and reported as CLAIM_NEW; a lapsed lease counts
+ * only once the server has been up for id->lease_ms (a restart drops live
+ * owners' locks too).  On CLAIM_NEW the caller holds the key's named lock
+ * until store_complete/store_tombstone/store_release.  A row that changed
+ * between the statements (or a connection lost between them) gives
+ * CLAIM_AGAIN: the caller claims again, within its own bound.  OUT: c.
  */
-enum idem_err store_claim(struct store *st, const struct req_id *id,
+enum idem_err store_claim(struct store *st, const struct idem_id *id,
     struct claim *c);
 
 /*
- * Blocks (without polling) until the key's owner releases its named lock or
- * wait_ms passes; then the caller claims again.  *released is 1 if the lock
- * came free, 0 on timeout.  Also counts this waiter in the row's waiters
- * column while waiting, for idemtop.
+ * After CLAIM_BUSY: blocks (without polling) until the key's owner
+ * releases its named lock or wait_ms passes (or sleeps out c->nap_us, at
+ * most wait_ms); then the caller claims again.  Also counts this waiter in
+ * the row's waiters column while waiting, for idemtop.
  */
-enum idem_err store_wait(struct store *st, const struct req_id *id,
-    int64_t wait_ms, int *released);
+enum idem_err store_wait(struct store *st, const struct idem_id *id,
+    const struct claim *c, int64_t wait_ms);
+
+/*
+ * The claim as the gateway and `idemctl run` make it: store_claim, and
+ * while the key is busy elsewhere (or changed under the claim),
+ * store_wait and claim again, until wait_ms passes.  On return c->state
+ * is never CLAIM_AGAIN (CLAIM_BUSY when the wait ran out).  OUT: c,
+ * *read_us (CLOCK_MONOTONIC µs before the last claim: a won lease runs
+ * from there), *waited_ms.
+ */
+enum idem_err store_claim_wait(struct store *st, const struct idem_id *id,
+    int64_t wait_ms, struct claim *c, int64_t *read_us, int64_t *waited_ms);
 
 /* The replay-cache epoch (idem_epoch), which migration 002's triggers
  * bump when a live completed row is deleted or changed.  OUT: *epoch. */
@@ -126,13 +131,12 @@ enum idem_err store_renew(struct store *st, const struct claim *c,
     int64_t lease_ms);
 
 /*
- * Stores the handler's answer (status, replayable header lines, body bytes,
- * binary-safe), marks the row completed with expiry now + ttl_ms and drops
- * the named lock.
+ * Stores the handler's answer a (its replayable header lines; the body
+ * binary-safe), marks the row completed with expiry now + ttl_ms and
+ * drops the named lock.
  */
 enum idem_err store_complete(struct store *st, const struct claim *c,
-    int status, const void *hdrs, size_t hdrslen, const void *body,
-    size_t bodylen, int64_t ttl_ms);
+    const struct answer *a, int64_t ttl_ms);
 
 /* Marks the row a tombstone (answer too large to keep; status kept) and
  * drops the named lock.  Retries get an error, never a second run. */

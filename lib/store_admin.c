@@ -9,6 +9,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "clock.h"
 #include "rcache.h"
 #include "store_admin.h"
 
@@ -161,28 +162,6 @@ out_term(char *p, size_t cap, unsigned long len, my_bool isnull)
 	p[len] = '\0';
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-	struct timespec	 ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000;
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* --- cleanup ------------------------------------------------------------ */
 
 /*
@@ -282,7 +261,7 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 	for (;;) {
 		uint64_t	 got;
 
-		if (deadline != 0 && mono_ms() >= deadline) {
+		if (deadline != 0 && clock_now_ms() >= deadline) {
 			er = IDEM_ETIMEOUT;
 			break;
 		}
@@ -292,7 +271,7 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 			if (mysql_stmt_execute(s) == 0)
 				break;
 			if (tries < 3 && run_retryable(s)) {
-				sleep_ms(50);
+				clock_sleep_ms(50);
 				continue;
 			}
 			sa_seterr("%s", mysql_stmt_error(s));
@@ -308,9 +287,9 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 		if (o->sleep_ms > 0) {
 			int64_t	 ms = o->sleep_ms;
 
-			if (deadline != 0 && mono_ms() + ms > deadline)
-				ms = deadline - mono_ms();
-			sleep_ms(ms);
+			if (deadline != 0 && clock_now_ms() + ms > deadline)
+				ms = deadline - clock_now_ms();
+			clock_sleep_ms(ms);
 		}
 	}
 out:
@@ -432,7 +411,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 {
 	MYSQL		*m;
 	enum idem_err	 er;
-	int64_t		 start = mono_ms(), deadline = 0;
+	int64_t		 start = clock_now_ms(), deadline = 0;
 	int64_t		 ages[PH__COUNT];
 	uint64_t	*dst[PH__COUNT];
 	int		 p, locked;
@@ -486,7 +465,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	} else
 		snprintf(out->reason, sizeof(out->reason), "%s rows: %.200s",
 		    phases[p].name, sa_err);
-	out->elapsed_ms = mono_ms() - start;
+	out->elapsed_ms = clock_now_ms() - start;
 	/* Keep the first error's text if recording the end fails too. */
 	{
 		char	 saved[sizeof(sa_err)];
@@ -667,47 +646,79 @@ out:
 	return er;
 }
 
+/*
+ * The one forget rule, for idemctl and idemtop alike: a row in progress
+ * goes only with force (its owner may still be running it); and the call
+ * returns only once no gateway may replay the answer from memory
+ * (lib/rcache.h).  sql deletes by the binds in; OUT: *n rows deleted.
+ */
+static enum idem_err
+forget_rows(struct store *st, const char *sql, MYSQL_BIND *in, uint64_t *n)
+{
+	MYSQL		*m;
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+
+	*n = 0;
+	if ((m = sa_conn(st)) == NULL || (s = sa_prepare(m, sql)) == NULL)
+		return IDEM_ESTORE;
+	er = sa_run(s, in, NULL);
+	if (er == IDEM_OK)
+		*n = mysql_stmt_affected_rows(s);
+	sa_close(s);
+	/* A no-op under autocommit; makes the delete stick if it is off. */
+	if (er == IDEM_OK)
+		mysql_commit(m);
+	if (er == IDEM_OK && *n > 0)
+		clock_sleep_ms(RCACHE_FORGET_WAIT_MS);
+	return er;
+}
+
+/* In progress and not expired: only with force. */
+#define FORGET_UNLESS_LIVE \
+	" AND (? = 1 OR state <> 0 OR expires_at < NOW(6))"
+
 enum idem_err
 store_admin_key_forget(struct store *st, const unsigned char scope[FP_LEN],
     const char *key, size_t keylen, int force)
 {
-	MYSQL		*m;
-	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[3];
 	unsigned long	 slen = FP_LEN, klen = keylen;
 	int64_t		 f = force ? 1 : 0;
+	struct admin_key k;
 	enum idem_err	 er;
 	uint64_t	 n;
 
-	if ((m = sa_conn(st)) == NULL)
-		return IDEM_ESTORE;
-	if ((s = sa_prepare(m, "DELETE FROM idem_keys WHERE scope = ? AND "
-	    "idem_key = ? AND (? = 1 OR state <> 0 OR expires_at < NOW(6))"))
-	    == NULL)
-		return IDEM_ESTORE;
 	bind_in(&in[0], scope, &slen);
 	bind_in(&in[1], key, &klen);
 	bind_i64(&in[2], &f);
-	er = sa_run(s, in, NULL);
-	n = er == IDEM_OK ? mysql_stmt_affected_rows(s) : 0;
-	sa_close(s);
-	/* Gateways may still hold the answer in memory: return only once
-	 * none may replay it (lib/rcache.h). */
-	if (er == IDEM_OK && n > 0)
-		sleep_ms(RCACHE_FORGET_WAIT_MS);
+	er = forget_rows(st, "DELETE FROM idem_keys WHERE scope = ? AND"
+	    " idem_key = ?" FORGET_UNLESS_LIVE, in, &n);
 	if (er != IDEM_OK || n > 0)
 		return er;
-
 	/* Nothing deleted: tell a missing key from a busy one. */
-	{
-		struct admin_key k;
+	if ((er = store_admin_key_get(st, scope, key, keylen, &k, NULL)) !=
+	    IDEM_OK)
+		return er;
+	sa_seterr("key is in progress (owner %s)", k.owner);
+	return IDEM_EBUSY;
+}
 
-		er = store_admin_key_get(st, scope, key, keylen, &k, NULL);
-		if (er != IDEM_OK)
-			return er;
-		sa_seterr("key is in progress (owner %s)", k.owner);
-		return IDEM_EBUSY;
-	}
+enum idem_err
+store_admin_forget_id(struct store *st, uint64_t id, int force,
+    int *deleted)
+{
+	MYSQL_BIND	 in[2];
+	int64_t		 f = force ? 1 : 0;
+	enum idem_err	 er;
+	uint64_t	 n, rid = id;
+
+	bind_u64(&in[0], &rid);
+	bind_i64(&in[1], &f);
+	er = forget_rows(st, "DELETE FROM idem_keys WHERE id = ?"
+	    FORGET_UNLESS_LIVE, in, &n);
+	*deleted = n > 0;
+	return er;
 }
 
 /* --- counters and gauges ------------------------------------------------- */

@@ -110,10 +110,17 @@ enum idem_err store_admin_key_get(struct store *st,
  * expired; an in-progress row that has not expired only with force.
  * IDEM_ENOTFOUND: no such row; IDEM_EBUSY: in progress and not forced
  * (nothing deleted).  One statement, so a row claimed meanwhile is safe.
+ * Returns once no gateway may replay the deleted answer from memory
+ * (RCACHE_FORGET_WAIT_MS, lib/rcache.h).
  */
 enum idem_err store_admin_key_forget(struct store *st,
     const unsigned char scope[FP_LEN], const char *key, size_t keylen,
     int force);
+
+/* The same rule for the row with this id (idemtop's forget, which only
+ * offers rows in progress, forces).  *deleted: 1 if it went. */
+enum idem_err store_admin_forget_id(struct store *st, uint64_t id, int force,
+    int *deleted);
 
 /* Counters summed over idem_counters rows, per route or for the fleet. */
 struct admin_stat {

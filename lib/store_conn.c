@@ -225,38 +225,29 @@ store_round_trips(const struct store *st)
 
 /* The prepared statement sid on the current connection. */
 static enum idem_err
-stmt_get(struct store *st, enum stmt_id sid, MYSQL_STMT **out)
+stmt_get(struct store *st, enum stmt_id sid, const char *sql,
+    MYSQL_STMT **out)
 {
 	MYSQL_STMT	*s;
-	char		*owned = NULL;
-	const char	*sql = store_stmt_sql[sid];
-	enum idem_err	 er = IDEM_OK;
 
 	if (st->stmt[sid] != NULL) {
 		*out = st->stmt[sid];
 		return IDEM_OK;
 	}
-	if (sid == STMT_COUNTERS) {
-		if ((owned = store_counters_sql()) == NULL)
-			return IDEM_ENOMEM;
-		sql = owned;
-	}
+	if (sql == NULL)
+		return IDEM_ENOMEM;	/* the caller could not build it */
 	if ((s = mysql_stmt_init(st->my)) == NULL) {
 		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
-		er = IDEM_ESTORE;
-		goto out;
+		return IDEM_ESTORE;
 	}
 	if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
 		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
 		mysql_stmt_close(s);
-		er = IDEM_ESTORE;
-		goto out;
+		return IDEM_ESTORE;
 	}
 	st->stmt[sid] = s;
 	*out = s;
-out:
-	free(owned);
-	return er;
+	return IDEM_OK;
 }
 
 /*
@@ -268,6 +259,13 @@ out:
 enum idem_err
 store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
     MYSQL_STMT **out)
+{
+	return store_exec_sql(st, sid, store_stmt_sql[sid], par, retry, out);
+}
+
+enum idem_err
+store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
+    MYSQL_BIND *par, int retry, MYSQL_STMT **out)
 {
 	MYSQL_STMT	*s;
 	enum idem_err	 er;
@@ -281,7 +279,7 @@ store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
 			st->connect_failed = 1;
 			return er;
 		}
-		if ((er = stmt_get(st, sid, &s)) == IDEM_OK) {
+		if ((er = stmt_get(st, sid, sql, &s)) == IDEM_OK) {
 			st->round_trips++;
 			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)
 				er = IDEM_ESTORE;
@@ -302,6 +300,54 @@ store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
 			return IDEM_ESTORE;
 	}
 	return IDEM_ESTORE;
+}
+
+/* Runs one statement without data; records the error. */
+enum idem_err
+store_query(struct store *st, const char *sql, size_t len)
+{
+	MYSQL	*my = st->my;
+
+	if (mysql_real_query(my, sql, len) == 0) {
+		MYSQL_RES *res = mysql_store_result(my);
+
+		if (res != NULL)
+			mysql_free_result(res);
+		return IDEM_OK;
+	}
+	store_set_error(st, mysql_errno(my), mysql_error(my));
+	if (store_conn_lost(st->errnum))
+		store_disconnect(st);
+	return IDEM_ESTORE;
+}
+
+/* Runs a query returning one integer (NULL as -1). */
+enum idem_err
+store_query_int(struct store *st, const char *sql, long long *v)
+{
+	MYSQL		*my = st->my;
+	MYSQL_RES	*res;
+	MYSQL_ROW	 row;
+	enum idem_err	 er = IDEM_OK;
+
+	if (mysql_query(my, sql) != 0 || (res = mysql_store_result(my)) == NULL) {
+		store_set_error(st, mysql_errno(my), mysql_error(my));
+		if (store_conn_lost(st->errnum))
+			store_disconnect(st);
+		return IDEM_ESTORE;
+	}
+	if ((row = mysql_fetch_row(res)) == NULL)
+		er = IDEM_ENOTFOUND;
+	else
+		*v = row[0] != NULL ? strtoll(row[0], NULL, 10) : -1;
+	mysql_free_result(res);
+	return er;
+}
+
+int
+store_connected(const struct store *st)
+{
+	return st->my != NULL;
 }
 
 void
@@ -350,6 +396,16 @@ void
 store_bind_i32(MYSQL_BIND *b, const int32_t *v)
 {
 	store_bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
+}
+
+void
+store_bind_out(MYSQL_BIND *b, enum enum_field_types t, void *p,
+    int is_unsigned)
+{
+	b->buffer_type = t;
+	b->buffer = p;
+	b->buffer_length = t == MYSQL_TYPE_LONG ? 4 : 8;
+	b->is_unsigned = is_unsigned != 0;
 }
 
 enum idem_err

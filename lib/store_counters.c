@@ -1,4 +1,5 @@
 /* Fleet counters: one row per (minute, host, route), added to. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +42,8 @@ counter_col(size_t i, char *out, size_t outlen)
 }
 
 /* INSERT ... ON DUPLICATE KEY UPDATE c = c + VALUES(c) for every column. */
-char *
-store_counters_sql(void)
+static char *
+counters_sql(void)
 {
 	struct buf	 b;
 	char		 col[32];
@@ -73,6 +74,15 @@ store_counters_sql(void)
 	return b.p;
 }
 
+static char		*add_sql;	/* built once, kept for the process */
+static pthread_once_t	 add_sql_once = PTHREAD_ONCE_INIT;
+
+static void
+add_sql_build(void)
+{
+	add_sql = counters_sql();
+}
+
 enum idem_err
 store_counters_add(struct store *st, const char *host,
     const struct stat_row *rows, size_t nrows)
@@ -86,15 +96,14 @@ store_counters_add(struct store *st, const char *host,
 
 	if (nrows == 0)
 		return IDEM_OK;
+	pthread_once(&add_sql_once, add_sql_build);
 	if ((er = store_connect(st)) != IDEM_OK)
 		return er;
-	/* All rows or none, so a failed flush can be retried whole. */
-	if (mysql_real_query(store_mysql(st), "START TRANSACTION", 17) != 0) {
-		store_set_error(st, mysql_errno(store_mysql(st)), mysql_error(store_mysql(st)));
-		if (store_conn_lost(store_errno(st)))
-			store_disconnect(st);
-		return IDEM_ESTORE;
-	}
+	/* All rows or none, so a failed flush can be retried whole (one
+	 * row is one statement: all or none by itself). */
+	if (nrows > 1 && (er = store_query(st, "START TRANSACTION", 17)) !=
+	    IDEM_OK)
+		return er;
 	for (i = 0; i < nrows; i++) {
 		minute = rows[i].minute - rows[i].minute % 60;
 		store_bind_i64(&par[0], &minute);
@@ -109,16 +118,18 @@ store_counters_add(struct store *st, const char *host,
 			store_bind_u64(&par[3 + j], &v[j]);
 		/* Not repeated: an add that may have landed must not land
 		 * twice.  The caller keeps the rows for its next flush. */
-		if ((er = store_exec(st, STMT_COUNTERS, par, 0, &s)) != IDEM_OK)
+		if ((er = store_exec_sql(st, STMT_COUNTERS, add_sql, par, 0,
+		    &s)) != IDEM_OK)
 			goto fail;
 	}
-	if (mysql_commit(store_mysql(st)) == 0)
+	if (nrows == 1 || (er = store_query(st, "COMMIT", 6)) == IDEM_OK)
 		return IDEM_OK;
-	store_set_error(st, mysql_errno(store_mysql(st)), mysql_error(store_mysql(st)));
-	er = IDEM_ESTORE;
 fail:
-	if (store_mysql(st) != NULL && !store_conn_lost(store_errno(st)))
-		(void)mysql_rollback(store_mysql(st));
+	/* A lost connection took the transaction with it. */
+	if (nrows == 1)
+		return er;
+	if (store_connected(st) && !store_conn_lost(store_errno(st)))
+		(void)store_query(st, "ROLLBACK", 8);
 	else
 		store_disconnect(st);
 	return er;

@@ -32,7 +32,8 @@ enum stmt_id {
 	STMT__COUNT
 };
 
-/* Their SQL text, by number (STMT_COUNTERS: NULL, built at prepare). */
+/* Their SQL text, by number (STMT_COUNTERS: NULL, lib/store_counters.c
+ * builds it). */
 extern const char *const store_stmt_sql[STMT__COUNT];
 
 /* One connection (lib/store_conn.c) and what the claim logic
@@ -51,8 +52,6 @@ struct store {
 	/* Set by a claim that found a key's lock free while its lease was
 	 * live (the owner died): store_wait then sleeps out the lease
 	 * instead of waking at once on the free lock, again and again. */
-	char			 dead_lock[FP_LOCKNAME_LEN];
-	int64_t			 dead_until_us;	/* CLOCK_MONOTONIC */
 	/* Keys this connection recently completed or replayed (a hint, not
 	 * a truth: a hit only decides which statement goes first). */
 	uint64_t		 seen[STORE_SEEN_SLOTS];
@@ -68,6 +67,24 @@ struct store {
 enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
     int retry, MYSQL_STMT **out);
 
+/* The same for a statement whose text its module builds (store_stmt_sql[sid]
+ * is NULL): sql is read only when sid is first prepared on a connection. */
+enum idem_err store_exec_sql(struct store *st, enum stmt_id sid,
+    const char *sql, MYSQL_BIND *par, int retry, MYSQL_STMT **out);
+
+/* A text statement (DDL, transaction control: nothing to prepare) on the
+ * current connection, its result discarded; errors recorded as for
+ * store_exec.  Call store_connect first. */
+enum idem_err store_query(struct store *st, const char *sql, size_t len);
+
+/* A text query returning one integer: *v (NULL as -1); IDEM_ENOTFOUND if
+ * it returned no row. */
+enum idem_err store_query_int(struct store *st, const char *sql,
+    long long *v);
+
+/* 1 while a connection is up. */
+int store_connected(const struct store *st);
+
 /* Input binds; p is borrowed until the execute.  A NULL blob/string with
  * len 0 binds SQL NULL for store_bind_in, '' for store_bind_blob. */
 void store_bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p,
@@ -78,13 +95,17 @@ void store_bind_u64(MYSQL_BIND *b, const uint64_t *v);
 void store_bind_i64(MYSQL_BIND *b, const int64_t *v);
 void store_bind_i32(MYSQL_BIND *b, const int32_t *v);
 
+/* A fixed-size result column into p (an int32_t for MYSQL_TYPE_LONG, a
+ * 64-bit integer for MYSQL_TYPE_LONGLONG).  Sets only the type, buffer
+ * and sign, so is_null and length set before stay. */
+void store_bind_out(MYSQL_BIND *b, enum enum_field_types t, void *p,
+    int is_unsigned);
+
 /* Runs statement sid, which returns one BIGINT: *v (NULL as -1).
  * IDEM_ENOTFOUND if it returned no row. */
 enum idem_err store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
     int retry, int64_t *v);
 
-/* SQL text of STMT_COUNTERS (malloc'd), built from stat_names. */
-char *store_counters_sql(void);
 
 /* Closes the connection and every prepared statement on it. */
 void store_disconnect(struct store *st);

@@ -33,48 +33,6 @@ store_schema_expected(void)
 	return v;
 }
 
-/* Runs one statement without data; records the error. */
-static enum idem_err
-run(struct store *st, const char *sql, size_t len)
-{
-	MYSQL	*my = store_mysql(st);
-
-	if (mysql_real_query(my, sql, len) == 0) {
-		MYSQL_RES *res = mysql_store_result(my);
-
-		if (res != NULL)
-			mysql_free_result(res);
-		return IDEM_OK;
-	}
-	store_set_error(st, mysql_errno(my), mysql_error(my));
-	if (store_conn_lost(store_errno(st)))
-		store_disconnect(st);
-	return IDEM_ESTORE;
-}
-
-/* Runs a query returning one integer (NULL as -1). */
-static enum idem_err
-run_int(struct store *st, const char *sql, long long *v)
-{
-	MYSQL		*my = store_mysql(st);
-	MYSQL_RES	*res;
-	MYSQL_ROW	 row;
-	enum idem_err	 er = IDEM_OK;
-
-	if (mysql_query(my, sql) != 0 || (res = mysql_store_result(my)) == NULL) {
-		store_set_error(st, mysql_errno(my), mysql_error(my));
-		if (store_conn_lost(store_errno(st)))
-			store_disconnect(st);
-		return IDEM_ESTORE;
-	}
-	if ((row = mysql_fetch_row(res)) == NULL)
-		er = IDEM_ENOTFOUND;
-	else
-		*v = row[0] != NULL ? strtoll(row[0], NULL, 10) : -1;
-	mysql_free_result(res);
-	return er;
-}
-
 enum idem_err
 store_schema_version(struct store *st, int *version)
 {
@@ -83,7 +41,7 @@ store_schema_version(struct store *st, int *version)
 
 	if ((er = store_connect(st)) != IDEM_OK)
 		return er;
-	er = run_int(st, "SELECT COALESCE(MAX(version), 0) FROM idem_schema",
+	er = store_query_int(st, "SELECT COALESCE(MAX(version), 0) FROM idem_schema",
 	    &v);
 	if (er == IDEM_ESTORE && store_errno(st) == ER_NO_SUCH_TABLE)
 		v = 0, er = IDEM_OK;
@@ -103,7 +61,7 @@ applied(struct store *st, int version, int *yes)
 
 	snprintf(sql, sizeof(sql),
 	    "SELECT COUNT(*) FROM idem_schema WHERE version = %d", version);
-	if ((er = run_int(st, sql, &n)) != IDEM_OK)
+	if ((er = store_query_int(st, sql, &n)) != IDEM_OK)
 		return er;
 	*yes = n > 0;
 	return IDEM_OK;
@@ -118,7 +76,7 @@ run_stmt(struct store *st, const struct migration *m, const char *start,
 
 	if (strspn(start, " \t\r\n") >= len)
 		return IDEM_OK;
-	if ((er = run(st, start, len)) != IDEM_OK)
+	if ((er = store_query(st, start, len)) != IDEM_OK)
 		log_err("migration %s failed: %s", m->name, store_last_error(st));
 	return er;
 }
@@ -175,7 +133,7 @@ apply(struct store *st, const struct migration *m)
 	snprintf(sql, sizeof(sql),
 	    "INSERT INTO idem_schema (version, name, applied_at)"
 	    " VALUES (%d, '%s', NOW(6))", m->version, m->name);
-	return run(st, sql, strlen(sql));
+	return store_query(st, sql, strlen(sql));
 }
 
 enum idem_err
@@ -198,13 +156,13 @@ store_migrate(struct store *st, int *applied_out)
 	n = 0;
 	snprintf(sql, sizeof(sql), "SELECT GET_LOCK('%s', %d)", MIGRATE_LOCK,
 	    MIGRATE_WAIT_S);
-	if ((er = run_int(st, sql, &got)) != IDEM_OK)
+	if ((er = store_query_int(st, sql, &got)) != IDEM_OK)
 		return er;
 	if (got != 1) {
 		store_set_error(st, 0, "another migration holds the lock");
 		return IDEM_EBUSY;
 	}
-	er = run(st, schema_sql, strlen(schema_sql));
+	er = store_query(st, schema_sql, strlen(schema_sql));
 	for (i = 0; er == IDEM_OK && i < nmigrations; i++) {
 		if ((er = applied(st, migrations[i].version, &yes)) != IDEM_OK)
 			break;
@@ -215,10 +173,10 @@ store_migrate(struct store *st, int *applied_out)
 		log_info("applied migration %s", migrations[i].name);
 		n++;
 	}
-	if (store_mysql(st) != NULL) {
+	if (store_connected(st)) {
 		snprintf(sql, sizeof(sql), "DO RELEASE_LOCK('%s')",
 		    MIGRATE_LOCK);
-		er2 = run(st, sql, strlen(sql));
+		er2 = store_query(st, sql, strlen(sql));
 		if (er == IDEM_OK)
 			er = er2;
 	}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_admin.h"
 #include "store_top.h"
 
 #define Q_COLS		24
@@ -194,7 +195,6 @@ static const char SQL_LAST_OK[] =
     "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at, started_at)))), -1)"
     " FROM idem_cleanup_runs WHERE outcome = 'ok'";
 
-static const char SQL_FORGET[] = "DELETE FROM idem_keys WHERE id = ?";
 
 /* Runs a query that yields one row and stores its integer columns. */
 static enum idem_err
@@ -429,18 +429,12 @@ enum idem_err
 store_top_forget(struct store *st, uint64_t id, int *deleted, char *err,
     size_t errlen)
 {
-	struct q	*q;
-	MYSQL		*db;
-	int64_t		 param = (int64_t)id;
+	enum idem_err	 er;
 
-	if ((db = top_db(st, err, errlen)) == NULL)
+	if (top_db(st, err, errlen) == NULL)
 		return IDEM_ESTORE;
-	q = q_run(db, "forget", SQL_FORGET, &param, 1, err, errlen);
-	if (q == NULL)
-		return IDEM_ESTORE;
-	*deleted = mysql_stmt_affected_rows(q->stmt) > 0;
-	q_close(q);
-	/* A no-op under autocommit; makes the delete stick if it is off. */
-	mysql_commit(db);
-	return IDEM_OK;
+	er = store_admin_forget_id(st, id, 1, deleted);
+	if (er != IDEM_OK)
+		snprintf(err, errlen, "forget: %s", store_admin_error());
+	return er;
 }

@@ -108,8 +108,10 @@ enum idem_err store_top_fetch(struct store *st, struct top_snap *out,
     char *err, size_t errlen);
 
 /*
- * Deletes the key row with this id (idemtop --write "forget").  *deleted
- * is 1 if a row went, 0 if it was already gone.  Needs DELETE privilege.
+ * Deletes the key row with this id (idemtop --write "forget"), by the
+ * one forget rule (store_admin_forget_id, forced: idemtop offers rows in
+ * progress).  *deleted is 1 if a row went, 0 if it was already gone.
+ * Needs DELETE privilege.
  */
 enum idem_err store_top_forget(struct store *st, uint64_t id, int *deleted,
     char *err, size_t errlen);

@@ -33,13 +33,13 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char		*p = (const char *)data;
-	struct resp_head	 h, h2;
+	struct answer	 h, h2;
 	struct buf		 raw, out;
 	size_t			 used = 0, used2 = 0, vl;
 	enum idem_err		 er;
 
-	resp_head_init(&h);
-	resp_head_init(&h2);
+	answer_init(&h, RESP_HEAD_MAX, 0);
+	answer_init(&h2, RESP_HEAD_MAX, 0);
 	er = resp_parse_cgi(p, size, &h, &used);
 	if (er == IDEM_OK) {
 		if (used == 0 || used > size || used > RESP_HEAD_MAX ||
@@ -76,7 +76,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)resp_hdr_get(&raw, "Location", &vl);
 	buf_free(&raw);
 	buf_free(&out);
-	resp_head_free(&h);
-	resp_head_free(&h2);
+	answer_free(&h);
+	answer_free(&h2);
 	return 0;
 }

@@ -11,12 +11,12 @@
  * Commands, one per line; one answer line each:
  *   migrate          -> "migrate OK N" | "migrate ERR <error>"
  *   version          -> "version N"    | "version ERR <error>"
- *   claim KEY [BODY] -> "claim NEW|DONE|MISMATCH|BUSY|TOMBSTONE" | "claim ERR <error>"
+ *   claim KEY [BODY] -> "claim NEW|DONE|MISMATCH|BUSY|TOMBSTONE|AGAIN" | "claim ERR <error>"
  *   complete BODY    -> "complete OK"  | "complete ERR <error>"   (last claim)
  *   quit
  */
 static const char *const state_names[] = {
-	"NEW", "DONE", "MISMATCH", "BUSY", "TOMBSTONE"
+	"NEW", "DONE", "MISMATCH", "BUSY", "TOMBSTONE", "AGAIN"
 };
 
 int
@@ -24,7 +24,8 @@ main(int argc, char **argv)
 {
 	struct cfg	 cfg;
 	struct store	*st = NULL;
-	struct req_id	 id;
+	struct idem_id	 id;
+	struct answer	 a;
 	struct claim	 c;
 	char		 line[512], key[FP_KEY_MAX + 1], body[256];
 	enum idem_err	 er;
@@ -66,6 +67,7 @@ main(int argc, char **argv)
 			fp_scope("none", "", id.scope);
 			id.key = key;
 			id.keylen = strlen(key);
+			idem_id_name_lock(&id);
 			fp_request("POST", "/probe", "", "", body, strlen(body),
 			    id.fp);
 			id.route = "/probe";
@@ -79,8 +81,8 @@ main(int argc, char **argv)
 			else
 				printf("claim ERR %s\n", idem_strerror(er));
 		} else if (sscanf(line, "complete %255s", body) == 1) {
-			er = store_complete(st, &c, 200, NULL, 0, body,
-			    strlen(body), 3600000);
+			answer_borrow(&a, 200, NULL, 0, body, strlen(body));
+			er = store_complete(st, &c, &a, 3600000);
 			if (er == IDEM_OK)
 				printf("complete OK\n");
 			else

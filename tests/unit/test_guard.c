@@ -4,6 +4,7 @@
 
 #include "../lib/check.h"
 #include "guard.h"
+#include "lease.h"
 #include "handler.h"
 #include "listen.h"
 #include "problem.h"
@@ -82,17 +83,17 @@ test_guard_helpers(void)
 	/* "HTTP_" + 26 + NUL == 32 fits; one more does not. */
 	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz", p, sizeof(p)) == 0);
 	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz1", p, sizeof(p)) == -1);
-	CHECK(guard_retry_after(0) == 1);
-	CHECK(guard_retry_after(-5) == 1);
-	CHECK(guard_retry_after(1000) == 1);
-	CHECK(guard_retry_after(1001) == 2);
-	CHECK(guard_retry_after(59500) == 60);
-	CHECK(guard_tick_ms(60000) == 20000);
-	CHECK(guard_tick_ms(30) == 100);
-	CHECK(guard_stop_margin(60000) == 5000);
-	CHECK(guard_stop_margin(3000) == 600);
-	CHECK(guard_stop_margin(1000) == 300);
-	CHECK(guard_stop_margin(400) == 200);
+	CHECK(lease_retry_after(0) == 1);
+	CHECK(lease_retry_after(-5) == 1);
+	CHECK(lease_retry_after(1000) == 1);
+	CHECK(lease_retry_after(1001) == 2);
+	CHECK(lease_retry_after(59500) == 60);
+	CHECK(lease_tick_ms(60000) == 20000);
+	CHECK(lease_tick_ms(30) == 100);
+	CHECK(lease_stop_margin(60000) == 5000);
+	CHECK(lease_stop_margin(3000) == 600);
+	CHECK(lease_stop_margin(1000) == 300);
+	CHECK(lease_stop_margin(400) == 200);
 	{
 		char	 l[64];
 
@@ -185,8 +186,8 @@ test_sink_buffered(size_t bodylen, int want_oversized)
 	sink_init(&s, 1, 100, "Idempotency-Result: created\r\n", &o);
 	CHECK(sink_feed(&s, head, sizeof(head) - 1) == IDEM_OK);
 	CHECK(s.have_head && !s.streaming);
-	CHECK(strstr(s.head.hdrs.p, "Idempotency-Result") == NULL);
-	CHECK(strstr(s.head.hdrs.p, "Content-Type: text/plain") != NULL);
+	CHECK(strstr(s.ans.hdrs.p, "Idempotency-Result") == NULL);
+	CHECK(strstr(s.ans.hdrs.p, "Content-Type: text/plain") != NULL);
 	CHECK(sink_feed(&s, body, bodylen / 2) == IDEM_OK);
 	CHECK(sink_feed(&s, body + bodylen / 2, bodylen - bodylen / 2) ==
 	    IDEM_OK);
@@ -197,7 +198,7 @@ test_sink_buffered(size_t bodylen, int want_oversized)
 		CHECK(m.got.len >= bodylen &&
 		    memcmp(m.got.p + m.got.len - bodylen, body, bodylen) == 0);
 	} else {
-		CHECK(m.got.len == 0 && s.body.len == bodylen);
+		CHECK(m.got.len == 0 && s.ans.body.len == bodylen);
 	}
 	sink_free(&s);
 	buf_free(&m.got);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../lib/check.h"
+#include "grants.h"
 #include "idemctl_common.h"
 #include "idemctl_stats.h"
 #include "store_admin.h"
@@ -21,6 +22,27 @@ capture_esc(const char *s, size_t n)
 	return p;
 }
 
+/* The privileges idemctl check wants, read from sql/grants.sql. */
+static void
+test_grants(void)
+{
+	size_t	 i, gw = 0, cl = 0, co = 0, ins = 0, writes = 0;
+
+	for (i = 0; i < ngrants; i++) {
+		gw += strcmp(grants[i].role, "gateway") == 0;
+		cl += strcmp(grants[i].role, "cleanup") == 0;
+		co += strcmp(grants[i].role, "console") == 0;
+		ins += strcmp(grants[i].role, "gateway") == 0 &&
+		    strcmp(grants[i].need, "idem_keys:INSERT") == 0;
+		/* the console reads only */
+		writes += strcmp(grants[i].role, "console") == 0 &&
+		    strstr(grants[i].need, ":SELECT") == NULL;
+		CHECK(strchr(grants[i].need, ':') != NULL);
+	}
+	CHECK(gw == 9 && cl == 10 && co == 4);
+	CHECK(ins == 1 && writes == 0);
+}
+
 int
 main(void)
 {
@@ -32,6 +54,8 @@ main(void)
 	size_t		 len = 0, klen;
 	long		 v;
 	FILE		*f;
+
+	test_grants();
 
 	/* scopes */
 	CHECK(ctl_parse_scope(NULL, a) == 0);

@@ -13,11 +13,49 @@
 static unsigned char	 scope_a[FP_LEN], scope_b[FP_LEN];
 static unsigned char	 fp_1[FP_LEN], fp_2[FP_LEN];
 
+/* The identity (scope, key, fp) that rcache_put/get take. */
+static struct idem_id
+ident(const unsigned char *scope, const char *key, size_t keylen,
+    const unsigned char *fp)
+{
+	struct idem_id	 id;
+
+	memset(&id, 0, sizeof(id));
+	memcpy(id.scope, scope, FP_LEN);
+	memcpy(id.fp, fp, FP_LEN);
+	id.key = key;
+	id.keylen = keylen;
+	return id;
+}
+
+static void
+put_raw(struct rcache *rc, uint64_t gen, const unsigned char *scope,
+    const char *key, size_t keylen, const unsigned char *fp, int status,
+    const char *hdrs, size_t hdrslen, const char *body, size_t bodylen,
+    int64_t expires, int64_t now)
+{
+	struct idem_id	 id = ident(scope, key, keylen, fp);
+	struct answer	 a;
+
+	answer_borrow(&a, status, hdrs, hdrslen, body, bodylen);
+	rcache_put(rc, gen, &id, &a, expires, now);
+}
+
+static int
+get_raw(struct rcache *rc, const unsigned char *scope, const char *key,
+    size_t keylen, const unsigned char *fp, int64_t now,
+    struct rcache_hit *h)
+{
+	struct idem_id	 id = ident(scope, key, keylen, fp);
+
+	return rcache_get(rc, &id, now, h);
+}
+
 static void
 put(struct rcache *rc, const char *key, const unsigned char *fp,
     const char *body, size_t bodylen, int64_t expires, int64_t now)
 {
-	rcache_put(rc, rcache_gen(rc), scope_a, key, strlen(key), fp, 201,
+	put_raw(rc, rcache_gen(rc), scope_a, key, strlen(key), fp, 201,
 	    "Content-Type: text/plain\r\n", 26, body, bodylen, expires, now);
 }
 
@@ -27,7 +65,7 @@ has(struct rcache *rc, const unsigned char *scope, const char *key,
 {
 	struct rcache_hit	 h;
 
-	if (!rcache_get(rc, scope, key, strlen(key), fp, now, &h))
+	if (!get_raw(rc, scope, key, strlen(key), fp, now, &h))
 		return 0;
 	rcache_release(rc, &h);
 	return 1;
@@ -49,12 +87,12 @@ test_hit_and_miss(void)
 
 	put(rc, "k1", fp_1, body, sizeof(body), T0 + 1000 * MS, T0);
 	memset(&h, 0, sizeof(h));
-	CHECK(rcache_get(rc, scope_a, "k1", 2, fp_1, T0 + MS, &h) == 1);
-	CHECK(h.status == 201);
-	CHECK(h.hdrslen == 26 &&
-	    memcmp(h.hdrs, "Content-Type: text/plain\r\n", 26) == 0);
-	CHECK(h.bodylen == sizeof(body) &&
-	    memcmp(h.body, body, sizeof(body)) == 0);
+	CHECK(get_raw(rc, scope_a, "k1", 2, fp_1, T0 + MS, &h) == 1);
+	CHECK(h.ans->status == 201);
+	CHECK(h.ans->hdrs.len == 26 &&
+	    memcmp(h.ans->hdrs.p, "Content-Type: text/plain\r\n", 26) == 0);
+	CHECK(h.ans->body.len == sizeof(body) &&
+	    memcmp(h.ans->body.p, body, sizeof(body)) == 0);
 	rcache_release(rc, &h);
 	CHECK(h.entry == NULL);
 
@@ -66,8 +104,8 @@ test_hit_and_miss(void)
 
 	/* A second put of the same key replaces the first. */
 	put(rc, "k1", fp_1, "new", 3, T0 + 1000 * MS, T0 + 2 * MS);
-	CHECK(rcache_get(rc, scope_a, "k1", 2, fp_1, T0 + 3 * MS, &h) == 1);
-	CHECK(h.bodylen == 3 && memcmp(h.body, "new", 3) == 0);
+	CHECK(get_raw(rc, scope_a, "k1", 2, fp_1, T0 + 3 * MS, &h) == 1);
+	CHECK(h.ans->body.len == 3 && memcmp(h.ans->body.p, "new", 3) == 0);
 	rcache_release(rc, &h);
 	rcache_info(rc, &info);
 	CHECK(info.entries == 1);
@@ -76,10 +114,10 @@ test_hit_and_miss(void)
 	CHECK(info.misses == 5);
 
 	/* No headers and an empty body are an answer too. */
-	rcache_put(rc, rcache_gen(rc), scope_a, "e", 1, fp_1, 204, NULL, 0,
+	put_raw(rc, rcache_gen(rc), scope_a, "e", 1, fp_1, 204, NULL, 0,
 	    NULL, 0, T0 + 1000 * MS, T0);
-	CHECK(rcache_get(rc, scope_a, "e", 1, fp_1, T0 + MS, &h) == 1);
-	CHECK(h.status == 204 && h.hdrslen == 0 && h.bodylen == 0);
+	CHECK(get_raw(rc, scope_a, "e", 1, fp_1, T0 + MS, &h) == 1);
+	CHECK(h.ans->status == 204 && h.ans->hdrs.len == 0 && h.ans->body.len == 0);
 	rcache_release(rc, &h);
 	rcache_free(rc);
 	rcache_free(NULL);
@@ -134,20 +172,20 @@ test_epoch_gen_distrust(void)
 	/* A put whose store read started before a flush is void. */
 	g = rcache_gen(rc);
 	rcache_vouch(rc, 7, T0 + 4 * MS);
-	rcache_put(rc, g, scope_a, "k", 1, fp_1, 200, NULL, 0, "x", 1,
+	put_raw(rc, g, scope_a, "k", 1, fp_1, 200, NULL, 0, "x", 1,
 	    T0 + 1000 * MS, T0 + 5 * MS);
 	CHECK(!has(rc, scope_a, "k", fp_1, T0 + 6 * MS));
 	/* The same epoch again flushes nothing: a current gen still puts. */
 	g = rcache_gen(rc);
 	rcache_vouch(rc, 7, T0 + 7 * MS);
-	rcache_put(rc, g, scope_a, "k", 1, fp_1, 200, NULL, 0, "x", 1,
+	put_raw(rc, g, scope_a, "k", 1, fp_1, 200, NULL, 0, "x", 1,
 	    T0 + 1000 * MS, T0 + 8 * MS);
 	CHECK(has(rc, scope_a, "k", fp_1, T0 + 9 * MS));
 
 	/* A hit being replayed survives a flush (freed on release). */
-	CHECK(rcache_get(rc, scope_a, "k", 1, fp_1, T0 + 9 * MS, &h) == 1);
+	CHECK(get_raw(rc, scope_a, "k", 1, fp_1, T0 + 9 * MS, &h) == 1);
 	rcache_distrust(rc);
-	CHECK(h.bodylen == 1 && h.body[0] == 'x');
+	CHECK(h.ans->body.len == 1 && h.ans->body.p[0] == 'x');
 	rcache_release(rc, &h);
 	/* Distrusted: no hits, no puts, until a poll succeeds again... */
 	CHECK(!has(rc, scope_a, "k", fp_1, T0 + 10 * MS));
@@ -199,13 +237,13 @@ test_budget(void)
 
 	/* Keys over FP_KEY_MAX are not keys. */
 	memset(big, 'k', FP_KEY_MAX + 1);
-	rcache_put(rc, rcache_gen(rc), scope_a, big, FP_KEY_MAX + 1, fp_1,
+	put_raw(rc, rcache_gen(rc), scope_a, big, FP_KEY_MAX + 1, fp_1,
 	    200, NULL, 0, "x", 1, T0 + 1000 * MS, T0);
-	CHECK(rcache_get(rc, scope_a, big, FP_KEY_MAX + 1, fp_1, T0 + MS,
+	CHECK(get_raw(rc, scope_a, big, FP_KEY_MAX + 1, fp_1, T0 + MS,
 	    &h) == 0);
-	rcache_put(rc, rcache_gen(rc), scope_a, big, FP_KEY_MAX, fp_1,
+	put_raw(rc, rcache_gen(rc), scope_a, big, FP_KEY_MAX, fp_1,
 	    200, NULL, 0, "x", 1, T0 + 1000 * MS, T0);
-	CHECK(rcache_get(rc, scope_a, big, FP_KEY_MAX, fp_1, T0 + MS,
+	CHECK(get_raw(rc, scope_a, big, FP_KEY_MAX, fp_1, T0 + MS,
 	    &h) == 1);
 	rcache_release(rc, &h);
 	free(big);
@@ -229,14 +267,14 @@ hammer(void *arg)
 		k = (i * 7 + id) % 50;
 		snprintf(key, sizeof(key), "key-%d", k);
 		snprintf(want, sizeof(want), "body of key-%d", k);
-		if (rcache_get(shared, scope_a, key, strlen(key), fp_1,
+		if (get_raw(shared, scope_a, key, strlen(key), fp_1,
 		    T0 + MS, &h)) {
-			if (h.bodylen != strlen(want) ||
-			    memcmp(h.body, want, h.bodylen) != 0)
+			if (h.ans->body.len != strlen(want) ||
+			    memcmp(h.ans->body.p, want, h.ans->body.len) != 0)
 				bad++;
 			rcache_release(shared, &h);
 		} else
-			rcache_put(shared, rcache_gen(shared), scope_a, key,
+			put_raw(shared, rcache_gen(shared), scope_a, key,
 			    strlen(key), fp_1, 200, NULL, 0, want,
 			    strlen(want), T0 + 1000 * MS, T0 + MS);
 		if (id == 0 && i % 1000 == 0)	/* the keeper; flushes too */

@@ -89,11 +89,11 @@ test_table(void)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct pcase *c = &cases[i];
-		struct resp_head h;
+		struct answer h;
 		size_t used = 0, len = strlen(c->in);
 		enum idem_err er;
 
-		resp_head_init(&h);
+		answer_init(&h, RESP_HEAD_MAX, 0);
 		er = resp_parse_cgi(c->in, len, &h, &used);
 		if (er != c->want)
 			printf("case %zu: got %d want %d\n", i, er, c->want);
@@ -107,7 +107,7 @@ test_table(void)
 			    (h.hdrs.len == 0 ||
 			    memcmp(h.hdrs.p, c->hdrs, h.hdrs.len) == 0));
 		}
-		resp_head_free(&h);
+		answer_free(&h);
 	}
 }
 
@@ -117,14 +117,14 @@ test_nul(void)
 {
 	static const char bad[] = "Content-Type: a\0b\n\n";
 	static const char good[] = "Content-Type: ab\n\n\0\0body";
-	struct resp_head h;
+	struct answer h;
 	size_t used;
 
-	resp_head_init(&h);
+	answer_init(&h, RESP_HEAD_MAX, 0);
 	CHECK(resp_parse_cgi(bad, sizeof(bad) - 1, &h, &used) == IDEM_EHANDLER);
 	CHECK(resp_parse_cgi(good, sizeof(good) - 1, &h, &used) == IDEM_OK);
 	CHECK(used == 18);
-	resp_head_free(&h);
+	answer_free(&h);
 }
 
 /* Feeding a head one byte at a time: EAGAIN until the blank line. */
@@ -133,10 +133,10 @@ test_incremental(void)
 {
 	const char *in = "Status: 201 Created\r\nContent-Type: x/y\r\n\r\nrest";
 	size_t n, used = 0, end = strlen(in) - 4;
-	struct resp_head h;
+	struct answer h;
 	int again = 1;
 
-	resp_head_init(&h);
+	answer_init(&h, RESP_HEAD_MAX, 0);
 	for (n = 0; n < end; n++)
 		if (resp_parse_cgi(in, n, &h, &used) != IDEM_EAGAIN)
 			again = 0;
@@ -146,8 +146,8 @@ test_incremental(void)
 	/* Parsing into a used head replaces its content. */
 	CHECK(resp_parse_cgi(in, strlen(in), &h, &used) == IDEM_OK);
 	CHECK(h.hdrs.len == strlen("Content-Type: x/y\r\n"));
-	resp_head_free(&h);
-	resp_head_free(NULL);
+	answer_free(&h);
+	answer_free(NULL);
 }
 
 /* Builds a head of exactly total bytes (blank line included). */
@@ -171,11 +171,11 @@ big_head(size_t total)
 static void
 test_limit(void)
 {
-	struct resp_head h;
+	struct answer h;
 	size_t used = 0;
 	char *p;
 
-	resp_head_init(&h);
+	answer_init(&h, RESP_HEAD_MAX, 0);
 	p = big_head(RESP_HEAD_MAX);
 	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 4, &h, &used) == IDEM_OK);
 	CHECK(used == RESP_HEAD_MAX);
@@ -185,7 +185,28 @@ test_limit(void)
 	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 1, &h, &used) == IDEM_ETOOBIG);
 	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 5, &h, &used) == IDEM_ETOOBIG);
 	free(p);
-	resp_head_free(&h);
+	answer_free(&h);
+}
+
+/* Only the gateway says whether a protected answer is a replay. */
+static void
+test_drop_idem(void)
+{
+	struct buf	 h;
+
+	buf_init(&h, RESP_HEAD_MAX);
+	buf_addstr(&h, "Idempotent-Replayed: true\r\nContent-Type: a\r\n"
+	    "idempotency-result: reused\r\nX-B: 2\r\n"
+	    "IDEMPOTENCY-RESULT: x\r\n");
+	resp_drop_idem_hdrs(&h);
+	CHECK(h.len == 25 && strcmp(h.p, "Content-Type: a\r\nX-B: 2\r\n") ==
+	    0);
+	resp_drop_idem_hdrs(&h);
+	CHECK(h.len == 25);
+	buf_reset(&h);
+	resp_drop_idem_hdrs(&h);
+	CHECK(h.len == 0);
+	buf_free(&h);
 }
 
 static void
@@ -207,8 +228,6 @@ test_replay(void)
 	    "Transfer-Encoding: chunked\r\n"
 	    "TE: trailers\r\nTrailer: X\r\nUpgrade: h2c\r\n"
 	    "X-Secret: 1\r\n"
-	    "Idempotent-Replayed: false\r\n"
-	    "idempotency-result: created\r\n"
 	    "ETag: \"abc\"\r\n"
 	    "X-Other: y\r\n");
 	CHECK(resp_hdrs_for_replay(&in, &out) == IDEM_OK);
@@ -254,6 +273,7 @@ main(void)
 	test_nul();
 	test_incremental();
 	test_limit();
+	test_drop_idem();
 	test_replay();
 	return CHECK_DONE();
 }

@@ -44,9 +44,9 @@ open_store(void)
 	return st;
 }
 
-/* A req_id for key with a fingerprint over body (strings must live). */
+/* An idem_id for key with a fingerprint over body (strings must live). */
 static void
-mkid(struct req_id *id, const char *key, const char *body)
+mkid(struct idem_id *id, const char *key, const char *body)
 {
 	memset(id, 0, sizeof(*id));
 	fp_scope("none", "", id->scope);
@@ -59,6 +59,22 @@ mkid(struct req_id *id, const char *key, const char *body)
 	id->owner = "test:1";
 	id->ttl_ms = 60000;
 	id->lease_ms = 5000;
+	idem_id_name_lock(id);
+}
+
+/* A waiter that did not claim first: no nap, it waits on the lock. */
+static const struct claim no_nap;
+
+/* store_complete with the answer's parts (borrowed). */
+static enum idem_err
+complete(struct store *st, const struct claim *c, int status,
+    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen,
+    int64_t ttl_ms)
+{
+	struct answer	 a;
+
+	answer_borrow(&a, status, hdrs, hdrslen, body, bodylen);
+	return store_complete(st, c, &a, ttl_ms);
 }
 
 static void
@@ -82,7 +98,7 @@ static void
 test_basic(void)
 {
 	struct store	*a = open_store(), *b = open_store();
-	struct req_id	 id, other;
+	struct idem_id	 id, other;
 	struct claim	 c, d;
 	unsigned char	 body[70000];
 	const char	 hdrs[] = "Content-Type: application/octet-stream\r\n"
@@ -109,7 +125,7 @@ test_basic(void)
 	CHECK(d.lease_left_ms > 4000 && d.lease_left_ms <= 5000);
 
 	rt0 = store_round_trips(a);
-	CHECK(store_complete(a, &c, 201, hdrs, sizeof(hdrs) - 1, body,
+	CHECK(complete(a, &c, 201, hdrs, sizeof(hdrs) - 1, body,
 	    sizeof(body), 60000) == IDEM_OK);
 	CHECK(store_round_trips(a) - rt0 == 1);
 
@@ -119,11 +135,11 @@ test_basic(void)
 	    (unsigned long long)(store_round_trips(b) - rt0));
 	CHECK(store_round_trips(b) - rt0 == 2);
 	CHECK(d.state == CLAIM_DONE);
-	CHECK(d.status == 201);
-	CHECK(d.hdrs.len == sizeof(hdrs) - 1 &&
-	    memcmp(d.hdrs.p, hdrs, sizeof(hdrs) - 1) == 0);
-	CHECK(d.body.len == sizeof(body) &&
-	    memcmp(d.body.p, body, sizeof(body)) == 0);
+	CHECK(d.ans.status == 201);
+	CHECK(d.ans.hdrs.len == sizeof(hdrs) - 1 &&
+	    memcmp(d.ans.hdrs.p, hdrs, sizeof(hdrs) - 1) == 0);
+	CHECK(d.ans.body.len == sizeof(body) &&
+	    memcmp(d.ans.body.p, body, sizeof(body)) == 0);
 
 	/* A replay must have dropped the lock it took: another replay and a
 	 * waiter see it free. */
@@ -133,15 +149,15 @@ test_basic(void)
 	mkid(&other, "basic-1", "amount=11");
 	CHECK(store_claim(b, &other, &d) == IDEM_OK);
 	CHECK(d.state == CLAIM_MISMATCH);
-	CHECK(d.body.len == 0);
+	CHECK(d.ans.body.len == 0);
 
 	/* Same body, other scope: a different key. */
 	fp_scope("header:x-api-key", "secret", other.scope);
 	memcpy(other.fp, id.fp, FP_LEN);
 	CHECK(store_claim(b, &other, &d) == IDEM_OK && d.state == CLAIM_NEW);
-	CHECK(store_complete(b, &d, 200, NULL, 0, NULL, 0, 60000) == IDEM_OK);
+	CHECK(complete(b, &d, 200, NULL, 0, NULL, 0, 60000) == IDEM_OK);
 	CHECK(store_claim(a, &other, &c) == IDEM_OK && c.state == CLAIM_DONE);
-	CHECK(c.body.len == 0 && c.hdrs.len == 0 && c.status == 200);
+	CHECK(c.ans.body.len == 0 && c.ans.hdrs.len == 0 && c.ans.status == 200);
 
 	claim_reset(&c);
 	claim_reset(&d);
@@ -153,7 +169,7 @@ static void
 test_tombstone_release(void)
 {
 	struct store	*a = open_store(), *b = open_store();
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct claim	 c, d;
 
 	claim_init(&c);
@@ -186,7 +202,7 @@ test_tombstone_release(void)
 /* 16 threads claim one key at once. */
 struct racer {
 	pthread_barrier_t	*bar;
-	struct req_id		*id;
+	struct idem_id		*id;
 	int			 state;
 	enum idem_err		 er;
 	int			 keep;		/* keep the store open */
@@ -213,7 +229,7 @@ race_main(void *arg)
 /* Runs n racers on id; returns how many got CLAIM_NEW.  The winner's
  * store and claim are kept in *winner (caller frees). */
 static int
-race(struct req_id *id, int n, struct racer **winner, int *busy)
+race(struct idem_id *id, int n, struct racer **winner, int *busy)
 {
 	pthread_barrier_t	 bar;
 	pthread_t		 th[16];
@@ -264,7 +280,7 @@ free_racer(struct racer *w)
 static void
 test_race(void)
 {
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct racer	*w = NULL;
 	int		 busy;
 
@@ -309,7 +325,7 @@ static void
 test_takeover(void)
 {
 	struct store	*a = open_store(), *b = open_store();
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct claim	 c, d;
 	struct racer	*w = NULL;
 	int		 busy;
@@ -331,14 +347,14 @@ test_takeover(void)
 	CHECK(busy == 5);
 	/* the first owner's late complete fails: it lost the row */
 	CHECK(w != NULL && w->c.locked);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "late", 4, 60000) ==
+	CHECK(complete(a, &c, 200, NULL, 0, "late", 4, 60000) ==
 	    IDEM_ENOTFOUND);
 	if (w != NULL) {
-		CHECK(store_complete(w->st, &w->c, 200, NULL, 0, "win", 3,
+		CHECK(complete(w->st, &w->c, 200, NULL, 0, "win", 3,
 		    60000) == IDEM_OK);
 	}
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	CHECK(d.body.len == 3 && memcmp(d.body.p, "win", 3) == 0);
+	CHECK(d.ans.body.len == 3 && memcmp(d.ans.body.p, "win", 3) == 0);
 	free_racer(w);
 
 	/* Owner died with its lease still running: a waiter sleeps the
@@ -352,13 +368,13 @@ test_takeover(void)
 	{
 		int64_t		 t0 = now_us(), waited;
 		uint64_t	 rt0 = store_round_trips(b);
-		int		 rel = 0, rounds = 0;
+		int		 rounds = 0;
 
 		for (rounds = 0; rounds < 20; rounds++) {
 			CHECK(store_claim(b, &id, &d) == IDEM_OK);
 			if (d.state != CLAIM_BUSY)
 				break;
-			CHECK(store_wait(b, &id, 5000, &rel) == IDEM_OK);
+			CHECK(store_wait(b, &id, &d, 5000) == IDEM_OK);
 		}
 		waited = now_us() - t0;
 		printf("# dead owner: took over after %lld ms, %d waits, "
@@ -378,23 +394,23 @@ test_takeover(void)
 	sleep_ms(200);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK);
 	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "slow", 4, 60000) ==
+	CHECK(complete(a, &c, 200, NULL, 0, "slow", 4, 60000) ==
 	    IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
 
 	/* ttl passed: treated as new, even with another body. */
 	mkid(&id, "ttl-1", "x");
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "old", 3, 100) == IDEM_OK);
+	CHECK(complete(a, &c, 200, NULL, 0, "old", 3, 100) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
 	sleep_ms(200);
 	mkid(&id, "ttl-1", "y");
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_NEW);
 	CHECK(d.locked);
-	CHECK(store_complete(b, &d, 200, NULL, 0, "new", 3, 60000) ==
+	CHECK(complete(b, &d, 200, NULL, 0, "new", 3, 60000) ==
 	    IDEM_OK);
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_DONE);
-	CHECK(c.body.len == 3 && memcmp(c.body.p, "new", 3) == 0);
+	CHECK(c.ans.body.len == 3 && memcmp(c.ans.body.p, "new", 3) == 0);
 
 	claim_reset(&c);
 	claim_reset(&d);
@@ -403,10 +419,9 @@ test_takeover(void)
 }
 
 struct waiter {
-	struct req_id	*id;
+	struct idem_id	*id;
 	int64_t		 wait_ms;
 	int64_t		 woke_us;
-	int		 released;
 	enum idem_err	 er;
 	int		 state;
 	size_t		 bodylen;
@@ -423,11 +438,11 @@ wait_main(void *arg)
 	st = open_store();
 	claim_init(&c);
 	store_connect(st);
-	w->er = store_wait(st, w->id, w->wait_ms, &w->released);
+	w->er = store_wait(st, w->id, &no_nap, w->wait_ms);
 	w->woke_us = now_us();
 	if (w->er == IDEM_OK && store_claim(st, w->id, &c) == IDEM_OK) {
 		w->state = c.state;
-		w->bodylen = c.body.len;
+		w->bodylen = c.ans.body.len;
 	}
 	claim_reset(&c);
 	store_free(st);
@@ -439,12 +454,12 @@ static void
 test_wait(void)
 {
 	struct store	*a = open_store(), *b = open_store();
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct claim	 c;
 	struct waiter	 w[4];
 	pthread_t	 th[4];
 	int64_t		 t0, done_us, worst = 0;
-	int		 i, released = -1, ok = 1;
+	int		 i, ok = 1;
 	char		 big[300000];
 
 	memset(big, 'z', sizeof(big));
@@ -454,11 +469,10 @@ test_wait(void)
 
 	/* Timeout: fractional seconds are honoured. */
 	t0 = now_us();
-	CHECK(store_wait(b, &id, 150, &released) == IDEM_OK);
+	CHECK(store_wait(b, &id, &no_nap, 150) == IDEM_OK);
 	t0 = now_us() - t0;
 	printf("# wait timeout of 150 ms took %lld ms\n",
 	    (long long)(t0 / 1000));
-	CHECK(released == 0);
 	CHECK(t0 >= 140000 && t0 < 600000);
 
 	/* Several waiters wake on complete and all replay. */
@@ -470,12 +484,12 @@ test_wait(void)
 	}
 	sleep_ms(300);
 	done_us = now_us();
-	CHECK(store_complete(a, &c, 200, NULL, 0, big, sizeof(big), 60000) ==
+	CHECK(complete(a, &c, 200, NULL, 0, big, sizeof(big), 60000) ==
 	    IDEM_OK);
 	done_us = (done_us + now_us()) / 2;
 	for (i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
-		if (w[i].er != IDEM_OK || !w[i].released ||
+		if (w[i].er != IDEM_OK ||
 		    w[i].state != CLAIM_DONE || w[i].bodylen != sizeof(big))
 			ok = 0;
 		if (w[i].woke_us - done_us > worst)
@@ -500,7 +514,7 @@ test_wait(void)
 	pthread_join(th[0], NULL);
 	printf("# waiter woke %lld us after the owner disconnected\n",
 	    (long long)(w[0].woke_us - done_us));
-	CHECK(w[0].er == IDEM_OK && w[0].released == 1);
+	CHECK(w[0].er == IDEM_OK);
 	CHECK(w[0].woke_us - done_us < 50000);
 
 	claim_reset(&c);
@@ -513,7 +527,7 @@ static void
 test_speed(void)
 {
 	struct store	*st = open_store();
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct claim	 c;
 	char		 key[64];
 	int64_t		 t0, dt;
@@ -524,7 +538,7 @@ test_speed(void)
 	store_connect(st);
 	mkid(&id, "warm", "x");
 	store_claim(st, &id, &c);
-	store_complete(st, &c, 200, NULL, 0, "ok", 2, 60000);
+	complete(st, &c, 200, NULL, 0, "ok", 2, 60000);
 	rt0 = store_round_trips(st);
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
@@ -532,7 +546,7 @@ test_speed(void)
 		mkid(&id, key, "x");
 		if (store_claim(st, &id, &c) != IDEM_OK ||
 		    c.state != CLAIM_NEW ||
-		    store_complete(st, &c, 200, "A: b\r\n", 6, "hello", 5,
+		    complete(st, &c, 200, "A: b\r\n", 6, "hello", 5,
 		    60000) != IDEM_OK)
 			ok = 0;
 	}
@@ -584,7 +598,7 @@ static void
 test_seen(void)
 {
 	struct store	*a = open_store(), *b = open_store();
-	struct req_id	 id, other;
+	struct idem_id	 id, other;
 	struct claim	 c, d;
 	uint64_t	 rt0;
 
@@ -592,14 +606,14 @@ test_seen(void)
 	claim_init(&d);
 	mkid(&id, "seen-1", "amount=5");
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_complete(a, &c, 201, "X-A: 1\r\n", 8, "paid", 4,
+	CHECK(complete(a, &c, 201, "X-A: 1\r\n", 8, "paid", 4,
 	    60000) == IDEM_OK);
 	rt0 = store_round_trips(a);
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_DONE);
 	CHECK(store_round_trips(a) - rt0 == 1);
-	CHECK(c.status == 201 && c.body.len == 4 &&
-	    memcmp(c.body.p, "paid", 4) == 0);
-	CHECK(c.hdrs.len == 8 && memcmp(c.hdrs.p, "X-A: 1\r\n", 8) == 0);
+	CHECK(c.ans.status == 201 && c.ans.body.len == 4 &&
+	    memcmp(c.ans.body.p, "paid", 4) == 0);
+	CHECK(c.ans.hdrs.len == 8 && memcmp(c.ans.hdrs.p, "X-A: 1\r\n", 8) == 0);
 
 	/* Another connection: two statements first, one once it has seen. */
 	rt0 = store_round_trips(b);
@@ -635,7 +649,7 @@ static void
 test_epoch(void)
 {
 	struct store	*a = open_store(), *b = open_store();
-	struct req_id	 id, gone;
+	struct idem_id	 id, gone;
 	struct claim	 c, d;
 	uint64_t	 e0 = 0, e1 = 0;
 	time_t		 t0;
@@ -647,7 +661,7 @@ test_epoch(void)
 	mkid(&id, "epoch-1", "amount=1");
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
 	CHECK(store_renew(a, &c, 5000) == IDEM_OK);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "ok", 2, 60000) == IDEM_OK);
+	CHECK(complete(a, &c, 200, NULL, 0, "ok", 2, 60000) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
 	printf("# ttl left on replay: %lld us\n", (long long)d.expires_in_us);
 	CHECK(d.expires_in_us > 55000000 && d.expires_in_us <= 60000000);
@@ -657,10 +671,10 @@ test_epoch(void)
 	CHECK(store_release(a, &c) == IDEM_OK);
 	gone.ttl_ms = 1;
 	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "x", 1, 1) == IDEM_OK);
+	CHECK(complete(a, &c, 200, NULL, 0, "x", 1, 1) == IDEM_OK);
 	usleep(20000);
 	CHECK(store_claim(b, &gone, &d) == IDEM_OK && d.state == CLAIM_NEW);
-	CHECK(store_complete(b, &d, 200, NULL, 0, "y", 1, 1) == IDEM_OK);
+	CHECK(complete(b, &d, 200, NULL, 0, "y", 1, 1) == IDEM_OK);
 	usleep(20000);
 	/* The waiters count of a live answer, and an expired row's delete. */
 	CHECK(sql_int(a, "UPDATE idem_keys SET waiters = waiters + 1 WHERE"
@@ -764,7 +778,7 @@ static void
 test_reconnect(void)
 {
 	struct store	*a = open_store(), *k = open_store(), *b = open_store();
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct claim	 c, d;
 	unsigned long	 gen;
 
@@ -788,16 +802,16 @@ test_reconnect(void)
 	sleep_ms(300);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK);
 	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "r", 1, 60000) == IDEM_OK);
+	CHECK(complete(a, &c, 200, NULL, 0, "r", 1, 60000) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
 
 	/* complete on a killed connection is repeated on a fresh one. */
 	mkid(&id, "reconn-2", "x");
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
 	kill_conn(k, a);
-	CHECK(store_complete(a, &c, 200, NULL, 0, "r2", 2, 60000) == IDEM_OK);
+	CHECK(complete(a, &c, 200, NULL, 0, "r2", 2, 60000) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	CHECK(d.body.len == 2);
+	CHECK(d.ans.body.len == 2);
 
 	claim_reset(&c);
 	claim_reset(&d);
@@ -811,7 +825,7 @@ test_unreachable(void)
 {
 	struct cfg	 bad;
 	struct store	*st = NULL;
-	struct req_id	 id;
+	struct idem_id	 id;
 	struct claim	 c;
 	char		 path[] = "/tmp/idem-test-XXXXXX";
 	int		 fd;

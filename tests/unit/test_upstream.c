@@ -61,7 +61,7 @@ test_hello(void)
 	char *const		 params[] = { "REQUEST_METHOD=GET",
 		"QUERY_STRING=", "SCRIPT_NAME=/x", NULL };
 	struct sink		 s;
-	struct resp_head	 h;
+	struct answer	 h;
 	size_t			 used;
 	int			 st = -1;
 
@@ -70,11 +70,11 @@ test_hello(void)
 	CHECK(st == 0);
 	CHECK(s.b.len == 34 && memcmp(s.b.p,
 	    "Content-Type: text/plain\r\n\r\nhello\n", 34) == 0);
-	resp_head_init(&h);
+	answer_init(&h, RESP_HEAD_MAX, 0);
 	CHECK(s.b.len > 0 &&
 	    resp_parse_cgi(s.b.p, s.b.len, &h, &used) == IDEM_OK);
 	CHECK(h.status == 200 && used == 28);
-	resp_head_free(&h);
+	answer_free(&h);
 	buf_free(&s.b);
 }
 
@@ -89,7 +89,7 @@ test_echo(const char *addr, size_t n, int with_cl)
 		"QUERY_STRING=echo=1", "CONTENT_LENGTH=", NULL };
 	unsigned char	*body = malloc(n ? n : 1);
 	struct sink	 s;
-	struct resp_head h;
+	struct answer h;
 	const char	*v;
 	size_t		 i, used = 0, vl;
 	int		 st = -1;
@@ -102,7 +102,7 @@ test_echo(const char *addr, size_t n, int with_cl)
 	sink_init(&s);
 	CHECK(call(addr, with_cl ? p_cl : p_nocl, body, n, 20000, &s, &st) ==
 	    IDEM_OK);
-	resp_head_init(&h);
+	answer_init(&h, RESP_HEAD_MAX, 0);
 	CHECK(s.b.len > 0 &&
 	    resp_parse_cgi(s.b.p, s.b.len, &h, &used) == IDEM_OK);
 	CHECK(s.b.len == used + n && (n == 0 ||
@@ -112,7 +112,7 @@ test_echo(const char *addr, size_t n, int with_cl)
 	    memcmp(v, with_cl ? "POST" : "PUT", vl) == 0);
 	v = resp_hdr_get(&h.hdrs, "X-Query", &vl);
 	CHECK(v != NULL && strncmp(v, "echo=1", 6) == 0);
-	resp_head_free(&h);
+	answer_free(&h);
 	buf_free(&s.b);
 	free(body);
 }

@@ -1,0 +1,65 @@
+/* Writing an answer to the client: the last step of request -> route -> guard -> handler -> reply. */
+#include <stdio.h>
+#include <string.h>
+
+#include "reply.h"
+
+void
+reply_bytes(struct reply *o, const void *p, size_t n)
+{
+	if (o->failed || n == 0)
+		return;
+	if (o->write(o->arg, p, n) != 0) {
+		o->failed = 1;
+		return;
+	}
+	o->sent += n;
+}
+
+void
+reply_abort(struct reply *o)
+{
+	if (o->abort != NULL)
+		o->abort(o->arg);
+	o->failed = 1;
+}
+
+void
+reply_head(struct reply *o, const struct answer *a, const char *extra)
+{
+	char	 line[80];
+	int	 n;
+
+	n = snprintf(line, sizeof(line), "Status: %d %s\r\n", a->status,
+	    problem_reason(a->status));
+	reply_bytes(o, line, (size_t)n);
+	reply_bytes(o, a->hdrs.p, a->hdrs.len);
+	if (extra != NULL)
+		reply_bytes(o, extra, strlen(extra));
+	reply_bytes(o, "\r\n", 2);
+}
+
+void
+reply_answer(struct reply *o, const struct answer *a, const char *extra)
+{
+	reply_head(o, a, extra);
+	reply_bytes(o, a->body.p, a->body.len);
+}
+
+void
+reply_problem(struct reply *o, enum problem p, int retry_after,
+    int original_status, const char *extra)
+{
+	struct answer	 a;
+
+	answer_init(&a, 4096, 4096);
+	if (problem_render(p, retry_after, original_status, &a.hdrs,
+	    &a.body) != IDEM_OK) {
+		/* Out of memory: a bare status is still an answer. */
+		buf_reset(&a.hdrs);
+		buf_reset(&a.body);
+	}
+	a.status = problem_status(p);
+	reply_answer(o, &a, extra);
+	answer_free(&a);
+}

@@ -1,0 +1,47 @@
+/* Writing an answer to the client: the last step of request -> route -> guard -> handler -> reply. */
+#ifndef IDEM_REPLY_H
+#define IDEM_REPLY_H
+
+#include <stddef.h>
+
+#include "answer.h"
+#include "problem.h"
+
+/*
+ * Where the answer goes.  write returns 0 or -1 when the client is gone;
+ * after a failure reply_* calls drop further bytes (failed stays 1), so a
+ * protected run always finishes and is recorded.
+ */
+struct reply {
+	int	(*write)(void *arg, const void *p, size_t n);
+	/* Ends the exchange without its proper end (NULL: just stop
+	 * writing), so the client sees a broken transfer. */
+	void	(*abort)(void *arg);
+	void	 *arg;
+	int	  failed;
+	size_t	  sent;		/* bytes accepted by write */
+};
+
+/*
+ * Breaks off an answer whose head already went out: the client must see a
+ * broken transfer, never a short answer that looks whole.  Later reply_*
+ * calls write nothing.
+ */
+void reply_abort(struct reply *o);
+
+/* Writes n bytes unless the client already went away. */
+void reply_bytes(struct reply *o, const void *p, size_t n);
+
+/* Writes a's head: "Status: N Reason\r\n", its header lines, extra
+ * (header lines or NULL) and the blank line. */
+void reply_head(struct reply *o, const struct answer *a, const char *extra);
+
+/* Writes a whole: its head (with extra, as above) and its body. */
+void reply_answer(struct reply *o, const struct answer *a, const char *extra);
+
+/* Writes the problem+json answer for p (see problem_render); extra adds
+ * header lines (NULL: none). */
+void reply_problem(struct reply *o, enum problem p, int retry_after,
+    int original_status, const char *extra);
+
+#endif
