@@ -7,6 +7,7 @@
 #include "idemctl_common.h"
 #include "idemctl_db.h"
 #include "idemctl_key.h"
+#include "idemctl_run.h"
 #include "idemctl_stats.h"
 #include "log.h"
 
@@ -34,6 +35,8 @@ static const struct {
 	  "fleet counters per route (table, tsv, json)" },
 	{ "metrics", ctl_metrics, ctl_metrics_usage,
 	  "Prometheus text for node_exporter's textfile collector" },
+	{ "run", ctl_run, ctl_run_usage,
+	  "run a job or queue consumer once per --key" },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -63,7 +66,9 @@ usage(FILE *f)
 	    "  2 config file invalid        7 no such key (show, forget)\n"
 	    "  3 database unreachable or    8 key in progress (forget without --force)\n"
 	    "    a query failed             9 privileges missing (check)\n"
-	    "  4 another cleanup is running\n", f);
+	    "  4 another cleanup is running\n"
+	    "  run: COMMAND's status or the recorded one; 65 key used with other\n"
+	    "  input, 69 store unreachable, 75 still running elsewhere\n", f);
 }
 
 int

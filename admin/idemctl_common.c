@@ -169,6 +169,15 @@ ctl_parse_scope(const char *s, unsigned char out[FP_LEN])
 		fp_scope("remote_user", s + 12, out);
 		return 0;
 	}
+	/* idemctl run's keys: a namespace no HTTP request reaches. */
+	if (strcmp(s, "job") == 0) {
+		fp_scope("job", "", out);
+		return 0;
+	}
+	if (strncmp(s, "job:", 4) == 0) {
+		fp_scope("job", s + 4, out);
+		return 0;
+	}
 	if (strncmp(s, "header:", 7) == 0) {
 		s += 7;
 		if ((colon = strchr(s, ':')) == NULL || colon == s)

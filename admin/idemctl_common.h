@@ -23,6 +23,10 @@ enum ctl_exit {
 	CTL_ENOKEY = 7,		/* show/forget: no such key */
 	CTL_EINPROGRESS = 8,	/* forget: key in progress (use --force) */
 	CTL_EPRIV = 9,		/* check: privileges missing */
+	/* run (sysexits.h, so queue consumers know what to do) */
+	CTL_RUN_DATAERR = 65,	/* key reused for other argv or stdin */
+	CTL_RUN_UNAVAILABLE = 69,	/* store unreachable: nothing ran */
+	CTL_RUN_TEMPFAIL = 75,	/* still running elsewhere: try later */
 };
 
 /* One invocation: the options every command takes, and what they open. */
@@ -76,8 +80,8 @@ void ctl_close(struct ctl *c);
 /*
  * Parses a --scope value: "none", "remote_user:NAME" or
  * "header:HEADER-NAME:VALUE" (the header name is matched case-blind) into
- * the scope hash the gateway stores.  0 on success, -1 on a bad value.
- * OUT: out.
+ * the scope hash the gateway stores; "job" or "job:NAME" for the keys of
+ * `idemctl run`.  0 on success, -1 on a bad value.  OUT: out.
  */
 int ctl_parse_scope(const char *s, unsigned char out[FP_LEN]);
 

@@ -169,6 +169,26 @@ read -r nc_replay nc_replay99 nc_replay_bad < <(wrk_run "$U/nc/hello" bench/repl
 # did, timed in one process (bench/waiters.py), over 3 rounds.
 read -r wait_med wait_max < <(python3 bench/waiters.py "$U/ig/slow" 8 3)
 
+# Jobs: idemctl run -- /bin/true with fresh keys against plain /bin/true
+# (the process start cost), and replays of one key; JOBS runs each, one
+# after another, timed in this shell.
+JOBS=${BENCH_JOBS:-300}
+jobs_per_s() { awk -v n="$JOBS" -v ns="$1" 'BEGIN { printf "%.0f", n * 1e9 / ns }'; }
+t0=$(date +%s%N)
+for i in $(seq 1 "$JOBS"); do /bin/true </dev/null; done
+true_ns=$(($(date +%s%N) - t0))
+t0=$(date +%s%N)
+for i in $(seq 1 "$JOBS"); do
+	"$B/idemctl" -c "$TESTROOT/idemgate.conf" run --key "job$$-$i" -- /bin/true </dev/null
+done
+run_ns=$(($(date +%s%N) - t0))
+"$B/idemctl" -c "$TESTROOT/idemgate.conf" run --key "jobreplay$$" -- /bin/true </dev/null
+t0=$(date +%s%N)
+for i in $(seq 1 "$JOBS"); do
+	"$B/idemctl" -c "$TESTROOT/idemgate.conf" run --key "jobreplay$$" -- /bin/true </dev/null
+done
+replay_ns=$(($(date +%s%N) - t0))
+
 # seed EXPIRES-SQL: ROWS completed keys named seed-N
 seed() {
 	mariadb_sql "DELETE FROM bench.idem_keys WHERE idem_key LIKE 'seed-%';
@@ -235,6 +255,8 @@ replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} re
   without replay_cache  libfcgi hello ${app_get} req/s   idemgate ${nc_replay} req/s   ratio $(ratio "$nc_replay" "$app_get")x   (every replay reads MySQL; non-2xx: ${nc_replay_bad})
 fresh, ${ROWS} rows    ${ig_fresh_big} req/s vs ${small_rows} rows ${ig_fresh_small} req/s   ratio $(ratio "$ig_fresh_big" "$ig_fresh_small")x   (3 alternating runs each; goal >= 0.9)
 waiters (8 on a 300 ms owner, 3 rounds): extra latency after the owner finished: median ${wait_med} ms, max ${wait_max} ms   (goal <= 50 ms)
+jobs, fresh keys       /bin/true $(jobs_per_s "$true_ns") /s   idemctl run -- /bin/true $(jobs_per_s "$run_ns") /s   ratio $(ratio "$true_ns" "$run_ns")x   (${JOBS} in a row)
+jobs, replays          idemctl run of one key $(jobs_per_s "$replay_ns") /s = $(awk -v n="$JOBS" -v ns="$replay_ns" 'BEGIN { printf "%.2f", ns / n / 1e6 }') ms each, end to end   (goal < 5 ms)
 RSS under fresh load, 2 workers x 32 threads: largest process $((rss_max / 1024)) MiB, all idemgate processes $((rss_total / 1024)) MiB   (goal <= 64 MiB)
 cleanup of ${deleted} expired rows, no traffic: ${cl_ms} ms (exit ${cl_rc}) = $(awk -v r="$deleted" -v m="$cl_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s   (goal >= 50000)
 cleanup of ${deleted2} expired rows under fresh traffic: ${cl2_ms} ms (exit ${cl2_rc}) = $(awk -v r="$deleted2" -v m="$cl2_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s

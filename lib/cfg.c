@@ -440,6 +440,10 @@ parse_text(const char *text, size_t len, const char *name, int check_fs,
 	}
 	if ((er = finish(&p)) != IDEM_OK)
 		goto out;
+	/* The [idempotency] defaults stay for keys outside any route
+	 * (idemctl run). */
+	p.c->defaults = p.defs;
+	memset(&p.defs, 0, sizeof(p.defs));
 	*out = p.c;
 	p.c = NULL;
 out:
@@ -514,6 +518,7 @@ cfg_free(struct cfg *c)
 	for (i = 0; i < c->nroutes; i++)
 		route_clear(&c->routes[i]);
 	free(c->routes);
+	route_clear(&c->defaults);
 	free(c->path);
 	free(c->listen);
 	free(c->socket_owner);

@@ -87,6 +87,10 @@ struct cfg {
 	int64_t		 refresh_ms;		/* default 2s */
 	int64_t		 cleanup_warn_ms;	/* warn when no run succeeded for this long, default 2h */
 
+	/* The built-in defaults with [idempotency] over them (prefix NULL):
+	 * what `idemctl run` starts from. */
+	struct route	 defaults;
+
 	/* Routes sorted longest prefix first; [idempotency] folded into each. */
 	struct route	*routes;
 	size_t		 nroutes;

@@ -321,7 +321,8 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	posix_spawnattr_t	 at;
 	sigset_t		 set;
 	char			 dir[PATH_MAX];
-	char			*argv[2], *slash;
+	char			*argv1[2], *slash;
+	char *const		*argv = r->argv;
 	pid_t			 pid = -1;
 	int			 rc;
 
@@ -349,7 +350,8 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	    (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) != 0 ||
 	    (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) != 0 ||
 	    (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
-	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0)
+	    (!r->keep_cwd &&
+	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0))
 		goto out;
 	/* Its own process group, so a timeout kills what it started too. */
 	if ((rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
@@ -362,10 +364,17 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	cgi_sigdef(&set);
 	if ((rc = posix_spawnattr_setsigdefault(&at, &set)) != 0)
 		goto out;
-	argv[0] = (char *)r->program;
-	argv[1] = NULL;
-	rc = posix_spawn(&pid, r->program, &fa, &at, argv,
-	    r->env != NULL ? r->env : noenv);
+	if (argv == NULL) {
+		argv1[0] = (char *)r->program;
+		argv1[1] = NULL;
+		argv = argv1;
+	}
+	if (strchr(r->program, '/') != NULL)
+		rc = posix_spawn(&pid, r->program, &fa, &at, argv,
+		    r->env != NULL ? r->env : noenv);
+	else
+		rc = posix_spawnp(&pid, r->program, &fa, &at, argv,
+		    r->env != NULL ? r->env : noenv);
 	if (rc != 0)
 		pid = -1;
 out:
@@ -625,7 +634,7 @@ cgi_io_run(struct cgi_io *io)
 			io->complete = 1;
 			break;
 		}
-		if (io->fout < 0) {
+		if (io->fout < 0 && !r->until_exit) {
 			/* Stdout closed: complete.  A moment to exit, so a
 			 * crash (exit by signal) still counts as one. */
 			if (eof_end < 0)
@@ -694,27 +703,31 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	memset(&io, 0, sizeof(io));
 	io.fin = io.fout = io.ferr = io.pidfd = -1;
 	if (cgi_pipe(pin) == -1 || cgi_pipe(pout) == -1 ||
-	    cgi_pipe(perr) == -1) {
+	    (!r->err_through && cgi_pipe(perr) == -1)) {
 		log_err("%s: pipe: %s", r->ex.tag ? r->ex.tag : "cgi",
 		    strerror(errno));
 		er = IDEM_EHANDLER;
 		goto close;
 	}
 	started = clock_now_ms();
-	pid = cgi_spawn(r, pin[0], pout[1], perr[1]);
+	pid = cgi_spawn(r, pin[0], pout[1], r->err_through ? STDERR_FILENO :
+	    perr[1]);
 	if (pid == -1) {
 		log_err("%s: cannot start %s: %s", r->ex.tag ? r->ex.tag : "cgi",
 		    r->program, strerror(errno));
 		er = IDEM_EHANDLER;
 		goto close;
 	}
+	if (r->started != NULL)
+		r->started(pid, r->started_arg);
 	/* The child's ends: keeping them would hide EOF from us. */
 	cgi_close(&pin[0]);
 	cgi_close(&pout[1]);
 	cgi_close(&perr[1]);
 	cgi_nonblock(pin[1]);
 	cgi_nonblock(pout[0]);
-	cgi_nonblock(perr[0]);
+	if (perr[0] >= 0)
+		cgi_nonblock(perr[0]);
 	io.r = r;
 	io.pid = pid;
 	io.fin = pin[1];
@@ -760,6 +773,12 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	} else if (er == IDEM_ELEASE) {
 		ws = cgi_stop(pid, CGI_STOP_GRACE_MS);
 		cgi_status_set(st, ws, 0);
+	} else if (er == IDEM_ETIMEOUT && r->stop_grace_ms > 0) {
+		ws = cgi_stop(pid, r->stop_grace_ms);
+		cgi_status_set(st, ws, 1);
+		log_warn("%s: %s timed out after %lld ms; stopped",
+		    r->ex.tag ? r->ex.tag : "cgi", r->program,
+		    (long long)r->ex.timeout_ms);
 	} else {
 		/* Timeout or aborted by out(): the whole group goes. */
 		kill(-pid, SIGKILL);

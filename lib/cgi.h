@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "err.h"
 
@@ -70,10 +71,26 @@ struct cgi_exchange {
 struct linger;
 
 struct cgi_run {
-	const char	 *program;	/* absolute path, run as argv[0] */
+	const char	 *program;	/* absolute path, run as argv[0];
+					 * without a '/', looked up in PATH */
+	char *const	 *argv;		/* NULL: { program } */
 	char *const	 *env;		/* from cgi_env_build() */
 	struct linger	 *linger;	/* ends lingering groups; NULL: now */
 	struct cgi_exchange ex;
+
+	/* A job (idemctl run) rather than a CGI program: */
+	int		  keep_cwd;	/* 1: start in our working directory,
+					 * not the program's */
+	int		  err_through;	/* 1: the program's stderr is ours
+					 * (live), not the log */
+	int		  until_exit;	/* 1: complete only when it exits
+					 * (its status is the answer) */
+	int64_t		  stop_grace_ms;	/* at timeout: 0 SIGKILL, else
+						 * SIGTERM first, SIGKILL after */
+	/* If set, called once the program runs, with its pid (which is
+	 * also its process group). */
+	void		(*started)(pid_t pid, void *arg);
+	void		 *started_arg;
 };
 
 struct cgi_status {

@@ -1,0 +1,686 @@
+/* idemctl run: a job or queue consumer made idempotent on the gateway's store. */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgi.h"
+#include "clock.h"
+#include "idemctl_run.h"
+#include "lease.h"
+#include "log.h"
+#include "recorder.h"
+#include "store.h"
+
+#define RUN_TIMED_OUT		124	/* like timeout(1) */
+#define RUN_CANNOT_START	127	/* like sh: not found, not executable */
+#define RUN_STOP_GRACE_MS	2000	/* SIGTERM, then SIGKILL this much later */
+#define RUN_POLL_MS		100	/* how soon a signal to run reaches COMMAND */
+#define RUN_ROUTE_MAX		200
+
+extern char **environ;
+
+const char ctl_run_usage[] =
+"usage: idemctl [-c FILE] run --key KEY [--scope S] [--ttl D] [--lease D]\n"
+"                        [--wait D] [--timeout D] [--store-failures]\n"
+"                        -- COMMAND [ARG...]\n"
+"\n"
+"Runs COMMAND once per KEY on the gateway's store, for cron jobs and queue\n"
+"consumers.  stdin (unless a terminal) is read whole and given to COMMAND;\n"
+"its stdout and exit status are recorded and given back; stderr passes\n"
+"through.  The same KEY with the same argv and stdin prints the recorded\n"
+"stdout and exits with the recorded status, without running COMMAND.\n"
+"\n"
+"  --key KEY          the idempotency key (a message id, a date, ...)\n"
+"  --scope S          namespace within the job keys (default: job)\n"
+"  --ttl D            how long the outcome is kept ([idempotency] ttl)\n"
+"  --lease D          lease, renewed while COMMAND runs ([idempotency] lease)\n"
+"  --wait D           how long to wait for a run elsewhere ([idempotency] wait)\n"
+"  --timeout D        stop COMMAND after D (SIGTERM, then SIGKILL); default none\n"
+"  --store-failures   keep a non-zero status too (default: released, so the\n"
+"                     next delivery runs COMMAND again)\n"
+"  -c, --config FILE  idemgate config (default " CTL_DEFAULT_CONFIG ")\n"
+"  -h, --help         this text\n"
+"\n"
+"Exit status: COMMAND's (128+N if killed by signal N, 124 if --timeout\n"
+"stopped it, 127 if it could not be started), or the recorded one on a\n"
+"replay; 65 the key was used with other argv or stdin; 69 the store is\n"
+"unreachable (COMMAND did not run); 75 still running elsewhere after\n"
+"--wait (deliver again later); 1 usage; 2 config.\n";
+
+struct run_args {
+	char		 key[FP_KEY_MAX + 1];
+	size_t		 keylen;
+	const char	*scope;		/* within "job" */
+	int64_t		 ttl_ms, lease_ms, wait_ms, timeout_ms;
+	int		 store_failures;
+	char		**cmd;		/* COMMAND [ARG...], NULL-terminated */
+};
+
+enum {
+	OPT_KEY = 1000, OPT_SCOPE, OPT_TTL, OPT_LEASE, OPT_WAIT, OPT_TIMEOUT,
+	OPT_STORE_FAILURES,
+};
+
+static volatile sig_atomic_t run_signal;
+
+static void
+run_on_signal(int sig)
+{
+	run_signal = sig;
+}
+
+/* A duration option into *ms; CTL_OK or one usage line. */
+static int
+run_duration(const char *name, const char *v, int64_t *ms)
+{
+	if (cfg_parse_duration(v, ms) != 0 || *ms <= 0)
+		return ctl_usage_err("run", "invalid --%s '%s' (250ms, 10s, "
+		    "5m, 72h, 7d)", name, v);
+	return CTL_OK;
+}
+
+static int
+run_opts(struct ctl *c, int argc, char **argv, struct run_args *a)
+{
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "scope", required_argument, NULL, OPT_SCOPE },
+		{ "ttl", required_argument, NULL, OPT_TTL },
+		{ "lease", required_argument, NULL, OPT_LEASE },
+		{ "wait", required_argument, NULL, OPT_WAIT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "store-failures", no_argument, NULL, OPT_STORE_FAILURES },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char	*key = NULL, *ttl = NULL, *lease = NULL, *wait = NULL;
+	const char	*tmo = NULL;
+	int		 ch, rc;
+
+	optind = 0;
+	opterr = 0;
+	/* '+': COMMAND's own options are not ours. */
+	while ((ch = getopt_long(argc, argv, "+:vc:h", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case OPT_KEY:
+			key = optarg;
+			break;
+		case OPT_SCOPE:
+			a->scope = optarg;
+			break;
+		case OPT_TTL:
+			ttl = optarg;
+			break;
+		case OPT_LEASE:
+			lease = optarg;
+			break;
+		case OPT_WAIT:
+			wait = optarg;
+			break;
+		case OPT_TIMEOUT:
+			tmo = optarg;
+			break;
+		case OPT_STORE_FAILURES:
+			a->store_failures = 1;
+			break;
+		default:
+			if ((rc = ctl_opt_common(c, "run", ch, ctl_run_usage,
+			    argv)) != CTL_OK)
+				return rc;
+			break;
+		}
+	}
+	if (key == NULL)
+		return ctl_usage_err("run", "missing --key KEY");
+	if (ctl_parse_key(key, a->key, &a->keylen) != 0)
+		return ctl_usage_err("run", "invalid key (1 to %d visible ASCII "
+		    "bytes, or a quoted string)", FP_KEY_MAX);
+	if (optind >= argc)
+		return ctl_usage_err("run", "missing COMMAND (after --)");
+	a->cmd = argv + optind;
+	if (a->scope != NULL && strncmp(a->scope, "job:", 4) == 0)
+		a->scope += 4;
+	if (a->scope != NULL && strcmp(a->scope, "job") == 0)
+		a->scope = NULL;
+	if ((rc = ctl_load(c)) != CTL_OK)
+		return rc;
+	a->ttl_ms = c->cfg->defaults.ttl_ms;
+	a->lease_ms = c->cfg->defaults.lease_ms;
+	a->wait_ms = c->cfg->defaults.wait_ms;
+	if ((ttl != NULL && (rc = run_duration("ttl", ttl, &a->ttl_ms)) !=
+	    CTL_OK) || (lease != NULL && (rc = run_duration("lease", lease,
+	    &a->lease_ms)) != CTL_OK) || (wait != NULL && (rc =
+	    run_duration("wait", wait, &a->wait_ms)) != CTL_OK) || (tmo !=
+	    NULL && (rc = run_duration("timeout", tmo, &a->timeout_ms)) !=
+	    CTL_OK))
+		return rc;
+	return CTL_OK;
+}
+
+/* stdin whole, at most max bytes (none when it is a terminal).  CTL_OK,
+ * or one line and the exit code. */
+static int
+run_stdin(struct buf *in)
+{
+	char	 b[65536];
+	ssize_t	 n;
+
+	if (isatty(STDIN_FILENO))
+		return CTL_OK;
+	for (;;) {
+		n = read(STDIN_FILENO, b, sizeof(b));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ctl_err("run: cannot read stdin: %s", strerror(errno));
+			return CTL_RUN_DATAERR;
+		}
+		if (n == 0)
+			return CTL_OK;
+		if (buf_add(in, b, (size_t)n) != IDEM_OK) {
+			ctl_err("run: stdin is larger than max_body (%zu "
+			    "bytes)", in->max);
+			return CTL_RUN_DATAERR;
+		}
+	}
+}
+
+/* Appends n as 8 bytes big-endian. */
+static enum idem_err
+put_len(struct buf *b, uint64_t n)
+{
+	unsigned char	 p[8];
+	int		 i;
+
+	for (i = 7; i >= 0; i--, n >>= 8)
+		p[i] = (unsigned char)(n & 0xff);
+	return buf_add(b, p, 8);
+}
+
+/*
+ * The job's identity: scope "job" (+ --scope), the key, and a fingerprint
+ * over argv and stdin, each length-prefixed so no two different runs
+ * share an input.  route names the job for idemtop ("job:" + COMMAND's
+ * base name).
+ */
+static enum idem_err
+run_identify(const struct run_args *a, const struct buf *in,
+    struct idem_id *id, char *route, size_t routelen)
+{
+	struct buf	 fpin;
+	const char	*base;
+	size_t		 n;
+	enum idem_err	 er;
+
+	memset(id, 0, sizeof(*id));
+	fp_scope("job", a->scope != NULL ? a->scope : "", id->scope);
+	buf_init(&fpin, (size_t)-1);
+	for (n = 0; a->cmd[n] != NULL; n++)
+		;
+	er = put_len(&fpin, n);
+	for (n = 0; er == IDEM_OK && a->cmd[n] != NULL; n++)
+		if ((er = put_len(&fpin, strlen(a->cmd[n]))) == IDEM_OK)
+			er = buf_addstr(&fpin, a->cmd[n]);
+	if (er == IDEM_OK)
+		er = buf_add(&fpin, in->p, in->len);
+	if (er != IDEM_OK) {
+		buf_free(&fpin);
+		return er;
+	}
+	fp_request("RUN", "", NULL, NULL, fpin.p, fpin.len, id->fp);
+	buf_free(&fpin);
+	id->key = a->key;
+	id->keylen = a->keylen;
+	idem_id_name_lock(id);
+	base = strrchr(a->cmd[0], '/');
+	base = base != NULL && base[1] != '\0' ? base + 1 : a->cmd[0];
+	snprintf(route, routelen, "job:%.*s", RUN_ROUTE_MAX, base);
+	id->route = route;
+	id->method = "RUN";
+	id->ttl_ms = a->ttl_ms;
+	id->lease_ms = a->lease_ms;
+	return IDEM_OK;
+}
+
+/*
+ * What COMMAND's run exchanges with us (cgi_exchange's arg): its stdout,
+ * kept up to max_response and past it written through (the outcome is
+ * then kept as a tombstone: never run again, nothing to replay); and the
+ * lease, renewed when due.
+ */
+struct run_io {
+	struct buf	 b;
+	int		 oversized;
+	struct lease	 l;
+	int64_t		 next_renew;	/* CLOCK_MONOTONIC ms */
+};
+
+static void
+write_all(const void *vp, size_t n)
+{
+	const char	*p = vp;
+	ssize_t		 w;
+
+	while (n > 0) {
+		w = write(STDOUT_FILENO, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;		/* nobody reads our stdout */
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static enum idem_err
+run_out(void *arg, const void *p, size_t n)
+{
+	struct run_io	*o = arg;
+
+	if (!o->oversized && buf_add(&o->b, p, n) == IDEM_OK)
+		return IDEM_OK;
+	if (!o->oversized) {
+		o->oversized = 1;
+		write_all(o->b.p, o->b.len);
+		buf_free(&o->b);
+	}
+	write_all(p, n);
+	return IDEM_OK;
+}
+
+/* The tick while COMMAND runs: a signal to us stops it (its group gets
+ * SIGTERM, then SIGKILL); the lease is renewed when due. */
+static int64_t
+run_tick(void *arg)
+{
+	struct run_io	*t = arg;
+	int64_t		 now = clock_now_ms(), next;
+
+	if (run_signal != 0)
+		return -1;
+	if (now >= t->next_renew) {
+		if ((next = lease_tick(&t->l)) < 0)
+			return -1;
+		t->next_renew = now + next;
+	}
+	next = t->next_renew - now;
+	if (next > RUN_POLL_MS)
+		next = RUN_POLL_MS;
+	return next < 1 ? 1 : next;
+}
+
+/* Our environment for COMMAND, without what only idemctl may read. */
+static char **
+run_env(void)
+{
+	char	**env;
+	size_t	 i, n = 0;
+
+	for (i = 0; environ[i] != NULL; i++)
+		;
+	if ((env = calloc(i + 1, sizeof(*env))) == NULL)
+		return NULL;
+	for (i = 0; environ[i] != NULL; i++)
+		if (strncmp(environ[i], "MYSQL_PWD=", 10) != 0)
+			env[n++] = environ[i];
+	return env;
+}
+
+static void
+run_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = run_on_signal;	/* no SA_RESTART: poll wakes */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * The keeper: a process of ours that outlives a run killed with SIGKILL
+ * just long enough to end COMMAND's process group, so nothing a run
+ * started goes on after it (a takeover after the lease would otherwise
+ * run beside it).  It reads a pipe only the run holds: 'P' and the
+ * group's id once COMMAND runs, 'D' once the run reaped it; the pipe's
+ * end without 'D' means the run died.
+ */
+struct keeper {
+	int	 fd;
+	pid_t	 pid;
+};
+
+static void
+keeper_main(int fd)
+{
+	unsigned char	 tag;
+	int64_t		 pg = 0;
+	int		 devnull;
+
+	/* Nothing of the run's: not its database connection, not the
+	 * stdout its caller waits to see closed. */
+	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(devnull, STDIN_FILENO);
+		dup2(devnull, STDOUT_FILENO);
+		dup2(devnull, STDERR_FILENO);
+	}
+	if (fd != 3) {
+		dup2(fd, 3);
+		fd = 3;
+	}
+	close_range(4, ~0U, 0);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	for (;;) {
+		ssize_t n = read(fd, &tag, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 1 && tag == 'P' && read(fd, &pg, sizeof(pg)) ==
+		    (ssize_t)sizeof(pg))
+			continue;
+		if (n == 1 && tag == 'D')
+			_exit(0);
+		break;		/* the run is gone */
+	}
+	if (pg > 1) {
+		kill(-(pid_t)pg, SIGTERM);
+		clock_sleep_ms(RUN_STOP_GRACE_MS);
+		kill(-(pid_t)pg, SIGKILL);
+	}
+	_exit(0);
+}
+
+/* Starts the keeper; 0, or -1 (COMMAND then runs without one). */
+static int
+keeper_start(struct keeper *k)
+{
+	int	 p[2];
+
+	k->fd = -1;
+	k->pid = -1;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	fflush(NULL);
+	if ((k->pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (k->pid == 0) {
+		close(p[1]);
+		keeper_main(p[0]);
+	}
+	close(p[0]);
+	k->fd = p[1];
+	return 0;
+}
+
+/* cgi_run.started: tells the keeper which group to end. */
+static void
+keeper_watch(pid_t pid, void *arg)
+{
+	struct keeper	*k = arg;
+	unsigned char	 msg[1 + sizeof(int64_t)];
+	int64_t		 pg = pid;
+
+	if (k->fd < 0)
+		return;
+	msg[0] = 'P';
+	memcpy(msg + 1, &pg, sizeof(pg));
+	(void)!write(k->fd, msg, sizeof(msg));
+}
+
+/* COMMAND is reaped: the keeper may go. */
+static void
+keeper_done(struct keeper *k)
+{
+	if (k->fd >= 0) {
+		(void)!write(k->fd, "D", 1);
+		close(k->fd);
+	}
+	if (k->pid > 0)
+		while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+/*
+ * Runs COMMAND under the lease of the key c owns.  OUT: o (its stdout),
+ * *status (its exit status as a shell reports it).  Returns what cgi_exec
+ * did: IDEM_OK (it exited), IDEM_ETIMEOUT, IDEM_ELEASE (stopped: a signal
+ * to us or a lost lease), IDEM_EHANDLER (not started).
+ */
+static enum idem_err
+run_command(struct ctl *c, const struct run_args *a, const struct buf *in,
+    const struct claim *cl, int64_t claimed_ms, struct run_io *o,
+    int *status)
+{
+	struct cgi_run		 r;
+	struct cgi_status	 st;
+	struct keeper		 k;
+	char			**env;
+	enum idem_err		 er;
+
+	if ((env = run_env()) == NULL)
+		return IDEM_ENOMEM;
+	if (keeper_start(&k) != 0)
+		ctl_err("run: no keeper process (%s): COMMAND would outlive a "
+		    "killed run", strerror(errno));
+	lease_init(&o->l, c->st, cl, a->lease_ms, claimed_ms, "run");
+	o->next_renew = claimed_ms + lease_tick_ms(a->lease_ms);
+	memset(&r, 0, sizeof(r));
+	memset(&st, 0, sizeof(st));
+	r.program = a->cmd[0];
+	r.argv = a->cmd;
+	r.env = env;
+	r.keep_cwd = 1;
+	r.err_through = 1;
+	r.until_exit = 1;
+	r.stop_grace_ms = RUN_STOP_GRACE_MS;
+	r.ex.body = in->p;
+	r.ex.bodylen = in->len;
+	r.ex.timeout_ms = a->timeout_ms;
+	r.ex.tag = "run";
+	r.ex.out = run_out;
+	r.ex.tick = run_tick;
+	r.ex.tick_ms = RUN_POLL_MS;
+	r.ex.arg = o;
+	r.started = keeper_watch;
+	r.started_arg = &k;
+	er = cgi_exec(&r, &st);
+	keeper_done(&k);
+	free(env);
+	if (er == IDEM_EHANDLER)
+		*status = RUN_CANNOT_START;
+	else if (er == IDEM_ETIMEOUT || st.timed_out)
+		*status = RUN_TIMED_OUT;
+	else if (st.signo != 0)
+		*status = 128 + st.signo;
+	else
+		*status = st.exited ? st.exit_code : RUN_CANNOT_START;
+	return er;
+}
+
+/* Adds this run to the fleet counters (idemctl stats/metrics), under its
+ * route "job:NAME"; best effort, never in the way of the job. */
+static void
+run_count(struct ctl *c, const char *host, const char *route,
+    enum stat_id what, int64_t waited_ms)
+{
+	struct stat_row	 row;
+	size_t		 b;
+
+	memset(&row, 0, sizeof(row));
+	row.minute = (int64_t)time(NULL);
+	row.route = route;
+	row.n[STAT_REQUESTS] = 1;
+	row.n[what] = 1;
+	if (waited_ms > 0) {
+		row.n[STAT_WAITED] = 1;
+		for (b = 0; b < STAT_WAIT_BUCKETS - 1 &&
+		    waited_ms > stat_wait_le_ms[b]; b++)
+			;
+		row.wait_bucket[b] = 1;
+		row.wait_sum_ms = (uint64_t)waited_ms;
+	}
+	if (store_counters_add(c->st, host, &row, 1) != IDEM_OK && c->verbose)
+		ctl_err("run: counters not added: %s", store_last_error(c->st));
+}
+
+/* Records the outcome of the run we own; returns what was written or
+ * kept (lib/recorder.h), -1 if nothing could be. */
+static int
+run_record(struct ctl *c, const struct run_args *a, const struct claim *cl,
+    enum rec_op op, const struct answer *ans)
+{
+	struct recorder	*rec = NULL;
+	int		 done;
+
+	/* An outage at this moment: keep trying for a lease (nobody takes
+	 * the key over meanwhile: lib/store.c). */
+	if (recorder_new(c->cfg, &rec) != IDEM_OK)
+		rec = NULL;
+	done = record_outcome(c->st, rec, cl, op, ans, a->ttl_ms, "run");
+	if (rec != NULL && recorder_pending(rec) > 0)
+		ctl_err("run: store unreachable; waiting up to %lld ms to "
+		    "record the outcome", (long long)a->lease_ms);
+	recorder_free(rec, a->lease_ms);
+	return done;
+}
+
+/* The key is ours: run COMMAND, record its outcome, give it back. */
+static int
+run_owned(struct ctl *c, const struct run_args *a, const struct buf *in,
+    const struct claim *cl, int64_t claimed_ms, enum stat_id *what)
+{
+	struct run_io	 o;
+	struct answer	 ans;
+	enum idem_err	 er;
+	enum rec_op	 op;
+	int		 status = 0;
+
+	memset(&o, 0, sizeof(o));
+	buf_init(&o.b, c->cfg->defaults.max_response);
+	er = run_command(c, a, in, cl, claimed_ms, &o, &status);
+	if (er == IDEM_ENOMEM) {
+		ctl_err("run: out of memory");
+		status = RUN_CANNOT_START;
+	}
+	if (er == IDEM_ELEASE && run_signal == 0) {
+		/* The lease is lost: someone else may own the key now. */
+		ctl_err("run: lease lost; COMMAND stopped, outcome not "
+		    "recorded");
+		(void)store_release(c->st, cl);
+		buf_free(&o.b);
+		*what = STAT_RELEASED;
+		return CTL_RUN_TEMPFAIL;
+	}
+	answer_borrow(&ans, status, NULL, 0, o.b.p, o.b.len);
+	if (status != 0 && !a->store_failures)
+		op = REC_RELEASE;
+	else if (o.oversized)
+		op = REC_TOMBSTONE;
+	else
+		op = REC_COMPLETE;
+	*what = op == REC_RELEASE ? STAT_RELEASED : op == REC_TOMBSTONE ?
+	    STAT_TOMBSTONED : STAT_CREATED;
+	if (run_record(c, a, cl, op, op == REC_RELEASE ? NULL : &ans) < 0)
+		ctl_err("run: outcome not recorded: a retry may run COMMAND "
+		    "again");
+	if (!o.oversized)
+		write_all(o.b.p, o.b.len);
+	buf_free(&o.b);
+	return status;
+}
+
+int
+ctl_run(struct ctl *c, int argc, char **argv)
+{
+	struct run_args	 a;
+	struct idem_id	 id;
+	struct claim	 cl;
+	struct buf	 in;
+	char		 route[RUN_ROUTE_MAX + 8], owner[300], host[256];
+	int64_t		 read_us = 0, waited_ms = 0;
+	enum stat_id	 what = STAT_REQUESTS;
+	int		 rc;
+
+	memset(&a, 0, sizeof(a));
+	if ((rc = run_opts(c, argc, argv, &a)) != CTL_OK)
+		return rc < 0 ? CTL_OK : rc;
+	buf_init(&in, c->cfg->defaults.max_body);
+	claim_init(&cl);
+	if ((rc = run_stdin(&in)) != CTL_OK)
+		goto out;
+	if (run_identify(&a, &in, &id, route, sizeof(route)) != IDEM_OK) {
+		ctl_err("run: out of memory");
+		rc = CTL_RUN_UNAVAILABLE;
+		goto out;
+	}
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(owner, sizeof(owner), "%s:%ld", c->cfg->host_name != NULL ?
+	    c->cfg->host_name : host, (long)getpid());
+	id.owner = owner;
+	run_signals();
+	/* Store unreachable: COMMAND does not run (ctl_connect said why). */
+	if (ctl_connect(c) != CTL_OK) {
+		rc = CTL_RUN_UNAVAILABLE;
+		goto out;
+	}
+	if (store_claim_wait(c->st, &id, a.wait_ms, &cl, &read_us,
+	    &waited_ms) != IDEM_OK) {
+		ctl_err("run: store unavailable (%s); COMMAND not run",
+		    store_last_error(c->st));
+		rc = CTL_RUN_UNAVAILABLE;
+		goto out;
+	}
+	switch (cl.state) {
+	case CLAIM_NEW:
+		rc = run_owned(c, &a, &in, &cl, read_us / 1000, &what);
+		break;
+	case CLAIM_DONE:
+		write_all(cl.ans.body.p, cl.ans.body.len);
+		rc = cl.ans.status;
+		what = STAT_REUSED;
+		break;
+	case CLAIM_MISMATCH:
+		ctl_err("run: key already used with other arguments or stdin");
+		rc = CTL_RUN_DATAERR;
+		what = STAT_MISMATCHED;
+		break;
+	case CLAIM_TOMBSTONE:
+		ctl_err("run: key already ran (status %d); its output was too "
+		    "large to keep", cl.ans.status);
+		rc = cl.ans.status;
+		break;
+	default:	/* CLAIM_BUSY */
+		ctl_err("run: key still running elsewhere after %lld ms; try "
+		    "again later", (long long)waited_ms);
+		rc = CTL_RUN_TEMPFAIL;
+		what = STAT_CONFLICTED;
+		break;
+	}
+	run_count(c, c->cfg->host_name != NULL ? c->cfg->host_name : host,
+	    route, what, waited_ms);
+out:
+	claim_reset(&cl);
+	buf_free(&in);
+	return rc;
+}

@@ -1,0 +1,174 @@
+#!/bin/bash
+# idemctl run against a real MariaDB and real processes: a job runs once per
+# key, replays its stdout and status byte-for-byte, refuses other input
+# (65), says "later" while it runs elsewhere (75), never runs with the
+# store down (69); failures release the key; --timeout ends the group
+# (124); a run killed with -9 leaves nothing running and is taken over.
+# Handler runs are counted from the job's own log.
+. "$(dirname "$0")/../lib/harness.sh"
+
+db_private || { done_testing; exit 1; }
+db_new "$TNAME" || { done_testing; exit 1; }
+for h in a b; do
+	cat >"$T/$h.conf" <<EOF
+[gateway]
+listen = unix:$T/unused.sock
+mysql_defaults_file = $DBCNF
+host_name = host-$h
+
+[idempotency]
+lease = 3s
+wait = 20s
+EOF
+done
+LOG=$T/job.log
+# job.sh TEXT SLEEP EXIT: logs its start and end, prints TEXT and binary bytes
+cat >"$T/job.sh" <<'EOF'
+#!/bin/sh
+echo "start $$" >>"$JOBLOG"
+cat >"$JOBLOG.stdin.$$"
+[ "$2" = 0 ] || sleep "$2"
+printf '%s\000\001\377\n' "$1"
+echo "end $$" >>"$JOBLOG"
+exit "$3"
+EOF
+chmod 0755 "$T/job.sh"
+export JOBLOG=$LOG
+starts() { grep -c '^start' "$LOG" 2>/dev/null || echo 0; }
+run() { # run HOST OUT ARGS...: RC[OUT], stdout $T/OUT.o, stderr $T/OUT.e
+	local h=$1 o=$2
+	shift 2
+	"$IDEMCTL" -c "$T/$h.conf" run "$@" >"$T/$o.o" 2>"$T/$o.e" </dev/null
+	echo $? >"$T/$o.rc"
+}
+rc() { cat "$T/$1.rc"; }
+
+# 1. First run executes; the retry replays stdout byte-for-byte and the status.
+run a r1 --key k1 -- "$T/job.sh" hello 0 0
+expect_eq "first run: status" 0 "$(rc r1)"
+printf 'hello\000\001\377\n' >"$T/want1"
+expect_file_eq "first run: COMMAND's stdout" "$T/want1" "$T/r1.o"
+run b r2 --key k1 -- "$T/job.sh" hello 0 0
+expect_eq "replay: status" 0 "$(rc r2)"
+expect_file_eq "replay: the same bytes" "$T/want1" "$T/r2.o"
+expect_eq "replay: COMMAND ran once" 1 "$(starts)"
+
+# stdin is COMMAND's and part of the request.
+echo "payload-1" | "$IDEMCTL" -c "$T/a.conf" run --key k2 -- "$T/job.sh" s 0 0 >/dev/null 2>&1
+expect_eq "stdin: reached COMMAND" "payload-1" "$(cat "$LOG".stdin.* | grep -c payload-1 | sed 's/^1$/payload-1/')"
+echo "payload-2" | "$IDEMCTL" -c "$T/a.conf" run --key k2 -- "$T/job.sh" s 0 0 >"$T/m.o" 2>"$T/m.e"
+expect_eq "other stdin: exit 65" 65 "$?"
+expect_eq "other stdin: one line" 1 "$(wc -l <"$T/m.e" | tr -d ' ')"
+expect_eq "other stdin: no stdout" 0 "$(wc -c <"$T/m.o" | tr -d ' ')"
+run a m2 --key k2 -- "$T/job.sh" other-arg 0 0
+expect_eq "other argv: exit 65" 65 "$(rc m2)"
+expect_eq "mismatches: COMMAND did not run" 2 "$(starts)"
+
+# 2. Failures: released without --store-failures, kept with it.
+run a f1 --key k3 -- "$T/job.sh" bad 0 3
+expect_eq "failure: its status" 3 "$(rc f1)"
+run a f2 --key k3 -- "$T/job.sh" bad 0 3
+expect_eq "failure released: the next delivery runs it" 4 "$(starts)"
+run a f3 --key k4 --store-failures -- "$T/job.sh" kept 0 5
+run b f4 --key k4 --store-failures -- "$T/job.sh" kept 0 5
+expect_eq "--store-failures: status replayed" "5 5" "$(rc f3) $(rc f4)"
+printf 'kept\000\001\377\n' >"$T/want4"
+expect_file_eq "--store-failures: stdout replayed" "$T/want4" "$T/f4.o"
+expect_eq "--store-failures: COMMAND ran once" 5 "$(starts)"
+
+# 3. 20 concurrent runs of one key over two "hosts": one execution, all
+# alike; those whose --wait runs out say 75 and run nothing.
+: >"$LOG"
+pids=()
+for i in $(seq 1 20); do
+	h=a
+	[ $((i % 2)) = 0 ] && h=b
+	w=20s
+	[ "$i" -gt 16 ] && w=300ms
+	run $h c$i --key k5 --wait $w -- "$T/job.sh" together 2 0 &
+	pids+=($!)
+done
+wait "${pids[@]}"
+expect_eq "concurrent: COMMAND ran once" 1 "$(starts)"
+same=0 tempfail=0 other=0
+printf 'together\000\001\377\n' >"$T/want5"
+for i in $(seq 1 20); do
+	if [ "$(rc c$i)" = 0 ] && cmp -s "$T/want5" "$T/c$i.o"; then
+		same=$((same + 1))
+	elif [ "$(rc c$i)" = 75 ] && [ ! -s "$T/c$i.o" ]; then
+		tempfail=$((tempfail + 1))
+	else
+		other=$((other + 1))
+	fi
+done
+expect_eq "concurrent: each got the answer or 75" 0 "$other"
+expect_eq "concurrent: the short waits said 75" 4 "$tempfail"
+run a c21 --key k5 -- "$T/job.sh" together 2 0
+expect_eq "concurrent: a later delivery replays" "0 1" "$(rc c21) $(starts)"
+
+# 4. The job namespace: an HTTP key of the same text is another key.
+db_query "$TNAME" "INSERT INTO idem_keys (scope, idem_key, route, method,
+    fingerprint, state, owner, owner_token, created_at, lease_until,
+    expires_at, completed_at, resp_status, resp_headers, resp_body, resp_size)
+  VALUES (UNHEX(SHA2(CONCAT(UNHEX('0000000000000004'), 'none',
+    UNHEX('0000000000000000')), 256)), 'k6', '/pay', 'POST', UNHEX(SHA2('x',
+    256)), 1, 'gw:1', 1, NOW(6), NOW(6), NOW(6) + INTERVAL 1 DAY, NOW(6), 201,
+    '', 'http answer', 11)"
+run a n1 --key k6 -- "$T/job.sh" job-answer 0 0
+expect_eq "namespace: a job key runs beside an HTTP key" "0 2" "$(rc n1) $(starts)"
+"$IDEMCTL" -c "$T/a.conf" show k6 >"$T/n2.o" 2>&1
+expect_match "namespace: the HTTP key is untouched" "/pay" "$(cat "$T/n2.o")"
+"$IDEMCTL" -c "$T/a.conf" show k6 --scope job >"$T/n3.o" 2>&1
+expect_match "namespace: show --scope job finds the job" "job:job.sh" "$(cat "$T/n3.o")"
+
+# Job runs count in the fleet counters, under their route "job:NAME".
+"$IDEMCTL" -c "$T/a.conf" stats >"$T/stats.o" 2>&1
+expect_match "counters: idemctl stats lists the job" "job:job\.sh" "$(cat "$T/stats.o")"
+
+# 5. --timeout: the group is ended, the key released, status 124.
+run a t1 --key k7 --timeout 500ms -- sh -c 'echo $$ >"$JOBLOG.t"; sleep 30 & sleep 30'
+expect_eq "timeout: status 124" 124 "$(rc t1)"
+pg=$(cat "$LOG.t" 2>/dev/null)
+living() { ps -o pid=,stat=,comm= -g "$1" 2>/dev/null | grep -v ' Z' | tr -s ' \n' ' '; }
+wait_until 3 sh -c "! ps -o stat= -g $pg | grep -qv Z"
+expect_eq "timeout: nothing of its group runs" "" "$(living "$pg")"
+run a t2 --key k7 --timeout 5s -- sh -c 'echo again'
+expect_eq "timeout: released, the next run executes" "0 again" "$(rc t2) $(cat "$T/t2.o")"
+
+# 6. kill -9 of a run mid-COMMAND: nothing it started survives; the next
+# run takes over after the lease.
+# The same argv both times: SLOW (not fingerprinted) makes the first slow.
+K8='echo $$ >"$JOBLOG.k"; echo "start $$" >>"$JOBLOG"; if [ -n "${SLOW:-}" ]; then sleep 30 & sleep 30; fi; echo took-over'
+SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k8 -- sh -c "$K8" >/dev/null 2>&1 &
+runner=$!
+wait_until 5 test -s "$LOG.k"
+pg=$(cat "$LOG.k")
+kill -9 "$runner"
+wait "$runner" 2>/dev/null
+wait_until 5 sh -c "! ps -o stat= -g $pg | grep -qv Z"
+expect_eq "kill -9: COMMAND's group did not outlive its run" "" "$(living "$pg")"
+before=$(starts)
+t0=$(now_ms)
+run b k2 --key k8 --wait 10s -- sh -c "$K8"
+took=$(($(now_ms) - t0))
+expect_eq "kill -9: the next run takes over and runs" "0 took-over $((before + 1))" "$(rc k2) $(cat "$T/k2.o") $(starts)"
+expect_lt "kill -9: within a lease and a little (${took} ms)" "$took" 8000
+
+# 7. The store stopped: nothing runs, exit 69.
+mariadb_stop
+n0=$(starts)
+run a s1 --key k9 -- "$T/job.sh" down 0 0
+expect_eq "store down: exit 69" 69 "$(rc s1)"
+expect_eq "store down: COMMAND did not run" "$n0" "$(starts)"
+expect_eq "store down: one line" 1 "$(wc -l <"$T/s1.e" | tr -d ' ')"
+mariadb_start || not_ok "MariaDB restarts"
+
+# Usage errors are one line and exit 1.
+"$IDEMCTL" -c "$T/a.conf" run -- /bin/true >"$T/u.o" 2>"$T/u.e"
+expect_eq "usage: --key is required" 1 "$?"
+"$IDEMCTL" -c "$T/a.conf" run --key k10 >"$T/u.o" 2>"$T/u.e"
+expect_eq "usage: COMMAND is required" 1 "$?"
+run a u3 --key k10 --ttl nonsense -- /bin/true
+expect_eq "usage: a bad duration" 1 "$(rc u3)"
+
+done_testing
