@@ -1,9 +1,11 @@
 /* The idempotency flow between route and handler: claim, run, record, replay. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "canon.h"
 #include "clock.h"
 #include "fp.h"
 #include "guard.h"
@@ -19,6 +21,9 @@
 
 #define HDR_CREATED	"Idempotency-Result: created\r\n"
 #define HDR_REUSED	"Idempotent-Replayed: true\r\nIdempotency-Result: reused\r\n"
+#define HDR_EXPIRES	"Idempotency-Expires: "
+/* The extra header lines of a created or reused answer. */
+#define GUARD_EXTRA_MAX	160
 #define STORE_RETRY_S	5
 
 int
@@ -97,7 +102,7 @@ guard_streamed(struct request *r, struct claim *c, struct sink *s,
 		reply_abort(r->out);
 		count(r, STAT_TOMBSTONED);
 		guard_record(r, c, REC_TOMBSTONE, &s->ans);
-	} else if (s->ans.status >= 500 && !r->route->store_5xx) {
+	} else if (cfg_releases(r->route, s->ans.status)) {
 		count(r, STAT_RELEASED);
 		guard_record(r, c, REC_RELEASE, NULL);
 	} else {
@@ -109,12 +114,13 @@ guard_streamed(struct request *r, struct claim *c, struct sink *s,
 /* The handler answered (whole, kept): it is delivered all the same, and
  * kept for retries unless it is a 5xx a retry may do better on. */
 static void
-guard_handled(struct request *r, struct claim *c, const struct answer *a)
+guard_handled(struct request *r, struct claim *c, const struct answer *a,
+    const char *created)
 {
 	struct answer	 kept;
 	struct buf	 rh;
 
-	if (a->status >= 500 && !r->route->store_5xx) {
+	if (cfg_releases(r->route, a->status)) {
 		count(r, STAT_RELEASED);
 		guard_record(r, c, REC_RELEASE, NULL);
 		reply_answer(r->out, a, NULL);
@@ -128,22 +134,22 @@ guard_handled(struct request *r, struct claim *c, const struct answer *a)
 		guard_record(r, c, REC_COMPLETE, &kept);
 	} else
 		guard_record(r, c, REC_TOMBSTONE, a);
-	reply_answer(r->out, a, HDR_CREATED);
+	reply_answer(r->out, a, created);
 	buf_free(&rh);
 }
 
 /* The handler gave no answer (er): ours is a problem.  A lost lease is
  * never stored (the next owner runs it), nor a 5xx unless store_5xx. */
 static void
-guard_failed(struct request *r, struct claim *c, enum idem_err er)
+guard_failed(struct request *r, struct claim *c, enum idem_err er,
+    const char *created)
 {
 	enum problem	 prob = problem_from_err(er);
 	struct answer	 made;
 
 	answer_init(&made, 4096, 4096);
 	made.status = problem_status(prob);
-	if (er == IDEM_ELEASE || (made.status >= 500 &&
-	    !r->route->store_5xx)) {
+	if (er == IDEM_ELEASE || cfg_releases(r->route, made.status)) {
 		count(r, STAT_RELEASED);
 		guard_record(r, c, REC_RELEASE, NULL);
 		reply_problem(r->out, prob, er == IDEM_ELEASE ? STORE_RETRY_S :
@@ -156,9 +162,27 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er)
 		/* store_5xx = yes, or a 4xx of our own (script lookup). */
 		count(r, STAT_CREATED);
 		guard_record(r, c, REC_COMPLETE, &made);
-		reply_answer(r->out, &made, HDR_CREATED);
+		reply_answer(r->out, &made, created);
 	}
 	answer_free(&made);
+}
+
+/* The extra header lines of an answer: result and when the key may run
+ * again (an HTTP-date). */
+static void
+guard_extra(char *out, size_t outlen, const char *result, int64_t expires_s)
+{
+	struct tm	 tm;
+	time_t		 t = (time_t)expires_s;
+	char		 date[64];
+
+	if (expires_s <= 0 || gmtime_r(&t, &tm) == NULL ||
+	    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm) ==
+	    0) {
+		snprintf(out, outlen, "%s", result);
+		return;
+	}
+	snprintf(out, outlen, "%s" HDR_EXPIRES "%s\r\n", result, date);
 }
 
 /* We own the key: run the handler once, record the outcome, answer. */
@@ -168,17 +192,22 @@ guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 	const struct route	*rt = r->route;
 	struct lease		 l;
 	struct sink		 s;
+	char			 created[GUARD_EXTRA_MAX];
 	enum idem_err		 er;
 
+	/* The store sets the expiry when it records the answer, a moment
+	 * after the answer goes: the same second, or the next. */
+	guard_extra(created, sizeof(created), HDR_CREATED,
+	    (int64_t)time(NULL) + (rt->ttl_ms + 999) / 1000);
 	lease_init(&l, r->ctx->st, c, rt->lease_ms, claimed_ms, r->tag);
-	sink_init(&s, 1, rt->max_response, HDR_CREATED, r->out);
+	sink_init(&s, 1, rt->max_response, created, r->out);
 	er = handler_run(r, &s, lease_tick, &l, lease_tick_ms(rt->lease_ms));
 	if (s.streaming)
 		guard_streamed(r, c, &s, er);
 	else if (er == IDEM_OK)
-		guard_handled(r, c, &s.ans);
+		guard_handled(r, c, &s.ans, created);
 	else
-		guard_failed(r, c, er);
+		guard_failed(r, c, er, created);
 	if (r->out->failed)
 		log_info("%s: client went away; answer recorded", r->tag);
 	sink_free(&s);
@@ -250,6 +279,47 @@ guard_scope(const struct request *r, char *kind, size_t kindlen)
 }
 
 /*
+ * The request's fingerprint: method, path, query, content type and body
+ * (fingerprint = canonical: the body's meaning, lib/canon.h), and the
+ * headers fingerprint_headers names, each as "name=value" ("name" when
+ * absent).
+ */
+static enum idem_err
+guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
+{
+	const struct route	*rt = r->route;
+	char			*more[CFG_MAX_FP_HEADERS], pname[300];
+	const char		*v, *ctype = r->ctype;
+	struct buf		 canon;
+	size_t			 i, n = 0;
+	enum idem_err		 er = IDEM_OK;
+	int			 whole;
+
+	for (i = 0; i < rt->nfp_headers && er == IDEM_OK; i++) {
+		v = NULL;
+		if (guard_header_param(rt->fp_headers[i], pname,
+		    sizeof(pname)) == 0)
+			v = request_param(r->envp, pname);
+		if (asprintf(&more[n], "%s%s%s", rt->fp_headers[i],
+		    v != NULL ? "=" : "", v != NULL ? v : "") < 0)
+			er = IDEM_ENOMEM;
+		else
+			n++;
+	}
+	buf_init(&canon, CANON_MAX(r->body.len));
+	whole = er == IDEM_OK && rt->fingerprint == FPMODE_CANONICAL &&
+	    canon_body(r->ctype, r->body.p, r->body.len, &canon, &ctype);
+	if (er == IDEM_OK)
+		fp_request_more(r->method, r->path, r->query, ctype,
+		    whole ? canon.p : r->body.p, whole ? canon.len :
+		    r->body.len, (const char *const *)more, n, fp);
+	buf_free(&canon);
+	for (i = 0; i < n; i++)
+		free(more[i]);
+	return er;
+}
+
+/*
  * Step 1, identify: the key, the scope and the fingerprint, into g->id.
  * 0 when the request is to be protected; -1 when it is answered already
  * (a missing or invalid key or scope, or no key where none is required:
@@ -260,9 +330,9 @@ guard_identify(struct guarded *g)
 {
 	struct request		*r = g->r;
 	const struct route	*rt = r->route;
-	char			 pname[300], kind[300];
+	char			 pname[300], kind[600];
 	const char		*raw = NULL, *sval;
-	size_t			 keylen;
+	size_t			 keylen, n;
 
 	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0)
 		raw = request_param(r->envp, pname);
@@ -277,7 +347,8 @@ guard_identify(struct guarded *g)
 		reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
 		return -1;
 	}
-	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK) {
+	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK ||
+	    !cfg_key_format_ok(rt, g->key, keylen)) {
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: invalid idempotency key", r->tag);
 		reply_problem(r->out, PROB_INVALID_KEY, 0, 0, NULL);
@@ -290,12 +361,19 @@ guard_identify(struct guarded *g)
 		reply_problem(r->out, PROB_MISSING_SCOPE, 0, 0, NULL);
 		return -1;
 	}
+	if (rt->keys_per_route) {
+		/* The same key on another route is another key. */
+		n = strlen(kind);
+		snprintf(kind + n, sizeof(kind) - n, " route:%s", rt->prefix);
+	}
 	fp_scope(kind, sval, g->id.scope);
-	fp_request(r->method, r->path, r->query, r->ctype, r->body.p,
-	    r->body.len, g->id.fp);
+	if (guard_fingerprint(r, g->id.fp) != IDEM_OK) {
+		log_err("%s: out of memory", r->tag);
+		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
+		return -1;
+	}
 	g->id.key = g->key;
 	g->id.keylen = keylen;
-	idem_id_name_lock(&g->id);
 	g->id.route = rt->prefix;
 	g->id.method = r->method;
 	g->id.owner = r->ctx->owner;
@@ -316,17 +394,22 @@ guard_lookup(struct guarded *g)
 	struct request	*r = g->r;
 	struct store	*st = r->ctx->st;
 	struct rcache_hit hit;
+	char		 extra[GUARD_EXTRA_MAX];
 
 	if (r->ctx->rc != NULL) {
 		if (rcache_get(r->ctx->rc, &g->id, clock_now_us(), &hit)) {
 			count(r, STAT_REUSED);
-			reply_answer(r->out, hit.ans, HDR_REUSED);
+			guard_extra(extra, sizeof(extra), HDR_REUSED,
+			    hit.ans->expires_s);
+			reply_answer(r->out, hit.ans, extra);
 			rcache_release(r->ctx->rc, &hit);
 			return 1;
 		}
 		/* Before the store read: a flush after it voids our put. */
 		g->gen = rcache_gen(r->ctx->rc);
 	}
+	/* Only the store needs the lock name: a cache hit never does. */
+	idem_id_name_lock(&g->id);
 	if (store_claim_wait(st, &g->id, r->route->wait_ms, &g->c,
 	    &g->read_us, &g->waited_ms) != IDEM_OK) {
 		guard_store_error(r);
@@ -343,6 +426,7 @@ static void
 guard_answer(struct guarded *g)
 {
 	struct request	*r = g->r;
+	char		 extra[GUARD_EXTRA_MAX];
 
 	switch (g->c.state) {
 	case CLAIM_NEW:
@@ -350,7 +434,10 @@ guard_answer(struct guarded *g)
 		break;
 	case CLAIM_DONE:
 		count(r, STAT_REUSED);
-		reply_answer(r->out, &g->c.ans, HDR_REUSED);
+		g->c.ans.expires_s = (int64_t)time(NULL) +
+		    (g->c.expires_in_us + 500000) / 1000000;
+		guard_extra(extra, sizeof(extra), HDR_REUSED, g->c.ans.expires_s);
+		reply_answer(r->out, &g->c.ans, extra);
 		/* A replayed key is a retried key: keep it for the next. */
 		if (r->ctx->rc != NULL)
 			rcache_put(r->ctx->rc, g->gen, &g->id, &g->c.ans,

@@ -6,6 +6,7 @@
 
 #include "cfg.h"
 #include "log.h"
+#include "problem.h"
 #include "super.h"
 
 #define IDEMGATE_VERSION	"0.1.0"
@@ -65,5 +66,6 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	log_open("idemgate", cfg->log_syslog);
+	problem_set_base(cfg->problem_base_url);
 	return super_run(cfg);
 }

@@ -15,7 +15,8 @@ static const struct {
 	[PROB_INVALID_KEY] = { 400, "invalid-key",
 	    "Invalid idempotency key",
 	    "The idempotency key must be 1 to 255 visible ASCII characters, "
-	    "a token or a quoted string." },
+	    "a token or a quoted string, in the format this endpoint "
+	    "documents." },
 	[PROB_MISSING_SCOPE] = { 400, "missing-scope",
 	    "Missing scope",
 	    "The request lacks the credential that scopes its idempotency "
@@ -42,6 +43,10 @@ static const struct {
 	    "Idempotency key reused",
 	    "This idempotency key was already used for a different "
 	    "request." },
+	[PROB_TOO_MANY_KEYS] = { 429, "too-many-keys",
+	    "Too many new idempotency keys",
+	    "This scope used more new idempotency keys in the last minute "
+	    "than this endpoint allows; retry later." },
 	[PROB_HEADERS_TOO_LARGE] = { 431, "headers-too-large",
 	    "Request headers too large",
 	    "The request headers are larger than this gateway accepts." },
@@ -58,6 +63,14 @@ static const struct {
 	    "Gateway timeout",
 	    "The application did not answer in time." },
 };
+
+static const char *problem_base;
+
+void
+problem_set_base(const char *base)
+{
+	problem_base = base;
+}
 
 int
 problem_status(enum problem p)
@@ -138,8 +151,9 @@ problem_render(enum problem p, int retry_after, int original_status,
 		return er;
 	/* The texts are fixed ASCII without quotes or backslashes, so no
 	 * JSON escaping is needed. */
-	er = buf_printf(body, "{\"type\":\"urn:idemgate:problem:%s\","
+	er = buf_printf(body, "{\"type\":\"%s%s\","
 	    "\"title\":\"%s\",\"status\":%d,\"detail\":\"%s\"",
+	    problem_base != NULL ? problem_base : "urn:idemgate:problem:",
 	    problems[p].slug, problems[p].title, problems[p].status,
 	    problems[p].detail);
 	if (er == IDEM_OK && original_status > 0)

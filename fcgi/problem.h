@@ -18,6 +18,7 @@ enum problem {
 	PROB_NOT_STORED,	/* 410, member original_status */
 	PROB_BODY_TOO_LARGE,	/* 413 */
 	PROB_KEY_MISMATCH,	/* 422 */
+	PROB_TOO_MANY_KEYS,	/* 429 + Retry-After: new_keys_per_minute */
 	PROB_HEADERS_TOO_LARGE,	/* 431 */
 	PROB_INTERNAL,		/* 500 (out of memory and the like) */
 	PROB_BAD_GATEWAY,	/* 502 */
@@ -25,6 +26,14 @@ enum problem {
 	PROB_GATEWAY_TIMEOUT,	/* 504 */
 	PROB__MAX
 };
+
+/*
+ * Problem types become base + slug (problem_base_url, say
+ * "https://docs.example.com/errors/"); NULL or unset: "urn:idemgate:
+ * problem:" + slug.  base is borrowed for the life of the process; set it
+ * before any thread renders.
+ */
+void problem_set_base(const char *base);
 
 /* HTTP status of p. */
 int problem_status(enum problem p);

@@ -8,6 +8,7 @@ void
 answer_init(struct answer *a, size_t hdrs_max, size_t body_max)
 {
 	a->status = 0;
+	a->expires_s = 0;
 	buf_init(&a->hdrs, hdrs_max);
 	buf_init(&a->body, body_max);
 }
@@ -18,6 +19,7 @@ answer_free(struct answer *a)
 	if (a == NULL)
 		return;
 	a->status = 0;
+	a->expires_s = 0;
 	buf_free(&a->hdrs);
 	buf_free(&a->body);
 }

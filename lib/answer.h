@@ -3,6 +3,7 @@
 #define IDEM_ANSWER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 
@@ -16,6 +17,8 @@ struct answer {
 	int		 status;
 	struct buf	 hdrs;
 	struct buf	 body;
+	int64_t		 expires_s;	/* stored: unix time its key may run
+					 * again (Idempotency-Expires); 0 unknown */
 };
 
 /* An empty answer whose parts never grow past the given maxima. */

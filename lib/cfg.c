@@ -49,6 +49,7 @@ route_clear(struct route *r)
 	free(r->key_header);
 	free(r->scope_header);
 	cfg_methods_free(r);
+	cfg_policy_clear(r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -99,7 +100,7 @@ route_fold(struct parser *p, struct route *r, uint64_t seen)
 		}
 	}
 #undef UNSET
-	return IDEM_OK;
+	return cfg_policy_fold(p, r, d, seen);
 }
 
 static int
@@ -282,7 +283,8 @@ parse_pair(struct parser *p, char *s, int col)
 		while (q > v && cfg_is_ws(q[-1]))
 			q--;
 		*q = '\0';
-		if (*v == '\0')
+		/* An empty list is a value: no status releases the key. */
+		if (*v == '\0' && strcmp(s, "release_statuses") != 0)
 			return cfg_perr(p, IDEM_ECONFIG, p->line, vcol,
 			    "missing value for %.*s", CFG_MAX_SHOWN, s);
 	}
@@ -525,6 +527,7 @@ cfg_free(struct cfg *c)
 	free(c->mysql_defaults_file);
 	free(c->mysql_group);
 	free(c->host_name);
+	free(c->problem_base_url);
 	free(c);
 }
 

@@ -26,6 +26,18 @@ enum store_err_mode {
 };
 
 #define CFG_MAX_METHODS	16
+#define CFG_MAX_FP_HEADERS	16
+
+enum key_format {
+	KEYFMT_ANY = 0,		/* printable, 1..255 bytes (key_parse) */
+	KEYFMT_UUID,		/* 8-4-4-4-12 hex digits */
+	KEYFMT_REGEX,		/* a POSIX ERE, anchored by the operator */
+};
+
+enum fp_mode {
+	FPMODE_EXACT = 0,	/* the raw body */
+	FPMODE_CANONICAL,	/* JSON, forms and multipart by meaning */
+};
 
 /*
  * One [route PREFIX] section with the [idempotency] defaults folded in.
@@ -55,6 +67,18 @@ struct route {
 	size_t			 max_body;	/* default 1M */
 	size_t			 max_response;	/* default 8M */
 	enum store_err_mode	 on_store_error; /* default reject */
+
+	/* Request policy (SPEC section 9). */
+	unsigned char		 release[600 / 8];	/* bit per status whose
+					 * answer frees the key; default 5xx */
+	enum key_format		 key_format;	/* default any */
+	char			*key_regex;	/* KEYFMT_REGEX: its source */
+	void			*key_re;	/* KEYFMT_REGEX: a regex_t */
+	int			 keys_per_route;	/* default 0 */
+	char			*fp_headers[CFG_MAX_FP_HEADERS]; /* lower case */
+	size_t			 nfp_headers;
+	enum fp_mode		 fingerprint;	/* default exact */
+	uint32_t		 new_keys_per_minute;	/* per scope; 0 none */
 };
 
 struct cfg {
@@ -74,6 +98,7 @@ struct cfg {
 	int64_t		 counters_flush_ms;	/* default 5s */
 	int64_t		 client_timeout_ms;	/* params + body deadline, 30s */
 	size_t		 replay_cache;		/* bytes per worker, 0 off; default 8M */
+	char		*problem_base_url;	/* problem types <base><slug>, or NULL */
 
 	/* [cleanup] (idemctl cleanup) */
 	int		 cleanup_batch;		/* default 1000 */
@@ -126,6 +151,14 @@ const struct route *cfg_route(const struct cfg *c, const char *path);
 
 /* 1 if the route protects method (idempotency on and method listed). */
 int cfg_protects(const struct route *r, const char *method);
+
+/* 1 if an answer with this status frees the key (release_statuses, less
+ * 5xx under store_5xx = yes): delivered, never replayed. */
+int cfg_releases(const struct route *r, int status);
+
+/* 1 if key (len bytes, already through key_parse) has the route's
+ * key_format. */
+int cfg_key_format_ok(const struct route *r, const char *key, size_t len);
 
 /* "250ms", "10s", "5m", "72h", "7d", bare number = seconds.  0 on success. */
 int cfg_parse_duration(const char *s, int64_t *ms);

@@ -28,13 +28,14 @@ enum key_id {
 	/* [idempotency] and [route] */
 	K_IDEMPOTENCY, K_KEY_HEADER, K_METHODS, K_REQUIRE_KEY, K_SCOPE, K_TTL,
 	K_WAIT, K_LEASE, K_STORE_5XX, K_MAX_BODY, K_MAX_RESPONSE,
-	K_ON_STORE_ERROR, K_TIMEOUT,
+	K_ON_STORE_ERROR, K_TIMEOUT, K_RELEASE_STATUSES, K_KEY_FORMAT,
+	K_KEYS_PER_ROUTE, K_FP_HEADERS, K_FINGERPRINT, K_NEW_KEYS_PER_MINUTE,
 	/* [route] only */
 	K_HANDLER, K_SCRIPT_ROOT,
 	/* [gateway] */
 	K_LISTEN, K_SOCKET_OWNER, K_SOCKET_MODE, K_THREADS, K_WORKERS, K_LOG,
 	K_MYSQL_DEFAULTS_FILE, K_MYSQL_GROUP, K_HOST_NAME, K_MAX_PARAMS,
-	K_COUNTERS_FLUSH, K_REPLAY_CACHE, K_CLIENT_TIMEOUT,
+	K_COUNTERS_FLUSH, K_REPLAY_CACHE, K_CLIENT_TIMEOUT, K_PROBLEM_BASE_URL,
 	/* [cleanup] */
 	K_BATCH, K_SLEEP, K_MAX_SECONDS, K_STALE_AFTER, K_COUNTERS_RETENTION,
 	K_RUNS_RETENTION,
@@ -75,6 +76,21 @@ struct parser {
 	char			 sectname[CFG_MAX_PREFIX + 16];
 	int			 line;
 };
+
+/* Copies the request policy of d that r did not set (seen: bits of the
+ * keys r set). */
+enum idem_err cfg_policy_fold(struct parser *p, struct route *r,
+    const struct route *d, uint64_t seen);
+
+/* Frees what the request policy of r owns. */
+void cfg_policy_clear(struct route *r);
+
+/* The built-in request policy: release_statuses = 5xx, the rest off. */
+void cfg_policy_defaults(struct route *r);
+
+/* Sets one request policy key of r (lib/cfg_policy.c). */
+enum idem_err cfg_set_policy_key(struct parser *p, struct route *r,
+    enum key_id id, const char *v, int line, int col);
 
 /* Formats "NAME:LINE:COL: message" into p->err (no position when line
  * is 0); returns er. */

@@ -25,6 +25,12 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_MAX_RESPONSE] = { "max_response", RI },
 	[K_ON_STORE_ERROR] = { "on_store_error", RI },
 	[K_TIMEOUT] = { "timeout", RI },
+	[K_RELEASE_STATUSES] = { "release_statuses", RI },
+	[K_KEY_FORMAT] = { "key_format", RI },
+	[K_KEYS_PER_ROUTE] = { "keys_per_route", RI },
+	[K_FP_HEADERS] = { "fingerprint_headers", RI },
+	[K_FINGERPRINT] = { "fingerprint", RI },
+	[K_NEW_KEYS_PER_MINUTE] = { "new_keys_per_minute", RI },
 	[K_HANDLER] = { "handler", SECT_ROUTE },
 	[K_SCRIPT_ROOT] = { "script_root", SECT_ROUTE },
 	[K_LISTEN] = { "listen", SECT_GATEWAY },
@@ -40,6 +46,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_COUNTERS_FLUSH] = { "counters_flush", SECT_GATEWAY },
 	[K_REPLAY_CACHE] = { "replay_cache", SECT_GATEWAY },
 	[K_CLIENT_TIMEOUT] = { "client_timeout", SECT_GATEWAY },
+	[K_PROBLEM_BASE_URL] = { "problem_base_url", SECT_GATEWAY },
 	[K_BATCH] = { "batch", SECT_CLEANUP },
 	[K_SLEEP] = { "sleep", SECT_CLEANUP },
 	[K_MAX_SECONDS] = { "max_seconds", SECT_CLEANUP },
@@ -425,6 +432,7 @@ cfg_set_route_key(struct parser *p, struct route *r, enum key_id id,
 
 	switch (id) {
 	case K_IDEMPOTENCY: case K_REQUIRE_KEY: case K_STORE_5XX:
+	case K_KEYS_PER_ROUTE:
 		if ((b = parse_bool(v)) < 0)
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
 			    "bad boolean '%.*s' for %s", CFG_MAX_SHOWN, v, k);
@@ -432,9 +440,14 @@ cfg_set_route_key(struct parser *p, struct route *r, enum key_id id,
 			r->idempotency = b;
 		else if (id == K_REQUIRE_KEY)
 			r->require_key = b;
+		else if (id == K_KEYS_PER_ROUTE)
+			r->keys_per_route = b;
 		else
 			r->store_5xx = b;
 		return IDEM_OK;
+	case K_RELEASE_STATUSES: case K_KEY_FORMAT: case K_FP_HEADERS:
+	case K_FINGERPRINT: case K_NEW_KEYS_PER_MINUTE:
+		return cfg_set_policy_key(p, r, id, v, line, col);
 	case K_KEY_HEADER:
 		if (!is_token(v) || strlen(v) > 128)
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
@@ -591,6 +604,18 @@ cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 			    "bad host_name '%.*s' (up to %d visible ASCII bytes)",
 			    CFG_MAX_SHOWN, v, CFG_MAX_HOST);
 		return cfg_set_str(p, &c->host_name, v);
+	case K_PROBLEM_BASE_URL:
+		/* Goes into JSON and a header unescaped: visible ASCII only,
+		 * no quote or backslash. */
+		for (q = v; *q != '\0'; q++)
+			if ((unsigned char)*q <= ' ' || (unsigned char)*q >= 0x7f ||
+			    *q == '"' || *q == '\\')
+				break;
+		if (*q != '\0' || *v == '\0' || strlen(v) > 512)
+			return cfg_perr(p, IDEM_ECONFIG, line, col,
+			    "bad problem_base_url '%.*s' (a URL of visible "
+			    "ASCII, no quotes)", CFG_MAX_SHOWN, v);
+		return cfg_set_str(p, &c->problem_base_url, v);
 	case K_MAX_PARAMS:
 		if (cfg_parse_size(v, &sz) != 0)
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
@@ -645,6 +670,7 @@ cfg_route_defaults(struct parser *p, struct route *r)
 	r->max_body = 1024 * 1024;
 	r->max_response = 8 * 1024 * 1024;
 	r->on_store_error = STORE_ERR_REJECT;
+	cfg_policy_defaults(r);
 	if (cfg_set_str(p, &r->key_header, "Idempotency-Key") != IDEM_OK)
 		return IDEM_ENOMEM;
 	for (i = 0; i < 2; i++) {

@@ -147,6 +147,30 @@ fp_request(const char *method, const char *path, const char *query,
 }
 
 void
+fp_request_more(const char *method, const char *path, const char *query,
+    const char *ctype, const void *body, size_t bodylen,
+    const char *const *more, size_t nmore, unsigned char fp[FP_LEN])
+{
+	EVP_MD_CTX	*ctx = sha_begin();
+	unsigned char	 n[8];
+	size_t		 i;
+
+	sha_add_str(ctx, method);
+	sha_add_str(ctx, path);
+	sha_add_str(ctx, query);
+	sha_add_str(ctx, ctype);
+	sha_add_field(ctx, body != NULL ? body : "", body != NULL ? bodylen : 0);
+	if (nmore > 0) {
+		for (i = 0; i < 8; i++)
+			n[i] = (unsigned char)((uint64_t)nmore >> (56 - 8 * i));
+		EVP_DigestUpdate(ctx, n, sizeof(n));
+		for (i = 0; i < nmore; i++)
+			sha_add_str(ctx, more[i]);
+	}
+	sha_end(ctx, fp);
+}
+
+void
 fp_scope(const char *kind, const char *value, unsigned char out[FP_LEN])
 {
 	EVP_MD_CTX	*ctx = sha_begin();

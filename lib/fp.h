@@ -31,6 +31,15 @@ void fp_request(const char *method, const char *path, const char *query,
     unsigned char fp[FP_LEN]);
 
 /*
+ * fp_request, then (when nmore > 0) their count and each of more[],
+ * length-prefixed: the request headers a route names as part of it
+ * (fingerprint_headers).  With nmore = 0 the same as fp_request.
+ */
+void fp_request_more(const char *method, const char *path,
+    const char *query, const char *ctype, const void *body, size_t bodylen,
+    const char *const *more, size_t nmore, unsigned char fp[FP_LEN]);
+
+/*
  * Scope hash: SHA-256 over kind ("none", "remote_user" or "header:name" in
  * lower case) and value, length-prefixed.  The value (an API key, say) is
  * never stored in clear.  OUT: out.

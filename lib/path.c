@@ -4,7 +4,7 @@
 
 #include "path.h"
 
-static int
+int
 path_hexval(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -16,4 +16,7 @@
  */
 char *path_normalize(const char *in, size_t len);
 
+/* The value of one hex digit (either case), or -1. */
+int path_hexval(char c);
+
 #endif

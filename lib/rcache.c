@@ -204,6 +204,7 @@ rcache_put(struct rcache *rc, uint64_t gen, const struct idem_id *id,
 		memcpy(p + keylen + hdrslen, a->body.p, bodylen);
 	answer_borrow(&e->ans, a->status, p + keylen, hdrslen,
 	    p + keylen + hdrslen, bodylen);
+	e->ans.expires_s = a->expires_s;
 
 	pthread_mutex_lock(&rc->mu);
 	if (gen != rc->gen ||

@@ -374,6 +374,87 @@ test_fold(void)
 	cfg_free(c);
 }
 
+/* The request policy: values, folding from [idempotency], errors. */
+static void
+test_policy(void)
+{
+	struct cfg		*c;
+	const struct route	*a, *b;
+
+	c = parse("[idempotency]\nrelease_statuses = 429, 408 5xx\n"
+	    "key_format = /^[a-z]{3}$/\nfingerprint = canonical\n"
+	    "fingerprint_headers = Api-Version X-Tenant\n"
+	    "new_keys_per_minute = 5\nkeys_per_route = yes\n"
+	    "[route /a]\nhandler = cgi:/a\n"
+	    "[route /b]\nhandler = cgi:/b\nrelease_statuses =\n"
+	    "key_format = uuid\nfingerprint = exact\nstore_5xx = yes\n"
+	    "fingerprint_headers = Other\n"
+	    "[gateway]\nproblem_base_url = https://d.example/e/\n");
+	CHECK(c != NULL);
+	if (c == NULL)
+		return;
+	a = cfg_route(c, "/a");
+	b = cfg_route(c, "/b");
+	CHECK(a != NULL && b != NULL);
+	if (a != NULL && b != NULL) {
+		CHECK(cfg_releases(a, 429) && cfg_releases(a, 408) &&
+		    cfg_releases(a, 500) && cfg_releases(a, 599));
+		CHECK(!cfg_releases(a, 400) && !cfg_releases(a, 200) &&
+		    !cfg_releases(a, 600) && !cfg_releases(a, -1));
+		CHECK(!cfg_releases(b, 429) && !cfg_releases(b, 503));
+		CHECK(a->fingerprint == FPMODE_CANONICAL &&
+		    b->fingerprint == FPMODE_EXACT);
+		CHECK(a->nfp_headers == 2 &&
+		    strcmp(a->fp_headers[0], "api-version") == 0 &&
+		    strcmp(a->fp_headers[1], "x-tenant") == 0);
+		CHECK(b->nfp_headers == 1 &&
+		    strcmp(b->fp_headers[0], "other") == 0);
+		CHECK(a->new_keys_per_minute == 5 && a->keys_per_route == 1);
+		CHECK(cfg_key_format_ok(a, "abc", 3) &&
+		    !cfg_key_format_ok(a, "abcd", 4) &&
+		    !cfg_key_format_ok(a, "ABC", 3));
+		CHECK(cfg_key_format_ok(b,
+		    "6F1C2A4E-9b7d-4c3a-8e2f-1a2b3c4d5e6f", 36));
+		CHECK(!cfg_key_format_ok(b,
+		    "6f1c2a4e-9b7d-4c3a-8e2f-1a2b3c4d5e6", 35));
+		CHECK(!cfg_key_format_ok(b,
+		    "6f1c2a4e+9b7d-4c3a-8e2f-1a2b3c4d5e6f", 36));
+	}
+	CHECK(c->problem_base_url != NULL &&
+	    strcmp(c->problem_base_url, "https://d.example/e/") == 0);
+	cfg_free(c);
+	/* defaults: 5xx releases, store_5xx keeps them */
+	c = parse(RT "store_5xx = yes\n[route /y]\nhandler = cgi:/y\n");
+	CHECK(c != NULL);
+	if (c != NULL) {
+		a = cfg_route(c, "/y");
+		b = cfg_route(c, "/x");
+		CHECK(a != NULL && cfg_releases(a, 502) && !cfg_releases(a, 429));
+		CHECK(a != NULL && a->key_format == KEYFMT_ANY &&
+		    cfg_key_format_ok(a, "anything", 8));
+		CHECK(b != NULL && !cfg_releases(b, 502));
+		cfg_free(c);
+	}
+	CHECK(refused(RT "release_statuses = 4xx 99\n",
+	    "t.conf:3:20: bad release_statuses '99' (codes 200..599 or "
+	    "classes like 5xx)"));
+	CHECK(refused(RT "release_statuses = 6xx\n",
+	    "t.conf:3:20: bad release_statuses '6xx' (codes 200..599 or "
+	    "classes like 5xx)"));
+	CHECK(refused(RT "key_format = ulid\n",
+	    "t.conf:3:14: bad key_format 'ulid' (any, uuid or /regex/)"));
+	CHECK(!accepted(RT "key_format = /([a-z]/\n"));
+	CHECK(strstr(err, "bad key_format regex") != NULL);
+	CHECK(refused(RT "fingerprint = loose\n",
+	    "t.conf:3:15: bad fingerprint 'loose' (exact or canonical)"));
+	CHECK(!accepted(RT "new_keys_per_minute = -1\n"));
+	CHECK(!accepted(RT "new_keys_per_minute = 99999999\n"));
+	CHECK(!accepted(RT "fingerprint_headers = Api Version(2)\n"));
+	CHECK(!accepted("[gateway]\nproblem_base_url = https://x/\"q\n"));
+	CHECK(!accepted("[route /x]\nhandler = cgi:/bin/true\n"
+	    "problem_base_url = https://x/\n"));
+}
+
 static void
 test_errors(void)
 {
@@ -803,6 +884,7 @@ main(void)
 	test_defaults();
 	test_values();
 	test_fold();
+	test_policy();
 	test_errors();
 	test_route();
 	test_load();

@@ -1,0 +1,306 @@
+/* The request policy keys (SPEC section 9): release_statuses, key_format, keys_per_route, fingerprint, fingerprint_headers, new_keys_per_minute. */
+#include <ctype.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "cfg_int.h"
+
+#define MAX_KEYS_PER_MINUTE	1000000
+
+static void
+release_set(struct route *r, int lo, int hi)
+{
+	int	 s;
+
+	for (s = lo; s <= hi && s < 600; s++)
+		r->release[s / 8] |= (unsigned char)(1u << (s % 8));
+}
+
+/* The next item of a list separated by spaces, tabs or commas: its start
+ * (advancing *v past it) and length in *n; NULL at the end. */
+static const char *
+next_item(const char **v, size_t *n)
+{
+	const char	*p = *v;
+
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	for (*n = 0; p[*n] != '\0' && p[*n] != ' ' && p[*n] != '\t' &&
+	    p[*n] != ','; (*n)++)
+		;
+	*v = p + *n;
+	return *n > 0 ? p : NULL;
+}
+
+int
+cfg_releases(const struct route *r, int status)
+{
+	if (status < 0 || status >= 600)
+		return 0;
+	if (r->store_5xx && status >= 500)
+		return 0;
+	return (r->release[status / 8] >> (status % 8)) & 1;
+}
+
+/* "429 408 5xx" (codes 200..599 or classes 2xx..5xx, spaces or commas);
+ * empty: no status releases the key. */
+static enum idem_err
+parse_release(struct parser *p, struct route *r, const char *v, int line,
+    int col)
+{
+	char		 tok[16];
+	const char	*item;
+	size_t		 n;
+	int		 code;
+
+	memset(r->release, 0, sizeof(r->release));
+	while ((item = next_item(&v, &n)) != NULL) {
+		if (n >= sizeof(tok))
+			n = sizeof(tok) - 1;	/* quoted cut: refused below */
+		memcpy(tok, item, n);
+		tok[n] = '\0';
+		if (n == 3 && tok[0] >= '2' && tok[0] <= '5' &&
+		    (tok[1] == 'x' || tok[1] == 'X') &&
+		    (tok[2] == 'x' || tok[2] == 'X')) {
+			code = (tok[0] - '0') * 100;
+			release_set(r, code, code + 99);
+			continue;
+		}
+		if (n != 3 || !isdigit((unsigned char)tok[0]) ||
+		    !isdigit((unsigned char)tok[1]) ||
+		    !isdigit((unsigned char)tok[2]))
+			goto bad;
+		code = atoi(tok);
+		if (code < 200 || code > 599)
+			goto bad;
+		release_set(r, code, code);
+	}
+	return IDEM_OK;
+bad:
+	return cfg_perr(p, IDEM_ECONFIG, line, col, "bad release_statuses "
+	    "'%s' (codes 200..599 or classes like 5xx)", tok);
+}
+
+static void
+regex_clear(struct route *r)
+{
+	if (r->key_re != NULL) {
+		regfree(r->key_re);
+		free(r->key_re);
+		r->key_re = NULL;
+	}
+	free(r->key_regex);
+	r->key_regex = NULL;
+}
+
+static enum idem_err
+set_regex(struct parser *p, struct route *r, const char *src, int line,
+    int col)
+{
+	regex_t		*re;
+	char		 msg[128];
+	int		 rc;
+
+	if ((re = calloc(1, sizeof(*re))) == NULL)
+		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+	if ((rc = regcomp(re, src, REG_EXTENDED | REG_NOSUB)) != 0) {
+		regerror(rc, re, msg, sizeof(msg));
+		free(re);
+		return cfg_perr(p, IDEM_ECONFIG, line, col, "bad key_format "
+		    "regex '%.*s': %s", CFG_MAX_SHOWN, src, msg);
+	}
+	regex_clear(r);
+	if (cfg_set_str(p, &r->key_regex, src) != IDEM_OK) {
+		regfree(re);
+		free(re);
+		return IDEM_ENOMEM;
+	}
+	r->key_re = re;
+	r->key_format = KEYFMT_REGEX;
+	return IDEM_OK;
+}
+
+/* any, uuid, or /ERE/ */
+static enum idem_err
+parse_key_format(struct parser *p, struct route *r, const char *v, int line,
+    int col)
+{
+	char		*src;
+	size_t		 n = strlen(v);
+	enum idem_err	 er;
+
+	if (strcmp(v, "any") == 0 || strcmp(v, "uuid") == 0) {
+		regex_clear(r);
+		r->key_format = v[0] == 'a' ? KEYFMT_ANY : KEYFMT_UUID;
+		return IDEM_OK;
+	}
+	if (n < 3 || v[0] != '/' || v[n - 1] != '/')
+		return cfg_perr(p, IDEM_ECONFIG, line, col, "bad key_format "
+		    "'%.*s' (any, uuid or /regex/)", CFG_MAX_SHOWN, v);
+	if ((src = strndup(v + 1, n - 2)) == NULL)
+		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+	er = set_regex(p, r, src, line, col);
+	free(src);
+	return er;
+}
+
+static int
+is_hex(char ch)
+{
+	return isxdigit((unsigned char)ch) != 0;
+}
+
+int
+cfg_key_format_ok(const struct route *r, const char *key, size_t len)
+{
+	size_t	 i;
+
+	switch (r->key_format) {
+	case KEYFMT_UUID:
+		if (len != 36)
+			return 0;
+		for (i = 0; i < 36; i++) {
+			if (i == 8 || i == 13 || i == 18 || i == 23) {
+				if (key[i] != '-')
+					return 0;
+			} else if (!is_hex(key[i]))
+				return 0;
+		}
+		return 1;
+	case KEYFMT_REGEX:
+		/* key_parse output is NUL-terminated and has no NUL. */
+		return r->key_re != NULL &&
+		    regexec(r->key_re, key, 0, NULL, 0) == 0;
+	default:
+		return 1;
+	}
+}
+
+/* Header names, lower case, space or comma separated. */
+static enum idem_err
+parse_fp_headers(struct parser *p, struct route *r, const char *v, int line,
+    int col)
+{
+	const char	*item;
+	size_t		 n, i;
+	char		*h;
+
+	for (i = 0; i < r->nfp_headers; i++)
+		free(r->fp_headers[i]);
+	r->nfp_headers = 0;
+	while ((item = next_item(&v, &n)) != NULL) {
+		if (r->nfp_headers == CFG_MAX_FP_HEADERS || n > 128)
+			return cfg_perr(p, IDEM_ECONFIG, line, col,
+			    "fingerprint_headers: at most %d names of 128 "
+			    "bytes", CFG_MAX_FP_HEADERS);
+		if ((h = strndup(item, n)) == NULL)
+			return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+		for (i = 0; i < n; i++) {
+			if (!isalnum((unsigned char)h[i]) && h[i] != '-' &&
+			    h[i] != '_') {
+				free(h);
+				return cfg_perr(p, IDEM_ECONFIG, line, col,
+				    "bad header name in fingerprint_headers "
+				    "'%.*s'", (int)n, item);
+			}
+			h[i] = (char)tolower((unsigned char)h[i]);
+		}
+		r->fp_headers[r->nfp_headers++] = h;
+	}
+	return IDEM_OK;
+}
+
+enum idem_err
+cfg_set_policy_key(struct parser *p, struct route *r, enum key_id id,
+    const char *v, int line, int col)
+{
+	char		*end;
+	unsigned long	 n;
+
+	switch (id) {
+	case K_RELEASE_STATUSES:
+		return parse_release(p, r, v, line, col);
+	case K_KEY_FORMAT:
+		return parse_key_format(p, r, v, line, col);
+	case K_FP_HEADERS:
+		return parse_fp_headers(p, r, v, line, col);
+	case K_FINGERPRINT:
+		if (strcmp(v, "exact") == 0)
+			r->fingerprint = FPMODE_EXACT;
+		else if (strcmp(v, "canonical") == 0)
+			r->fingerprint = FPMODE_CANONICAL;
+		else
+			return cfg_perr(p, IDEM_ECONFIG, line, col, "bad "
+			    "fingerprint '%.*s' (exact or canonical)",
+			    CFG_MAX_SHOWN, v);
+		return IDEM_OK;
+	case K_NEW_KEYS_PER_MINUTE:
+		n = strtoul(v, &end, 10);
+		if (*v < '0' || *v > '9' || *end != '\0' ||
+		    n > MAX_KEYS_PER_MINUTE)
+			return cfg_perr(p, IDEM_ECONFIG, line, col, "bad "
+			    "new_keys_per_minute '%.*s' (0..%d)",
+			    CFG_MAX_SHOWN, v, MAX_KEYS_PER_MINUTE);
+		r->new_keys_per_minute = (uint32_t)n;
+		return IDEM_OK;
+	default:
+		return cfg_perr(p, IDEM_ECONFIG, line, col, "internal: key %s",
+		    cfg_keys[id].name);
+	}
+}
+
+void
+cfg_policy_defaults(struct route *r)
+{
+	memset(r->release, 0, sizeof(r->release));
+	release_set(r, 500, 599);
+}
+
+void
+cfg_policy_clear(struct route *r)
+{
+	size_t	 i;
+
+	regex_clear(r);
+	for (i = 0; i < r->nfp_headers; i++)
+		free(r->fp_headers[i]);
+	r->nfp_headers = 0;
+}
+
+#define UNSET(k)	((seen & ((uint64_t)1 << (k))) == 0)
+
+enum idem_err
+cfg_policy_fold(struct parser *p, struct route *r, const struct route *d,
+    uint64_t seen)
+{
+	size_t		 i;
+	enum idem_err	 er;
+
+	if (UNSET(K_RELEASE_STATUSES))
+		memcpy(r->release, d->release, sizeof(r->release));
+	if (UNSET(K_KEYS_PER_ROUTE))
+		r->keys_per_route = d->keys_per_route;
+	if (UNSET(K_FINGERPRINT))
+		r->fingerprint = d->fingerprint;
+	if (UNSET(K_NEW_KEYS_PER_MINUTE))
+		r->new_keys_per_minute = d->new_keys_per_minute;
+	if (UNSET(K_KEY_FORMAT)) {
+		r->key_format = d->key_format;
+		if (d->key_format == KEYFMT_REGEX &&
+		    (er = set_regex(p, r, d->key_regex, 0, 0)) != IDEM_OK)
+			return er;
+	}
+	if (UNSET(K_FP_HEADERS))
+		for (i = 0; i < d->nfp_headers; i++) {
+			if ((r->fp_headers[i] = strdup(d->fp_headers[i])) ==
+			    NULL)
+				return cfg_perr(p, IDEM_ENOMEM, 0, 0,
+				    "out of memory");
+			r->nfp_headers++;
+		}
+	return IDEM_OK;
+}

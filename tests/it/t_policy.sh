@@ -1,0 +1,174 @@
+#!/bin/bash
+# Request policy through lighttpd and a real MariaDB: canonical
+# fingerprints (JSON, forms, multipart), fingerprint_headers,
+# release_statuses, key_format, keys_per_route, Idempotency-Expires and
+# problem_base_url.  Runs are counted from the handler's own log.
+. "$(dirname "$0")/../lib/harness.sh"
+
+db_new "$TNAME" || { done_testing; exit 1; }
+P=$(cgi_install pay)
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+cat >>"$T/gw.conf" <<EOF
+
+[route /canon]
+handler = cgi:$P
+fingerprint = canonical
+
+[route /hdr]
+handler = cgi:$P
+fingerprint_headers = Api-Version
+
+[route /release]
+handler = cgi:$P
+release_statuses = 429 5xx
+
+[route /uuid]
+handler = cgi:$P
+key_format = uuid
+
+[route /re]
+handler = cgi:$P
+key_format = /^[a-z]{20,}$/
+
+[route /a]
+handler = cgi:$P
+keys_per_route = yes
+
+[route /b]
+handler = cgi:$P
+keys_per_route = yes
+
+[route /c]
+handler = cgi:$P
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+post() { # post OUT PATH KEY [curl args]
+	local out=$1 path=$2 key=$3
+	shift 3
+	http "$out" POST "$(url web "$path")" -H "Idempotency-Key: $key" "$@"
+}
+JS='Content-Type: application/json'
+
+# Canonical JSON: the same value in another spelling replays.
+K=$(new_key)
+post j1 /canon "$K" -H "$JS" --data-binary '{"a":1,"b":[1,2]}'
+post j2 /canon "$K" -H "$JS" --data-binary '{ "b":[1, 2],
+  "a":1.0 }'
+expect_eq "canonical JSON: created" "201 created" "$HS $(hdr j1 Idempotency-Result)"
+expect_eq "canonical JSON: keys reordered, spaces, 1.0: replayed" reused "$(hdr j2 Idempotency-Result)"
+expect_file_eq "canonical JSON: the same body" "$T/j1.b" "$T/j2.b"
+post j3 /canon "$K" -H "$JS" --data-binary '{"a":2,"b":[1,2]}'
+is_problem "canonical JSON: another value" j3 422 key-mismatch
+post j4 /canon "$K" -H "$JS" --data-binary '{"a":1,"b":[2,1]}'
+is_problem "canonical JSON: array order matters" j4 422 key-mismatch
+expect_eq "canonical JSON: one run" 1 "$(runs pay)"
+# Invalid JSON is compared as bytes.
+K=$(new_key)
+post i1 /canon "$K" -H "$JS" --data-binary '{"a":1,}'
+post i2 /canon "$K" -H "$JS" --data-binary '{"a":1,}'
+post i3 /canon "$K" -H "$JS" --data-binary '{ "a":1,}'
+expect_eq "invalid JSON: the same bytes replay" reused "$(hdr i2 Idempotency-Result)"
+is_problem "invalid JSON: other bytes" i3 422 key-mismatch
+# Forms by sorted pairs, percent-decoded.
+K=$(new_key)
+post f1 /canon "$K" --data-binary 'a=1&b=x%20y'
+post f2 /canon "$K" --data-binary 'b=x+y&a=1'
+expect_eq "canonical form: pairs reordered, encoded otherwise: replayed" reused "$(hdr f2 Idempotency-Result)"
+post f3 /canon "$K" --data-binary 'a=1&b=z'
+is_problem "canonical form: another value" f3 422 key-mismatch
+# Multipart: curl picks a new boundary each time.
+printf 'file\000bytes\n' >"$T/up.bin"
+K=$(new_key)
+post m1 /canon "$K" -F a=1 -F "f=@$T/up.bin"
+post m2 /canon "$K" -F a=1 -F "f=@$T/up.bin"
+expect_eq "canonical multipart: a new boundary replays" "created reused" "$(hdr m1 Idempotency-Result) $(hdr m2 Idempotency-Result)"
+post m3 /canon "$K" -F a=2 -F "f=@$T/up.bin"
+is_problem "canonical multipart: a changed part" m3 422 key-mismatch
+# Exact (the default): the same JSON respelled is another request.
+K=$(new_key)
+post e1 /c "$K" -H "$JS" --data-binary '{"a":1,"b":2}'
+post e2 /c "$K" -H "$JS" --data-binary '{"b":2,"a":1}'
+is_problem "exact: reordered JSON" e2 422 key-mismatch
+
+# fingerprint_headers: the API version is part of the request.
+K=$(new_key)
+post h1 /hdr "$K" -H 'Api-Version: 2024-01-01' --data-binary x
+post h2 /hdr "$K" -H 'Api-Version: 2024-01-01' --data-binary x
+post h3 /hdr "$K" -H 'Api-Version: 2025-06-01' --data-binary x
+expect_eq "fingerprint_headers: the same version replays" reused "$(hdr h2 Idempotency-Result)"
+is_problem "fingerprint_headers: another version" h3 422 key-mismatch
+post h4 /hdr "$K" --data-binary x
+is_problem "fingerprint_headers: without the header" h4 422 key-mismatch
+
+# release_statuses = 429 5xx: a 429 runs again, a 400 replays.
+n0=$(runs pay)
+K=$(new_key)
+post r1 "/release?status=429" "$K" --data-binary x
+post r2 "/release?status=429" "$K" --data-binary x
+expect_eq "release 429: delivered twice" "429" "$HS"
+expect_eq "release 429: ran again" $((n0 + 2)) "$(runs pay)"
+K=$(new_key)
+post r3 "/release?status=400" "$K" --data-binary x
+post r4 "/release?status=400" "$K" --data-binary x
+expect_eq "release: a 400 replays" "400 reused" "$HS $(hdr r4 Idempotency-Result)"
+expect_eq "release: a 400 ran once" $((n0 + 3)) "$(runs pay)"
+K=$(new_key)
+post r5 "/release?status=503" "$K" --data-binary x
+post r6 "/release?status=503" "$K" --data-binary x
+expect_eq "release: a 503 runs again" $((n0 + 5)) "$(runs pay)"
+
+# key_format
+post u1 /uuid not-a-uuid --data-binary x
+is_problem "key_format uuid: another key" u1 400 invalid-key
+post u2 /uuid 6f1c2a4e-9b7d-4c3a-8e2f-1a2b3c4d5e6f --data-binary x
+expect_eq "key_format uuid: a UUID" 201 "$HS"
+post x1 /re abcdefghij --data-binary x
+is_problem "key_format regex: too short" x1 400 invalid-key
+post x2 /re abcdefghijklmnopqrstu --data-binary x
+expect_eq "key_format regex: matching" 201 "$HS"
+post x3 /re ABCDEFGHIJKLMNOPQRSTU --data-binary x
+is_problem "key_format regex: upper case" x3 400 invalid-key
+
+# keys_per_route: one key, two routes, two runs; each replays its own.
+n0=$(runs pay)
+K=$(new_key)
+post a1 /a "$K" --data-binary same
+post b1 /b "$K" --data-binary same
+expect_eq "keys_per_route: both run" "created created $((n0 + 2))" "$(hdr a1 Idempotency-Result) $(hdr b1 Idempotency-Result) $(runs pay)"
+post a2 /a "$K" --data-binary same
+post b2 /b "$K" --data-binary same
+expect_file_eq "keys_per_route: /a replays its own" "$T/a1.b" "$T/a2.b"
+expect_file_eq "keys_per_route: /b replays its own" "$T/b1.b" "$T/b2.b"
+expect_eq "keys_per_route: still two runs" $((n0 + 2)) "$(runs pay)"
+
+# Idempotency-Expires: the row's expiry as an HTTP-date, created and reused.
+K=$(new_key)
+post y1 /c "$K" --data-binary exp
+post y2 /c "$K" --data-binary exp
+row=$(db_query "$TNAME" "SELECT UNIX_TIMESTAMP(expires_at) FROM idem_keys WHERE idem_key = '$K'")
+row=${row%%.*}
+for o in y1 y2; do
+	v=$(hdr $o Idempotency-Expires)
+	expect_match "Idempotency-Expires on $o: an HTTP-date" '^[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$' "$v"
+	d=$(date -u -d "$v" +%s 2>/dev/null || echo 0)
+	diff=$((d - row))
+	expect_lt "Idempotency-Expires on $o: the row's expiry within 1 s ($diff s)" "${diff#-}" 2
+done
+post y3 /c "$K" --data-binary other
+expect_eq "Idempotency-Expires: not on a 422" "" "$(hdr y3 Idempotency-Expires)"
+
+# problem_base_url: types become links; unset they stay urns (above).
+gw_conf "$T/gw2.conf" "unix:$T/gw2.sock" "$DBCNF"
+cat >>"$T/gw2.conf" <<EOF
+problem_base_url = https://docs.example.com/errors/
+
+[route /c]
+handler = cgi:$P
+require_key = yes
+EOF
+gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
+lighttpd_start web2 "unix:$T/gw2.sock" || { done_testing; exit 1; }
+http p1 POST "$(url web2 /c)" --data-binary x
+expect_match "problem_base_url: type is the link" '"type":"https://docs.example.com/errors/missing-key"' "$(body p1)"
+done_testing

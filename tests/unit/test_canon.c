@@ -1,0 +1,144 @@
+/* Unit tests for canonical request bodies: JSON, forms, multipart, fallbacks and bounds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/check.h"
+#include "canon.h"
+
+/* 1 if a and b (as ctype) have equal canonical forms; -1 if either does
+ * not canonicalise. */
+static int
+same(const char *ctype, const char *a, const char *b)
+{
+	struct buf	 x, y;
+	const char	*ca = ctype, *cb = ctype;
+	int		 r;
+
+	buf_init(&x, CANON_MAX(strlen(a)));
+	buf_init(&y, CANON_MAX(strlen(b)));
+	if (!canon_body(ctype, a, strlen(a), &x, &ca) ||
+	    !canon_body(ctype, b, strlen(b), &y, &cb))
+		r = -1;
+	else
+		r = x.len == y.len && memcmp(x.p, y.p, x.len) == 0 &&
+		    strcmp(ca, cb) == 0;
+	buf_free(&x);
+	buf_free(&y);
+	return r;
+}
+
+static int
+parses(const char *ctype, const char *a, size_t n)
+{
+	struct buf	 x;
+	const char	*c = ctype;
+	int		 r;
+
+	buf_init(&x, CANON_MAX(n));
+	r = canon_body(ctype, a, n, &x, &c);
+	CHECK(r || (x.len == 0 && c == ctype));
+	buf_free(&x);
+	return r;
+}
+
+static void
+test_json(void)
+{
+	const char	*js = "application/json";
+	char		*deep;
+	size_t		 i, n = 200000;
+
+	CHECK(same(js, "{\"a\":1,\"b\":[1,2]}", "{ \"b\":[1, 2],\n \"a\":1 }") == 1);
+	CHECK(same(js, "{\"a\":1}", "{\"a\":1.0}") == 1);
+	CHECK(same(js, "{\"a\":100}", "{\"a\":1e2}") == 1);
+	CHECK(same(js, "{\"s\":\"A\\u00e9\"}", "{\"s\":\"A\xc3\xa9\"}") == 1);
+	CHECK(same(js, "{\"a\":1}", "{\"a\":2}") == 0);
+	CHECK(same(js, "[1,2]", "[2,1]") == 0);
+	CHECK(same(js, "{\"a\":\"1\"}", "{\"a\":1}") == 0);
+	CHECK(same("application/vnd.api+json", "{\"x\":[]}", "{ \"x\" : [ ] }") == 1);
+	CHECK(same("application/json; charset=utf-8", "{\"a\":1}", "{\"a\":1}") == 1);
+	/* not JSON, duplicate keys, trailing garbage: exact bytes */
+	CHECK(!parses(js, "{\"a\":1,}", 8));
+	CHECK(!parses(js, "{\"a\":1,\"a\":2}", 13));
+	CHECK(!parses(js, "{} x", 4));
+	CHECK(!parses(js, "", 0));
+	/* a number too large for a double, nesting too deep: bounded, exact */
+	CHECK(!parses(js, "[1e999]", 7));
+	deep = malloc(n);
+	for (i = 0; i < n; i++)
+		deep[i] = '[';
+	CHECK(!parses(js, deep, n));
+	free(deep);
+	/* other types are not canonicalised */
+	CHECK(!parses("text/plain", "{\"a\":1}", 7));
+	CHECK(!parses(NULL, "{\"a\":1}", 7));
+}
+
+static void
+test_form(void)
+{
+	const char	*f = "application/x-www-form-urlencoded";
+
+	CHECK(same(f, "a=1&b=x%20y", "b=x+y&a=1") == 1);
+	CHECK(same(f, "a=1&a=2", "a=2&a=1") == 1);
+	CHECK(same(f, "a=1&&b=2", "b=2&a=1") == 1);
+	CHECK(same(f, "a=1&b=2", "a=1&b=3") == 0);
+	CHECK(same(f, "a=1", "a=1&b") == 0);
+	CHECK(same(f, "a&b=", "a=&b") == 1);	/* both empty values */
+	CHECK(same(f, "ab=1", "a=b1") == 0);
+	CHECK(!parses(f, "a=%zz", 5));
+	CHECK(!parses(f, "a=%2", 4));
+	CHECK(parses(f, "", 0));
+}
+
+static void
+test_multipart(void)
+{
+	const char *a =
+	    "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n"
+	    "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; "
+	    "filename=\"x\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+	    "bytes\r\n--XyZ--\r\n";
+	const char *b =
+	    "preamble\r\n--other-7\r\ncontent-disposition:   form-data; "
+	    "name=\"a\"\r\n\r\n1\r\n--other-7\r\nContent-Disposition: "
+	    "form-data; name=\"f\"; filename=\"x\"\r\nContent-Type: "
+	    "application/octet-stream\r\n\r\nbytes\r\n--other-7--";
+	const char *c =
+	    "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n2\r\n"
+	    "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; "
+	    "filename=\"x\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+	    "bytes\r\n--XyZ--\r\n";
+	struct buf	 x, y;
+	const char	*ca, *cb;
+
+	buf_init(&x, CANON_MAX(strlen(a)));
+	buf_init(&y, CANON_MAX(strlen(b)));
+	ca = cb = NULL;
+	CHECK(canon_body("multipart/form-data; boundary=XyZ", a, strlen(a),
+	    &x, &ca) == 1);
+	CHECK(canon_body("multipart/form-data; boundary=\"other-7\"", b,
+	    strlen(b), &y, &cb) == 1);
+	CHECK(ca != NULL && cb != NULL && strcmp(ca, cb) == 0);
+	CHECK(x.len == y.len && memcmp(x.p, y.p, x.len) == 0);
+	buf_reset(&y);
+	CHECK(canon_body("multipart/form-data; boundary=XyZ", c, strlen(c),
+	    &y, &cb) == 1);
+	CHECK(x.len != y.len || memcmp(x.p, y.p, x.len) != 0);
+	buf_free(&x);
+	buf_free(&y);
+	/* no closing delimiter, no boundary, wrong boundary: exact */
+	CHECK(!parses("multipart/form-data; boundary=XyZ", a, strlen(a) - 9));
+	CHECK(!parses("multipart/form-data", a, strlen(a)));
+	CHECK(!parses("multipart/form-data; boundary=Q", a, strlen(a)));
+}
+
+int
+main(void)
+{
+	test_json();
+	test_form();
+	test_multipart();
+	return CHECK_DONE();
+}
