@@ -327,12 +327,15 @@ prom_head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* name{route="...",kind="http|job" (the caller closes the braces);
+ * idemctl run's keys live under routes "job:NAME". */
 static void
 prom_route(FILE *f, const char *name, const char *suffix, const char *route)
 {
 	fprintf(f, "%s%s{route=\"", name, suffix);
 	prom_put_label(f, route);
-	fputc('"', f);
+	fprintf(f, "\",kind=\"%s\"", strncmp(route, "job:", 4) == 0 ? "job" :
+	    "http");
 }
 
 void

@@ -124,6 +124,12 @@ expect_match "namespace: show --scope job finds the job" "job:job.sh" "$(cat "$T
 # Job runs count in the fleet counters, under their route "job:NAME".
 "$IDEMCTL" -c "$T/a.conf" stats >"$T/stats.o" 2>&1
 expect_match "counters: idemctl stats lists the job" "job:job\.sh" "$(cat "$T/stats.o")"
+"$IDEMCTL" -c "$T/a.conf" metrics >"$T/metrics.o" 2>&1
+expect_match "counters: metrics label it kind=job" 'idemgate_requests_total\{route="job:job\.sh",kind="job"\} [0-9]' "$(cat "$T/metrics.o")"
+# cleanup removes job keys like any other, once expired
+db_query "$TNAME" "UPDATE idem_keys SET expires_at = NOW(6) - INTERVAL 1 HOUR WHERE idem_key = 'k1'"
+"$IDEMCTL" -c "$T/a.conf" cleanup >/dev/null 2>&1
+expect_eq "cleanup: an expired job key is gone" 0 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'k1'")"
 
 # 5. --timeout: the group is ended, the key released, status 124.
 run a t1 --key k7 --timeout 500ms -- sh -c 'echo $$ >"$JOBLOG.t"; sleep 30 & sleep 30'
