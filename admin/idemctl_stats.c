@@ -91,27 +91,27 @@ prom_put_label(FILE *f, const char *s)
 enum col {
 	C_REQ, C_CREATED, C_REUSED, C_PCT, C_422, C_409, C_WAITS, C_P50,
 	C_P95, C_P99, C_RELEASED, C_TOMB, C_STOREERR, C_MISSING, C_INVALID,
-	C__COUNT
+	C_QUOTA, C__COUNT
 };
 
 static const char *const col_table[C__COUNT] = {
 	"REQUESTS", "CREATED", "REUSED", "REUSE%", "422", "409", "WAITS",
 	"P50", "P95", "P99", "RELEASED", "TOMBSTONED", "STORE_ERR",
-	"MISSING_KEY", "INVALID_KEY",
+	"MISSING_KEY", "INVALID_KEY", "QUOTA_429",
 };
 
 static const char *const col_key[C__COUNT] = {
 	"requests", "created", "reused", "reuse_pct", "mismatched_422",
 	"conflicted_409", "waited", "wait_p50_ms", "wait_p95_ms",
 	"wait_p99_ms", "released", "tombstoned", "store_errors",
-	"missing_key", "invalid_key",
+	"missing_key", "invalid_key", "quota_rejected",
 };
 
 static const int col_stat[C__COUNT] = {
 	STAT_REQUESTS, STAT_CREATED, STAT_REUSED, -1, STAT_MISMATCHED,
 	STAT_CONFLICTED, STAT_WAITED, -1, -1, -1, STAT_RELEASED,
 	STAT_TOMBSTONED, STAT_STORE_ERRORS, STAT_MISSING_KEY,
-	STAT_INVALID_KEY,
+	STAT_INVALID_KEY, STAT_QUOTA_REJECTED,
 };
 
 static const double col_pct[C__COUNT] = {
@@ -319,6 +319,8 @@ static const struct {
 	  "Requests with a malformed key (400)." },
 	{ STAT_PASSTHROUGH, "idemgate_passthrough_total",
 	  "Requests passed through without idempotency." },
+	{ STAT_QUOTA_REJECTED, "idemgate_quota_rejected_total",
+	  "New keys refused with 429 by new_keys_per_minute." },
 };
 
 static void

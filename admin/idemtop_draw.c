@@ -459,10 +459,11 @@ draw_detail(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		    (unsigned long long)r->c.n[TOPC_REUSED],
 		    (unsigned long long)r->c.n[TOPC_RELEASED]);
 		snprintf(lines[k++], 200, "store errors %llu, waits %llu, "
-		    "wait total %llums",
+		    "wait total %llums, quota 429s %llu",
 		    (unsigned long long)r->c.n[TOPC_STORE_ERRORS],
 		    (unsigned long long)r->c.n[TOPC_WAITED],
-		    (unsigned long long)r->wait_sum_ms);
+		    (unsigned long long)r->wait_sum_ms,
+		    (unsigned long long)r->c.n[TOPC_QUOTA]);
 		a[0] = '\0';
 		for (i = 0; i < STAT_WAIT_BUCKETS; i++) {
 			size_t l = strlen(a);

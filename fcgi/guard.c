@@ -89,6 +89,45 @@ guard_record(struct request *r, struct claim *c, enum rec_op op,
 		count(r, STAT_TOMBSTONED);
 }
 
+/* The extra header lines of an answer: result and when the key may run
+ * again (an HTTP-date). */
+static void
+guard_extra(char *out, size_t outlen, const char *result, int64_t expires_s)
+{
+	struct tm	 tm;
+	time_t		 t = (time_t)expires_s;
+	char		 date[64];
+
+	if (expires_s <= 0 || gmtime_r(&t, &tm) == NULL ||
+	    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm) ==
+	    0) {
+		snprintf(out, outlen, "%s", result);
+		return;
+	}
+	snprintf(out, outlen, "%s" HDR_EXPIRES "%s\r\n", result, date);
+}
+
+/* Wall-clock now + us, in whole seconds (what the row's expiry, set by
+ * the store from its own clock, reads as: the same host clock here). */
+static int64_t
+guard_expiry_s(int64_t us)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + us) /
+	    1000000;
+}
+
+/* The extra header lines of a created answer: it expires ttl from now,
+ * when the store records it. */
+static void
+guard_created(const struct request *r, char *out, size_t outlen)
+{
+	guard_extra(out, outlen, HDR_CREATED,
+	    guard_expiry_s(r->route->ttl_ms * 1000));
+}
+
 /*
  * The answer was too large to keep: the head and part of the body already
  * went out.  Broken off, it must look broken, and the key is never run
@@ -114,9 +153,9 @@ guard_streamed(struct request *r, struct claim *c, struct sink *s,
 /* The handler answered (whole, kept): it is delivered all the same, and
  * kept for retries unless it is a 5xx a retry may do better on. */
 static void
-guard_handled(struct request *r, struct claim *c, const struct answer *a,
-    const char *created)
+guard_handled(struct request *r, struct claim *c, const struct answer *a)
 {
+	char		 created[GUARD_EXTRA_MAX];
 	struct answer	 kept;
 	struct buf	 rh;
 
@@ -134,6 +173,7 @@ guard_handled(struct request *r, struct claim *c, const struct answer *a,
 		guard_record(r, c, REC_COMPLETE, &kept);
 	} else
 		guard_record(r, c, REC_TOMBSTONE, a);
+	guard_created(r, created, sizeof(created));
 	reply_answer(r->out, a, created);
 	buf_free(&rh);
 }
@@ -141,11 +181,11 @@ guard_handled(struct request *r, struct claim *c, const struct answer *a,
 /* The handler gave no answer (er): ours is a problem.  A lost lease is
  * never stored (the next owner runs it), nor a 5xx unless store_5xx. */
 static void
-guard_failed(struct request *r, struct claim *c, enum idem_err er,
-    const char *created)
+guard_failed(struct request *r, struct claim *c, enum idem_err er)
 {
 	enum problem	 prob = problem_from_err(er);
 	struct answer	 made;
+	char		 created[GUARD_EXTRA_MAX];
 
 	answer_init(&made, 4096, 4096);
 	made.status = problem_status(prob);
@@ -162,27 +202,10 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er,
 		/* store_5xx = yes, or a 4xx of our own (script lookup). */
 		count(r, STAT_CREATED);
 		guard_record(r, c, REC_COMPLETE, &made);
+		guard_created(r, created, sizeof(created));
 		reply_answer(r->out, &made, created);
 	}
 	answer_free(&made);
-}
-
-/* The extra header lines of an answer: result and when the key may run
- * again (an HTTP-date). */
-static void
-guard_extra(char *out, size_t outlen, const char *result, int64_t expires_s)
-{
-	struct tm	 tm;
-	time_t		 t = (time_t)expires_s;
-	char		 date[64];
-
-	if (expires_s <= 0 || gmtime_r(&t, &tm) == NULL ||
-	    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm) ==
-	    0) {
-		snprintf(out, outlen, "%s", result);
-		return;
-	}
-	snprintf(out, outlen, "%s" HDR_EXPIRES "%s\r\n", result, date);
 }
 
 /* We own the key: run the handler once, record the outcome, answer. */
@@ -195,19 +218,17 @@ guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 	char			 created[GUARD_EXTRA_MAX];
 	enum idem_err		 er;
 
-	/* The store sets the expiry when it records the answer, a moment
-	 * after the answer goes: the same second, or the next. */
-	guard_extra(created, sizeof(created), HDR_CREATED,
-	    (int64_t)time(NULL) + (rt->ttl_ms + 999) / 1000);
+	/* Only a streamed answer's head goes out before it is recorded. */
+	guard_created(r, created, sizeof(created));
 	lease_init(&l, r->ctx->st, c, rt->lease_ms, claimed_ms, r->tag);
 	sink_init(&s, 1, rt->max_response, created, r->out);
 	er = handler_run(r, &s, lease_tick, &l, lease_tick_ms(rt->lease_ms));
 	if (s.streaming)
 		guard_streamed(r, c, &s, er);
 	else if (er == IDEM_OK)
-		guard_handled(r, c, &s.ans, created);
+		guard_handled(r, c, &s.ans);
 	else
-		guard_failed(r, c, er, created);
+		guard_failed(r, c, er);
 	if (r->out->failed)
 		log_info("%s: client went away; answer recorded", r->tag);
 	sink_free(&s);
@@ -420,6 +441,38 @@ guard_lookup(struct guarded *g)
 	return 0;
 }
 
+/*
+ * new_keys_per_minute: counts this new key of its scope, fleet-wide.
+ * Over the limit (or when it cannot be counted) the key is released
+ * unrun and the request answered here: 1.  0: go on.
+ */
+static int
+guard_over_quota(struct guarded *g)
+{
+	struct request		*r = g->r;
+	const struct route	*rt = r->route;
+	uint64_t		 n = 0;
+	int			 wait_s;
+
+	if (rt->new_keys_per_minute == 0)
+		return 0;
+	if (store_quota_take(r->ctx->st, g->id.scope, &n) != IDEM_OK) {
+		guard_record(r, &g->c, REC_RELEASE, NULL);
+		guard_store_error(r);
+		return 1;
+	}
+	if (n <= rt->new_keys_per_minute)
+		return 0;
+	count(r, STAT_QUOTA_REJECTED);
+	log_info("%s: key %s over new_keys_per_minute (%u)", r->tag, g->lkey,
+	    rt->new_keys_per_minute);
+	guard_record(r, &g->c, REC_RELEASE, NULL);
+	/* The window is the server's minute; ours is within a second. */
+	wait_s = 60 - (int)(time(NULL) % 60);
+	reply_problem(r->out, PROB_TOO_MANY_KEYS, wait_s, 0, NULL);
+	return 1;
+}
+
 /* Step 3, answer: run the handler if the key is ours, else say what the
  * store found. */
 static void
@@ -430,12 +483,12 @@ guard_answer(struct guarded *g)
 
 	switch (g->c.state) {
 	case CLAIM_NEW:
-		guard_run_owned(r, &g->c, g->read_us / 1000);
+		if (!guard_over_quota(g))
+			guard_run_owned(r, &g->c, g->read_us / 1000);
 		break;
 	case CLAIM_DONE:
 		count(r, STAT_REUSED);
-		g->c.ans.expires_s = (int64_t)time(NULL) +
-		    (g->c.expires_in_us + 500000) / 1000000;
+		g->c.ans.expires_s = guard_expiry_s(g->c.expires_in_us);
 		guard_extra(extra, sizeof(extra), HDR_REUSED, g->c.ans.expires_s);
 		reply_answer(r->out, &g->c.ans, extra);
 		/* A replayed key is a retried key: keep it for the next. */

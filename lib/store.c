@@ -131,6 +131,10 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	    "UPDATE idem_keys SET waiters = GREATEST(waiters, 1) - 1"
 	    " WHERE scope = ? AND idem_key = ?",
 	[STMT_COUNTERS] = NULL,		/* built from stat_names */
+	/* The count comes back as the insert id (0: the first). */
+	[STMT_QUOTA] = "INSERT INTO idem_quota (scope, minute, n)"
+	    " VALUES (?, UNIX_TIMESTAMP() DIV 60, 1)"
+	    " ON DUPLICATE KEY UPDATE n = LAST_INSERT_ID(n + 1)",
 	/* Bumped by migration 002's triggers: see lib/rcache.h.  A locking
 	 * read waits for a delete in flight to commit, instead of reading
 	 * the value from before it (through as many undo records as the
@@ -662,6 +666,24 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
 	}
 	if (c->state == CLAIM_AGAIN)
 		c->state = CLAIM_BUSY;
+	return IDEM_OK;
+}
+
+enum idem_err
+store_quota_take(struct store *st, const unsigned char scope[FP_LEN],
+    uint64_t *n)
+{
+	MYSQL_BIND	 par[1];
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+	uint64_t	 id;
+
+	store_bind_blob(&par[0], scope, FP_LEN);
+	/* Not repeated: a count that may have landed must not land twice. */
+	if ((er = store_exec(st, STMT_QUOTA, par, 0, &s)) != IDEM_OK)
+		return er;
+	id = mysql_stmt_insert_id(s);
+	*n = id == 0 ? 1 : id;
 	return IDEM_OK;
 }
 

@@ -122,6 +122,13 @@ enum idem_err store_wait(struct store *st, const struct idem_id *id,
 enum idem_err store_claim_wait(struct store *st, const struct idem_id *id,
     int64_t wait_ms, struct claim *c, int64_t *read_us, int64_t *waited_ms);
 
+/*
+ * Counts one new key of scope in the current minute (server time) across
+ * the fleet, in one statement.  OUT: *n, the count with this one.
+ */
+enum idem_err store_quota_take(struct store *st,
+    const unsigned char scope[FP_LEN], uint64_t *n);
+
 /* The replay-cache epoch (idem_epoch), which migration 002's triggers
  * bump when a live completed row is deleted or changed.  OUT: *epoch. */
 enum idem_err store_epoch(struct store *st, uint64_t *epoch);
@@ -162,6 +169,7 @@ enum stat_id {
 	STAT_MISSING_KEY,
 	STAT_INVALID_KEY,
 	STAT_PASSTHROUGH,	/* requests the guard did not protect */
+	STAT_QUOTA_REJECTED,	/* 429: new_keys_per_minute */
 	STAT__COUNT
 };
 

@@ -199,9 +199,15 @@ static const struct phase phases[] = {
 	  "ORDER BY started_at LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_cleanup_runs WHERE started_at < "
 	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND outcome <> 'running'", 1 },
+	/* new_keys_per_minute counts of minutes that are over */
+	{ "quota",
+	  "DELETE FROM idem_quota WHERE minute < UNIX_TIMESTAMP() DIV 60 - 1 "
+	  "LIMIT ?",
+	  "SELECT COUNT(*) FROM idem_quota WHERE minute < "
+	  "UNIX_TIMESTAMP() DIV 60 - 1", 0 },
 };
 
-enum { PH_EXPIRED, PH_STALE, PH_COUNTERS, PH_RUNS, PH__COUNT };
+enum { PH_EXPIRED, PH_STALE, PH_COUNTERS, PH_RUNS, PH_QUOTA, PH__COUNT };
 
 static int
 run_retryable(MYSQL_STMT *s)
@@ -413,7 +419,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	enum idem_err	 er;
 	int64_t		 start = clock_now_ms(), deadline = 0;
 	int64_t		 ages[PH__COUNT];
-	uint64_t	*dst[PH__COUNT];
+	uint64_t	*dst[PH__COUNT], quota_pruned = 0;
 	int		 p, locked;
 
 	memset(out, 0, sizeof(*out));
@@ -439,10 +445,12 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	ages[PH_STALE] = o->stale_after_ms;
 	ages[PH_COUNTERS] = o->counters_retention_ms;
 	ages[PH_RUNS] = o->runs_retention_ms;
+	ages[PH_QUOTA] = 0;
 	dst[PH_EXPIRED] = &out->rows_deleted;
 	dst[PH_STALE] = &out->stale_released;
 	dst[PH_COUNTERS] = &out->counters_pruned;
 	dst[PH_RUNS] = &out->runs_pruned;
+	dst[PH_QUOTA] = &quota_pruned;
 	for (p = 0; p < PH__COUNT; p++) {
 		if (o->dry_run)
 			er = phase_count(m, p, ages[p], dst[p]);
@@ -727,7 +735,8 @@ store_admin_forget_id(struct store *st, uint64_t id, int force,
 	"SUM(requests), SUM(created), SUM(reused), SUM(mismatched), "	\
 	"SUM(conflicted), SUM(waited), SUM(released), SUM(tombstoned), " \
 	"SUM(store_errors), SUM(missing_key), SUM(invalid_key), "	\
-	"SUM(passthrough), SUM(wait_sum_ms), SUM(wait_b0), SUM(wait_b1), " \
+	"SUM(passthrough), SUM(quota_rejected), SUM(wait_sum_ms), "	\
+	"SUM(wait_b0), SUM(wait_b1), " \
 	"SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), "	\
 	"SUM(wait_b6), SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
 
@@ -748,7 +757,7 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 
 	if ((m = sa_conn(st)) == NULL)
 		return IDEM_ESTORE;
-	if (STAT__COUNT != 12) {
+	if (STAT__COUNT != 13) {
 		sa_seterr("counter list changed; rebuild idemctl");
 		return IDEM_EINVAL;
 	}
@@ -927,6 +936,10 @@ static const struct {
 	{ "idem_cleanup_runs", "DELETE", "DELETE FROM idem_cleanup_runs WHERE 1 = 0" },
 	{ "idem_schema", "SELECT", "SELECT version FROM idem_schema WHERE 1 = 0" },
 	{ "idem_epoch", "SELECT", "SELECT n FROM idem_epoch WHERE 1 = 0" },
+	{ "idem_quota", "SELECT", "SELECT n FROM idem_quota WHERE 1 = 0" },
+	{ "idem_quota", "INSERT", "INSERT INTO idem_quota (n) SELECT 0 FROM DUAL WHERE 1 = 0" },
+	{ "idem_quota", "UPDATE", "UPDATE idem_quota SET n = n WHERE 1 = 0" },
+	{ "idem_quota", "DELETE", "DELETE FROM idem_quota WHERE 1 = 0" },
 };
 
 enum idem_err

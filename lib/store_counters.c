@@ -21,6 +21,7 @@ const char *const stat_names[STAT__COUNT] = {
 	[STAT_MISSING_KEY] = "missing_key",
 	[STAT_INVALID_KEY] = "invalid_key",
 	[STAT_PASSTHROUGH] = "passthrough",
+	[STAT_QUOTA_REJECTED] = "quota_rejected",
 };
 
 const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {

@@ -25,6 +25,7 @@ enum top_count {
 	TOPC_WAITED,
 	TOPC_RELEASED,
 	TOPC_STORE_ERRORS,
+	TOPC_QUOTA,		/* 429: new_keys_per_minute */
 	TOPC__COUNT
 };
 

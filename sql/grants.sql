@@ -35,12 +35,14 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_gateway'
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters` TO 'idem_gateway'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_gateway'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_epoch` TO 'idem_gateway'@'localhost';
+GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_quota` TO 'idem_gateway'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_cleanup'@'localhost' IDENTIFIED BY 'CHANGE-ME-cleanup';
 GRANT SELECT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, DELETE ON `idemgate`.`idem_counters` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_cleanup_runs` TO 'idem_cleanup'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_cleanup'@'localhost';
+GRANT SELECT, DELETE ON `idemgate`.`idem_quota` TO 'idem_cleanup'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_console'@'localhost' IDENTIFIED BY 'CHANGE-ME-console';
 GRANT SELECT ON `idemgate`.`idem_keys` TO 'idem_console'@'localhost';

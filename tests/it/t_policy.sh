@@ -40,7 +40,13 @@ keys_per_route = yes
 
 [route /c]
 handler = cgi:$P
+
+[route /q]
+handler = cgi:$P
+scope = header:X-Tenant
+new_keys_per_minute = 5
 EOF
+sed -i 's/^threads = 8$/threads = 8\ncounters_flush = 1s/' "$T/gw.conf"
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
 post() { # post OUT PATH KEY [curl args]
@@ -166,9 +172,48 @@ problem_base_url = https://docs.example.com/errors/
 [route /c]
 handler = cgi:$P
 require_key = yes
+
+[route /q]
+handler = cgi:$P
+scope = header:X-Tenant
+new_keys_per_minute = 5
 EOF
 gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
 lighttpd_start web2 "unix:$T/gw2.sock" || { done_testing; exit 1; }
 http p1 POST "$(url web2 /c)" --data-binary x
 expect_match "problem_base_url: type is the link" '"type":"https://docs.example.com/errors/missing-key"' "$(body p1)"
+
+# new_keys_per_minute = 5 per tenant, over both gateways together.
+# Start early in a minute, so the window does not turn during the test.
+wait_until 20 sh -c '[ $(date +%S | sed "s/^0//") -lt 40 ]'
+n0=$(runs pay)
+ok=0 refused=0
+for i in 1 2 3 4 5 6 7; do
+	w=web
+	[ $((i % 2)) = 0 ] && w=web2
+	http q$i POST "$(url $w /q)" -H "Idempotency-Key: quota-$i-$TNAME" -H 'X-Tenant: acme' --data-binary "n=$i"
+	[ "$HS" = 201 ] && ok=$((ok + 1))
+	[ "$HS" = 429 ] && refused=$((refused + 1))
+done
+expect_eq "quota: 5 new keys a minute over two gateways, then 429" "5 2" "$ok $refused"
+is_problem "quota: the 7th" q7 429 too-many-keys
+expect_match "quota: Retry-After until the window frees (1..60 s)" '^([1-9]|[1-5][0-9]|60)$' "$(hdr q7 Retry-After)"
+expect_eq "quota: refused keys did not run" $((n0 + 5)) "$(runs pay)"
+http q8 POST "$(url web /q)" -H "Idempotency-Key: quota-other-$TNAME" -H 'X-Tenant: other' --data-binary x
+expect_eq "quota: another scope is not limited" 201 "$HS"
+# a replay of an admitted key does not count and still replays
+http q9 POST "$(url web2 /q)" -H "Idempotency-Key: quota-1-$TNAME" -H 'X-Tenant: acme' --data-binary "n=1"
+expect_eq "quota: a replay of an admitted key still replays" "201 reused" "$HS $(hdr q9 Idempotency-Result)"
+http q10 POST "$(url web /q)" -H "Idempotency-Key: quota-8-$TNAME" -H 'X-Tenant: acme' --data-binary x
+expect_eq "quota: a new key is still refused" 429 "$HS"
+# the next minute's window starts empty (moved back instead of waited for)
+db_query "$TNAME" "UPDATE idem_quota SET minute = minute - 1"
+http q11 POST "$(url web2 /q)" -H "Idempotency-Key: quota-9-$TNAME" -H 'X-Tenant: acme' --data-binary x
+expect_eq "quota: a new window admits new keys again" 201 "$HS"
+qstats() { "$IDEMCTL" -c "$T/gw.conf" stats --route /q --format tsv 2>/dev/null; }
+quota_seen() { qstats | awk -F'\t' 'NR == 2 && $NF >= 3 { ok = 1 } END { exit !ok }'; }
+wait_until 10 quota_seen
+qstats >"$T/qstats"
+expect_match "quota: idemctl stats has the column" 'quota_rejected$' "$(head -1 "$T/qstats")"
+expect_eq "quota: idemctl stats counts the three 429s" 3 "$(awk -F'\t' 'NR == 2 { print $NF }' "$T/qstats")"
 done_testing

@@ -501,10 +501,10 @@ has_hdr() { tr -d '\r' <"$T/$1.h" | grep -qi "^$2:"; }
 body() { cat "$T/$1.b"; }
 
 # hdr_block OUT: the header block without the status line, Date, Server,
-# the idempotency result headers and Set-Cookie, sorted (for comparison)
+# the gateway's idempotency headers and Set-Cookie, sorted (for comparison)
 hdr_block() {
 	tr -d '\r' <"$T/$1.h" | sed 1d | grep -v '^$' |
-		grep -Eiv '^(date|server|idempotency-result|idempotent-replayed|set-cookie|connection|keep-alive):' |
+		grep -Eiv '^(date|server|idempotency-result|idempotent-replayed|idempotency-expires|set-cookie|connection|keep-alive):' |
 		sort
 }
 

@@ -39,7 +39,7 @@ test_grants(void)
 		    strstr(grants[i].need, ":SELECT") == NULL;
 		CHECK(strchr(grants[i].need, ':') != NULL);
 	}
-	CHECK(gw == 9 && cl == 10 && co == 4);
+	CHECK(gw == 12 && cl == 12 && co == 4);
 	CHECK(ins == 1 && writes == 0);
 }
 
@@ -163,12 +163,12 @@ main(void)
 	metrics_print(f, rows, 1, &g);
 	fclose(f);
 	CHECK(strstr(p, "# TYPE idemgate_wait_seconds histogram\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",le=\"0.01\"} 2\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",le=\"0.5\"} 3\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",le=\"+Inf\"} 4\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_count{route=\"/a\"} 4\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_sum{route=\"/a\"} 12.500\n") != NULL);
-	CHECK(strstr(p, "idemgate_requests_total{route=\"/a\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",kind=\"http\",le=\"0.01\"} 2\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",kind=\"http\",le=\"0.5\"} 3\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",kind=\"http\",le=\"+Inf\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_count{route=\"/a\",kind=\"http\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_sum{route=\"/a\",kind=\"http\"} 12.500\n") != NULL);
+	CHECK(strstr(p, "idemgate_requests_total{route=\"/a\",kind=\"http\"} 4\n") != NULL);
 	CHECK(strstr(p, "idemgate_last_cleanup_success 0\n") != NULL);
 	free(p);
 
