@@ -10,10 +10,8 @@
 #include "idemctl_run.h"
 #include "idemctl_stats.h"
 #include "log.h"
+#include "version.h"
 
-#ifndef IDEMCTL_VERSION
-#define IDEMCTL_VERSION	"0.1"
-#endif
 
 static const struct {
 	const char	*name;
@@ -61,8 +59,9 @@ usage(FILE *f)
 	    "command\n"
 	    "  -V, --version      print the version\n\n"
 	    "Exit codes:\n"
-	    "  0 ok                         5 cleanup partial (--max-seconds hit)\n"
-	    "  1 usage (command, flag, key) 6 schema missing or older than this build\n"
+	    "  0 ok (cleanup: also stopped   6 schema missing or older than this build\n"
+	    "    at --max-seconds)\n"
+	    "  1 usage (command, flag, key)\n"
 	    "  2 config file invalid        7 no such key (show, forget)\n"
 	    "  3 database unreachable or    8 key in progress (forget without --force)\n"
 	    "    a query failed             9 privileges missing (check)\n"
@@ -99,7 +98,7 @@ main(int argc, char **argv)
 			usage(stdout);
 			return CTL_OK;
 		case 'V':
-			printf("idemctl %s\n", IDEMCTL_VERSION);
+			printf("idemctl %s\n", IDEM_VERSION);
 			return CTL_OK;
 		default:
 			return ctl_opt_err(NULL, ch, argv);

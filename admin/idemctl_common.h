@@ -18,7 +18,7 @@ enum ctl_exit {
 	CTL_ECONFIG = 2,	/* config file missing or invalid */
 	CTL_ESTORE = 3,		/* database unreachable or a query failed */
 	CTL_EBUSY = 4,		/* another cleanup holds the lock */
-	CTL_EPARTIAL = 5,	/* cleanup stopped at --max-seconds */
+	/* 5 is unused: a cleanup stopped at --max-seconds exits 0. */
 	CTL_ESCHEMA = 6,	/* schema missing or older than this build */
 	CTL_ENOKEY = 7,		/* show/forget: no such key */
 	CTL_EINPROGRESS = 8,	/* forget: key in progress (use --force) */

@@ -18,8 +18,8 @@
 #include "idemtop_term.h"
 #include "idemtop_ui.h"
 #include "log.h"
+#include "version.h"
 
-#define IDEMTOP_VERSION		"0.1.0"
 #define DEFAULT_CONFIG		"/etc/idemgate/idemgate.conf"
 #define BACKOFF_MIN_MS		1000
 #define BACKOFF_MAX_MS		30000
@@ -131,7 +131,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			usage(stdout);
 			return EXIT_OK;
 		case 'V':
-			printf("idemtop %s\n", IDEMTOP_VERSION);
+			printf("idemtop %s\n", IDEM_VERSION);
 			return EXIT_OK;
 		case ':':
 			fprintf(stderr, "idemtop: option %s needs a value "
@@ -236,7 +236,7 @@ run_batch(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 			snprintf(when, sizeof(when), "?");
 		if (i > 0)
 			putchar('\n');
-		printf("idemtop %s  %s  screen %d %s\n", IDEMTOP_VERSION, when,
+		printf("idemtop %s  %s  screen %d %s\n", IDEM_VERSION, when,
 		    ui.screen, top_screen_name(ui.screen));
 		for (last = g.h - 1; last >= 0; last--)
 			if (grid_line(&g, last, line, sizeof(line), utf8) > 0)

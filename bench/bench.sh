@@ -93,6 +93,10 @@ handler = cgi:$TESTROOT/cgi/hello.cgi
 
 [route /ig/slow]
 handler = cgi:$TESTROOT/cgi/slow.cgi
+
+[route /ig/quota]
+handler = cgi:$TESTROOT/cgi/hello.cgi
+new_keys_per_minute = 1000000
 CONF
 "$B/idemctl" -c "$TESTROOT/idemgate.conf" migrate >/dev/null || { say "bench: migrate failed"; exit 1; }
 "$B/idemgate" -c "$TESTROOT/idemgate.conf" 2>"$TESTROOT/idemgate.log" &
@@ -159,6 +163,8 @@ read -r ig_fresh ig_fresh99 ig_fresh_bad < <(wrk_run "$U/ig/hello" bench/fresh.l
 wait "$rss_pid"
 read -r rss_total rss_max <"$TESTROOT/rss"
 read -r app_get app_get99 _ < <(wrk_run "$U/app/" /dev/null)
+# the same fresh keys on a route with a (never reached) new_keys_per_minute
+read -r ig_quota _ ig_quota_bad < <(wrk_run "$U/ig/quota" bench/fresh.lua "quota$$")
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-key' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/ig/hello"
 read -r ig_replay ig_replay99 ig_replay_bad < <(wrk_run "$U/ig/hello" bench/replay.lua)
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-nc' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/nc/hello"
@@ -255,6 +261,7 @@ MariaDB: ${durability}
 -------------------------------------------------------------------------------------------
 no key, GET            fcgiwrap ${fw_get} req/s   idemgate ${ig_get} req/s   ratio $(ratio "$ig_get" "$fw_get")x   (goal >= 1.0)
 fresh keys, POST       fcgiwrap ${fw_post} req/s   idemgate ${ig_fresh} req/s   ratio $(ratio "$ig_fresh" "$fw_post")x   (goal >= 1.0, never < 0.9; non-2xx: ${ig_fresh_bad})
+fresh keys, quota on   idemgate ${ig_quota} req/s vs without ${ig_fresh} req/s   ratio $(ratio "$ig_quota" "$ig_fresh")x   (new_keys_per_minute counted; goal >= 0.9; non-2xx: ${ig_quota_bad})
 replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} req/s   ratio $(ratio "$ig_replay" "$app_get")x   (goal >= 0.5; non-2xx: ${ig_replay_bad})
   without replay_cache  libfcgi hello ${app_get} req/s   idemgate ${nc_replay} req/s   ratio $(ratio "$nc_replay" "$app_get")x   (every replay reads MySQL; non-2xx: ${nc_replay_bad})
 fresh, ${ROWS} rows    ${ig_fresh_big} req/s vs ${small_rows} rows ${ig_fresh_small} req/s   ratio $(ratio "$ig_fresh_big" "$ig_fresh_small")x   (3 alternating runs each; goal >= 0.9)

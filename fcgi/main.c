@@ -1,25 +1,31 @@
 /* idemgate: the FastCGI idempotency gateway's command line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cfg.h"
 #include "log.h"
 #include "problem.h"
 #include "super.h"
+#include "version.h"
 
-#define IDEMGATE_VERSION	"0.1.0"
 #define DEFAULT_CONFIG		"/etc/idemgate/idemgate.conf"
 
 static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: idemgate [-c FILE] [-t] [-V] [-h]\n"
-	    "  -c FILE  configuration (default " DEFAULT_CONFIG ")\n"
-	    "  -t       check the configuration and exit\n"
-	    "  -V       print the version and exit\n"
-	    "  -h       this help\n"
+	    "  -c, --config FILE  configuration (default " DEFAULT_CONFIG ")\n"
+	    "  -t, --test         check the configuration, its cgi: programs\n"
+	    "                     and its MySQL option file, print \"syntax ok\"\n"
+	    "                     and exit\n"
+	    "  -V, --version      print the version and exit\n"
+	    "  -h, --help         this help\n"
 	    "Runs in the foreground; logs to stderr or syslog.  SIGTERM or\n"
 	    "SIGINT drains and exits, SIGHUP reloads the configuration.\n");
 }
@@ -27,13 +33,20 @@ usage(FILE *f)
 int
 main(int argc, char *argv[])
 {
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "test", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char	*path = DEFAULT_CONFIG;
 	struct cfg	*cfg = NULL;
 	char		 err[1024];
 	int		 ch, check = 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((ch = getopt(argc, argv, "c:thV")) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:thV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
@@ -42,7 +55,7 @@ main(int argc, char *argv[])
 			check = 1;
 			break;
 		case 'V':
-			printf("idemgate %s\n", IDEMGATE_VERSION);
+			printf("idemgate %s\n", IDEM_VERSION);
 			return 0;
 		case 'h':
 			usage(stdout);
@@ -62,8 +75,29 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	if (check) {
+		if (cfg_check_gateway(cfg, err, sizeof(err)) != 0 ||
+		    cfg_check_files(cfg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s\n", err);
+			cfg_free(cfg);
+			return 1;
+		}
 		cfg_free(cfg);
+		printf("syntax ok\n");
 		return 0;
+	}
+	/* A missing option file would be the default socket, silently. */
+	if (cfg->mysql_defaults_file != NULL) {
+		int	 fd = open(cfg->mysql_defaults_file, O_RDONLY);
+
+		if (fd < 0) {
+			fprintf(stderr, "%s:%d:%d: mysql_defaults_file %s: %s\n",
+			    cfg->path, cfg->mysql_defaults_line,
+			    cfg->mysql_defaults_col, cfg->mysql_defaults_file,
+			    strerror(errno));
+			cfg_free(cfg);
+			return 1;
+		}
+		close(fd);
 	}
 	log_open("idemgate", cfg->log_syslog);
 	problem_set_base(cfg->problem_base_url);

@@ -543,6 +543,43 @@ cfg_check_gateway(const struct cfg *c, char *err, size_t errlen)
 	return 0;
 }
 
+int
+cfg_check_files(const struct cfg *c, char *err, size_t errlen)
+{
+	const struct route	*r;
+	struct stat		 st;
+	size_t			 i;
+	int			 fd;
+
+	for (i = 0; i < c->nroutes; i++) {
+		r = &c->routes[i];
+		if (r->handler != HANDLER_CGI)
+			continue;
+		if (stat(r->program, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    access(r->program, X_OK) != 0) {
+			snprintf(err, errlen, "%s:%d:%d: cgi program %s: %s",
+			    c->path, r->handler_line, r->handler_col,
+			    r->program, stat(r->program, &st) != 0 ?
+			    strerror(errno) : !S_ISREG(st.st_mode) ?
+			    "not a regular file" : "not executable");
+			return -1;
+		}
+	}
+	if (c->mysql_defaults_file != NULL) {
+		/* Read, not just looked at: MySQL would fall back to its
+		 * default socket without a word. */
+		if ((fd = open(c->mysql_defaults_file, O_RDONLY)) < 0) {
+			snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file "
+			    "%s: %s", c->path, c->mysql_defaults_line,
+			    c->mysql_defaults_col, c->mysql_defaults_file,
+			    strerror(errno));
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 const struct route *
 cfg_route(const struct cfg *c, const char *path)
 {

@@ -46,6 +46,7 @@ enum fp_mode {
 struct route {
 	char			*prefix;	/* "/payments"; "/" matches all */
 	int			 line;		/* line of the section header */
+	int			 handler_line, handler_col;	/* its handler */
 
 	enum handler_kind	 handler;
 	char			*program;	/* HANDLER_CGI: absolute path */
@@ -92,6 +93,7 @@ struct cfg {
 	int		 workers;		/* worker processes, default 2 */
 	int		 log_syslog;		/* log = syslog */
 	char		*mysql_defaults_file;	/* MySQL option file or NULL */
+	int		 mysql_defaults_line, mysql_defaults_col;
 	char		*mysql_group;		/* default "idemgate" */
 	char		*host_name;		/* counters' host label; default gethostname() */
 	size_t		 max_params;		/* total FastCGI params bytes, default 64K */
@@ -144,6 +146,13 @@ void cfg_free(struct cfg *c);
  * "FILE: message" in err.  idemctl and idemtop need no routes.
  */
 int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
+
+/*
+ * What `idemgate -t` checks beyond the syntax, like nginx -t: every cgi:
+ * program exists and is executable, the mysql_defaults_file exists and is
+ * readable.  0, or -1 with "FILE:LINE:COL: message" in err.
+ */
+int cfg_check_files(const struct cfg *c, char *err, size_t errlen);
 
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */

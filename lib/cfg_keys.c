@@ -497,6 +497,8 @@ cfg_set_route_key(struct parser *p, struct route *r, enum key_id id,
 			    CFG_MAX_SHOWN, v, k);
 		return IDEM_OK;
 	case K_HANDLER:
+		r->handler_line = line;
+		r->handler_col = col;
 		er = parse_handler(p, r, v);
 		if (er == IDEM_EINVAL)
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
@@ -592,6 +594,8 @@ cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 			    CFG_MAX_SHOWN, v);
 		return IDEM_OK;
 	case K_MYSQL_DEFAULTS_FILE:
+		c->mysql_defaults_line = line;
+		c->mysql_defaults_col = col;
 		return cfg_set_str(p, &c->mysql_defaults_file, v);
 	case K_MYSQL_GROUP:
 		return cfg_set_str(p, &c->mysql_group, v);

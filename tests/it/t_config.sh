@@ -25,6 +25,7 @@ script_root = $T/cgi
 EOF
 out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
 expect_eq "good config: exit 0" 0 "$?"
+expect_eq "good config: syntax ok" "syntax ok" "$out"
 
 # bad_conf NAME LINE TEXT: a config whose error is on line LINE
 bad_conf() {
@@ -65,6 +66,39 @@ listen = unix:$T/gw.sock
 mysql_defaults_file = $T/my.cnf
 [route /x]
 handler = teleport:/nowhere"
+
+# -t also checks the files the config names, like nginx -t
+bad_conf missing_program 6 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+
+[route /x]
+handler = cgi:$T/cgi/no-such-program"
+printf '#!/bin/sh\n' >"$T/cgi/not-exec"
+chmod 0644 "$T/cgi/not-exec"
+bad_conf unexecutable_program 5 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/my.cnf
+[route /x]
+handler = cgi:$T/cgi/not-exec"
+expect_match "unexecutable_program: says why" 'not executable' "$("$IDEMGATE" -t -c "$T/unexecutable_program.conf" 2>&1)"
+bad_conf missing_option_file 3 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/no-such.cnf
+[route /x]
+handler = cgi:$PAY"
+# and the gateway itself refuses to start on it rather than use a default socket
+out=$(timeout 10 "$IDEMGATE" -c "$T/missing_option_file.conf" 2>&1 </dev/null)
+expect_ne "missing option file: idemgate does not start" 0 "$?"
+expect_match "missing option file: names it" 'missing_option_file\.conf:3:.*no-such\.cnf' "$out"
+for p in "$IDEMGATE" "$IDEMCTL" "$IDEM_BUILD/idemtop"; do
+	"$p" --help >/dev/null 2>&1
+	expect_eq "$(basename "$p") --help exits 0" 0 "$?"
+	v=$("$p" --version 2>&1)
+	expect_match "$(basename "$p") --version" '^[a-z]+ [0-9]+\.[0-9]+\.[0-9]+$' "$v"
+	echo "${v#* }" >>"$T/versions"
+done
+expect_eq "one version for the three programs" 1 "$(sort -u "$T/versions" | wc -l | tr -d ' ')"
 
 out=$("$IDEMGATE" -t -c "$T/does-not-exist.conf" 2>&1)
 expect_ne "missing config file: non-zero exit" 0 "$?"
