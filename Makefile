@@ -6,6 +6,7 @@
 #   make bench      idemgate vs fcgiwrap through lighttpd, with wrk
 #   make asan       the same binaries with ASan + UBSan     (build-asan/)
 #   make fuzz       libFuzzer harnesses                     (build-fuzz/)
+#   make install    install (PREFIX=/usr/local, DESTDIR for staging)
 #   make format     clang-format the C sources
 #   make deps       apt-get install what is missing (as root)
 #   make clean
@@ -43,7 +44,15 @@ UNIT_BIN	:= $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 ITBIN		:= $(ITBIN_SRC:tests/it/%.c=$(B)/tests/it/%)
 PROGS		:= $(B)/idemgate $(B)/idemctl $(B)/idemtop
 
-.PHONY: all run test bench asan fuzz format clean deps tests
+PREFIX		?= /usr/local
+SYSCONFDIR	?= /etc
+SBINDIR		 = $(PREFIX)/sbin
+BINDIR		 = $(PREFIX)/bin
+MANDIR		 = $(PREFIX)/share/man
+DOCDIR		 = $(PREFIX)/share/doc/idemgate
+UNITDIR		?= $(PREFIX)/lib/systemd/system
+
+.PHONY: all run test bench asan fuzz format clean deps tests install install-files
 # Keep test objects between builds.
 .SECONDARY:
 all: $(PROGS)
@@ -147,6 +156,28 @@ test: deps
 
 bench: deps all
 	@bash bench/bench.sh
+
+install: all install-files
+
+# The programs in $(B) as they are (make install builds them first).
+install-files:
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSCONFDIR)/idemgate
+	install -m 0755 $(B)/idemgate $(DESTDIR)$(SBINDIR)/idemgate
+	install -m 0755 $(B)/idemctl $(B)/idemtop $(DESTDIR)$(BINDIR)/
+	install -m 0644 fcgi/idemgate.8 admin/idemctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 admin/idemtop.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 etc/idemgate.conf $(DESTDIR)$(DOCDIR)/idemgate.conf.example
+	install -m 0644 sql/grants.sql README.md $(DESTDIR)$(DOCDIR)/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf ] || \
+	    install -m 0640 etc/idemgate.conf $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf
+	for u in etc/systemd/*; do \
+		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $$u \
+		    > $(DESTDIR)$(UNITDIR)/$$(basename $$u) || exit 1; \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); \
+	done
 
 format:
 	clang-format -i $(wildcard lib/*.[ch] fcgi/*.[ch] admin/*.[ch] tests/*/*.[ch])

@@ -1,0 +1,35 @@
+#!/bin/bash
+# make install: PREFIX and DESTDIR honoured; programs, man pages, the
+# example config, grants and systemd units where an operator expects them.
+. "$(dirname "$0")/../lib/harness.sh"
+
+D=$T/stage
+make -s -C "$IDEM_ROOT" install-files B="$IDEM_BUILD" DESTDIR="$D" PREFIX=/opt/idem >"$T/install.log" 2>&1
+expect_eq "make install-files: exit 0" 0 "$?"
+for f in /opt/idem/sbin/idemgate /opt/idem/bin/idemctl /opt/idem/bin/idemtop; do
+	check "$f installed and executable" test -x "$D$f"
+	v=$("$D$f" --version 2>&1)
+	expect_match "$f --version" '^[a-z]+ [0-9]+\.[0-9]+\.[0-9]+$' "$v"
+done
+for m in man8/idemgate.8 man8/idemctl.8 man1/idemtop.1; do
+	check "man page $m" test -f "$D/opt/idem/share/man/$m"
+	expect_match "man page $m renders" 'NAME' "$(man -l "$D/opt/idem/share/man/$m" 2>/dev/null | head -5)"
+done
+check "example config in /etc/idemgate" test -f "$D/etc/idemgate/idemgate.conf"
+expect_eq "the config is not world-readable (it names the option file)" 640 "$(stat -c %a "$D/etc/idemgate/idemgate.conf")"
+check "example config in the docs" test -f "$D/opt/idem/share/doc/idemgate/idemgate.conf.example"
+check "grants.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants.sql"
+U=$D/opt/idem/lib/systemd/system
+for u in idemgate.service idemgate.socket idemctl-cleanup.service idemctl-cleanup.timer; do
+	check "unit $u" test -f "$U/$u"
+done
+expect_match "idemgate.service runs the installed idemgate" '^ExecStart=/opt/idem/sbin/idemgate -c /etc/idemgate/idemgate.conf$' "$(grep '^ExecStart=' "$U/idemgate.service")"
+expect_match "idemgate.service checks the config first" '^ExecStartPre=/opt/idem/sbin/idemgate -t' "$(grep '^ExecStartPre=' "$U/idemgate.service")"
+expect_match "cleanup service runs the installed idemctl" '^ExecStart=/opt/idem/bin/idemctl .* cleanup' "$(grep '^ExecStart=' "$U/idemctl-cleanup.service")"
+expect_nomatch "no placeholder left in the units" '@[A-Z]+@' "$(cat "$U"/*)"
+expect_match "the socket is not world-accessible" '^SocketMode=0660$' "$(grep '^SocketMode=' "$U/idemgate.socket")"
+# A second install keeps an edited config.
+echo "; edited" >>"$D/etc/idemgate/idemgate.conf"
+make -s -C "$IDEM_ROOT" install-files B="$IDEM_BUILD" DESTDIR="$D" PREFIX=/opt/idem >>"$T/install.log" 2>&1
+expect_eq "reinstall keeps the operator's config" "; edited" "$(tail -1 "$D/etc/idemgate/idemgate.conf")"
+done_testing
