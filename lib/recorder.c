@@ -74,10 +74,12 @@ rec_try(struct store *st, struct rec_item *it)
 	switch (it->op) {
 	case REC_COMPLETE:
 		er = store_complete(st, &it->c, &it->c.ans, it->ttl_ms);
-		/* The server is up but refuses the answer (too large for
-		 * its max_allowed_packet): keep the key as a tombstone. */
-		if (er == IDEM_ESTORE && !store_unreachable(st)) {
-			log_err("recorder: cannot store answer: %s; keeping "
+		/* The answer cannot fit the server's max_allowed_packet:
+		 * keep the key as a tombstone.  Any other failure (a
+		 * restart's "shutdown in progress", a lost connection) is
+		 * tried again. */
+		if (er == IDEM_ETOOBIG) {
+			log_err("recorder: cannot record answer: %s; keeping "
 			    "the key as a tombstone", store_last_error(st));
 			it->op = REC_TOMBSTONE;
 			er = store_tombstone(st, &it->c, it->c.ans.status,
@@ -291,10 +293,18 @@ record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
 			    rec_what[op]);
 			return -1;
 		}
-		if (er == IDEM_ESTORE && store_unreachable(st) && rc != NULL &&
+		if (er == IDEM_ETOOBIG && op == REC_COMPLETE) {
+			log_err("%s: cannot record answer: %s; keeping the key "
+			    "as a tombstone", tag, store_last_error(st));
+			op = REC_TOMBSTONE;
+			continue;
+		}
+		/* Whatever else failed (an outage, a restart under way) may
+		 * pass: the recorder tries again until it lands. */
+		if (er == IDEM_ESTORE && rc != NULL &&
 		    recorder_add(rc, op, c, a, ttl_ms) == IDEM_OK) {
-			log_warn("%s: store unreachable (%s); the %s is kept "
-			    "and written when it is back", tag,
+			log_warn("%s: store failed (%s); the %s is kept and "
+			    "written when it can be", tag,
 			    store_last_error(st), rec_what[op]);
 			return (int)op;
 		}

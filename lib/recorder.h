@@ -45,11 +45,11 @@ enum idem_err recorder_add(struct recorder *rc, enum rec_op op,
 
 /*
  * Writes the outcome of the key c owns: op, with answer a (NULL for a
- * release).  When the store is unreachable, rc (if not NULL) keeps it and
- * writes it when the store is back: the key stays in progress meanwhile,
- * never free for a second run.  An answer the store refuses (say, over
- * its max_allowed_packet) leaves a tombstone: in progress, the key would
- * be taken over once its lease lapsed.  Returns the op written or kept
+ * release).  When the store fails (down, restarting, connection lost),
+ * rc (if not NULL) keeps it and writes it when it can: the key stays in
+ * progress meanwhile, never free for a second run.  An answer that cannot
+ * fit the server's max_allowed_packet leaves a tombstone: in progress,
+ * the key would be taken over once its lease lapsed.  Returns the op written or kept
  * (REC_TOMBSTONE after a refused answer), or -1 if none could be (logged
  * under tag).
  */

@@ -144,6 +144,9 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_BOOT] = "SELECT CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) -"
 	    " VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS"
 	    " WHERE VARIABLE_NAME = 'UPTIME'",
+	/* An answer that cannot fit is refused before it is sent: that
+	 * costs the connection, and would look like an outage. */
+	[STMT_MAX_PACKET] = "SELECT @@max_allowed_packet",
 	[STMT_EPOCH] = "SET STATEMENT innodb_lock_wait_timeout = 1 FOR"
 	    " SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE",
 };
@@ -768,6 +771,17 @@ store_complete(struct store *st, const struct claim *c,
 	int32_t		 st32 = a->status;
 	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms);
+	char		 msg[160];
+
+	/* The row's other columns and the protocol take well under 4 KiB. */
+	if (st->max_packet > 0 && (int64_t)(a->hdrs.len + a->body.len) + 4096 >
+	    st->max_packet) {
+		snprintf(msg, sizeof(msg), "answer of %zu bytes does not fit "
+		    "max_allowed_packet (%lld)", a->hdrs.len + a->body.len,
+		    (long long)st->max_packet);
+		store_set_error(st, 0, msg);
+		return IDEM_ETOOBIG;
+	}
 
 	store_bind_str(&par[0], c->lockname);
 	store_bind_i32(&par[1], &st32);

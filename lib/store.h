@@ -42,14 +42,6 @@ void store_free(struct store *st);		/* NULL is a no-op */
 /* Connects now if not connected.  IDEM_ESTORE if unreachable. */
 enum idem_err store_connect(struct store *st);
 
-/*
- * 1 if the server could not be reached: the failed statement found no
- * server, or (it failed on a connection) a new connect fails now.  After
- * a failed write this tells an outage (try again later) from a refusal
- * (an answer over max_allowed_packet also costs the connection, but the
- * server answers a new one at once).
- */
-int store_unreachable(struct store *st);
 
 /* The server's last error text, for logs only (never for clients). */
 const char *store_last_error(const struct store *st);
@@ -140,7 +132,8 @@ enum idem_err store_renew(struct store *st, const struct claim *c,
 /*
  * Stores the handler's answer a (its replayable header lines; the body
  * binary-safe), marks the row completed with expiry now + ttl_ms and
- * drops the named lock.
+ * drops the named lock.  IDEM_ETOOBIG (nothing sent) when a cannot fit
+ * the server's max_allowed_packet.
  */
 enum idem_err store_complete(struct store *st, const struct claim *c,
     const struct answer *a, int64_t ttl_ms);

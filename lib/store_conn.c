@@ -195,20 +195,14 @@ store_connect(struct store *st)
 	trips = st->round_trips;
 	if (store_scalar(st, STMT_BOOT, NULL, 0, &boot) == IDEM_OK)
 		st->boot_s = boot;
+	st->max_packet = 0;
+	if (st->my != NULL &&
+	    store_scalar(st, STMT_MAX_PACKET, NULL, 0, &boot) == IDEM_OK)
+		st->max_packet = boot;
 	st->round_trips = trips;
 	if (st->my == NULL)
 		return IDEM_ESTORE;	/* lost again at once */
 	return IDEM_OK;
-}
-
-int
-store_unreachable(struct store *st)
-{
-	/* A statement that could not even connect: the server is down,
-	 * even if it answers a moment later (a restart). */
-	if (st->my == NULL && st->connect_failed)
-		return 1;
-	return st->my == NULL && store_connect(st) != IDEM_OK;
 }
 
 unsigned long
@@ -274,11 +268,8 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 	st->errnum = 0;
 	for (attempt = 0; attempt < 2; attempt++) {
 		fresh = st->my == NULL;
-		st->connect_failed = 0;
-		if ((er = store_connect(st)) != IDEM_OK) {
-			st->connect_failed = 1;
+		if ((er = store_connect(st)) != IDEM_OK)
 			return er;
-		}
 		if ((er = stmt_get(st, sid, sql, &s)) == IDEM_OK) {
 			st->round_trips++;
 			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)

@@ -30,6 +30,7 @@ enum stmt_id {
 	STMT_QUOTA,
 	STMT_EPOCH,
 	STMT_BOOT,
+	STMT_MAX_PACKET,
 	STMT__COUNT
 };
 
@@ -48,7 +49,7 @@ struct store {
 	/* When the server started (unix seconds, rounded up; 0: unknown).
 	 * Its named locks are only as old as that: see store_claim. */
 	int64_t			 boot_s;
-	int			 connect_failed;	/* last try: no connection */
+	int64_t			 max_packet;	/* server's, 0 unknown */
 	uint64_t		 round_trips;	/* statements executed */
 	/* Set by a claim that found a key's lock free while its lease was
 	 * live (the owner died): store_wait then sleeps out the lease
