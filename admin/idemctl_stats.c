@@ -415,6 +415,20 @@ metrics_print(FILE *f, const struct admin_stat *rows, size_t n,
 	    "gauge", "End of the last cleanup run that finished ok (0 if none).");
 	fprintf(f, "idemgate_last_successful_cleanup_timestamp_seconds %.3f\n",
 	    g->has_cleanup_ok ? g->last_cleanup_ok_end : 0.0);
+	prom_head(f, "idemgate_last_cleanup_success_timestamp_seconds",
+	    "gauge", "The same: end of the last cleanup run that finished ok "
+	    "(0 if none).");
+	fprintf(f, "idemgate_last_cleanup_success_timestamp_seconds %.3f\n",
+	    g->has_cleanup_ok ? g->last_cleanup_ok_end : 0.0);
+	metrics_store_up(f, 1);
+}
+
+void
+metrics_store_up(FILE *f, int up)
+{
+	prom_head(f, "idemgate_store_up", "gauge",
+	    "1 if idemctl could read the store for this file, 0 if not.");
+	fprintf(f, "idemgate_store_up %d\n", up);
 }
 
 static int
@@ -518,15 +532,24 @@ ctl_metrics(struct ctl *c, int argc, char **argv)
 	if ((rc = stats_opts(c, "metrics", ctl_metrics_usage, argc, argv, NULL,
 	    NULL, NULL)) != 0)
 		return rc < 0 ? CTL_OK : rc;
-	if ((rc = ctl_connect(c)) != CTL_OK)
+	/*
+	 * The store down (or unreadable) is a reading too: a file with
+	 * idemgate_store_up 0, so the textfile collector replaces the last
+	 * good one instead of serving it as if fresh.  The reason goes to
+	 * stderr as one line; the exit stays 0 for "metrics > f && mv".
+	 */
+	if ((rc = ctl_load(c)) != CTL_OK)
 		return rc;
-	if ((rc = ctl_need_schema(c)) != CTL_OK)
-		return rc;
+	if (ctl_connect(c) != CTL_OK || ctl_need_schema(c) != CTL_OK) {
+		metrics_store_up(stdout, 0);
+		return CTL_OK;
+	}
 	if (store_admin_stats(c->st, 0, NULL, &rows, &n) != IDEM_OK ||
 	    store_admin_gauges(c->st, &g) != IDEM_OK) {
-		ctl_err("metrics failed: %s", store_admin_error());
+		ctl_err("metrics: %s", store_admin_error());
+		metrics_store_up(stdout, 0);
 		free(rows);
-		return CTL_ESTORE;
+		return CTL_OK;
 	}
 	metrics_print(stdout, rows, n, &g);
 	free(rows);

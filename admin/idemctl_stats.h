@@ -26,6 +26,9 @@ void stats_print(FILE *f, enum stats_format fmt, const struct admin_stat *rows,
     size_t n, int64_t since_s);
 
 /* Writes the exposition text for per-route counters and the gauges. */
+/* The idemgate_store_up gauge alone (HELP, TYPE, value). */
+void metrics_store_up(FILE *f, int up);
+
 void metrics_print(FILE *f, const struct admin_stat *rows, size_t n,
     const struct admin_gauges *g);
 

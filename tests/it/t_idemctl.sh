@@ -453,6 +453,13 @@ vok = vok and val("idemgate_last_cleanup_timestamp_seconds") > 1.6e9
 print(("PASS" if vok else "FAIL") + ": idemctl: metrics: values (escaped route label, totals, histogram, gauges)")
 PY
 python3 "$T/prom.py" "$T/out"
+expect_store_up() { grep -qx "idemgate_store_up $1" "$T/out"; }
+check "metrics: idemgate_store_up 1" expect_store_up 1
+run -c "$T/down.conf" metrics
+eq "metrics, database down: exit 0 (the file is still written)" 0 "$RC"
+check "metrics, database down: idemgate_store_up 0" expect_store_up 0
+has "metrics, database down: HELP and TYPE" "$T/out" '^# TYPE idemgate_store_up gauge$'
+eq "metrics, database down: one line on stderr" 1 "$(lines "$T/err")"
 check "metrics: textfile-collector style redirect works" sh -c "'$CTL' -c '$CONF' metrics > '$T/m.prom.tmp' && mv '$T/m.prom.tmp' '$T/m.prom' && [ -s '$T/m.prom' ]"
 
 # ---------------------------------------------------------------- speed (measured, not asserted)
