@@ -164,6 +164,23 @@ out_term(char *p, size_t cap, unsigned long len, my_bool isnull)
 
 /* --- cleanup ------------------------------------------------------------ */
 
+/* The counter columns, in stat_id order, then wait_sum_ms and buckets. */
+#define COUNTER_COLS_PLAIN						\
+	"requests, created, reused, mismatched, conflicted, waited, "	\
+	"released, tombstoned, store_errors, missing_key, invalid_key, " \
+	"passthrough, quota_rejected, wait_sum_ms, wait_b0, wait_b1, "	\
+	"wait_b2, wait_b3, wait_b4, wait_b5, wait_b6, wait_b7, wait_b8, " \
+	"wait_b9"
+
+#define STAT_COLS							\
+	"SUM(requests), SUM(created), SUM(reused), SUM(mismatched), "	\
+	"SUM(conflicted), SUM(waited), SUM(released), SUM(tombstoned), " \
+	"SUM(store_errors), SUM(missing_key), SUM(invalid_key), "	\
+	"SUM(passthrough), SUM(quota_rejected), SUM(wait_sum_ms), "	\
+	"SUM(wait_b0), SUM(wait_b1), " \
+	"SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), "	\
+	"SUM(wait_b6), SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
+
 /*
  * The phases of a run.  Each DELETE takes its age in microseconds (or
  * seconds) and a LIMIT; the COUNT twin is the dry-run form with the same
@@ -301,6 +318,89 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 out:
 	sa_close(s);
 	return er;
+}
+
+/* Transaction control, which is not prepared. */
+static enum idem_err
+sa_query(MYSQL *m, const char *sql)
+{
+	if (mysql_query(m, sql) == 0)
+		return IDEM_OK;
+	sa_seterr("%s", mysql_error(m));
+	return IDEM_ESTORE;
+}
+
+/* INSERT ... SELECT of the counter rows before @idem_cut into the
+ * totals, adding to what is there. */
+static char *
+fold_sql(void)
+{
+	static const char *const cols[] = {
+		"requests", "created", "reused", "mismatched", "conflicted",
+		"waited", "released", "tombstoned", "store_errors",
+		"missing_key", "invalid_key", "passthrough", "quota_rejected",
+		"wait_sum_ms", "wait_b0", "wait_b1", "wait_b2", "wait_b3",
+		"wait_b4", "wait_b5", "wait_b6", "wait_b7", "wait_b8", "wait_b9",
+	};
+	struct buf	 b;
+	size_t		 i;
+	enum idem_err	 er;
+
+	buf_init(&b, 8192);
+	er = buf_addstr(&b, "INSERT INTO idem_counters_total (host, route, "
+	    COUNTER_COLS_PLAIN ") SELECT host, route, " STAT_COLS
+	    " FROM idem_counters WHERE minute < @idem_cut GROUP BY host, route"
+	    " ON DUPLICATE KEY UPDATE ");
+	for (i = 0; er == IDEM_OK && i < sizeof(cols) / sizeof(cols[0]); i++)
+		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
+		    cols[i], cols[i], cols[i]);
+	if (er != IDEM_OK) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+/*
+ * The counters phase: rows past their retention are added to
+ * idem_counters_total and deleted in one transaction, so the totals that
+ * metrics report (retained rows + totals) never go down.  OUT: *n rows.
+ */
+static enum idem_err
+counters_fold(MYSQL *m, int64_t age_ms, uint64_t *n)
+{
+	MYSQL_STMT	*s = NULL;
+	MYSQL_BIND	 in[1];
+	char		*sql = NULL;
+	enum idem_err	 er;
+
+	if ((er = sa_query(m, "START TRANSACTION")) != IDEM_OK)
+		return er;
+	bind_i64(&in[0], &age_ms);
+	if ((s = sa_prepare(m, "SET @idem_cut = NOW() - INTERVAL ? * 1000 "
+	    "MICROSECOND")) == NULL || (er = sa_run(s, in, NULL)) != IDEM_OK)
+		goto fail;
+	sa_close(s);
+	s = NULL;
+	if ((sql = fold_sql()) == NULL) {
+		sa_seterr("out of memory");
+		goto fail;
+	}
+	if ((er = sa_query(m, sql)) != IDEM_OK)
+		goto fail;
+	if ((s = sa_prepare(m, "DELETE FROM idem_counters WHERE minute < "
+	    "@idem_cut")) == NULL || (er = sa_run(s, NULL, NULL)) != IDEM_OK)
+		goto fail;
+	*n += mysql_stmt_affected_rows(s);
+	sa_close(s);
+	free(sql);
+	return sa_query(m, "COMMIT");
+fail:
+	sa_close(s);
+	free(sql);
+	/* A failed ROLLBACK must not hide why. */
+	(void)mysql_query(m, "ROLLBACK");
+	return IDEM_ESTORE;
 }
 
 /* Runs a statement without data (lock handling, bookkeeping). */
@@ -454,6 +554,8 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	for (p = 0; p < PH__COUNT; p++) {
 		if (o->dry_run)
 			er = phase_count(m, p, ages[p], dst[p]);
+		else if (p == PH_COUNTERS)
+			er = counters_fold(m, ages[p], dst[p]);
 		else
 			er = phase_delete(m, p, ages[p], o, deadline, dst[p],
 			    &out->batches);
@@ -731,14 +833,6 @@ store_admin_forget_id(struct store *st, uint64_t id, int force,
 
 /* --- counters and gauges ------------------------------------------------- */
 
-#define STAT_COLS							\
-	"SUM(requests), SUM(created), SUM(reused), SUM(mismatched), "	\
-	"SUM(conflicted), SUM(waited), SUM(released), SUM(tombstoned), " \
-	"SUM(store_errors), SUM(missing_key), SUM(invalid_key), "	\
-	"SUM(passthrough), SUM(quota_rejected), SUM(wait_sum_ms), "	\
-	"SUM(wait_b0), SUM(wait_b1), " \
-	"SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), "	\
-	"SUM(wait_b6), SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
 
 enum idem_err
 store_admin_stats(struct store *st, int64_t since_s, const char *route,
@@ -761,24 +855,31 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 		sa_seterr("counter list changed; rebuild idemctl");
 		return IDEM_EINVAL;
 	}
-	/* minute >= the start of the minute since_s seconds ago. */
-	if ((s = sa_prepare(m, "SELECT route, " STAT_COLS " FROM idem_counters "
+	/* minute >= the start of the minute since_s seconds ago; all time
+	 * (since_s 0) adds what cleanup folded into idem_counters_total. */
+	if ((s = sa_prepare(m, "SELECT route, " STAT_COLS " FROM ("
+	    "SELECT route, " COUNTER_COLS_PLAIN " FROM idem_counters "
 	    "WHERE (? = 0 OR minute >= NOW() - INTERVAL ? SECOND - "
 	    "INTERVAL SECOND(NOW()) SECOND) AND (? IS NULL OR route = ?) "
-	    "GROUP BY route ORDER BY route")) == NULL)
+	    "UNION ALL SELECT route, " COUNTER_COLS_PLAIN
+	    " FROM idem_counters_total WHERE ? = 0 AND (? IS NULL OR "
+	    "route = ?)) x GROUP BY route ORDER BY route")) == NULL)
 		return IDEM_ESTORE;
 	bind_i64(&in[0], &since);
 	bind_i64(&in[1], &since);
 	bind_in(&in[2], route ? route : "", &qlen);
 	in[2].is_null = &qnull;
-	/* The same value twice; MySQL numbers each placeholder. */
+	/* The same values again; MySQL numbers each placeholder. */
 	{
-		MYSQL_BIND	 all[4];
+		MYSQL_BIND	 all[7];
 
 		all[0] = in[0];
 		all[1] = in[1];
 		all[2] = in[2];
 		all[3] = in[2];
+		all[4] = in[0];
+		all[5] = in[2];
+		all[6] = in[2];
 		bind_out(&res[0], cur.route, sizeof(cur.route), &rlen, &rnull);
 		k = 1;
 		for (i = 0; i < STAT__COUNT; i++)
@@ -940,6 +1041,9 @@ static const struct {
 	{ "idem_quota", "INSERT", "INSERT INTO idem_quota (n) SELECT 0 FROM DUAL WHERE 1 = 0" },
 	{ "idem_quota", "UPDATE", "UPDATE idem_quota SET n = n WHERE 1 = 0" },
 	{ "idem_quota", "DELETE", "DELETE FROM idem_quota WHERE 1 = 0" },
+	{ "idem_counters_total", "SELECT", "SELECT route FROM idem_counters_total WHERE 1 = 0" },
+	{ "idem_counters_total", "INSERT", "INSERT INTO idem_counters_total (route) SELECT '' FROM DUAL WHERE 1 = 0" },
+	{ "idem_counters_total", "UPDATE", "UPDATE idem_counters_total SET requests = requests WHERE 1 = 0" },
 };
 
 enum idem_err

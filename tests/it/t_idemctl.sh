@@ -201,6 +201,7 @@ eq "cleanup: expired in-progress rows with live lease kept" 3 "$(count busyexp)"
 R=$(sq "SELECT rows_deleted, stale_released, counters_pruned, batches, dry_run, outcome, host, ended_at IS NOT NULL FROM idem_cleanup_runs WHERE host <> 'old' ORDER BY id DESC LIMIT 1" | tr '\t' ' ')
 eq "cleanup: run recorded (2504 rows, 3 batches of 1000)" "2504 0 3 3 0 ok testhost 1" "$R"
 eq "cleanup: old counters pruned, recent kept" "1" "$(sq 'SELECT COUNT(*) FROM idem_counters')"
+eq "cleanup: pruned counters folded into the totals" "gw1 /payments 3" "$(sq 'SELECT host, route, requests FROM idem_counters_total' | tr '\t' ' ')"
 eq "cleanup: old run records pruned" 0 "$(sq "SELECT COUNT(*) FROM idem_cleanup_runs WHERE host = 'old'")"
 
 # stale in-progress rows (lease passed more than stale_after = 1h ago)
@@ -437,7 +438,7 @@ def val(n, **lab):
             return s[2]
     return None
 want = {
-    ("idemgate_requests_total", "/payments"): 1200,
+    ("idemgate_requests_total", "/payments"): 1203,  # + 3 folded by cleanup
     ("idemgate_reused_total", "/payments"): 60,
     ("idemgate_mismatched_total", "/payments"): 2,
     ("idemgate_conflicted_total", "/payments"): 1,
@@ -461,6 +462,22 @@ check "metrics, database down: idemgate_store_up 0" expect_store_up 0
 has "metrics, database down: HELP and TYPE" "$T/out" '^# TYPE idemgate_store_up gauge$'
 eq "metrics, database down: one line on stderr" 1 "$(lines "$T/err")"
 check "metrics: textfile-collector style redirect works" sh -c "'$CTL' -c '$CONF' metrics > '$T/m.prom.tmp' && mv '$T/m.prom.tmp' '$T/m.prom' && [ -s '$T/m.prom' ]"
+
+# Counters never go down: cleanup folds the rows it prunes into totals.
+sq "INSERT INTO idem_counters (minute, host, route, requests, reused, wait_sum_ms, wait_b0) VALUES
+    (NOW() - INTERVAL 9 DAY, 'gw1', '/payments', 500, 7, 11, 3),
+    (NOW() - INTERVAL 8 DAY, 'gw2', '/payments', 25, 0, 0, 0)"
+metric() { "$CTL" -c "$CONF" metrics | awk -v n="$1" -v r="$2" '$1 ~ "^" n "\\{route=\"" r "\"" { print $2 }'; }
+before=$(metric idemgate_requests_total /payments)
+before_b=$(metric idemgate_wait_seconds_count /payments)
+run -c "$CONF" cleanup
+eq "fold: cleanup exit 0" 0 "$RC"
+eq "fold: old counter rows pruned" 0 "$(sq "SELECT COUNT(*) FROM idem_counters WHERE minute < NOW() - INTERVAL 7 DAY")"
+eq "fold: requests_total did not go down ($before)" "$before" "$(metric idemgate_requests_total /payments)"
+eq "fold: the wait histogram neither" "$before_b" "$(metric idemgate_wait_seconds_count /payments)"
+eq "fold: totals kept per host" "gw1 503 gw2 25" "$(sq "SELECT host, requests FROM idem_counters_total WHERE route = '/payments' ORDER BY host" | tr '\t\n' '  ' | sed 's/ $//')"
+run -c "$CONF" stats --since 1h --format tsv
+has "fold: stats over a window leave totals out" "$T/out" '^/payments	200	'
 
 # ---------------------------------------------------------------- speed (measured, not asserted)
 N=${IDEMCTL_SPEED_ROWS:-200000}
