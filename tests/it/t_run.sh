@@ -160,6 +160,26 @@ took=$(($(now_ms) - t0))
 expect_eq "kill -9: the next run takes over and runs" "0 took-over $((before + 1))" "$(rc k2) $(cat "$T/k2.o") $(starts)"
 expect_lt "kill -9: within a lease and a little (${took} ms)" "$took" 8000
 
+# COMMAND inherits fds 0, 1 and 2 only: not run's MySQL connection.
+run a fd1 --key k11 -- sh -c 'exec ls /proc/self/fd'
+# ls's own: 0, 1, 2 and the one it reads the directory with
+expect_eq "fds: COMMAND has 0, 1 and 2 only" "0 1 2 3" "$(sort -n "$T/fd1.o" | tr '\n' ' ' | sed 's/ $//')"
+
+# SIGTERM to run reaches COMMAND's group; the outcome (a failure) is
+# recorded: released, so the next delivery runs it.
+K12='echo $$ >"$JOBLOG.term"; if [ -n "${SLOW:-}" ]; then sleep 30 & sleep 30; fi; echo done'
+SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k12 -- sh -c "$K12" >/dev/null 2>"$T/term.e" &
+runner=$!
+wait_until 5 test -s "$LOG.term"
+pg=$(cat "$LOG.term")
+kill -TERM "$runner"
+wait "$runner"
+expect_eq "SIGTERM: run exits 128+15" 143 "$?"
+wait_until 5 sh -c "! ps -o stat= -g $pg | grep -qv Z"
+expect_eq "SIGTERM: COMMAND's group is gone" "" "$(living "$pg")"
+run a term2 --key k12 -- sh -c "$K12"
+expect_eq "SIGTERM: released, the next delivery runs it" "0 done" "$(rc term2) $(cat "$T/term2.o")"
+
 # 7. The store stopped: nothing runs, exit 69.
 mariadb_stop
 n0=$(starts)
