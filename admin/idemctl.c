@@ -54,6 +54,9 @@ usage(FILE *f)
 	    CTL_DEFAULT_CONFIG ");\n"
 	    "                     its [gateway] mysql_defaults_file names the "
 	    "database\n"
+	    "  -g, --mysql-group G  the option-file group to log in with (default\n"
+	    "                     [gateway] mysql_group): one config, one user per\n"
+	    "                     job, e.g. idem_cleanup for cron, idem_console\n"
 	    "  -v, --verbose      say more (cleanup: a summary line)\n"
 	    "  -h, --help         this text; 'idemctl COMMAND --help' for one "
 	    "command\n"
@@ -78,6 +81,7 @@ main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "mysql-group", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctl	 c;
@@ -86,10 +90,14 @@ main(int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:c:vhV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:c:vhVg:", longopts, NULL)) !=
+	    -1) {
 		switch (ch) {
 		case 'c':
 			c.cfgpath = optarg;
+			break;
+		case 'g':
+			c.mysql_group = optarg;
 			break;
 		case 'v':
 			c.verbose = 1;
@@ -106,7 +114,7 @@ main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return ctl_usage_err(NULL, "missing command (cleanup, migrate, "
-		    "check, show, forget, stats, metrics)");
+		    "check, show, forget, stats, metrics, run)");
 	for (i = 0; i < NCMDS; i++)
 		if (strcmp(argv[optind], cmds[i].name) == 0)
 			break;

@@ -96,6 +96,16 @@ ctl_load(struct ctl *c)
 		ctl_err("%s", err);
 		return CTL_ECONFIG;
 	}
+	if (c->mysql_group != NULL) {
+		char	*g = strdup(c->mysql_group);
+
+		if (g == NULL) {
+			ctl_err("out of memory");
+			return CTL_ECONFIG;
+		}
+		free(c->cfg->mysql_group);
+		c->cfg->mysql_group = g;
+	}
 	return CTL_OK;
 }
 

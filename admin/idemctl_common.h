@@ -32,6 +32,7 @@ enum ctl_exit {
 /* One invocation: the options every command takes, and what they open. */
 struct ctl {
 	const char	*cfgpath;	/* -c FILE */
+	const char	*mysql_group;	/* -g GROUP, over [gateway]'s */
 	int		 verbose;	/* -v / --verbose */
 	struct cfg	*cfg;		/* owned; ctl_close() frees */
 	struct store	*st;		/* owned; ctl_close() frees */

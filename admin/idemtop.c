@@ -40,6 +40,7 @@ struct opts {
 	int64_t		 delay_ms;	/* -d; 0 = config's refresh */
 	int		 screen;
 	int		 write;
+	const char	*mysql_group;	/* -g, over [gateway] mysql_group */
 };
 
 /* stderr while idemtop runs: fd 2 itself points at /dev/null so library
@@ -53,6 +54,8 @@ usage(FILE *f)
 	    "usage: idemtop [-c FILE] [--write]\n"
 	    "       idemtop -b [-n COUNT] [-d SECS] [--screen N] [-c FILE]\n"
 	    "  -c FILE      configuration (default " DEFAULT_CONFIG ")\n"
+	    "  -g, --mysql-group G  option-file group to log in with (default\n"
+	    "               [gateway] mysql_group), e.g. idem_console\n"
 	    "  -b, --batch  plain-text snapshots (default when stdout is not "
 	    "a terminal)\n"
 	    "  -n COUNT     batch: number of snapshots (default 1)\n"
@@ -75,6 +78,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "version", no_argument, NULL, 'V' },
 		{ "screen", required_argument, NULL, 'S' },
 		{ "write", no_argument, NULL, 'W' },
+		{ "mysql-group", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char	*end;
@@ -85,11 +89,14 @@ parse_opts(int argc, char **argv, struct opts *o)
 	o->config = DEFAULT_CONFIG;
 	o->screen = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":bc:d:hn:V", longopts,
+	while ((ch = getopt_long(argc, argv, ":bc:d:g:hn:V", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'b':
 			o->batch = 1;
+			break;
+		case 'g':
+			o->mysql_group = optarg;
 			break;
 		case 'c':
 			o->config = optarg;
@@ -429,6 +436,14 @@ main(int argc, char **argv)
 	if (cfg_load(o.config, &cfg, err, sizeof(err)) != IDEM_OK) {
 		fprintf(stderr, "idemtop: %s\n", err);
 		return EXIT_CONFIG;
+	}
+	if (o.mysql_group != NULL) {
+		free(cfg->mysql_group);
+		if ((cfg->mysql_group = strdup(o.mysql_group)) == NULL) {
+			fprintf(stderr, "idemtop: out of memory\n");
+			cfg_free(cfg);
+			return EXIT_CONFIG;
+		}
 	}
 	if (!o.batch && !isatty(STDOUT_FILENO))
 		o.batch = 1;

@@ -463,6 +463,19 @@ has "metrics, database down: HELP and TYPE" "$T/out" '^# TYPE idemgate_store_up 
 eq "metrics, database down: one line on stderr" 1 "$(lines "$T/err")"
 check "metrics: textfile-collector style redirect works" sh -c "'$CTL' -c '$CONF' metrics > '$T/m.prom.tmp' && mv '$T/m.prom.tmp' '$T/m.prom' && [ -s '$T/m.prom' ]"
 
+# One config, one user per job: --mysql-group picks the option-file group.
+{ printf '[idemgate]\nsocket=%s\nuser=idem\npassword=wrong\n' "$MDB_SOCK"
+  sed 's/^\[idemgate\]$/[idem_console]/' "$TESTROOT/$DB.cnf"; } >"$T/groups.cnf"
+chmod 600 "$T/groups.cnf"
+mkconf "$T/groups.conf" "$T/groups.cnf" ""
+run -c "$T/groups.conf" show no-such-key
+eq "mysql group: [gateway]'s group (a wrong password) fails: exit 3" 3 "$RC"
+run -c "$T/groups.conf" --mysql-group idem_console show no-such-key
+eq "mysql group: --mysql-group idem_console logs in (no such key: 7)" 7 "$RC"
+IDEMTOP=$(dirname "$CTL")/idemtop
+"$IDEMTOP" -c "$T/groups.conf" -g idem_console -b >"$T/top.out" 2>&1
+eq "mysql group: idemtop -g idem_console reads the store" 0 "$?"
+
 # Counters never go down: cleanup folds the rows it prunes into totals.
 sq "INSERT INTO idem_counters (minute, host, route, requests, reused, wait_sum_ms, wait_b0) VALUES
     (NOW() - INTERVAL 9 DAY, 'gw1', '/payments', 500, 7, 11, 3),
