@@ -24,6 +24,9 @@
 #include "store.h"
 #include "worker.h"
 
+/* While the store fails, say so (and what to do) this often. */
+#define STORE_SAY_MS	60000
+
 /* On stop, how long pending outcomes are still retried. */
 #define WORKER_DRAIN_RECORD_MS	10000
 
@@ -158,7 +161,8 @@ keeper_main(void *arg)
 	struct store	*st = NULL;
 	struct timespec	 ts;
 	uint64_t	 epoch;
-	int64_t		 t0, left;
+	int64_t		 t0, left, said = 0;
+	const char	*hint, *said_hint = NULL;
 	int		 failing = 0;
 
 	if (store_thread_init() != IDEM_OK)
@@ -170,13 +174,22 @@ keeper_main(void *arg)
 		if (store_epoch(st, &epoch) == IDEM_OK) {
 			rcache_vouch(w->rc, epoch, t0);
 			if (failing)
-				log_info("replay cache: store readable again");
+				log_info("store: answering again");
 			failing = 0;
 		} else {
 			rcache_distrust(w->rc);
-			if (!failing)
-				log_warn("replay cache off until the store "
-				    "answers: %s", store_last_error(st));
+			/* One line per problem, again every STORE_SAY_MS while
+			 * it lasts: the first poll finds a bad set-up first. */
+			hint = store_hint(st);
+			if (!failing || hint != said_hint ||
+			    clock_now_ms() - said >= STORE_SAY_MS) {
+				log_err("store: %s%s%s (every request needing "
+				    "it gets 503 meanwhile)", store_last_error(st),
+				    hint != NULL ? " -- " : "",
+				    hint != NULL ? hint : "");
+				said = clock_now_ms();
+				said_hint = hint;
+			}
 			failing = 1;
 		}
 		left = t0 + RCACHE_POLL_MS * 1000 - clock_now_us();

@@ -46,6 +46,10 @@ enum idem_err store_connect(struct store *st);
 /* The server's last error text, for logs only (never for clients). */
 const char *store_last_error(const struct store *st);
 
+/* What an operator should do about the last error ("schema missing: run
+ * idemctl migrate"), or NULL when there is no better advice. */
+const char *store_hint(const struct store *st);
+
 enum claim_state {
 	CLAIM_NEW,		/* ours: run the handler, then complete/release */
 	CLAIM_DONE,		/* completed with the same fingerprint: replay */

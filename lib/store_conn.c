@@ -205,6 +205,32 @@ store_connect(struct store *st)
 	return IDEM_OK;
 }
 
+const char *
+store_hint(const struct store *st)
+{
+	switch (st->errnum) {
+	case 1045:	/* ER_ACCESS_DENIED_ERROR */
+		return "check the user and password in mysql_defaults_file";
+	case 1044:	/* ER_DBACCESS_DENIED_ERROR */
+	case 1142:	/* ER_TABLEACCESS_DENIED_ERROR */
+	case 1143:	/* ER_COLUMNACCESS_DENIED_ERROR */
+		return "privileges missing: apply sql/grants.sql (idemctl "
+		    "check says which)";
+	case 1049:	/* ER_BAD_DB_ERROR */
+		return "unknown database: check database= in "
+		    "mysql_defaults_file";
+	case 1146:	/* ER_NO_SUCH_TABLE */
+		return "schema missing: run idemctl migrate";
+	case 2002:	/* CR_CONNECTION_ERROR */
+	case 2003:	/* CR_CONN_HOST_ERROR */
+	case 2005:	/* CR_UNKNOWN_HOST */
+		return "server not reachable: is it running, and are socket= "
+		    "or host= in mysql_defaults_file right?";
+	default:
+		return NULL;
+	}
+}
+
 unsigned long
 store_generation(const struct store *st)
 {
