@@ -55,19 +55,57 @@ ctlstats_sum(struct admin_stat *dst, const struct admin_stat *src)
 	dst->wait_sum_ms += src->wait_sum_ms;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (1..4), 0 if none. */
+static size_t
+utf8_len(const unsigned char *p)
+{
+	size_t	 n, i;
+	unsigned cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong, surrogate or past U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
 void
 json_put_string(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 n;
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\u%04x", ch);
+	fputc('"', f);
+	while (*p != '\0') {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else if ((n = utf8_len(p)) > 1) {
+			/* UTF-8 (a route name, say) stays as it is */
+			fwrite(p, 1, n, f);
+			p += n;
+			continue;
+		} else if (n == 0)
+			fputs("\\ufffd", f);	/* not UTF-8: replaced */
 		else
-			fputc(ch, f);
+			fputc(*p, f);
+		p++;
 	}
 	fputc('"', f);
 }

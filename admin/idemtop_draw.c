@@ -178,9 +178,10 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 	spark(ui, s, g, y++, 1);
 	fmt_dur(s->oldest_ms, a, sizeof(a));
 	grid_printf(g, y++, 1, s->waiting > 0 ? TA_WARN : TA_NORMAL,
-	    "In progress now: %llu keys, waiting now: %llu requests, "
+	    "In progress now: %llu key%s, waiting now: %llu request%s, "
 	    "oldest %s", (unsigned long long)s->inprog,
-	    (unsigned long long)s->waiting, s->inprog > 0 ? a : "-");
+	    s->inprog == 1 ? "" : "s", (unsigned long long)s->waiting,
+	    s->waiting == 1 ? "" : "s", s->inprog > 0 ? a : "-");
 	if (s->nruns == 0) {
 		grid_put(g, y++, 1, TA_NORMAL, "Last cleanup: none recorded");
 	} else {
@@ -285,10 +286,10 @@ draw_summary(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 			late += s->keys[i].lease_left_ms < 0;
 		fmt_dur(s->oldest_ms, a, sizeof(a));
 		grid_printf(g, y, 1, late > 0 ? TA_ALERT : TA_NORMAL,
-		    "%llu keys in progress, %llu requests waiting, oldest %s, "
-		    "%zu past lease", (unsigned long long)s->inprog,
-		    (unsigned long long)s->waiting, s->inprog > 0 ? a : "-",
-		    late);
+		    "%llu key%s in progress, %llu request%s waiting, oldest "
+		    "%s, %zu past lease", (unsigned long long)s->inprog,
+		    s->inprog == 1 ? "" : "s", (unsigned long long)s->waiting,
+		    s->waiting == 1 ? "" : "s", s->inprog > 0 ? a : "-", late);
 		break;
 	case SCR_ROUTES:
 		grid_printf(g, y, 1, TA_NORMAL, "%zu routes, last %d minutes "

@@ -123,6 +123,14 @@ main(void)
 	fclose(f);
 	CHECK(strcmp(p, "\"a\\\"b\\\\c\\u000a\\u007f\"|a\\\"b\\\\c\\nd") == 0);
 	free(p);
+	/* UTF-8 stays UTF-8; bytes that are not UTF-8 become U+FFFD */
+	f = open_memstream(&p, &len);
+	json_put_string(f, "/caf\xc3\xa9/\xe2\x82\xac\xf0\x9f\x98\x80|\xff\xc3(|"
+	    "\xed\xa0\x80|\xc0\xaf");
+	fclose(f);
+	CHECK(strcmp(p, "\"/caf\xc3\xa9/\xe2\x82\xac\xf0\x9f\x98\x80|"
+	    "\\ufffd\\ufffd(|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\"") == 0);
+	free(p);
 
 	/* table: total row and alignment */
 	memset(rows, 0, sizeof(rows));

@@ -499,6 +499,17 @@ test_batch(const struct top_snap *s)
 	top_ui_draw(&ui, s, &g);
 	CHECK(strstr(row(&g, 0), "4 keys in progress") != NULL);
 	CHECK(strstr(row(&g, 1), "KEY") != NULL);
+	{
+		/* one of each: no plural */
+		struct top_snap	 one = *s;
+
+		one.inprog = 1;
+		one.waiting = 1;
+		top_ui_draw(&ui, &one, &g);
+		CHECK(strstr(row(&g, 0), "1 key in progress, 1 request waiting")
+		    != NULL);
+		top_ui_draw(&ui, s, &g);
+	}
 	CHECK(strncmp(row(&g, 2), " stal", 5) == 0);	/* no selection */
 	CHECK(strncmp(row(&g, 5), " k*", 3) == 0);
 	CHECK(grid_find(&g, "q quit") == -1);
