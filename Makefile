@@ -170,7 +170,8 @@ install-files:
 	install -m 0644 fcgi/idemgate.8 admin/idemctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 admin/idemtop.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 etc/idemgate.conf $(DESTDIR)$(DOCDIR)/idemgate.conf.example
-	install -m 0644 sql/grants.sql README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 sql/grants-migrate.sql sql/grants.sql README.md \
+	    $(DESTDIR)$(DOCDIR)/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf ] || \
 	    install -m 0640 etc/idemgate.conf $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf
 	for u in etc/systemd/*; do \

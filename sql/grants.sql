@@ -1,9 +1,12 @@
 -- idemgate least-privilege MySQL/MariaDB users (not a migration: run by hand).
 --
--- Usage, as an administrator, after replacing every CHANGE-ME password and,
--- if your database is not called `idemgate`, every `idemgate`. below:
---
---   mariadb -u root < sql/grants.sql
+-- The second of two steps, after `idemctl migrate` (table privileges need
+-- the tables):
+--   1. mariadb -u root < sql/grants-migrate.sql    the database, idem_migrate
+--   2. idemctl -g idem_migrate migrate
+--   3. mariadb -u root < sql/grants.sql            this file
+-- Replace every CHANGE-ME password first and, if your database is not
+-- called `idemgate`, every `idemgate`. below.
 --
 -- Then give each program its own option file (mode 0600, owned by the user
 -- the program runs as), named by mysql_defaults_file in its config:
@@ -14,9 +17,7 @@
 --   password = ...
 --   database = idemgate
 --
---   idem_migrate  idemctl migrate: creates and alters the tables; the
---                 definer of the triggers that bump idem_epoch (do not drop
---                 this user while they exist)
+--   idem_migrate  (sql/grants-migrate.sql) idemctl migrate
 --   idem_gateway  idemgate: claims, completes, releases keys; adds counters
 --   idem_cleanup  idemctl cleanup / forget (cron): deletes expired keys,
 --                 releases stale ones, prunes counters, records its runs
@@ -26,9 +27,6 @@
 -- cleanup runs under, need no privilege.  Replace 'localhost' with the
 -- gateway hosts' address pattern when the database is remote, and prefer
 -- REQUIRE SSL for users that connect over a network.
-
-CREATE USER IF NOT EXISTS 'idem_migrate'@'localhost' IDENTIFIED BY 'CHANGE-ME-migrate';
-GRANT ALL PRIVILEGES ON `idemgate`.* TO 'idem_migrate'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_gateway'@'localhost' IDENTIFIED BY 'CHANGE-ME-gateway';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_gateway'@'localhost';

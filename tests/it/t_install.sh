@@ -19,6 +19,7 @@ check "example config in /etc/idemgate" test -f "$D/etc/idemgate/idemgate.conf"
 expect_eq "the config is not world-readable (it names the option file)" 640 "$(stat -c %a "$D/etc/idemgate/idemgate.conf")"
 check "example config in the docs" test -f "$D/opt/idem/share/doc/idemgate/idemgate.conf.example"
 check "grants.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants.sql"
+check "grants-migrate.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants-migrate.sql"
 U=$D/opt/idem/lib/systemd/system
 for u in idemgate.service idemgate.socket idemctl-cleanup.service idemctl-cleanup.timer; do
 	check "unit $u" test -f "$U/$u"
