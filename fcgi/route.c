@@ -44,7 +44,8 @@ route_script(const struct route *rt, struct request *r, char *out,
     size_t outlen)
 {
 	const char	*sf, *pi;
-	char		 cand[PATH_MAX], *slash;
+	char		 cand[PATH_MAX], *slash, why[PATH_MAX + 160];
+	char		 firstwhy[PATH_MAX + 160];
 	size_t		 sflen;
 	enum idem_err	 er, first;
 
@@ -55,7 +56,9 @@ route_script(const struct route *rt, struct request *r, char *out,
 		return IDEM_ENOTFOUND;
 	}
 	r->script_tail = pi != NULL && *pi == '/' ? pi : "";
-	er = cgi_script_resolve(rt->script_root, sf, out, outlen);
+	why[0] = firstwhy[0] = '\0';
+	er = cgi_script_resolve_why(rt->script_root, sf, out, outlen, why,
+	    sizeof(why));
 	if (er == IDEM_OK || pi == NULL || *pi != '/')
 		goto out;
 	sflen = strlen(sf);
@@ -63,14 +66,16 @@ route_script(const struct route *rt, struct request *r, char *out,
 		goto out;
 	first = IDEM_OK;
 	while (strlen(cand) > sflen) {
-		er = cgi_script_resolve(rt->script_root, cand, out,
-		    outlen);
+		er = cgi_script_resolve_why(rt->script_root, cand, out,
+		    outlen, why, sizeof(why));
 		if (er == IDEM_OK) {
 			r->script_tail = pi + (strlen(cand) - sflen);
 			goto out;
 		}
-		if (first == IDEM_OK)
+		if (first == IDEM_OK) {
 			first = er;
+			memcpy(firstwhy, why, sizeof(firstwhy));
+		}
 		if (er != IDEM_ENOTFOUND)
 			break;
 		if ((slash = strrchr(cand, '/')) == NULL)
@@ -78,10 +83,11 @@ route_script(const struct route *rt, struct request *r, char *out,
 		*slash = '\0';
 	}
 	er = first;
+	memcpy(why, firstwhy, sizeof(why));
 out:
 	if (er != IDEM_OK) {
-		log_warn("%s: script %s%s refused: %s", r->tag, sf,
-		    pi != NULL ? pi : "", idem_strerror(er));
+		log_warn("%s: script %s%s refused: %s (%s)", r->tag, sf,
+		    pi != NULL ? pi : "", idem_strerror(er), why);
 		if (er != IDEM_ENOTFOUND)
 			er = IDEM_EFORBIDDEN;
 	}

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -205,44 +206,79 @@ cgi_under(const char *dir, const char *path)
 	    path[dl + 1] != '\0';
 }
 
+/* Says why a script was refused (why may be NULL); returns er. */
+static enum idem_err
+cgi_refuse(enum idem_err er, char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return er;
+}
+
 enum idem_err
-cgi_script_resolve(const char *root, const char *script, char *out,
-    size_t outlen)
+cgi_script_resolve_why(const char *root, const char *script, char *out,
+    size_t outlen, char *why, size_t whylen)
 {
 	char		 rroot[PATH_MAX], rscript[PATH_MAX];
 	struct stat	 sb;
 	size_t		 l;
 
 	if (script == NULL || script[0] == '\0')
-		return IDEM_ENOTFOUND;
-	if (root == NULL || script[0] != '/' || cgi_has_dotdot(script))
-		return IDEM_EFORBIDDEN;
+		return cgi_refuse(IDEM_ENOTFOUND, why, whylen, "no script");
+	if (root == NULL)
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+		    "no script_root");
+	if (script[0] != '/' || cgi_has_dotdot(script))
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+		    "not an absolute path without '..'");
 	if (realpath(root, rroot) == NULL) {
 		log_err("script_root %s: %s", root, strerror(errno));
-		return IDEM_EFORBIDDEN;
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+		    "script_root %s: %s", root, strerror(errno));
 	}
 	/*
 	 * Judge the name before touching the file system, so a path
 	 * outside the root cannot be probed for existence (403 either way).
 	 */
 	if (!cgi_under(root, script) && !cgi_under(rroot, script))
-		return IDEM_EFORBIDDEN;
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+		    "outside script_root %s", rroot);
 	if (realpath(script, rscript) == NULL)
-		return errno == ENOENT || errno == ENOTDIR ? IDEM_ENOTFOUND :
-		    IDEM_EFORBIDDEN;
+		return cgi_refuse(errno == ENOENT || errno == ENOTDIR ?
+		    IDEM_ENOTFOUND : IDEM_EFORBIDDEN, why, whylen, "%s",
+		    strerror(errno));
 	/* Symlinks may not lead out of the root. */
 	if (!cgi_under(rroot, rscript))
-		return IDEM_EFORBIDDEN;
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen, "resolves to "
+		    "%s, outside script_root %s (a symlink out of the root)",
+		    rscript, rroot);
 	if (stat(rscript, &sb) == -1)
-		return IDEM_ENOTFOUND;
-	if (!S_ISREG(sb.st_mode) || (sb.st_mode & 0111) == 0 ||
+		return cgi_refuse(IDEM_ENOTFOUND, why, whylen, "%s: %s",
+		    rscript, strerror(errno));
+	if (!S_ISREG(sb.st_mode))
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+		    "resolves to %s: not a regular file", rscript);
+	if ((sb.st_mode & 0111) == 0 ||
 	    faccessat(AT_FDCWD, rscript, X_OK, AT_EACCESS) == -1)
-		return IDEM_EFORBIDDEN;
+		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+		    "resolves to %s: not executable", rscript);
 	l = strlen(rscript);
 	if (l >= outlen)
-		return IDEM_ETOOBIG;
+		return cgi_refuse(IDEM_ETOOBIG, why, whylen, "path too long");
 	memcpy(out, rscript, l + 1);
 	return IDEM_OK;
+}
+
+enum idem_err
+cgi_script_resolve(const char *root, const char *script, char *out,
+    size_t outlen)
+{
+	return cgi_script_resolve_why(root, script, out, outlen, NULL, 0);
 }
 
 /* ---- spawn and I/O ---- */

@@ -34,6 +34,11 @@ void cgi_env_free(char **env);
 enum idem_err cgi_script_resolve(const char *root, const char *script,
     char *out, size_t outlen);
 
+/* The same, and on failure the reason in why (whylen bytes): the rule
+ * that refused it and, when it resolved, the resolved path. */
+enum idem_err cgi_script_resolve_why(const char *root, const char *script,
+    char *out, size_t outlen, char *why, size_t whylen);
+
 /* What a handler run exchanges with its caller, CGI program or upstream
  * FastCGI app alike (struct upstream_req has one too). */
 struct cgi_exchange {

@@ -207,6 +207,29 @@ test_resolve(void)
 	snprintf(path, sizeof(path), "%s/ok.cgi", root);
 	CHECK(cgi_script_resolve(want, path, out, sizeof(out)) == IDEM_OK);
 	CHECK(cgi_script_resolve(root, path, out, 5) == IDEM_ETOOBIG);
+
+	/* The log says which rule refused a script, and what it resolved to. */
+	{
+		char	 why[PATH_MAX + 200], w2[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), "%s/escape.cgi", root);
+		CHECK(cgi_script_resolve_why(root, path, out, sizeof(out), why,
+		    sizeof(why)) == IDEM_EFORBIDDEN);
+		snprintf(w2, sizeof(w2), "resolves to %.*s/out.cgi, outside",
+		    PATH_MAX - 64, other);
+		CHECK(strncmp(why, w2, strlen(w2)) == 0);
+		snprintf(path, sizeof(path), "%s/noexec.cgi", root);
+		CHECK(cgi_script_resolve_why(root, path, out, sizeof(out), why,
+		    sizeof(why)) == IDEM_EFORBIDDEN);
+		CHECK(strstr(why, "noexec.cgi: not executable") != NULL);
+		snprintf(path, sizeof(path), "%s/sub", root);
+		CHECK(cgi_script_resolve_why(root, path, out, sizeof(out), why,
+		    sizeof(why)) == IDEM_EFORBIDDEN);
+		CHECK(strstr(why, "not a regular file") != NULL);
+		CHECK(cgi_script_resolve_why(root, "/nonexistent/x.cgi", out,
+		    sizeof(out), why, sizeof(why)) == IDEM_EFORBIDDEN);
+		CHECK(strncmp(why, "outside script_root ", 20) == 0);
+	}
 }
 
 /* ---- cgi_exec ---- */
