@@ -334,6 +334,7 @@ reload(struct super *s)
 {
 	struct cfg	*nc = NULL;
 	char		 err[512];
+
 	if (cfg_load(s->cfg->path, &nc, err, sizeof(err)) != IDEM_OK) {
 		log_err("reload refused, keeping the running config: %s", err);
 		return;
@@ -342,6 +343,12 @@ reload(struct super *s)
 	    s->cfg->listen : "") != 0)
 		log_warn("reload: listen changed; it takes effect only on "
 		    "restart");
+	/* The socket was made at start: its owner and mode stay. */
+	if (strcmp(nc->socket_owner ? nc->socket_owner : "",
+	    s->cfg->socket_owner ? s->cfg->socket_owner : "") != 0 ||
+	    nc->socket_mode != s->cfg->socket_mode)
+		log_warn("reload: socket_owner or socket_mode changed; it "
+		    "takes effect only on restart");
 	/* Workers hold their own copy (fork): the old config can go.  The
 	 * listen socket stays the same, so keep the value in use. */
 	free(nc->listen);

@@ -61,6 +61,11 @@ kill -HUP "$SUP"
 route_up() { http h1 GET "$(url web /reloaded)"; [ "$HS" = 201 ]; }
 if wait_until 5 route_up; then ok "SIGHUP: new route served"; else
 	not_ok "SIGHUP: new route served" "status $HS"; fi
+# a new socket_mode cannot apply to the socket already made: said so
+sed -i 's/^\(\[gateway\]\)$/\1\nsocket_mode = 0600/' "$T/gw.conf"
+kill -HUP "$SUP"
+wait_until 5 sh -c "grep -q 'socket_owner or socket_mode changed' '$T/gw.log'"
+expect_match "SIGHUP: a changed socket_mode is logged as needing a restart" 'socket_owner or socket_mode changed; it takes effect only on restart' "$(cat "$T/gw.log")"
 echo "this is = not [valid" >>"$T/gw.conf"
 kill -HUP "$SUP"
 sleep 0.5
