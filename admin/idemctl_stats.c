@@ -555,6 +555,10 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 		return CTL_ESTORE;
 	}
 	stats_print(stdout, fmt, rows, n, since);
+	if (fmt == STATS_TABLE)
+		printf("(each gateway worker adds its counts every %lld ms: the "
+		    "last moments may not show yet)\n",
+		    (long long)c->cfg->counters_flush_ms);
 	free(rows);
 	return CTL_OK;
 }
