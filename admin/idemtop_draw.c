@@ -218,6 +218,27 @@ draw_cells(struct top_grid *g, int y, const struct col *cols, int ncols,
 		    selected ? TA_SEL : attr, cells[i]);
 }
 
+/* A scope as idemctl spells it when it can be named (the hash of "none"
+ * or of a job with no --scope), else the first bytes of its hash. */
+static void
+scope_name(const unsigned char scope[FP_LEN], size_t hexbytes, char *out,
+    size_t outlen)
+{
+	unsigned char	 h[FP_LEN];
+
+	fp_scope("none", "", h);
+	if (memcmp(scope, h, FP_LEN) == 0) {
+		snprintf(out, outlen, "none");
+		return;
+	}
+	fp_scope("job", "", h);
+	if (memcmp(scope, h, FP_LEN) == 0) {
+		snprintf(out, outlen, "job");
+		return;
+	}
+	fp_hex(scope, hexbytes, out);
+}
+
 static int
 row_cells(const struct top_snap *s, int screen, size_t i,
     char (*c)[TOP_TEXT_MAX * 4])
@@ -228,7 +249,7 @@ row_cells(const struct top_snap *s, int screen, size_t i,
 		const struct top_key *k = &s->keys[i];
 
 		fmt_mask_key(k->key, k->keylen, c[0], sizeof(c[0]));
-		fp_hex(k->scope, 4, c[1]);
+		scope_name(k->scope, 4, c[1], TOP_TEXT_MAX * 4);
 		fmt_escape(k->route, strlen(k->route), c[2], sizeof(c[2]));
 		owner_host(k->owner, c[3], sizeof(c[3]));
 		fmt_dur(k->age_ms, c[4], sizeof(c[4]));
@@ -435,7 +456,7 @@ draw_detail(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		fmt_mask_key(r->key, r->keylen, a, sizeof(a));
 		snprintf(lines[k++], 200, "key       %.120s (%zu bytes)", a,
 		    r->keylen);
-		fp_hex(r->scope, FP_LEN, b);	/* 65 bytes */
+		scope_name(r->scope, FP_LEN, b, sizeof(b));	/* 65 bytes */
 		snprintf(lines[k++], 200, "scope     %s", b);
 		fmt_escape(r->route, strlen(r->route), a, sizeof(a));
 		snprintf(lines[k++], 200, "route     %.150s", a);

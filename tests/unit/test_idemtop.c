@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "fp.h"
 #include "idemtop_cmd.h"
 #include "idemtop_data.h"
 #include "idemtop_fmt.h"
@@ -508,6 +509,21 @@ test_batch(const struct top_snap *s)
 		top_ui_draw(&ui, &one, &g);
 		CHECK(strstr(row(&g, 0), "1 key in progress, 1 request waiting")
 		    != NULL);
+		top_ui_draw(&ui, s, &g);
+	}
+	if (s->nkeys > 0) {
+		/* the unscoped scope is shown by name, as idemctl does */
+		struct top_key	*k = &s->keys[0];
+		unsigned char	 saved[FP_LEN];
+		int		 i, named = 0;
+
+		memcpy(saved, k->scope, FP_LEN);
+		fp_scope("none", "", k->scope);
+		top_ui_draw(&ui, s, &g);
+		for (i = 2; i < 8; i++)
+			named += strstr(row(&g, i), " none ") != NULL;
+		CHECK(named == 1);
+		memcpy(k->scope, saved, FP_LEN);
 		top_ui_draw(&ui, s, &g);
 	}
 	CHECK(strncmp(row(&g, 2), " stal", 5) == 0);	/* no selection */
