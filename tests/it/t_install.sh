@@ -29,6 +29,18 @@ expect_match "idemgate.service checks the config first" '^ExecStartPre=/opt/idem
 expect_match "cleanup service runs the installed idemctl" '^ExecStart=/opt/idem/bin/idemctl .* cleanup' "$(grep '^ExecStart=' "$U/idemctl-cleanup.service")"
 expect_nomatch "no placeholder left in the units" '@[A-Z]+@' "$(cat "$U"/*)"
 expect_match "the socket is not world-accessible" '^SocketMode=0660$' "$(grep '^SocketMode=' "$U/idemgate.socket")"
+# systemd's own check, where systemd-analyze exists: installed for real
+# under $T, so the units' ExecStart paths exist.
+if command -v systemd-analyze >/dev/null 2>&1; then
+	R=$T/real
+	make -s -C "$IDEM_ROOT" install-files B="$IDEM_BUILD" PREFIX="$R/usr" \
+	    SYSCONFDIR="$R/etc" UNITDIR="$R/units" >>"$T/install.log" 2>&1
+	out=$(systemd-analyze verify --man=no "$R"/units/*.service "$R"/units/*.socket "$R"/units/*.timer 2>&1)
+	expect_eq "systemd-analyze verify: the units are clean" "0 " "$? $out"
+else
+	echo "# systemd-analyze not installed: units not verified"
+fi
+
 # A second install keeps an edited config.
 echo "; edited" >>"$D/etc/idemgate/idemgate.conf"
 make -s -C "$IDEM_ROOT" install-files B="$IDEM_BUILD" DESTDIR="$D" PREFIX=/opt/idem >>"$T/install.log" 2>&1
