@@ -151,7 +151,8 @@ guard_streamed(struct request *r, struct claim *c, struct sink *s,
 }
 
 /* The handler answered (whole, kept): it is delivered all the same, and
- * kept for retries unless it is a 5xx a retry may do better on. */
+ * kept for retries unless release_statuses frees its status (5xx by
+ * default: a retry may do better). */
 static void
 guard_handled(struct request *r, struct claim *c, const struct answer *a)
 {
@@ -179,7 +180,8 @@ guard_handled(struct request *r, struct claim *c, const struct answer *a)
 }
 
 /* The handler gave no answer (er): ours is a problem.  A lost lease is
- * never stored (the next owner runs it), nor a 5xx unless store_5xx. */
+ * never stored (the next owner runs it), nor a status release_statuses
+ * frees. */
 static void
 guard_failed(struct request *r, struct claim *c, enum idem_err er)
 {
