@@ -653,6 +653,13 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	}
 	switch (cl.state) {
 	case CLAIM_NEW:
+		if (run_signal != 0) {
+			/* Told to stop while it waited: COMMAND never starts. */
+			(void)store_release(c->st, &cl);
+			rc = 128 + run_signal;
+			what = STAT_RELEASED;
+			break;
+		}
 		rc = run_owned(c, &a, &in, &cl, read_us / 1000, &what);
 		break;
 	case CLAIM_DONE:
