@@ -11,7 +11,7 @@
 
 #define CTL_DEFAULT_CONFIG	"/etc/idemgate/idemgate.conf"
 
-/* Exit codes; documented in --help and idemctl.1. */
+/* Exit codes; documented in --help and idemctl.8. */
 enum ctl_exit {
 	CTL_OK = 0,
 	CTL_EUSAGE = 1,		/* unknown command or flag, bad argument */
