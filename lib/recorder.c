@@ -267,11 +267,6 @@ recorder_free(struct recorder *rc, int64_t drain_ms)
 	free(rc);
 }
 
-static const char *const rec_what[] = {
-	[REC_COMPLETE] = "answer", [REC_TOMBSTONE] = "tombstone",
-	[REC_RELEASE] = "release",
-};
-
 int
 record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
     enum rec_op op, const struct answer *a, int64_t ttl_ms, const char *tag)
@@ -290,7 +285,7 @@ record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
 		if (er == IDEM_ENOTFOUND) {
 			log_err("%s: key no longer ours (forgotten or taken "
 			    "over); its %s is not recorded", tag,
-			    rec_what[op]);
+			    rec_op_name(op));
 			return -1;
 		}
 		if (er == IDEM_ETOOBIG && op == REC_COMPLETE) {
@@ -305,10 +300,10 @@ record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
 		    recorder_add(rc, op, c, a, ttl_ms) == IDEM_OK) {
 			log_warn("%s: store failed (%s); the %s is kept and "
 			    "written when it can be", tag,
-			    store_last_error(st), rec_what[op]);
+			    store_last_error(st), rec_op_name(op));
 			return (int)op;
 		}
-		log_err("%s: cannot record %s: %s", tag, rec_what[op],
+		log_err("%s: cannot record %s: %s", tag, rec_op_name(op),
 		    er == IDEM_ESTORE ? store_last_error(st) :
 		    idem_strerror(er));
 		if (op != REC_COMPLETE)
