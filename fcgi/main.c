@@ -1,11 +1,8 @@
 /* idemgate: the FastCGI idempotency gateway's command line. */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cfg.h"
@@ -86,18 +83,10 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	/* A missing option file would be the default socket, silently. */
-	if (cfg->mysql_defaults_file != NULL) {
-		int	 fd = open(cfg->mysql_defaults_file, O_RDONLY);
-
-		if (fd < 0) {
-			fprintf(stderr, "%s:%d:%d: mysql_defaults_file %s: %s\n",
-			    cfg->path, cfg->mysql_defaults_line,
-			    cfg->mysql_defaults_col, cfg->mysql_defaults_file,
-			    strerror(errno));
-			cfg_free(cfg);
-			return 1;
-		}
-		close(fd);
+	if (cfg_check_option_file(cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		cfg_free(cfg);
+		return 1;
 	}
 	log_open("idemgate", cfg->log_syslog);
 	problem_set_base(cfg->problem_base_url);

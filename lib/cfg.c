@@ -549,7 +549,6 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 	const struct route	*r;
 	struct stat		 st;
 	size_t			 i;
-	int			 fd;
 
 	for (i = 0; i < c->nroutes; i++) {
 		r = &c->routes[i];
@@ -565,18 +564,25 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	if (c->mysql_defaults_file != NULL) {
-		/* Read, not just looked at: MySQL would fall back to its
-		 * default socket without a word. */
-		if ((fd = open(c->mysql_defaults_file, O_RDONLY)) < 0) {
-			snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file "
-			    "%s: %s", c->path, c->mysql_defaults_line,
-			    c->mysql_defaults_col, c->mysql_defaults_file,
-			    strerror(errno));
-			return -1;
-		}
-		close(fd);
+	return cfg_check_option_file(c, err, errlen);
+}
+
+int
+cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
+{
+	int	 fd;
+
+	if (c->mysql_defaults_file == NULL)
+		return 0;
+	/* Opened, not just looked at: MySQL would fall back to its default
+	 * socket without a word. */
+	if ((fd = open(c->mysql_defaults_file, O_RDONLY)) < 0) {
+		snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
+		    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
+		    c->mysql_defaults_file, strerror(errno));
+		return -1;
 	}
+	close(fd);
 	return 0;
 }
 

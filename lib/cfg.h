@@ -154,6 +154,10 @@ int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
  */
 int cfg_check_files(const struct cfg *c, char *err, size_t errlen);
 
+/* The mysql_defaults_file part of that (idemgate checks it at start
+ * too): 0, or -1 with "FILE:LINE:COL: message" in err. */
+int cfg_check_option_file(const struct cfg *c, char *err, size_t errlen);
+
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
 const struct route *cfg_route(const struct cfg *c, const char *path);
