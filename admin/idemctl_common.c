@@ -96,15 +96,10 @@ ctl_load(struct ctl *c)
 		ctl_err("%s", err);
 		return CTL_ECONFIG;
 	}
-	if (c->mysql_group != NULL) {
-		char	*g = strdup(c->mysql_group);
-
-		if (g == NULL) {
-			ctl_err("out of memory");
-			return CTL_ECONFIG;
-		}
-		free(c->cfg->mysql_group);
-		c->cfg->mysql_group = g;
+	if (c->mysql_group != NULL &&
+	    cfg_set_mysql_group(c->cfg, c->mysql_group) != IDEM_OK) {
+		ctl_err("out of memory");
+		return CTL_ECONFIG;
 	}
 	return CTL_OK;
 }

@@ -437,13 +437,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "idemtop: %s\n", err);
 		return EXIT_CONFIG;
 	}
-	if (o.mysql_group != NULL) {
-		free(cfg->mysql_group);
-		if ((cfg->mysql_group = strdup(o.mysql_group)) == NULL) {
-			fprintf(stderr, "idemtop: out of memory\n");
-			cfg_free(cfg);
-			return EXIT_CONFIG;
-		}
+	if (o.mysql_group != NULL &&
+	    cfg_set_mysql_group(cfg, o.mysql_group) != IDEM_OK) {
+		fprintf(stderr, "idemtop: out of memory\n");
+		cfg_free(cfg);
+		return EXIT_CONFIG;
 	}
 	if (!o.batch && !isatty(STDOUT_FILENO))
 		o.batch = 1;

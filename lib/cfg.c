@@ -543,6 +543,18 @@ cfg_check_gateway(const struct cfg *c, char *err, size_t errlen)
 	return 0;
 }
 
+enum idem_err
+cfg_set_mysql_group(struct cfg *c, const char *group)
+{
+	char	*g;
+
+	if ((g = strdup(group)) == NULL)
+		return IDEM_ENOMEM;
+	free(c->mysql_group);
+	c->mysql_group = g;
+	return IDEM_OK;
+}
+
 int
 cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 {

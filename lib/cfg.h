@@ -147,6 +147,9 @@ void cfg_free(struct cfg *c);
  */
 int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 
+/* Replaces mysql_group (idemctl/idemtop --mysql-group).  IDEM_ENOMEM. */
+enum idem_err cfg_set_mysql_group(struct cfg *c, const char *group);
+
 /*
  * What `idemgate -t` checks beyond the syntax, like nginx -t: every cgi:
  * program exists and is executable, the mysql_defaults_file exists and is
