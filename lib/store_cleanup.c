@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "rcache.h"
 #include "store_admin.h"
+#include "store_int.h"
 #include "store_sa.h"
 
 /* --- cleanup ------------------------------------------------------------ */
@@ -157,37 +158,6 @@ out:
 }
 
 
-/* INSERT ... SELECT of the counter rows before @idem_cut into the
- * totals, adding to what is there. */
-static char *
-fold_sql(void)
-{
-	static const char *const cols[] = {
-		"requests", "created", "reused", "mismatched", "conflicted",
-		"waited", "released", "tombstoned", "store_errors",
-		"missing_key", "invalid_key", "passthrough", "quota_rejected",
-		"wait_sum_ms", "wait_b0", "wait_b1", "wait_b2", "wait_b3",
-		"wait_b4", "wait_b5", "wait_b6", "wait_b7", "wait_b8", "wait_b9",
-	};
-	struct buf	 b;
-	size_t		 i;
-	enum idem_err	 er;
-
-	buf_init(&b, 8192);
-	er = buf_addstr(&b, "INSERT INTO idem_counters_total (host, route, "
-	    COUNTER_COLS_PLAIN ") SELECT host, route, " STAT_COLS
-	    " FROM idem_counters WHERE minute < @idem_cut GROUP BY host, route"
-	    " ON DUPLICATE KEY UPDATE ");
-	for (i = 0; er == IDEM_OK && i < sizeof(cols) / sizeof(cols[0]); i++)
-		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
-		    cols[i], cols[i], cols[i]);
-	if (er != IDEM_OK) {
-		buf_free(&b);
-		return NULL;
-	}
-	return b.p;
-}
-
 /*
  * The counters phase: rows past their retention are added to
  * idem_counters_total and deleted in one transaction, so the totals that
@@ -209,7 +179,7 @@ counters_fold(MYSQL *m, int64_t age_ms, uint64_t *n)
 		goto fail;
 	sa_close(s);
 	s = NULL;
-	if ((sql = fold_sql()) == NULL) {
+	if ((sql = store_counters_fold_sql()) == NULL) {
 		sa_seterr("out of memory");
 		goto fail;
 	}

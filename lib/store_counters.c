@@ -75,6 +75,41 @@ counters_sql(void)
 	return b.p;
 }
 
+char *
+store_counters_fold_sql(void)
+{
+	struct buf	 b;
+	char		 col[32];
+	size_t		 i;
+	enum idem_err	 er;
+
+	buf_init(&b, 8192);
+	er = buf_addstr(&b, "INSERT INTO idem_counters_total (host, route");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, ", %s", col);
+	}
+	if (er == IDEM_OK)
+		er = buf_addstr(&b, ") SELECT host, route");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, ", SUM(%s)", col);
+	}
+	if (er == IDEM_OK)
+		er = buf_addstr(&b, " FROM idem_counters WHERE minute < @idem_cut"
+		    " GROUP BY host, route ON DUPLICATE KEY UPDATE ");
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
+		    col, col, col);
+	}
+	if (er != IDEM_OK) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
 static char		*add_sql;	/* built once, kept for the process */
 static pthread_once_t	 add_sql_once = PTHREAD_ONCE_INIT;
 

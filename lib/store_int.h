@@ -74,6 +74,11 @@ enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
 enum idem_err store_exec_sql(struct store *st, enum stmt_id sid,
     const char *sql, MYSQL_BIND *par, int retry, MYSQL_STMT **out);
 
+/* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
+ * before @idem_cut to idem_counters_total, per host and route, every
+ * counter column built from stat_names like the gateway's INSERT. */
+char *store_counters_fold_sql(void);
+
 /* A text statement (DDL, transaction control: nothing to prepare) on the
  * current connection, its result discarded; errors recorded as for
  * store_exec.  Call store_connect first. */
