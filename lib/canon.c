@@ -205,13 +205,6 @@ out:
 	return rc;
 }
 
-/* The first occurrence of needle (nlen bytes) in hay[0..hlen), or NULL. */
-static const char *
-find(const char *hay, size_t hlen, const char *needle, size_t nlen)
-{
-	return memmem(hay, hlen, needle, nlen);
-}
-
 /* One part's header block p[0..n): each line "Name: value", names
  * lower-cased and values trimmed, length-prefixed. */
 static int
@@ -222,7 +215,7 @@ part_headers(const char *p, size_t n, struct buf *out)
 	size_t		 ll, nl, i;
 
 	while (n > 0) {
-		eol = find(p, n, "\r\n", 2);
+		eol = memmem(p, n, "\r\n", 2);
 		ll = eol != NULL ? (size_t)(eol - p) : n;
 		colon = memchr(p, ':', ll);
 		if (colon == NULL || (size_t)(colon - p) >= sizeof(line) / 2)
@@ -267,7 +260,7 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
 	/* the first delimiter may open the body (no CRLF before it) */
 	if (len >= dlen - 2 && memcmp(body, delim + 2, dlen - 2) == 0)
 		p = body + dlen - 2;
-	else if ((p = find(body, len, delim, dlen)) != NULL)
+	else if ((p = memmem(body, len, delim, dlen)) != NULL)
 		p += dlen;
 	else
 		return 0;
@@ -280,12 +273,12 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
 		if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
 			return 0;
 		p += 2;
-		if ((next = find(p, (size_t)(end - p), delim, dlen)) == NULL ||
+		if ((next = memmem(p, (size_t)(end - p), delim, dlen)) == NULL ||
 		    ++parts > CANON_MAX_PARTS)
 			return 0;
 		if (next - p >= 2 && p[0] == '\r' && p[1] == '\n')
 			hend = p;	/* no headers */
-		else if ((hend = find(p, (size_t)(next - p), "\r\n\r\n", 4)) ==
+		else if ((hend = memmem(p, (size_t)(next - p), "\r\n\r\n", 4)) ==
 		    NULL)
 			return 0;
 		if (put_field(out, "part", 4) != 0 ||
