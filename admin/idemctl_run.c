@@ -615,7 +615,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	struct idem_id	 id;
 	struct claim	 cl;
 	struct buf	 in;
-	char		 route[RUN_ROUTE_MAX + 8], owner[300], host[256];
+	char		 route[RUN_ROUTE_MAX + 8], owner[300];
 	int64_t		 read_us = 0, waited_ms = 0;
 	enum stat_id	 what = STAT_REQUESTS;
 	int		 rc;
@@ -632,11 +632,9 @@ ctl_run(struct ctl *c, int argc, char **argv)
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
-	if (gethostname(host, sizeof(host)) != 0)
-		snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	snprintf(owner, sizeof(owner), "%s:%ld", c->cfg->host_name != NULL ?
-	    c->cfg->host_name : host, (long)getpid());
+	/* cfg_load fills host_name in (gethostname) when the file does not. */
+	snprintf(owner, sizeof(owner), "%s:%ld", c->cfg->host_name,
+	    (long)getpid());
 	id.owner = owner;
 	run_signals();
 	/* Store unreachable: COMMAND does not run (ctl_connect said why). */
@@ -684,8 +682,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 		what = STAT_CONFLICTED;
 		break;
 	}
-	run_count(c, c->cfg->host_name != NULL ? c->cfg->host_name : host,
-	    route, what, waited_ms);
+	run_count(c, c->cfg->host_name, route, what, waited_ms);
 out:
 	claim_reset(&cl);
 	buf_free(&in);
