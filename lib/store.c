@@ -141,12 +141,13 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	 * delete has rows); a second at most, so a stop is never held up. */
 	/* The server's start, so a restart (which drops every named lock)
 	 * is not taken for the death of every owner: see store_claim. */
+	/* With it, max_allowed_packet: an answer that cannot fit is refused
+	 * before it is sent (sent, it costs the connection and would look
+	 * like an outage).  One round trip for both at connect. */
 	[STMT_BOOT] = "SELECT CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) -"
-	    " VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS"
+	    " VARIABLE_VALUE AS SIGNED), @@max_allowed_packet"
+	    " FROM information_schema.GLOBAL_STATUS"
 	    " WHERE VARIABLE_NAME = 'UPTIME'",
-	/* An answer that cannot fit is refused before it is sent: that
-	 * costs the connection, and would look like an outage. */
-	[STMT_MAX_PACKET] = "SELECT @@max_allowed_packet",
 	[STMT_EPOCH] = "SET STATEMENT innodb_lock_wait_timeout = 1 FOR"
 	    " SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE",
 };

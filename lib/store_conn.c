@@ -152,7 +152,7 @@ store_connect(struct store *st)
 	unsigned	 cto = 2, rto, wto = 30;
 	my_bool		 off = 0;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
-	int64_t		 boot;
+	int64_t		 facts[2];
 	uint64_t	 trips;
 
 	if (st->my != NULL)
@@ -193,12 +193,11 @@ store_connect(struct store *st)
 	st->boot_s = 0;
 	/* Part of connecting, not of a request: not counted. */
 	trips = st->round_trips;
-	if (store_scalar(st, STMT_BOOT, NULL, 0, &boot) == IDEM_OK)
-		st->boot_s = boot;
 	st->max_packet = 0;
-	if (st->my != NULL &&
-	    store_scalar(st, STMT_MAX_PACKET, NULL, 0, &boot) == IDEM_OK)
-		st->max_packet = boot;
+	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 2) == IDEM_OK) {
+		st->boot_s = facts[0];
+		st->max_packet = facts[1];
+	}
 	st->round_trips = trips;
 	if (st->my == NULL)
 		return IDEM_ESTORE;	/* lost again at once */
@@ -426,23 +425,30 @@ store_bind_out(MYSQL_BIND *b, enum enum_field_types t, void *p,
 }
 
 enum idem_err
-store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
-    int64_t *v)
+store_scalars(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
+    int64_t *v, size_t n)
 {
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 res;
-	int64_t		 val = -1;
-	my_bool		 isnull = 0;
+	MYSQL_BIND	 res[STORE_SCALARS_MAX];
+	int64_t		 val[STORE_SCALARS_MAX];
+	my_bool		 isnull[STORE_SCALARS_MAX];
 	enum idem_err	 er;
+	size_t		 i;
 	int		 rc;
 
+	if (n == 0 || n > STORE_SCALARS_MAX)
+		return IDEM_EINVAL;
 	if ((er = store_exec(st, sid, par, retry, &s)) != IDEM_OK)
 		return er;
-	memset(&res, 0, sizeof(res));
-	res.buffer_type = MYSQL_TYPE_LONGLONG;
-	res.buffer = &val;
-	res.is_null = &isnull;
-	if (mysql_stmt_bind_result(s, &res) != 0) {
+	memset(res, 0, sizeof(res));
+	for (i = 0; i < n; i++) {
+		val[i] = -1;
+		isnull[i] = 0;
+		res[i].buffer_type = MYSQL_TYPE_LONGLONG;
+		res[i].buffer = &val[i];
+		res[i].is_null = &isnull[i];
+	}
+	if (mysql_stmt_bind_result(s, res) != 0) {
 		er = IDEM_ESTORE;
 		goto out;
 	}
@@ -454,7 +460,8 @@ store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
 	if (rc == MYSQL_NO_DATA)
 		er = IDEM_ENOTFOUND;
 	else
-		*v = isnull ? -1 : val;
+		for (i = 0; i < n; i++)
+			v[i] = isnull[i] ? -1 : val[i];
 out:
 	if (er == IDEM_ESTORE) {
 		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
@@ -465,4 +472,11 @@ out:
 	} else
 		mysql_stmt_free_result(s);
 	return er;
+}
+
+enum idem_err
+store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
+    int64_t *v)
+{
+	return store_scalars(st, sid, par, retry, v, 1);
 }

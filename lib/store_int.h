@@ -30,7 +30,6 @@ enum stmt_id {
 	STMT_QUOTA,
 	STMT_EPOCH,
 	STMT_BOOT,
-	STMT_MAX_PACKET,
 	STMT__COUNT
 };
 
@@ -108,8 +107,14 @@ void store_bind_i32(MYSQL_BIND *b, const int32_t *v);
 void store_bind_out(MYSQL_BIND *b, enum enum_field_types t, void *p,
     int is_unsigned);
 
-/* Runs statement sid, which returns one BIGINT: *v (NULL as -1).
- * IDEM_ENOTFOUND if it returned no row. */
+/* Runs statement sid, which returns one row of n BIGINTs (n at most
+ * STORE_SCALARS_MAX): v[0..n) (NULL as -1).  IDEM_ENOTFOUND if it
+ * returned no row. */
+#define STORE_SCALARS_MAX	4
+enum idem_err store_scalars(struct store *st, enum stmt_id sid,
+    MYSQL_BIND *par, int retry, int64_t *v, size_t n);
+
+/* The same for one BIGINT: *v. */
 enum idem_err store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
     int retry, int64_t *v);
 
