@@ -250,7 +250,8 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 	for (start = 0; resp_hdr_next(hdrs, &off, &n, &nl, &v, &vl);
 	    start = off) {
 		if (resp_name_eq(n, nl, "Idempotent-Replayed") ||
-		    resp_name_eq(n, nl, "Idempotency-Result"))
+		    resp_name_eq(n, nl, "Idempotency-Result") ||
+		    resp_name_eq(n, nl, "Idempotency-Expires"))
 			continue;
 		memmove(hdrs->p + w, hdrs->p + start, off - start);
 		w += off - start;

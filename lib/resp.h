@@ -40,9 +40,9 @@ int resp_hdr_dropped_on_replay(const char *name, size_t len);
  */
 enum idem_err resp_hdrs_for_replay(const struct buf *in, struct buf *out);
 
-/* Drops the Idempotent-Replayed and Idempotency-Result lines from hdrs:
- * on a protected route only the gateway says whether an answer is a
- * replay. */
+/* Drops the Idempotent-Replayed, Idempotency-Result and
+ * Idempotency-Expires lines from hdrs: on a protected route only the
+ * gateway says whether an answer is a replay and when its key expires. */
 void resp_drop_idem_hdrs(struct buf *hdrs);
 
 /* Finds header name in hdrs (case-insensitive); returns a pointer to the

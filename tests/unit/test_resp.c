@@ -197,7 +197,8 @@ test_drop_idem(void)
 	buf_init(&h, RESP_HEAD_MAX);
 	buf_addstr(&h, "Idempotent-Replayed: true\r\nContent-Type: a\r\n"
 	    "idempotency-result: reused\r\nX-B: 2\r\n"
-	    "IDEMPOTENCY-RESULT: x\r\n");
+	    "IDEMPOTENCY-RESULT: x\r\n"
+	    "Idempotency-Expires: Thu, 01 Jan 2099 00:00:00 GMT\r\n");
 	resp_drop_idem_hdrs(&h);
 	CHECK(h.len == 25 && strcmp(h.p, "Content-Type: a\r\nX-B: 2\r\n") ==
 	    0);
