@@ -19,7 +19,7 @@ MYSQL_LIBS	:= $(shell mariadb_config --libs 2>/dev/null || echo -lmariadb)
 CURSES_CFLAGS	:= $(shell pkg-config --cflags ncursesw 2>/dev/null)
 CURSES_LIBS	:= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 WARN	= -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) $(MYSQL_CFLAGS) $(SAN)
+CFLAGS	+= $(CPPFLAGS) -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) $(MYSQL_CFLAGS) $(SAN)
 LDFLAGS	+= -pthread $(SAN)
 LIBS	= $(MYSQL_LIBS) -ljansson -lssl -lcrypto
 

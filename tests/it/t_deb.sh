@@ -1,0 +1,71 @@
+#!/bin/bash
+# debian/: dpkg-buildpackage builds a .deb from a copy of the tracked tree;
+# lintian has nothing to say beyond the explained overrides; the package,
+# unpacked into a temp root, holds what an operator expects, its shipped
+# config passes "idemgate -t", and its maintainer scripts create the
+# system user and enable (not start) the units.
+. "$(dirname "$0")/../lib/harness.sh"
+
+for tool in dpkg-buildpackage dh lintian; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		not_ok "$tool installed (make deps installs dpkg-dev, debhelper, lintian)"
+		done_testing
+	fi
+done
+
+S=$T/src/idemgate-0.2.0
+mkdir -p "$S"
+(cd "$IDEM_ROOT" && { git ls-files 2>/dev/null || find . -path ./build\* -prune -o -type f -print; } |
+	tar -cf - -T -) | tar -xf - -C "$S"
+check "debian/ is part of the tree" test -x "$S/debian/rules"
+(cd "$S" && dpkg-buildpackage -us -uc -b) >"$T/build.log" 2>&1
+expect_eq "dpkg-buildpackage -us -uc -b: exit 0" 0 "$?"
+V=$(cd "$S" && dpkg-parsechangelog -S Version)
+expect_eq "package version is the programs' version" \
+	"idemgate $V" "$("$IDEM_BUILD/idemgate" --version)"
+DEB=$T/src/idemgate_${V}_$(dpkg --print-architecture).deb
+check "the .deb exists" test -f "$DEB"
+
+out=$(lintian --pedantic -I "$T/src"/idemgate_*.changes 2>&1 | grep -v '^running with root')
+expect_eq "lintian --pedantic: no tag outside debian/idemgate.lintian-overrides" "" "$out"
+
+R=$T/root
+dpkg -x "$DEB" "$R"
+for f in /usr/sbin/idemgate /usr/bin/idemctl /usr/bin/idemtop; do
+	check "$f in the package" test -x "$R$f"
+	expect_eq "$f --version" "$(basename "$f") $V" "$("$R$f" --version 2>&1)"
+done
+for m in man8/idemgate.8.gz man8/idemctl.8.gz man1/idemtop.1.gz; do
+	check "man page $m" test -f "$R/usr/share/man/$m"
+done
+for u in idemgate.service idemgate.socket idemctl-cleanup.service idemctl-cleanup.timer; do
+	check "unit $u" test -f "$R/lib/systemd/system/$u"
+done
+expect_match "the service runs /usr/sbin/idemgate" '^ExecStart=/usr/sbin/idemgate -c /etc/idemgate/idemgate.conf$' \
+	"$(grep '^ExecStart=' "$R/lib/systemd/system/idemgate.service")"
+check "grants.sql in the docs" test -f "$R/usr/share/doc/idemgate/grants.sql"
+check "copyright in the docs" test -f "$R/usr/share/doc/idemgate/copyright"
+C=$R/etc/idemgate/idemgate.conf
+check "config in /etc/idemgate" test -f "$C"
+expect_match "the shipped config takes systemd's socket" '^listen = fd:0$' "$(grep '^listen' "$C")"
+expect_match "config is a conffile" '^/etc/idemgate/idemgate.conf$' "$(dpkg-deb -f "$DEB" Conffiles 2>/dev/null; dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)"
+out=$("$R/usr/sbin/idemgate" -t -c "$C" 2>&1)
+expect_eq "idemgate -t on the shipped config" "0 syntax ok" "$? $out"
+
+# Maintainer scripts: read, not run (they would change this machine).
+mkdir -p "$T/ctl"
+dpkg-deb -e "$DEB" "$T/ctl"
+check "postinst is valid sh" sh -n "$T/ctl/postinst"
+expect_match "postinst creates the system user" 'adduser --system --group' "$(cat "$T/ctl/postinst")"
+expect_match "postinst gives the config to group idemgate, 0640" 'chmod 0640 /etc/idemgate/idemgate.conf' "$(cat "$T/ctl/postinst")"
+for u in idemgate.socket idemctl-cleanup.timer; do
+	expect_match "postinst enables $u" "deb-systemd-helper .*enable.*$u|$u.*deb-systemd-helper" "$(grep -A3 "$u" "$T/ctl/postinst")"
+done
+expect_nomatch "postinst starts nothing before the database is set up" 'deb-systemd-invoke .*start' "$(cat "$T/ctl/postinst")"
+out=$(dpkg-deb -f "$DEB" Depends)
+expect_match "depends on the MariaDB client library" 'libmariadb3' "$out"
+expect_match "depends on adduser" 'adduser' "$out"
+# Every dependency is installable here.
+out=$(dpkg --dry-run -i "$DEB" 2>&1)
+expect_eq "dpkg --dry-run -i: dependencies satisfied" "0" "$?"
+done_testing
