@@ -58,6 +58,10 @@ tally() {
 			fail_line "$name exited $rc without a FAIL line (log: $log)"
 		fi
 	fi
+	# a typo in a test script must not pass silently
+	if grep -q ': command not found$' "$log"; then
+		fail_line "$name: $(grep -m1 ': command not found$' "$log" | cut -c1-200)"
+	fi
 	# a part that checked nothing proves nothing
 	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$rc" -eq 0 ]; then
 		fail_line "$name ran no checks (log: $log)"

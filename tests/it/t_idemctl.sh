@@ -456,6 +456,30 @@ vok = vok and val("idemgate_last_cleanup_timestamp_seconds") > 1.6e9
 print(("PASS" if vok else "FAIL") + ": idemctl: metrics: values (escaped route label, totals, histogram, gauges)")
 PY
 python3 "$T/prom.py" "$T/out"
+# The same text through Prometheus' own parser (python3-prometheus-client):
+# one "TYPE name" line per family, then "sample value" lines.  Debian's
+# python3 (the module is a Debian package), whatever python3 is first in PATH.
+promparse() {
+	/usr/bin/python3 - "$1" <<'PY' 2>&1
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+try:
+    for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+        print(fam.type, fam.name)
+        for s in fam.samples:
+            print(s.name + "{" + ",".join("%s=%s" % kv for kv in sorted(s.labels.items())) + "}", s.value)
+except Exception as e:
+    print("ERROR", type(e).__name__, e)
+PY
+}
+parsed() { ! grep -q "^ERROR" "$1"; }
+cp "$T/out" "$T/up.prom"
+promparse "$T/up.prom" >"$T/pp"
+check "prometheus_client parses the textfile" parsed "$T/pp"
+has "prometheus_client: requests_total is a counter" "$T/pp" '^counter idemgate_requests$'
+has "prometheus_client: store_up is a gauge, 1" "$T/pp" '^idemgate_store_up\{\} 1\.0$'
+has "prometheus_client: wait histogram" "$T/pp" '^histogram idemgate_wait_seconds$'
+has "prometheus_client: route label read back" "$T/pp" '^idemgate_requests_total\{.*route=/payments'
 expect_store_up() { grep -qx "idemgate_store_up $1" "$T/out"; }
 check "metrics: idemgate_store_up 1" expect_store_up 1
 run -c "$T/down.conf" metrics
@@ -463,6 +487,9 @@ eq "metrics, database down: exit 0 (the file is still written)" 0 "$RC"
 check "metrics, database down: idemgate_store_up 0" expect_store_up 0
 has "metrics, database down: HELP and TYPE" "$T/out" '^# TYPE idemgate_store_up gauge$'
 eq "metrics, database down: one line on stderr" 1 "$(lines "$T/err")"
+promparse "$T/out" >"$T/pp"
+check "prometheus_client parses the database-down file" parsed "$T/pp"
+has "prometheus_client: store_up 0 while the database is down" "$T/pp" '^idemgate_store_up\{\} 0\.0$'
 check "metrics: textfile-collector style redirect works" sh -c "'$CTL' -c '$CONF' metrics > '$T/m.prom.tmp' && mv '$T/m.prom.tmp' '$T/m.prom' && [ -s '$T/m.prom' ]"
 
 # One config, one user per job: --mysql-group picks the option-file group.
@@ -490,6 +517,9 @@ eq "fold: cleanup exit 0" 0 "$RC"
 eq "fold: old counter rows pruned" 0 "$(sq "SELECT COUNT(*) FROM idem_counters WHERE minute < NOW() - INTERVAL 7 DAY")"
 eq "fold: requests_total did not go down ($before)" "$before" "$(metric idemgate_requests_total /payments)"
 eq "fold: the wait histogram neither" "$before_b" "$(metric idemgate_wait_seconds_count /payments)"
+"$CTL" -c "$CONF" metrics >"$T/after.prom"
+eq "fold: prometheus_client reads the same requests_total" "$before" \
+	"$(promparse "$T/after.prom" | awk '/^idemgate_requests_total\{.*route=\/payments[,}]/ { s += $2 } END { printf "%d", s }')"
 eq "fold: totals kept per host" "gw1 503 gw2 25" "$(sq "SELECT host, requests FROM idem_counters_total WHERE route = '/payments' ORDER BY host" | tr '\t\n' '  ' | sed 's/ $//')"
 run -c "$CONF" stats --since 1h --format tsv
 has "fold: stats over a window leave totals out" "$T/out" '^/payments	200	'
