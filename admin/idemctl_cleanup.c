@@ -3,13 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "idemctl_cleanup.h"
+#include "lag.h"
 #include "log.h"
 #include "store_admin.h"
 
 const char ctl_cleanup_usage[] =
 "usage: idemctl [-c FILE] cleanup [--batch N] [--max-seconds S] [--sleep MS]\n"
-"                                 [--dry-run] [--verbose]\n"
+"                                 [--max-lag D] [--dry-run] [--verbose]\n"
 "\n"
 "Deletes expired keys and abandoned in-progress keys in batches committed\n"
 "one by one, then prunes fleet counters and run records past their\n"
@@ -23,6 +25,10 @@ const char ctl_cleanup_usage[] =
 "                       exit is 0, quiet (-v says so) (default [cleanup]\n"
 "                       max_seconds, unlimited)\n"
 "  -s, --sleep MS       pause between batches (default [cleanup] sleep, 0)\n"
+"  -L, --max-lag D      before each batch, pause while a replica of\n"
+"                       [cleanup] replicas is more than D behind (SHOW\n"
+"                       REPLICA STATUS; a stopped replica counts as\n"
+"                       behind), e.g. 10s (default [cleanup] max_lag, off)\n"
 "  -n, --dry-run        count what would go, change nothing; prints the\n"
 "                       counts and records a run with outcome 'dry-run'\n"
 "  -v, --verbose        print a summary line on success\n"
@@ -30,6 +36,59 @@ const char ctl_cleanup_usage[] =
 "\n"
 "Exit: 0 ok (or stopped at --max-seconds), 1 usage, 2 config, 3 database,\n"
 "      4 another cleanup is running, 6 schema missing or old.\n";
+
+/* --max-lag: the replicas, checked at most once a second. */
+struct lag_gate {
+	struct lag	*lag;
+	int64_t		 max_ms;
+	int64_t		 next_check;	/* clock_now_ms() of the next check */
+	int64_t		 paused_ms;	/* in all */
+};
+
+#define LAG_CHECK_MS	1000
+
+static enum idem_err
+lag_pause(void *arg, int64_t deadline, char *err, size_t errlen)
+{
+	struct lag_gate	*g = arg;
+	const char	*who;
+	long long	 secs;
+	int64_t		 now, nap, paused = 0;
+
+	for (;;) {
+		now = clock_now_ms();
+		if (now < g->next_check)
+			return IDEM_OK;
+		if (lag_worst(g->lag, &secs, &who) != IDEM_OK) {
+			snprintf(err, errlen, "%s", lag_error(g->lag));
+			return IDEM_ESTORE;
+		}
+		if (secs >= 0 && secs * 1000 <= g->max_ms) {
+			if (paused > 0)
+				log_info("cleanup resumed after %lld ms: "
+				    "replicas within max_lag", (long long)paused);
+			g->next_check = now + LAG_CHECK_MS;
+			return IDEM_OK;
+		}
+		if (paused == 0) {
+			if (secs < 0)
+				log_info("cleanup paused: replica [%s] is not "
+				    "replicating", who);
+			else
+				log_info("cleanup paused: replica [%s] is "
+				    "%lld s behind (max_lag %lld s)", who, secs,
+				    (long long)(g->max_ms / 1000));
+		}
+		if (deadline != 0 && now >= deadline)
+			return IDEM_ETIMEOUT;
+		nap = LAG_CHECK_MS;
+		if (deadline != 0 && deadline - now < nap)
+			nap = deadline - now;
+		clock_sleep_ms(nap);
+		paused += nap;
+		g->paused_ms += nap;
+	}
+}
 
 static void
 cleanup_summary(FILE *f, const struct cleanup_opts *o,
@@ -65,6 +124,7 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "max-seconds", required_argument, NULL, 't' },
 		{ "sleep", required_argument, NULL, 's' },
+		{ "max-lag", required_argument, NULL, 'L' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "config", required_argument, NULL, 'c' },
@@ -73,13 +133,15 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 	};
 	struct cleanup_opts	 o;
 	struct cleanup_result	 r;
+	struct lag_gate		 gate;
 	long			 batch = -1, maxs = -1, sleepms = -1;
+	int64_t			 maxlag = -1;
 	int			 ch, rc, dry = 0;
 	enum idem_err		 er;
 
 	optind = 0;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":b:t:s:nvc:h", longopts,
+	while ((ch = getopt_long(argc, argv, ":b:t:s:L:nvc:h", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'b':
@@ -98,6 +160,12 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 			if (ctl_parse_long(optarg, 0, 60000, &sleepms) != 0)
 				return ctl_usage_err("cleanup", "--sleep wants "
 				    "milliseconds from 0 to 60000, not '%s'",
+				    optarg);
+			break;
+		case 'L':
+			if (cfg_parse_duration(optarg, &maxlag) != 0)
+				return ctl_usage_err("cleanup", "--max-lag "
+				    "wants a duration such as 10s, not '%s'",
 				    optarg);
 			break;
 		case 'n':
@@ -131,16 +199,39 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 	o.runs_retention_ms = c->cfg->runs_retention_ms;
 	o.host = c->cfg->host_name != NULL ? c->cfg->host_name : "unknown";
 
+	memset(&gate, 0, sizeof(gate));
+	gate.max_ms = maxlag >= 0 ? maxlag : c->cfg->cleanup_max_lag_ms;
+	if (gate.max_ms > 0 && !dry) {
+		er = lag_open(c->cfg, &gate.lag);
+		if (er == IDEM_EINVAL) {
+			ctl_err("cleanup: --max-lag needs the replicas to watch: "
+			    "[cleanup] replicas = GROUP... (option-file groups)");
+			return CTL_ECONFIG;
+		}
+		if (er != IDEM_OK) {
+			ctl_err("cleanup: out of memory");
+			return CTL_ESTORE;
+		}
+		o.pause = lag_pause;
+		o.pause_arg = &gate;
+	}
+
 	if ((rc = ctl_connect(c)) != CTL_OK) {
 		log_err("cleanup failed: database unreachable");
+		lag_free(gate.lag);
 		return rc;
 	}
 	if ((rc = ctl_need_schema(c)) != CTL_OK) {
 		log_err("cleanup failed: schema missing or old");
+		lag_free(gate.lag);
 		return rc;
 	}
 
 	er = store_admin_cleanup(c->st, &o, &r);
+	lag_free(gate.lag);
+	if (gate.paused_ms > 0 && c->verbose)
+		printf("cleanup paused %.1f s for replica lag\n",
+		    (double)gate.paused_ms / 1000.0);
 	switch (er) {
 	case IDEM_OK:
 		log_info("cleanup %s: run %llu deleted %llu expired, released "

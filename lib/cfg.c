@@ -528,6 +528,8 @@ cfg_free(struct cfg *c)
 	free(c->mysql_group);
 	free(c->host_name);
 	free(c->problem_base_url);
+	free(c->status_path);
+	free(c->replicas);
 	free(c);
 }
 

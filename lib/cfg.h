@@ -101,6 +101,7 @@ struct cfg {
 	int64_t		 client_timeout_ms;	/* params + body deadline, 30s */
 	size_t		 replay_cache;		/* bytes per worker, 0 off; default 8M */
 	char		*problem_base_url;	/* problem types <base><slug>, or NULL */
+	char		*status_path;		/* the status page's path, or NULL (off) */
 
 	/* [cleanup] (idemctl cleanup) */
 	int		 cleanup_batch;		/* default 1000 */
@@ -109,6 +110,8 @@ struct cfg {
 	int64_t		 stale_after_ms;	/* in-progress rows this long past their lease, default 1h */
 	int64_t		 counters_retention_ms;	/* default 7d */
 	int64_t		 runs_retention_ms;	/* cleanup run records, default 30d */
+	int64_t		 cleanup_max_lag_ms;	/* pause while a replica lags more; 0 off */
+	char		*replicas;		/* option-file groups of replicas, or NULL */
 
 	/* [console] (idemtop) */
 	int64_t		 refresh_ms;		/* default 2s */

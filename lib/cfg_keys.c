@@ -47,12 +47,15 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_REPLAY_CACHE] = { "replay_cache", SECT_GATEWAY },
 	[K_CLIENT_TIMEOUT] = { "client_timeout", SECT_GATEWAY },
 	[K_PROBLEM_BASE_URL] = { "problem_base_url", SECT_GATEWAY },
+	[K_STATUS_PATH] = { "status_path", SECT_GATEWAY },
 	[K_BATCH] = { "batch", SECT_CLEANUP },
 	[K_SLEEP] = { "sleep", SECT_CLEANUP },
 	[K_MAX_SECONDS] = { "max_seconds", SECT_CLEANUP },
 	[K_STALE_AFTER] = { "stale_after", SECT_CLEANUP },
 	[K_COUNTERS_RETENTION] = { "counters_retention", SECT_CLEANUP },
 	[K_RUNS_RETENTION] = { "runs_retention", SECT_CLEANUP },
+	[K_MAX_LAG] = { "max_lag", SECT_CLEANUP },
+	[K_REPLICAS] = { "replicas", SECT_CLEANUP },
 	[K_REFRESH] = { "refresh", SECT_CONSOLE },
 	[K_CLEANUP_WARN_AFTER] = { "cleanup_warn_after", SECT_CONSOLE },
 };
@@ -368,6 +371,22 @@ parse_scope(struct parser *p, struct route *r, const char *v)
 	return IDEM_OK;
 }
 
+/*
+ * 1 when v is at most max bytes of visible ASCII (spaces too if spaces),
+ * none of them in bad.
+ */
+static int
+visible(const char *v, int spaces, const char *bad, size_t max)
+{
+	const unsigned char	*q;
+
+	for (q = (const unsigned char *)v; *q != '\0'; q++)
+		if (*q < ' ' || *q >= 0x7f || (*q == ' ' && !spaces) ||
+		    strchr(bad, *q) != NULL)
+			return 0;
+	return (size_t)(q - (const unsigned char *)v) <= max;
+}
+
 /* Durations that must be positive to make sense. */
 static int
 need_positive(enum key_id id)
@@ -600,10 +619,7 @@ cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 	case K_MYSQL_GROUP:
 		return cfg_set_str(p, &c->mysql_group, v);
 	case K_HOST_NAME:
-		for (q = v; *q != '\0'; q++)
-			if ((unsigned char)*q <= ' ' || (unsigned char)*q >= 0x7f)
-				break;
-		if (*q != '\0' || strlen(v) > CFG_MAX_HOST)
+		if (!visible(v, 0, "", CFG_MAX_HOST))
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
 			    "bad host_name '%.*s' (up to %d visible ASCII bytes)",
 			    CFG_MAX_SHOWN, v, CFG_MAX_HOST);
@@ -611,15 +627,24 @@ cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 	case K_PROBLEM_BASE_URL:
 		/* Goes into JSON and a header unescaped: visible ASCII only,
 		 * no quote or backslash. */
-		for (q = v; *q != '\0'; q++)
-			if ((unsigned char)*q <= ' ' || (unsigned char)*q >= 0x7f ||
-			    *q == '"' || *q == '\\')
-				break;
-		if (*q != '\0' || *v == '\0' || strlen(v) > 512)
+		if (*v == '\0' || !visible(v, 0, "\"\\", 512))
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
 			    "bad problem_base_url '%.*s' (a URL of visible "
 			    "ASCII, no quotes)", CFG_MAX_SHOWN, v);
 		return cfg_set_str(p, &c->problem_base_url, v);
+	case K_STATUS_PATH:
+		/* A path the web server passes on, compared byte for byte. */
+		if (*v != '/' || !visible(v, 0, "?%", 256))
+			return cfg_perr(p, IDEM_ECONFIG, line, col,
+			    "bad status_path '%.*s' (an absolute path of "
+			    "visible ASCII, no '?' or '%%')", CFG_MAX_SHOWN, v);
+		return cfg_set_str(p, &c->status_path, v);
+	case K_REPLICAS:
+		if (!visible(v, 1, "[]", 1024))
+			return cfg_perr(p, IDEM_ECONFIG, line, col,
+			    "bad replicas '%.*s' (option-file group names, "
+			    "space-separated)", CFG_MAX_SHOWN, v);
+		return cfg_set_str(p, &c->replicas, v);
 	case K_MAX_PARAMS:
 		if (cfg_parse_size(v, &sz) != 0)
 			return cfg_perr(p, IDEM_ECONFIG, line, col,
@@ -645,6 +670,7 @@ cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
 	case K_STALE_AFTER: dst = &c->stale_after_ms; break;
 	case K_COUNTERS_RETENTION: dst = &c->counters_retention_ms; break;
 	case K_RUNS_RETENTION: dst = &c->runs_retention_ms; break;
+	case K_MAX_LAG: dst = &c->cleanup_max_lag_ms; break;
 	case K_REFRESH: dst = &c->refresh_ms; break;
 	case K_CLEANUP_WARN_AFTER: dst = &c->cleanup_warn_ms; break;
 	default:

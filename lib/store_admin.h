@@ -29,6 +29,13 @@ struct cleanup_opts {
 	int64_t		 counters_retention_ms;
 	int64_t		 runs_retention_ms;
 	const char	*host;			/* recorded in idem_cleanup_runs */
+	/* Called before each batch when set (--max-lag): returns once the
+	 * run may go on (IDEM_OK), when deadline (0: none) passed
+	 * (IDEM_ETIMEOUT), or on an error, with its text in err, that ends
+	 * the run. */
+	enum idem_err	(*pause)(void *arg, int64_t deadline, char *err,
+			    size_t errlen);
+	void		*pause_arg;
 };
 
 struct cleanup_result {

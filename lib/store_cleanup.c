@@ -125,6 +125,17 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 			er = IDEM_ETIMEOUT;
 			break;
 		}
+		if (o->pause != NULL) {
+			char	 why[sizeof(sa_err)] = "";
+
+			if ((er = o->pause(o->pause_arg, deadline, why,
+			    sizeof(why))) == IDEM_ETIMEOUT)
+				break;
+			if (er != IDEM_OK) {
+				sa_seterr("%s", why);
+				goto out;
+			}
+		}
 		/* A batch that lost a deadlock to the gateway is simply retried:
 		 * autocommit means nothing of it was applied. */
 		for (tries = 0;; tries++) {
