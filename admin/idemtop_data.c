@@ -33,15 +33,22 @@ mysql_fetch(struct top_src *src, struct top_snap *out, char *err,
 {
 	struct src_mysql *m = (struct src_mysql *)src;
 	enum idem_err	 er;
+	size_t		 i;
 
 	if ((er = mysql_open(m)) != IDEM_OK) {
 		snprintf(err, errlen, "store: %s", idem_strerror(er));
 		return er;
 	}
 	er = store_top_fetch(m->st, out, err, errlen);
-	if (er != IDEM_OK)
+	if (er != IDEM_OK) {
 		mysql_drop(m);
-	return er;
+		return er;
+	}
+	/* Bounds the histogram's last bucket (waits past 10 s). */
+	for (i = 0; i < out->nroutes; i++)
+		out->routes[i].wait_ms = cfg_route_wait_ms(m->cfg,
+		    out->routes[i].route);
+	return IDEM_OK;
 }
 
 static enum idem_err

@@ -269,9 +269,9 @@ row_cells(const struct top_snap *s, int screen, size_t i,
 		fmt_count(r->c.n[TOPC_CONFLICTED], c[4], sizeof(c[4]));
 		fmt_count(r->c.n[TOPC_WAITED], c[5], sizeof(c[5]));
 		fmt_quantile(top_route_q(r, 0.5), top_wait_le_ms[STAT_WAIT_BUCKETS - 2],
-		    c[6], sizeof(c[6]));
+		    r->wait_ms, c[6], sizeof(c[6]));
 		fmt_quantile(top_route_q(r, 0.95), top_wait_le_ms[STAT_WAIT_BUCKETS - 2],
-		    c[7], sizeof(c[7]));
+		    r->wait_ms, c[7], sizeof(c[7]));
 		fmt_count(r->c.n[TOPC_RELEASED], c[8], sizeof(c[8]));
 		if (r->c.n[TOPC_STORE_ERRORS] > 0)
 			attr = TA_ALERT;

@@ -388,8 +388,11 @@ fmt_wait_quantile(const uint64_t *b, size_t nb, const int64_t *le_ms,
 }
 
 void
-fmt_quantile(int64_t q, int64_t last_le_ms, char *out, size_t cap)
+fmt_quantile(int64_t q, int64_t last_le_ms, int64_t max_ms, char *out,
+    size_t cap)
 {
+	if (q == INT64_MAX && max_ms > last_le_ms)
+		q = max_ms;
 	if (q < 0)
 		snprintf(out, cap, "-");
 	else if (q == INT64_MAX) {

@@ -96,7 +96,10 @@ void fmt_time(int64_t unix_s, char *out, size_t cap);
  */
 int64_t fmt_wait_quantile(const uint64_t *b, size_t nb, const int64_t *le_ms,
     double p);
-/* fmt_wait_quantile's result as text: "-", "<=250ms", "<=2.5s", ">10s". */
-void fmt_quantile(int64_t q, int64_t last_le_ms, char *out, size_t cap);
+/* fmt_wait_quantile's result as text: "-", "<=250ms", "<=2.5s"; past the
+ * last bound, "<=30s" when the waits' own limit max_ms (a route's wait) is
+ * known and larger, ">10s" otherwise. */
+void fmt_quantile(int64_t q, int64_t last_le_ms, int64_t max_ms, char *out,
+    size_t cap);
 
 #endif

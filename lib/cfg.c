@@ -600,6 +600,19 @@ cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 	return 0;
 }
 
+int64_t
+cfg_route_wait_ms(const struct cfg *c, const char *route)
+{
+	size_t	 i;
+
+	for (i = 0; i < c->nroutes; i++)
+		if (strcmp(c->routes[i].prefix, route) == 0)
+			return c->routes[i].wait_ms;
+	if (strncmp(route, "job:", 4) == 0)
+		return c->defaults.wait_ms;
+	return 0;
+}
+
 const struct route *
 cfg_route(const struct cfg *c, const char *path)
 {

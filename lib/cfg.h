@@ -168,6 +168,10 @@ int cfg_check_option_file(const struct cfg *c, char *err, size_t errlen);
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
 const struct route *cfg_route(const struct cfg *c, const char *path);
 
+/* The longest a request of route (a [route] prefix, or "job:NAME" for
+ * idemctl run) waits for another, as configured; 0 if unknown. */
+int64_t cfg_route_wait_ms(const struct cfg *c, const char *route);
+
 /* 1 if the route protects method (idempotency on and method listed). */
 int cfg_protects(const struct route *r, const char *method);
 

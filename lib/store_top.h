@@ -52,6 +52,7 @@ struct top_route {
 	struct top_counts c;
 	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];	/* not cumulative */
 	uint64_t	 wait_sum_ms;
+	int64_t		 wait_ms;	/* its wait in the config, 0 unknown */
 };
 
 /* Minutes (the current one included) summed in the routes screen. */

@@ -223,7 +223,10 @@ test_values(void)
 	    "host_name = web-1.example\n"
 	    "max_params = 16M\n"
 	    "counters_flush = 250ms\n"
+	    "status_path = /idemgate-status\n"
 	    "[cleanup]\n"
+	    "max_lag = 10s\n"
+	    "replicas = replica1  replica-2\n"
 	    "batch = 100000\n"
 	    "sleep = 10ms\n"
 	    "max_seconds = 0\n"
@@ -276,7 +279,16 @@ test_values(void)
 	CHECK(c->counters_retention_ms == 14LL * 86400000);
 	CHECK(c->runs_retention_ms == 90LL * 86400000);
 	CHECK(c->refresh_ms == 500 && c->cleanup_warn_ms == 6 * 3600000);
+	CHECK(strcmp(c->status_path, "/idemgate-status") == 0);
+	CHECK(c->cleanup_max_lag_ms == 10000);
+	CHECK(strcmp(c->replicas, "replica1  replica-2") == 0);
 	CHECK(c->nroutes == 3);
+	/* A route's wait, by its name in the counters. */
+	CHECK(cfg_route_wait_ms(c, "/pay") == 0);
+	CHECK(cfg_route_wait_ms(c, "/tcp") == c->defaults.wait_ms &&
+	    c->defaults.wait_ms == 10000);
+	CHECK(cfg_route_wait_ms(c, "/pay/1") == 0);
+	CHECK(cfg_route_wait_ms(c, "job:x.sh") == 10000);
 	r = cfg_route(c, "/pay/1");
 	CHECK(r != NULL && strcmp(r->prefix, "/pay") == 0);
 	if (r != NULL) {
@@ -473,6 +485,17 @@ test_errors(void)
 	    "t.conf:3:1: unknown key 'listen' in [route /x]"));
 	CHECK(refused("[cleanup]\nrefresh = 1s\n",
 	    "t.conf:2:1: unknown key 'refresh' in [cleanup]"));
+	CHECK(refused("[gateway]\nstatus_path = status\n",
+	    "t.conf:2:15: bad status_path 'status' (an absolute path of "
+	    "visible ASCII, no '?' or '%')"));
+	CHECK(refused("[gateway]\nstatus_path = /s?json\n",
+	    "t.conf:2:15: bad status_path '/s?json' (an absolute path of "
+	    "visible ASCII, no '?' or '%')"));
+	CHECK(refused("[cleanup]\nreplicas = a]b\n",
+	    "t.conf:2:12: bad replicas 'a]b' (option-file group names, "
+	    "space-separated)"));
+	CHECK(refused("[cleanup]\nmax_lag = soon\n",
+	    "t.conf:2:11: bad duration 'soon' for max_lag"));
 	CHECK(refused("[console]\nbatch = 1\n",
 	    "t.conf:2:1: unknown key 'batch' in [console]"));
 	CHECK(refused("[idempotency]\nttl = 5x\n",

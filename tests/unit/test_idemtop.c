@@ -126,13 +126,18 @@ test_fmt(void)
 	buckets[9] = 100;
 	CHECK(fmt_wait_quantile(buckets, STAT_WAIT_BUCKETS, le, 0.95) ==
 	    INT64_MAX);
-	fmt_quantile(INT64_MAX, 10000, b, sizeof(b));
+	fmt_quantile(INT64_MAX, 10000, 0, b, sizeof(b));
 	CHECK(strcmp(b, ">10s") == 0);
-	fmt_quantile(2500, 10000, b, sizeof(b));
+	/* A route with wait = 30s: its waits end by 30 s. */
+	fmt_quantile(INT64_MAX, 10000, 30000, b, sizeof(b));
+	CHECK(strcmp(b, "<=30s") == 0);
+	fmt_quantile(INT64_MAX, 10000, 5000, b, sizeof(b));
+	CHECK(strcmp(b, ">10s") == 0);
+	fmt_quantile(2500, 10000, 30000, b, sizeof(b));
 	CHECK(strcmp(b, "<=2.5s") == 0);
-	fmt_quantile(250, 10000, b, sizeof(b));
+	fmt_quantile(250, 10000, 0, b, sizeof(b));
 	CHECK(strcmp(b, "<=250ms") == 0);
-	fmt_quantile(-1, 10000, b, sizeof(b));
+	fmt_quantile(-1, 10000, 30000, b, sizeof(b));
 	CHECK(strcmp(b, "-") == 0);
 }
 
