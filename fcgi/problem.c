@@ -27,6 +27,9 @@ static const struct {
 	[PROB_FORBIDDEN] = { 403, "forbidden",
 	    "Forbidden",
 	    "The requested script may not be run." },
+	[PROB_METHOD_NOT_ALLOWED] = { 405, "method-not-allowed",
+	    "Method not allowed",
+	    "This resource answers GET and HEAD only." },
 	[PROB_KEY_IN_PROGRESS] = { 409, "key-in-progress",
 	    "Request in progress",
 	    "A request with this idempotency key is still being processed; "

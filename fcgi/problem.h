@@ -14,6 +14,7 @@ enum problem {
 	PROB_MISSING_SCOPE,	/* 400 */
 	PROB_NOT_FOUND,		/* 404 */
 	PROB_FORBIDDEN,		/* 403 */
+	PROB_METHOD_NOT_ALLOWED, /* 405 (the status page) */
 	PROB_KEY_IN_PROGRESS,	/* 409 + Retry-After */
 	PROB_NOT_STORED,	/* 410, member original_status */
 	PROB_BODY_TOO_LARGE,	/* 413 */

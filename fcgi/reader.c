@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "board.h"
 #include "clock.h"
 #include "listen.h"
 #include "log.h"
@@ -159,6 +160,7 @@ reader_ready(struct reader *rd, struct job *j)
 		rd->ready = j;
 	rd->ready_tail = j;
 	rd->nready++;
+	board_queued(rd->nready);
 	pthread_cond_signal(&rd->cv);
 	pthread_mutex_unlock(&rd->mu);
 }
@@ -351,6 +353,7 @@ reader_next(struct reader *rd)
 		if (rd->ready == NULL)
 			rd->ready_tail = NULL;
 		rd->nready--;
+		board_queued(rd->nready);
 	}
 	pthread_mutex_unlock(&rd->mu);
 	return j;

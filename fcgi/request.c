@@ -16,6 +16,7 @@
 #include "reader.h"
 #include "path.h"
 #include "request.h"
+#include "status.h"
 #include "route.h"
 
 /* STDOUT record content gathered before a write (a record holds 65535). */
@@ -295,6 +296,12 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 		log_warn("%s: params over %zu bytes", r.tag,
 		    ctx->cfg->max_params);
 		reply_problem(&out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
+		goto end;
+	}
+	/* The status page is the gateway's own: no route, no key. */
+	if (ctx->cfg->status_path != NULL &&
+	    strcmp(r.path, ctx->cfg->status_path) == 0) {
+		status_serve(&out, r.method, r.query, ctx->st);
 		goto end;
 	}
 	route_pick(ctx->cfg, &r);

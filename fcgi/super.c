@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "board.h"
 #include "clock.h"
 #include "listen.h"
 #include "log.h"
@@ -106,6 +107,7 @@ spawn(struct super *s, int slot)
 		}
 	if (p == NULL)
 		return -1;
+	board_set((int)(p - s->procs), 0, s->gen);
 	pid = fork();
 	if (pid < 0) {
 		log_err("fork: %s", strerror(errno));
@@ -119,6 +121,7 @@ spawn(struct super *s, int slot)
 		close(sig_pipe[0]);
 		close(sig_pipe[1]);
 		set_signals(SIG_DFL);
+		board_attach((int)(p - s->procs));
 		rc = worker_run(s->cfg, s->listen_fd);
 		/* exit, not _exit: LeakSanitizer checks workers at exit. */
 		cfg_free(s->cfg);
@@ -194,6 +197,7 @@ reap(struct super *s, int stopping)
 		if (p == NULL)
 			continue;	/* an adopted orphan */
 		p->pid = 0;
+		board_set((int)(p - s->procs), 0, 0);
 		/* Its handlers (and their children, setsid or not) are ours
 		 * now: they must not outlive it. */
 		if (WIFSIGNALED(status) || s->kill_all_until > 0)
@@ -428,6 +432,10 @@ super_run(struct cfg *cfg)
 		return 1;
 	}
 	set_signals(on_signal);
+	/* Always: a reload may turn status_path on. */
+	if (board_init() != 0)
+		log_warn("cannot map the scoreboard: %s; the status page "
+		    "shows nothing", strerror(errno));
 	/* Orphaned handlers come to us, not to init: see orphans_sweep. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
 		log_warn("cannot become a subreaper: %s; handlers may outlive "

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 
+#include "board.h"
 #include "clock.h"
 #include "linger.h"
 #include "listen.h"
@@ -67,8 +68,9 @@ rthread_main(void *arg)
 	struct gw_ctx	 ctx;
 	struct store	*st = NULL;
 	struct job	*j;
+	struct board_slot *me = board_me();
 	enum idem_err	 er;
-	int		 reuse;
+	int		 reuse, idx = (int)(t - w->threads);
 
 	if (store_thread_init() != IDEM_OK)
 		log_err("MySQL thread init failed");
@@ -85,18 +87,39 @@ rthread_main(void *arg)
 	ctx.linger = w->linger;
 	ctx.owner = w->owner;
 	/* NULL once the reader stopped and nothing is left to serve. */
+	if (idx >= BOARD_THREADS)
+		me = NULL;
 	while ((j = reader_next(w->reader)) != NULL) {
 		reuse = 0;
+		if (me != NULL)
+			atomic_store(&me->busy_since[idx], clock_now_ms() | 1);
 		if (st == NULL)
 			log_err("no store: cannot serve");
 		else
 			reuse = request_serve(&ctx, j);
+		if (me != NULL) {
+			atomic_store(&me->busy_since[idx], 0);
+			atomic_fetch_add(&me->served, 1);
+		}
 		reader_done(w->reader, j, reuse);
 	}
 	store_free(st);
 	store_thread_end();
 	atomic_store(&t->done, 1);
 	return NULL;
+}
+
+/* The store as a worker thread found it, for the status page. */
+static void
+board_store(struct store *st, int up)
+{
+	struct board_slot	*me = board_me();
+
+	if (me == NULL)
+		return;
+	atomic_store(&me->store_up, up);
+	if (!up)
+		atomic_store(&me->store_errno, store_errno(st));
 }
 
 static void
@@ -109,6 +132,9 @@ flush_now(struct worker *w, struct store *st)
 	er = stats_flush(w->stats, st, w->host);
 	if (er != IDEM_OK)
 		log_warn("counters flush failed: %s", store_last_error(st));
+	/* Without a replay cache, the flush is the store's regular test. */
+	if (w->rc == NULL)
+		board_store(st, er == IDEM_OK);
 }
 
 static void *
@@ -149,6 +175,21 @@ flusher_main(void *arg)
 	return NULL;
 }
 
+/* The replay cache's figures, for the status page. */
+static void
+board_cache(struct rcache *rc)
+{
+	struct board_slot	*me = board_me();
+	struct rcache_info	 ri;
+
+	if (me == NULL)
+		return;
+	rcache_info(rc, &ri);
+	atomic_store(&me->cache_hits, ri.hits);
+	atomic_store(&me->cache_misses, ri.misses);
+	atomic_store(&me->cache_bytes, ri.bytes);
+}
+
 /*
  * Vouches for the replay cache: reads the store's epoch every
  * RCACHE_POLL_MS (lib/rcache.h says why that makes replays from memory
@@ -171,12 +212,15 @@ keeper_main(void *arg)
 		st = NULL;
 	while (st != NULL && !atomic_load(&w->stop)) {
 		t0 = clock_now_us();
+		board_cache(w->rc);
 		if (store_epoch(st, &epoch) == IDEM_OK) {
+			board_store(st, 1);
 			rcache_vouch(w->rc, epoch, t0);
 			if (failing)
 				log_info("store: answering again");
 			failing = 0;
 		} else {
+			board_store(st, 0);
 			rcache_distrust(w->rc);
 			/* One line per problem, again every STORE_SAY_MS while
 			 * it lasts: the first poll finds a bad set-up first. */
@@ -288,6 +332,10 @@ worker_run(const struct cfg *cfg, int listen_fd)
 			break;
 		}
 		w.threads[i].started = 1;
+	}
+	if (board_me() != NULL) {
+		atomic_store(&board_me()->threads, i);
+		atomic_store(&board_me()->pid, (int)getpid());
 	}
 	if (pthread_create(&flusher, NULL, flusher_main, &w) == 0)
 		flusher_ok = 1;

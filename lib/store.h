@@ -46,6 +46,9 @@ enum idem_err store_connect(struct store *st);
 /* The server's last error text, for logs only (never for clients). */
 const char *store_last_error(const struct store *st);
 
+/* Last MySQL error number (0 after a success of store_exec). */
+unsigned store_errno(const struct store *st);
+
 /* What an operator should do about the last error ("schema missing: run
  * idemctl migrate"), or NULL when there is no better advice. */
 const char *store_hint(const struct store *st);

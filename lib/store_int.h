@@ -125,8 +125,6 @@ void store_disconnect(struct store *st);
 /* Records errnum/text as the last error (text for logs only). */
 void store_set_error(struct store *st, unsigned errnum, const char *text);
 
-/* Last MySQL error number (0 after a success of store_exec). */
-unsigned store_errno(const struct store *st);
 
 /* 1 if errnum means the connection is unusable and must be reopened. */
 int store_conn_lost(unsigned errnum);

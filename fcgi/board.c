@@ -1,0 +1,95 @@
+/* The scoreboard in shared memory. */
+#include <sys/mman.h>
+
+#include <string.h>
+#include <time.h>
+
+#include "board.h"
+#include "clock.h"
+
+static struct board_slot	*slots;		/* BOARD_SLOTS, shared */
+static struct board_slot	*me;
+
+int
+board_init(void)
+{
+	void	*p;
+
+	if (slots != NULL)
+		return 0;
+	/* Pages nobody writes (threads past cfg's) are never backed. */
+	p = mmap(NULL, BOARD_SLOTS * sizeof(struct board_slot),
+	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	slots = p;
+	return 0;
+}
+
+void
+board_set(int i, int pid, int gen)
+{
+	struct board_slot	*s;
+	int			 t, n;
+
+	if (slots == NULL || i < 0 || i >= BOARD_SLOTS)
+		return;
+	s = &slots[i];
+	atomic_store(&s->pid, 0);
+	n = atomic_load(&s->threads);
+	for (t = 0; t < n && t < BOARD_THREADS; t++)
+		atomic_store(&s->busy_since[t], 0);
+	atomic_store(&s->threads, 0);
+	atomic_store(&s->queued, 0);
+	atomic_store(&s->store_up, -1);
+	atomic_store(&s->store_errno, 0);
+	atomic_store(&s->served, 0);
+	atomic_store(&s->cache_hits, 0);
+	atomic_store(&s->cache_misses, 0);
+	atomic_store(&s->cache_bytes, 0);
+	atomic_store(&s->gen, gen);
+	atomic_store(&s->started_s, (long long)time(NULL));
+	atomic_store(&s->pid, pid);
+}
+
+void
+board_attach(int i)
+{
+	me = slots != NULL && i >= 0 && i < BOARD_SLOTS ? &slots[i] : NULL;
+}
+
+struct board_slot *
+board_me(void)
+{
+	return me;
+}
+
+void
+board_queued(size_t n)
+{
+	if (me != NULL)
+		atomic_store(&me->queued, (int)n);
+}
+
+const struct board_slot *
+board_slot(int i)
+{
+	return slots != NULL && i >= 0 && i < BOARD_SLOTS ? &slots[i] : NULL;
+}
+
+int64_t
+board_busy(const struct board_slot *s, int *busy)
+{
+	int64_t	 now = clock_now_ms(), oldest = 0, t0;
+	int	 t, n = atomic_load(&s->threads);
+
+	*busy = 0;
+	for (t = 0; t < n && t < BOARD_THREADS; t++) {
+		if ((t0 = atomic_load(&s->busy_since[t])) == 0)
+			continue;
+		(*busy)++;
+		if (now - t0 > oldest)
+			oldest = now - t0;
+	}
+	return oldest;
+}
