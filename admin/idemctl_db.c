@@ -73,7 +73,11 @@ ctl_migrate(struct ctl *c, int argc, char **argv)
 	if ((rc = ctl_connect(c)) != CTL_OK)
 		return rc;
 	if ((er = store_migrate(c->st, &applied)) != IDEM_OK) {
-		ctl_err("migrate failed: %s", store_last_error(c->st));
+		/* 1419: triggers with binary logging on (every Galera node). */
+		ctl_err("migrate failed: %s%s", store_last_error(c->st),
+		    store_errno(c->st) == 1419 ? " -- set "
+		    "log_bin_trust_function_creators = 1 on the server (every "
+		    "node of a cluster), or migrate as a user with SUPER" : "");
 		return CTL_ESTORE;
 	}
 	if (store_schema_version(c->st, &v) != IDEM_OK) {
@@ -270,6 +274,28 @@ check_packet(struct ctl *c)
 		    "%zu", (unsigned long long)packet, worst->max_response);
 }
 
+/* Which protocol: one server with named locks, or a Galera node. */
+static void
+check_mode(struct ctl *c)
+{
+	struct admin_mode	 m;
+
+	if (store_admin_mode(c->st, &m) != IDEM_OK) {
+		finding("warn", "mode unknown: %s", store_admin_error());
+		return;
+	}
+	if (!m.galera)
+		finding(" ok ", "single server (named locks), group [%s]",
+		    m.group);
+	else if (strcmp(m.state, "Synced") == 0)
+		finding(" ok ", "galera, %d node%s, synced, group [%s]",
+		    m.nodes, m.nodes == 1 ? "" : "s", m.group);
+	else
+		finding("warn", "galera, %d node%s, this node %s (not "
+		    "synced), group [%s]", m.nodes, m.nodes == 1 ? "" : "s",
+		    m.state, m.group);
+}
+
 int
 ctl_check(struct ctl *c, int argc, char **argv)
 {
@@ -300,6 +326,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 		return rc;
 	}
 	finding(" ok ", "database reachable");
+	check_mode(c);
 
 	if (store_schema_version(c->st, &v) != IDEM_OK) {
 		finding("fail", "schema version unreadable: %s",

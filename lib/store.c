@@ -54,17 +54,71 @@
 #define CLAIM_ROUNDS		1000
 /* A waiter's pause when no lock can wake it and the lease has lapsed. */
 #define STORE_REPOLL_US		100000
+/* Galera: a waiter's polls, from the first pause to the longest. */
+#define STORE_POLL_MIN_US	2000
+#define STORE_POLL_MAX_US	40000
 
 
 #define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
 
+/*
+ * One text per statement for both modes.  On Galera (lib/store.h, "Two
+ * modes") the named-lock calls are left out: a lock is local to its node
+ * there.  Each mode's variant keeps the same placeholders, so one binding
+ * serves both; "? IS NULL" stands for a lock name it does not use.
+ */
+#define CLAIM_SQL(TAKE)							\
+	"INSERT INTO idem_keys (scope, idem_key, route, method,"	\
+	" fingerprint, state, owner, owner_token, waiters, created_at,"	\
+	" lease_until, expires_at)"					\
+	" SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
+	LEASE_US " FROM DUAL WHERE " TAKE
+#define READ_SQL(DROP)							\
+	"SELECT id, fingerprint, state, owner_token,"			\
+	" lease_until > NOW(6), expires_at > NOW(6),"			\
+	" TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"		\
+	" IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"	\
+	" IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"	\
+	" IF(state = 1 AND fingerprint = ?, resp_body, NULL),"		\
+	" IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?" \
+	"   AND ((lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?))" \
+	"   OR owner_token = ?)), 1,"					\
+	"   " DROP "), 0),"						\
+	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"		\
+	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
+/* waiters first: MariaDB's SET sees values assigned before it. */
+#define TAKEOVER_SQL							\
+	"UPDATE idem_keys SET"						\
+	" waiters = IF(expires_at <= NOW(6), 0, waiters),"		\
+	" state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"	\
+	" owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","	\
+	" expires_at = " LEASE_US ", completed_at = NULL,"		\
+	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
+	" resp_size = NULL"						\
+	" WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"	\
+	" owner_token = ? AND ((lease_until <= NOW(6) AND"		\
+	" NOW(6) >= FROM_UNIXTIME(?)) OR owner_token = ?)))"
+#define COMPLETE_SQL(DROP)						\
+	"UPDATE idem_keys SET"						\
+	" waiters = waiters + " DROP ","				\
+	" state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"	\
+	" resp_size = ?, completed_at = NOW(6), expires_at = " LEASE_US	\
+	" WHERE id = ? AND owner_token = ?"
+#define TOMBSTONE_SQL(DROP)						\
+	"UPDATE idem_keys SET"						\
+	" waiters = waiters + " DROP ","				\
+	" state = 2, resp_status = ?, resp_headers = NULL,"		\
+	" resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"	\
+	" expires_at = " LEASE_US					\
+	" WHERE id = ? AND owner_token = ?"
+#define EPOCH_SQL(SYNC)							\
+	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\
+	" SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE"
+#define DROP_LOCK	"0 * COALESCE(RELEASE_LOCK(?), 0)"
+#define NO_LOCK		"0 * (? IS NULL)"
+
 const char *const store_stmt_sql[STMT__COUNT] = {
-	[STMT_CLAIM] =
-	    "INSERT INTO idem_keys (scope, idem_key, route, method,"
-	    " fingerprint, state, owner, owner_token, waiters, created_at,"
-	    " lease_until, expires_at)"
-	    " SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "
-	    LEASE_US " FROM DUAL WHERE GET_LOCK(?, 0) = 1",
+	[STMT_CLAIM] = CLAIM_SQL("GET_LOCK(?, 0) = 1"),
 	/*
 	 * kept: when we hold the lock (first ? = 1) and the row may be taken
 	 * over (ttl passed; or in progress, same fingerprint, and its lease
@@ -72,31 +126,9 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	 * ours from before a reconnect) the lock is kept for the takeover;
 	 * otherwise it is dropped right here.
 	 */
-	[STMT_READ] =
-	    "SELECT id, fingerprint, state, owner_token,"
-	    " lease_until > NOW(6), expires_at > NOW(6),"
-	    " TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"
-	    " IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"
-	    " IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"
-	    " IF(state = 1 AND fingerprint = ?, resp_body, NULL),"
-	    " IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?"
-	    "   AND ((lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?))"
-	    "   OR owner_token = ?)), 1,"
-	    "   0 * COALESCE(RELEASE_LOCK(?), 0)), 0),"
-	    " TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"
-	    " FROM idem_keys WHERE scope = ? AND idem_key = ?",
-	/* waiters first: MariaDB's SET sees values assigned before it. */
-	[STMT_TAKEOVER] =
-	    "UPDATE idem_keys SET"
-	    " waiters = IF(expires_at <= NOW(6), 0, waiters),"
-	    " state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"
-	    " owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","
-	    " expires_at = " LEASE_US ", completed_at = NULL,"
-	    " resp_status = NULL, resp_headers = NULL, resp_body = NULL,"
-	    " resp_size = NULL"
-	    " WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"
-	    " owner_token = ? AND ((lease_until <= NOW(6) AND"
-	    " NOW(6) >= FROM_UNIXTIME(?)) OR owner_token = ?)))",
+	[STMT_READ] = READ_SQL(DROP_LOCK),
+	[STMT_READ_CAUSAL] = READ_SQL(DROP_LOCK),
+	[STMT_TAKEOVER] = TAKEOVER_SQL,
 	/* GET_LOCK nests in MariaDB: never take a lock we already hold. */
 	[STMT_RELOCK] =
 	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0))",
@@ -109,19 +141,8 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_RENEW] =
 	    "UPDATE idem_keys SET lease_until = " LEASE_US
 	    " WHERE id = ? AND owner_token = ? AND state = 0",
-	[STMT_COMPLETE] =
-	    "UPDATE idem_keys SET"
-	    " waiters = waiters + 0 * COALESCE(RELEASE_LOCK(?), 0),"
-	    " state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"
-	    " resp_size = ?, completed_at = NOW(6), expires_at = " LEASE_US
-	    " WHERE id = ? AND owner_token = ?",
-	[STMT_TOMBSTONE] =
-	    "UPDATE idem_keys SET"
-	    " waiters = waiters + 0 * COALESCE(RELEASE_LOCK(?), 0),"
-	    " state = 2, resp_status = ?, resp_headers = NULL,"
-	    " resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"
-	    " expires_at = " LEASE_US
-	    " WHERE id = ? AND owner_token = ?",
+	[STMT_COMPLETE] = COMPLETE_SQL(DROP_LOCK),
+	[STMT_TOMBSTONE] = TOMBSTONE_SQL(DROP_LOCK),
 	[STMT_RELEASE] =
 	    "DELETE FROM idem_keys WHERE id = ? AND owner_token = ?",
 	[STMT_WAIT_INC] =
@@ -144,12 +165,44 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	/* With it, max_allowed_packet: an answer that cannot fit is refused
 	 * before it is sent (sent, it costs the connection and would look
 	 * like an outage).  One round trip for both at connect. */
+	/* And whether this is a Galera node (NULL where the server has no
+	 * such variable, as on MySQL). */
 	[STMT_BOOT] = "SELECT CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) -"
-	    " VARIABLE_VALUE AS SIGNED), @@max_allowed_packet"
+	    " VARIABLE_VALUE AS SIGNED), @@max_allowed_packet,"
+	    " (SELECT VARIABLE_VALUE = 'ON'"
+	    "  FROM information_schema.GLOBAL_VARIABLES"
+	    "  WHERE VARIABLE_NAME = 'WSREP_ON')"
 	    " FROM information_schema.GLOBAL_STATUS"
 	    " WHERE VARIABLE_NAME = 'UPTIME'",
-	[STMT_EPOCH] = "SET STATEMENT innodb_lock_wait_timeout = 1 FOR"
-	    " SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE",
+	[STMT_EPOCH] = EPOCH_SQL(""),
+};
+
+/*
+ * Galera's variants; NULL: the same text as above.  Statements only the
+ * single-server mode runs (the lock statements, the waiters count) have
+ * none.  Causal reads (wsrep_sync_wait) only where a stale read could do
+ * harm:
+ * - the takeover UPDATE (3: its WHERE reads): a lease renewed on another
+ *   node but not applied here yet must not look lapsed;
+ * - the read after a claim lost to another node's INSERT (1213), whose
+ *   row may not be applied here yet;
+ * - the replay cache's epoch: a forget on another node must reach this
+ *   node's caches within RCACHE_VALID_MS.
+ * Not on the plain read of a replay or a waiter's poll: a row is only
+ * ever read older, never wrong (states only move forward, and a read
+ * after our own INSERT's duplicate error sees the row that caused it),
+ * so a stale read costs a poll, not a promise.
+ */
+const char *const store_stmt_sql_galera[STMT__COUNT] = {
+	[STMT_CLAIM] = CLAIM_SQL("? IS NOT NULL"),
+	[STMT_READ] = READ_SQL(NO_LOCK),
+	[STMT_READ_CAUSAL] = "SET STATEMENT wsrep_sync_wait = 1 FOR "
+	    READ_SQL(NO_LOCK),
+	[STMT_TAKEOVER] = "SET STATEMENT wsrep_sync_wait = 3 FOR "
+	    TAKEOVER_SQL,
+	[STMT_COMPLETE] = COMPLETE_SQL(NO_LOCK),
+	[STMT_TOMBSTONE] = TOMBSTONE_SQL(NO_LOCK),
+	[STMT_EPOCH] = EPOCH_SQL(", wsrep_sync_wait = 1"),
 };
 
 /* The seen[] slot value of a key: 64 bits of its lock name's hash (the
@@ -244,7 +297,8 @@ ms_to_us(int64_t ms)
 static int64_t
 takeover_floor(const struct store *st, int64_t lease_ms)
 {
-	if (st->boot_s <= 0)
+	/* On Galera no lock is lost with a node: the lease alone counts. */
+	if (st->boot_s <= 0 || st->galera)
 		return 0;
 	return st->boot_s + (lease_ms < 0 ? 0 : lease_ms + 999) / 1000;
 }
@@ -333,7 +387,7 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
  */
 static enum idem_err
 store_read(struct store *st, const struct idem_id *id, struct claim *c,
-    int held, uint64_t mytoken, struct row *r)
+    int held, uint64_t mytoken, int causal, struct row *r)
 {
 	MYSQL_BIND	 par[11], res[12];
 	MYSQL_STMT	*s;
@@ -354,7 +408,8 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 	store_bind_blob(&par[9], id->key, id->keylen);
 	/* Not repeated on reconnect: the RELEASE_LOCK in it is tied to the
 	 * lost connection anyway, the caller starts over. */
-	if ((er = store_exec(st, STMT_READ, par, 0, &s)) != IDEM_OK)
+	if ((er = store_exec(st, causal ? STMT_READ_CAUSAL : STMT_READ, par, 0,
+	    &s)) != IDEM_OK)
 		return er;
 
 	memset(r, 0, sizeof(*r));
@@ -428,8 +483,15 @@ store_takeover(struct store *st, const struct idem_id *id, uint64_t rowid,
 	store_bind_u64(&par[8], &seen_token);
 	store_bind_i64(&par[9], &floor_s);
 	store_bind_u64(&par[10], &token);
-	if ((er = store_exec(st, STMT_TAKEOVER, par, 0, &s)) != IDEM_OK)
+	if ((er = store_exec(st, STMT_TAKEOVER, par, 0, &s)) != IDEM_OK) {
+		/* Galera: another node's write to the row won. */
+		if (st->galera && (st->errnum == ER_LOCK_DEADLOCK ||
+		    st->errnum == ER_DUP_ENTRY)) {
+			*won = 0;
+			return IDEM_OK;
+		}
 		return er;
+	}
 	*won = stmt_rows(s) == 1;
 	return IDEM_OK;
 }
@@ -442,7 +504,7 @@ claim_won(struct store *st, struct claim *c, uint64_t rowid,
 	c->state = CLAIM_NEW;
 	c->id = rowid;
 	c->token = token;
-	c->locked = 1;
+	c->locked = !st->galera;
 	c->conn_gen = st->generation;
 	return IDEM_OK;
 }
@@ -456,7 +518,7 @@ claim_seen(struct store *st, const struct idem_id *id, struct claim *c)
 
 	if (!seen_has(st, id->lockname))
 		return 0;
-	if (store_read(st, id, c, 0, 0, &r) == IDEM_OK && r.live &&
+	if (store_read(st, id, c, 0, 0, 0, &r) == IDEM_OK && r.live &&
 	    r.state == 1 && CRYPTO_memcmp(r.fp, id->fp, FP_LEN) == 0) {
 		c->state = CLAIM_DONE;
 		c->id = r.id;
@@ -469,11 +531,15 @@ claim_seen(struct store *st, const struct idem_id *id, struct claim *c)
 	return 0;
 }
 
-/* The INSERT that claims a fresh key.  *held: 1 when the key's row exists
- * and we took its lock, 0 when someone else holds the lock. */
+/*
+ * The INSERT that claims a fresh key.  *held: 1 when the key's row exists
+ * and we took its lock (on Galera, where there is none: always), 0 when
+ * someone else holds the lock.  *other: on Galera, another node's INSERT
+ * won at commit (1213), so its row may not be applied here yet.
+ */
 static enum idem_err
 claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
-    uint64_t token, int *held)
+    uint64_t token, int *held, int *other)
 {
 	MYSQL_BIND	 par[10];
 	MYSQL_STMT	*s;
@@ -497,12 +563,15 @@ claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
 	 * back (STMT_READ keeps the lock for our token).
 	 */
 	er = store_exec(st, STMT_CLAIM, par, 1, &s);
+	*other = 0;
 	if (er == IDEM_OK && stmt_rows(s) == 1)
 		return claim_won(st, c, mysql_stmt_insert_id(s), token);
 	if (er == IDEM_OK)
 		*held = 0;	/* someone else holds the lock */
 	else if (st->errnum == ER_DUP_ENTRY)
 		*held = 1;	/* the INSERT took the lock first */
+	else if (st->galera && st->errnum == ER_LOCK_DEADLOCK)
+		*held = *other = 1;	/* lost to another node's INSERT */
 	else
 		return er;
 	return IDEM_EAGAIN;
@@ -542,7 +611,8 @@ claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
 	c->state = CLAIM_BUSY;
 	c->lease_left_ms = r->lease_live ? (r->lease_left_us + 999) / 1000 :
 	    0;
-	if (held)
+	/* (On Galera nobody ever holds one: store_claim_wait polls.) */
+	if (held && !st->galera)
 		/* Nobody holds the lock to wake a waiter: sleep out the live
 		 * lease, or (lapsed, but the server is too fresh to judge)
 		 * look again shortly. */
@@ -556,22 +626,23 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	uint64_t	 token;
 	unsigned long	 gen;
 	enum idem_err	 er;
-	int		 held = 0, won;
+	int		 held = 0, won, other = 0;
 
 	claim_reset(c);
 	memcpy(c->lockname, id->lockname, sizeof(c->lockname));
 	if (claim_seen(st, id, c))
 		return IDEM_OK;
 	token = store_token();
-	if ((er = claim_insert(st, id, c, token, &held)) == IDEM_OK)
+	if ((er = claim_insert(st, id, c, token, &held, &other)) == IDEM_OK)
 		return IDEM_OK;		/* a fresh key: ours */
 	if (er != IDEM_EAGAIN)
 		goto out;
 	gen = st->generation;
-	er = store_read(st, id, c, held, token, &r);
+	er = store_read(st, id, c, held, token, other, &r);
 	if (er == IDEM_ENOTFOUND) {
 		/* Gone between the two statements. */
-		if (held && (er = store_unlock(st, id->lockname)) != IDEM_OK)
+		if (held && !st->galera &&
+		    (er = store_unlock(st, id->lockname)) != IDEM_OK)
 			goto out;
 		c->state = CLAIM_AGAIN;
 		return IDEM_OK;
@@ -594,7 +665,7 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 		goto out;
 	if (won && st->generation == gen)
 		return claim_won(st, c, r.id, token);
-	if ((er = store_unlock(st, id->lockname)) != IDEM_OK)
+	if (!st->galera && (er = store_unlock(st, id->lockname)) != IDEM_OK)
 		goto out;
 	c->state = CLAIM_AGAIN;
 	return IDEM_OK;
@@ -613,13 +684,23 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 	int64_t		 got = 0, nap_us;
 	enum idem_err	 er = IDEM_OK, er2;
 
+	if (wait_ms < 0)
+		wait_ms = 0;
+	if (st->galera) {
+		/* No lock to sleep on and no hot waiters row to write: a
+		 * pause, then store_claim_wait reads again. */
+		nap_us = c->nap_us;
+		if (nap_us > ms_to_us(wait_ms))
+			nap_us = ms_to_us(wait_ms);
+		if (nap_us > 0)
+			usleep((useconds_t)nap_us);
+		return IDEM_OK;
+	}
 	store_bind_blob(&par[0], id->scope, FP_LEN);
 	store_bind_blob(&par[1], id->key, id->keylen);
 	if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) != IDEM_OK)
 		return er;
 
-	if (wait_ms < 0)
-		wait_ms = 0;
 	if (c->nap_us > 0) {
 		/* Nobody holds the lock to wake us: sleep out the lease. */
 		nap_us = c->nap_us + 1000;
@@ -649,6 +730,7 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
     struct claim *c, int64_t *read_us, int64_t *waited_ms)
 {
 	int64_t		 deadline = clock_now_ms() + wait_ms, left, t0;
+	int64_t		 poll_us = STORE_POLL_MIN_US;
 	enum idem_err	 er;
 	int		 rounds;
 
@@ -662,6 +744,13 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
 			continue;
 		if (c->state != CLAIM_BUSY || left <= 0)
 			break;
+		if (st->galera) {
+			/* Polls, each pause longer up to STORE_POLL_MAX_US:
+			 * a finished key is seen within that. */
+			c->nap_us = poll_us;
+			poll_us = poll_us * 2 > STORE_POLL_MAX_US ?
+			    STORE_POLL_MAX_US : poll_us * 2;
+		}
 		t0 = clock_now_ms();
 		er = store_wait(st, id, c, left);
 		*waited_ms += clock_now_ms() - t0;
@@ -720,7 +809,8 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 	store_bind_i64(&par[0], &lease_us);
 	store_bind_u64(&par[1], &rid);
 	store_bind_u64(&par[2], &tok);
-	if ((er = store_exec(st, STMT_RENEW, par, 1, &s)) != IDEM_OK)
+	if ((er = store_exec(st, STMT_RENEW, par,
+	    STORE_RETRY | STORE_RETRY_CERT, &s)) != IDEM_OK)
 		return er;
 	if (stmt_rows(s) != 1)
 		return IDEM_ENOTFOUND;
@@ -744,7 +834,8 @@ store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
 	int64_t		 n;
 
 	/* Safe to repeat: the same values land on the same row. */
-	if ((er = store_exec(st, sid, par, 1, &s)) != IDEM_OK) {
+	if ((er = store_exec(st, sid, par, STORE_RETRY | STORE_RETRY_CERT,
+	    &s)) != IDEM_OK) {
 		/* The UPDATE failed (say, an answer over max_allowed_packet):
 		 * do not leave waiters asleep on a lock nobody will drop. */
 		if (c->locked && st->my != NULL)
@@ -826,7 +917,8 @@ store_release(struct store *st, const struct claim *c)
 	store_bind_u64(&par[0], &rid);
 	store_bind_u64(&par[1], &tok);
 	/* Deleting twice is harmless. */
-	er = store_exec(st, STMT_RELEASE, par, 1, &s);
+	er = store_exec(st, STMT_RELEASE, par, STORE_RETRY | STORE_RETRY_CERT,
+	    &s);
 	if (er == IDEM_OK)
 		n = stmt_rows(s);
 	/* After the commit, so a woken waiter finds the row gone. */

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "rcache.h"
 #include "store_admin.h"
+#include "store_int.h"
 #include "store_sa.h"
 
 /* --- keys ----------------------------------------------------------------- */
@@ -467,6 +468,10 @@ static const struct {
 	{ "idem_counters_total", "SELECT", "SELECT route FROM idem_counters_total WHERE 1 = 0" },
 	{ "idem_counters_total", "INSERT", "INSERT INTO idem_counters_total (route) SELECT '' FROM DUAL WHERE 1 = 0" },
 	{ "idem_counters_total", "UPDATE", "UPDATE idem_counters_total SET requests = requests WHERE 1 = 0" },
+	{ "idem_locks", "SELECT", "SELECT name FROM idem_locks WHERE 1 = 0" },
+	{ "idem_locks", "INSERT", "INSERT INTO idem_locks (name) SELECT '' FROM DUAL WHERE 1 = 0" },
+	{ "idem_locks", "UPDATE", "UPDATE idem_locks SET until = until WHERE 1 = 0" },
+	{ "idem_locks", "DELETE", "DELETE FROM idem_locks WHERE 1 = 0" },
 };
 
 enum idem_err
@@ -487,6 +492,43 @@ store_admin_max_packet(struct store *st, uint64_t *bytes)
 		if (sa_fetch(s) == 0)
 			*bytes = v;
 		else
+			er = IDEM_ESTORE;
+	}
+	sa_close(s);
+	return er;
+}
+
+enum idem_err
+store_admin_mode(struct store *st, struct admin_mode *m)
+{
+	MYSQL		*my;
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 res[2];
+	unsigned long	 len[2];
+	my_bool		 nul[2];
+	char		 size[16];
+	enum idem_err	 er;
+
+	memset(m, 0, sizeof(*m));
+	if ((my = sa_conn(st)) == NULL)
+		return IDEM_ESTORE;
+	snprintf(m->group, sizeof(m->group), "%s", st->group);
+	if (!(m->galera = st->galera))
+		return IDEM_OK;
+	if ((s = sa_prepare(my, "SELECT"
+	    " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+	    "  WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'),"
+	    " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+	    "  WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')")) == NULL)
+		return IDEM_ESTORE;
+	bind_out(&res[0], size, sizeof(size), &len[0], &nul[0]);
+	bind_out(&res[1], m->state, sizeof(m->state), &len[1], &nul[1]);
+	if ((er = sa_run(s, NULL, res)) == IDEM_OK) {
+		if (sa_fetch(s) == 0) {
+			out_term(size, sizeof(size), len[0], nul[0]);
+			out_term(m->state, sizeof(m->state), len[1], nul[1]);
+			m->nodes = atoi(size);
+		} else
 			er = IDEM_ESTORE;
 	}
 	sa_close(s);

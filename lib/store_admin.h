@@ -172,6 +172,15 @@ struct admin_priv {
  * OUT: *bytes. */
 enum idem_err store_admin_max_packet(struct store *st, uint64_t *bytes);
 
+/* Which protocol the connection speaks (lib/store.h, "Two modes"). */
+struct admin_mode {
+	int		 galera;	/* a Galera node */
+	int		 nodes;		/* wsrep_cluster_size */
+	char		 state[32];	/* wsrep_local_state_comment: Synced */
+	char		 group[128];	/* the mysql_group that answered */
+};
+enum idem_err store_admin_mode(struct store *st, struct admin_mode *m);
+
 /*
  * Probes the privileges the gateway and idemctl need by preparing (never
  * executing) one statement per (table, kind); privileges are checked when

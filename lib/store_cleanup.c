@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -93,6 +94,12 @@ phase_count(MYSQL *m, int p, int64_t age_ms, uint64_t *n)
 	return er;
 }
 
+struct hold;
+static void hold_keep(struct hold *h);
+
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
 /*
  * Deletes in batches until a batch removes fewer than o->batch rows or the
  * deadline (0: none) passes (IDEM_ETIMEOUT).  Adds to *n and *batches as it
@@ -100,7 +107,7 @@ phase_count(MYSQL *m, int p, int64_t age_ms, uint64_t *n)
  */
 static enum idem_err
 phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
-    int64_t deadline, uint64_t *n, unsigned *batches)
+    struct hold *h, int64_t deadline, uint64_t *n, unsigned *batches)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2];
@@ -125,6 +132,7 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 			er = IDEM_ETIMEOUT;
 			break;
 		}
+		hold_keep(h);
 		if (o->pause != NULL) {
 			char	 why[sizeof(sa_err)] = "";
 
@@ -212,40 +220,119 @@ fail:
 }
 
 
-/* GET_LOCK(name, 0): 1 taken, 0 held elsewhere, -1 error. */
+/*
+ * What keeps two cleanup runs apart: on one server the named lock
+ * CLEANUP_LOCK_NAME on this connection; on Galera, where a named lock is
+ * local to its node, the idem_locks row of that name (sql/005), held until
+ * its 'until' and renewed as the run goes.
+ */
+struct hold {
+	MYSQL		*m;
+	int		 row;		/* Galera: the lock row */
+	char		 owner[160];
+	int64_t		 renewed_ms;	/* clock_now_ms() of the last renewal */
+};
+
+/* A lock row outlives a run that died by at most this. */
+#define HOLD_TTL_S	120
+#define HOLD_RENEW_MS	10000
+
+/* Runs sql with the lock's name and, unless NULL, owner as string
+ * parameters (in that order); *v gets the one integer it returns, if
+ * any.  -1 on error, with errno-like *err set to the server's. */
 static int
-cleanup_lock(MYSQL *m)
+hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
+    int64_t *v, unsigned *err)
 {
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[1], out[1];
-	unsigned long	 len = strlen(CLEANUP_LOCK_NAME);
-	int64_t		 v = 0;
+	MYSQL_BIND	 in[2], out[1];
+	unsigned long	 l1 = strlen(p1), l2 = p2 != NULL ? strlen(p2) : 0;
 	my_bool		 isnull = 0;
 	int		 rc = -1;
 
-	if ((s = sa_prepare(m, "SELECT GET_LOCK(?, 0)")) == NULL)
+	*err = 0;
+	if ((s = sa_prepare(h->m, sql)) == NULL) {
+		*err = mysql_errno(h->m);
 		return -1;
-	bind_in(&in[0], CLEANUP_LOCK_NAME, &len);
-	bind_i64(&out[0], &v);
-	out[0].is_null = &isnull;
-	if (sa_run(s, in, out) == IDEM_OK && sa_fetch(s) == 0)
-		rc = (!isnull && v == 1) ? 1 : 0;
+	}
+	bind_in(&in[0], p1, &l1);
+	if (p2 != NULL)
+		bind_in(&in[1], p2, &l2);
+	if (v != NULL) {
+		*v = 0;
+		bind_i64(&out[0], v);
+		out[0].is_null = &isnull;
+	}
+	if (sa_run(s, in, v != NULL ? out : NULL) == IDEM_OK &&
+	    (v == NULL || sa_fetch(s) == 0))
+		rc = 0;
+	else
+		*err = mysql_stmt_errno(s);
+	if (v != NULL && isnull)
+		*v = -1;
 	sa_close(s);
 	return rc;
 }
 
-static void
-cleanup_unlock(MYSQL *m)
+/* 1 taken, 0 held elsewhere, -1 error. */
+static int
+hold_take(struct hold *h, struct store *st, const char *host)
 {
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[1];
-	unsigned long	 len = strlen(CLEANUP_LOCK_NAME);
+	int64_t		 v;
+	unsigned	 err;
 
-	if ((s = sa_prepare(m, "DO RELEASE_LOCK(?)")) == NULL)
+	h->row = st->galera;
+	if (!h->row) {
+		if (hold_sql(h, "SELECT GET_LOCK(?, 0)", CLEANUP_LOCK_NAME,
+		    NULL, &v, &err) != 0)
+			return -1;
+		return v == 1;
+	}
+	snprintf(h->owner, sizeof(h->owner), "%.100s:%ld:%lld", host,
+	    (long)getpid(), (long long)clock_now_us());
+	/* MariaDB assigns left to right: until sees the new owner. */
+	if (hold_sql(h, "INSERT INTO idem_locks (name, owner, until)"
+	    " VALUES (?, ?, NOW(6) + INTERVAL " STR(HOLD_TTL_S) " SECOND)"
+	    " ON DUPLICATE KEY UPDATE"
+	    " owner = IF(until < NOW(6), VALUES(owner), owner),"
+	    " until = IF(owner = VALUES(owner), VALUES(until), until)",
+	    CLEANUP_LOCK_NAME, h->owner, NULL, &err) != 0)
+		/* Another node's take won at commit. */
+		return err == ER_LOCK_DEADLOCK || err == ER_DUP_ENTRY ? 0 : -1;
+	if (hold_sql(h, "SET STATEMENT wsrep_sync_wait = 1 FOR"
+	    " SELECT owner = ? FROM idem_locks WHERE name = ?", h->owner,
+	    CLEANUP_LOCK_NAME, &v, &err) != 0)
+		return -1;
+	h->renewed_ms = clock_now_ms();
+	return v == 1;
+}
+
+/* Between batches: a lock row is renewed now and then. */
+static void
+hold_keep(struct hold *h)
+{
+	unsigned	 err;
+
+	if (h == NULL || !h->row ||
+	    clock_now_ms() - h->renewed_ms < HOLD_RENEW_MS)
 		return;
-	bind_in(&in[0], CLEANUP_LOCK_NAME, &len);
-	(void)sa_run(s, in, NULL);
-	sa_close(s);
+	if (hold_sql(h, "UPDATE idem_locks SET until = NOW(6) + INTERVAL "
+	    STR(HOLD_TTL_S) " SECOND WHERE name = ? AND owner = ?",
+	    CLEANUP_LOCK_NAME, h->owner, NULL, &err) == 0)
+		h->renewed_ms = clock_now_ms();
+}
+
+static void
+hold_drop(struct hold *h)
+{
+	unsigned	 err;
+
+	if (!h->row)
+		(void)hold_sql(h, "DO RELEASE_LOCK(?)", CLEANUP_LOCK_NAME,
+		    NULL, NULL, &err);
+	else
+		(void)hold_sql(h, "DELETE FROM idem_locks WHERE name = ? AND"
+		    " owner = ?", CLEANUP_LOCK_NAME, h->owner, NULL, &err);
 }
 
 static enum idem_err
@@ -315,6 +402,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	int64_t		 start = clock_now_ms(), deadline = 0;
 	int64_t		 ages[PH__COUNT];
 	uint64_t	*dst[PH__COUNT], quota_pruned = 0;
+	struct hold	 h;
 	int		 p, locked;
 
 	memset(out, 0, sizeof(*out));
@@ -325,8 +413,12 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 		sa_seterr("batch size must be at least 1");
 		return IDEM_EINVAL;
 	}
-	if ((locked = cleanup_lock(m)) < 0)
+	memset(&h, 0, sizeof(h));
+	h.m = m;
+	if ((locked = hold_take(&h, st, o->host)) < 0) {
+		sa_seterr("%s", mysql_error(m));
 		return IDEM_ESTORE;
+	}
 	if (locked == 0) {
 		sa_seterr("cleanup already running on another connection");
 		return IDEM_EBUSY;
@@ -352,7 +444,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 		else if (p == PH_COUNTERS)
 			er = counters_fold(m, ages[p], dst[p]);
 		else
-			er = phase_delete(m, p, ages[p], o, deadline, dst[p],
+			er = phase_delete(m, p, ages[p], o, &h, deadline, dst[p],
 			    &out->batches);
 		if (er != IDEM_OK)
 			break;
@@ -382,7 +474,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 			memcpy(sa_err, saved, sizeof(saved));
 	}
 unlock:
-	cleanup_unlock(m);
+	hold_drop(&h);
 	return er;
 }
 

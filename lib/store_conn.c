@@ -8,8 +8,13 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "clock.h"
 #include "store.h"
 #include "store_int.h"
+
+/* Repeats of a statement a Galera cluster refused at commit (1, 2, 4 ...
+ * ms apart). */
+#define CERT_RETRIES	6
 
 static pthread_once_t	 global_once = PTHREAD_ONCE_INIT;
 static int		 global_ok;
@@ -145,18 +150,71 @@ store_read_timeout(const struct cfg *cfg)
 	return (unsigned)(ms / 1000) + 30;
 }
 
+static enum idem_err connect_group(struct store *st, const char *group);
+
+/* Group i (0-based) of the space-separated list into out; 0 if none. */
+static int
+group_at(const char *list, unsigned i, char *out, size_t cap)
+{
+	size_t	 n;
+
+	for (;;) {
+		list += strspn(list, " \t");
+		if ((n = strcspn(list, " \t")) == 0)
+			return 0;
+		if (i-- == 0)
+			break;
+		list += n;
+	}
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, list, n);
+	out[n] = '\0';
+	return 1;
+}
+
 enum idem_err
 store_connect(struct store *st)
+{
+	const char	*list = st->cfg != NULL && st->cfg->mysql_group != NULL ?
+	    st->cfg->mysql_group : "idemgate";
+	unsigned	 n, k, i;
+	enum idem_err	 er = IDEM_ESTORE;
+
+	if (st->my != NULL)
+		return IDEM_OK;
+	for (n = 0; group_at(list, n, st->group, sizeof(st->group)); n++)
+		;
+	if (n == 0) {
+		snprintf(st->group, sizeof(st->group), "idemgate");
+		n = 1;
+	}
+	/* The first that answers, from the one after a lost node. */
+	for (k = 0; k < n; k++) {
+		i = (st->group_next + k) % n;
+		if (n > 1)
+			group_at(list, i, st->group, sizeof(st->group));
+		if ((er = connect_group(st, st->group)) == IDEM_OK) {
+			st->group_cur = st->group_next = i;
+			return IDEM_OK;
+		}
+		if (er == IDEM_ENOMEM)
+			break;
+	}
+	return er;
+}
+
+/* One connection attempt with the option-file group's settings. */
+static enum idem_err
+connect_group(struct store *st, const char *group)
 {
 	MYSQL		*my;
 	unsigned	 cto = 2, rto, wto = 30;
 	my_bool		 off = 0;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
-	int64_t		 facts[2];
+	int64_t		 facts[3];
 	uint64_t	 trips;
 
-	if (st->my != NULL)
-		return IDEM_OK;
 	if ((my = mysql_init(NULL)) == NULL) {
 		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
 		return IDEM_ENOMEM;
@@ -165,9 +223,7 @@ store_connect(struct store *st)
 	if (st->cfg != NULL && st->cfg->mysql_defaults_file != NULL)
 		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
 		    st->cfg->mysql_defaults_file);
-	mysql_options(my, MYSQL_READ_DEFAULT_GROUP,
-	    st->cfg != NULL && st->cfg->mysql_group != NULL ?
-	    st->cfg->mysql_group : "idemgate");
+	mysql_options(my, MYSQL_READ_DEFAULT_GROUP, group);
 	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
 	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &rto);
 	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
@@ -194,9 +250,11 @@ store_connect(struct store *st)
 	/* Part of connecting, not of a request: not counted. */
 	trips = st->round_trips;
 	st->max_packet = 0;
-	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 2) == IDEM_OK) {
+	st->galera = 0;
+	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 3) == IDEM_OK) {
 		st->boot_s = facts[0];
 		st->max_packet = facts[1];
+		st->galera = facts[2] == 1;
 	}
 	st->round_trips = trips;
 	if (st->my == NULL)
@@ -255,6 +313,9 @@ stmt_get(struct store *st, enum stmt_id sid, const char *sql,
 	}
 	if (sql == NULL)
 		return IDEM_ENOMEM;	/* the caller could not build it */
+	if (st->galera && sql == store_stmt_sql[sid] &&
+	    store_stmt_sql_galera[sid] != NULL)
+		sql = store_stmt_sql_galera[sid];
 	if ((s = mysql_stmt_init(st->my)) == NULL) {
 		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
 		return IDEM_ESTORE;
@@ -288,7 +349,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 {
 	MYSQL_STMT	*s;
 	enum idem_err	 er;
-	int		 attempt, fresh;
+	int		 attempt, fresh, cert = 0;
 
 	st->errnum = 0;
 	for (attempt = 0; attempt < 2; attempt++) {
@@ -308,9 +369,20 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 			store_set_error(st, mysql_stmt_errno(s),
 			    mysql_stmt_error(s));
 		}
+		if ((retry & STORE_RETRY_CERT) && st->galera &&
+		    (st->errnum == ER_LOCK_DEADLOCK ||
+		    st->errnum == ER_LOCK_WAIT_TIMEOUT) && cert < CERT_RETRIES) {
+			/* Another node's write to the row won: nothing of
+			 * ours was applied; the repeat sees its result. */
+			clock_sleep_ms(1 << cert++);
+			attempt--;
+			continue;
+		}
 		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
 			return er;
 		store_disconnect(st);
+		/* A lost node: the next connect tries the next group. */
+		st->group_next = st->group_cur + 1;
 		/* A connection that just came up and failed: do not hammer. */
 		if (!retry || fresh)
 			return IDEM_ESTORE;

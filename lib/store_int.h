@@ -16,6 +16,7 @@
 enum stmt_id {
 	STMT_CLAIM,
 	STMT_READ,
+	STMT_READ_CAUSAL,	/* STMT_READ; on Galera, a causal read */
 	STMT_TAKEOVER,
 	STMT_RELOCK,
 	STMT_WAITLOCK,
@@ -36,6 +37,8 @@ enum stmt_id {
 /* Their SQL text, by number (STMT_COUNTERS: NULL, lib/store_counters.c
  * builds it). */
 extern const char *const store_stmt_sql[STMT__COUNT];
+/* Galera's text where it differs (NULL: the same); lib/store.c says why. */
+extern const char *const store_stmt_sql_galera[STMT__COUNT];
 
 /* One connection (lib/store_conn.c) and what the claim logic
  * (lib/store.c) remembers about it. */
@@ -49,6 +52,11 @@ struct store {
 	 * Its named locks are only as old as that: see store_claim. */
 	int64_t			 boot_s;
 	int64_t			 max_packet;	/* server's, 0 unknown */
+	int			 galera;	/* a Galera node: no named locks */
+	/* mysql_group may list several groups (one per node): the one in
+	 * use, and the one the next connect tries first. */
+	unsigned		 group_cur, group_next;
+	char			 group[128];	/* the one in use */
 	uint64_t		 round_trips;	/* statements executed */
 	/* Set by a claim that found a key's lock free while its lease was
 	 * live (the owner died): store_wait then sleeps out the lease
@@ -67,6 +75,13 @@ struct store {
  */
 enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
     int retry, MYSQL_STMT **out);
+
+/* retry bits: STORE_RETRY is the 1 above; STORE_RETRY_CERT also repeats,
+ * on the same connection, a statement a Galera cluster refused at commit
+ * (1213, certification; 1205) -- for statements whose repeat is harmless
+ * and whose loss is not an answer (complete, renew, release). */
+#define STORE_RETRY		1
+#define STORE_RETRY_CERT	2
 
 /* The same for a statement whose text its module builds (store_stmt_sql[sid]
  * is NULL): sql is read only when sid is first prepared on a connection. */

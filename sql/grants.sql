@@ -42,6 +42,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_cleanup_runs` TO 'idem_
 GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, DELETE ON `idemgate`.`idem_quota` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters_total` TO 'idem_cleanup'@'localhost';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_locks` TO 'idem_cleanup'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_console'@'localhost' IDENTIFIED BY 'CHANGE-ME-console';
 GRANT SELECT ON `idemgate`.`idem_keys` TO 'idem_console'@'localhost';
