@@ -274,3 +274,8 @@ cleanup of ${deleted2} expired rows under fresh traffic: ${cl2_ms} ms (exit ${cl
 fresh p99 during cleanup ${ig_during99} ms vs without ${ig_fresh_big99} ms ($((DUR * 3)) s runs)   ratio $(ratio "$ig_during99" "$ig_fresh_big99")x   (goal <= 2.0)
 p99 latencies (ms): fcgiwrap GET ${fw_get99}, idemgate GET ${ig_get99}, fcgiwrap POST ${fw_post99}, idemgate fresh ${ig_fresh99}, replay ${ig_replay99}, replay without cache ${nc_replay99}
 OUT
+
+# The cluster section: its own servers, the single server's figures above
+# to compare with (fresh keys and replays, req/s).
+bash bench/cluster.sh "$ig_fresh" "$ig_replay" 2>"$TESTROOT/cluster.log" ||
+	echo "cluster: failed (log: $TESTROOT/cluster.log)"

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """make bench: how long waiters take to get their answer after the owner did.
 
-Usage: waiters.py URL [WAITERS] [ROUNDS]
+Usage: waiters.py URL [WAITERS] [ROUNDS] [WAITER-URLS]
+
+WAITER-URLS (comma-separated): where the waiters send their retries, in
+turn (a gateway on another cluster node, say); default URL.
 
 Per round: one request with a new Idempotency-Key starts the slow handler;
 50 ms later WAITERS retries of the same key arrive and wait.  Each waiter's
@@ -29,13 +32,14 @@ def post(url, key, done, idx):
     conn.close()
 
 
-def one_round(url, waiters):
+def one_round(url, waiters, wurls):
     key = "w-%d-%d" % (random.getrandbits(32), time.time_ns())
     done = [None] * (waiters + 1)
     owner = threading.Thread(target=post, args=(url, key, done, 0))
     owner.start()
     time.sleep(0.05)
-    ts = [threading.Thread(target=post, args=(url, key, done, i + 1))
+    ts = [threading.Thread(target=post,
+                           args=(wurls[i % len(wurls)], key, done, i + 1))
           for i in range(waiters)]
     for t in ts:
         t.start()
@@ -51,9 +55,10 @@ def main():
     url = sys.argv[1]
     waiters = int(sys.argv[2]) if len(sys.argv) > 2 else 8
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    wurls = sys.argv[4].split(",") if len(sys.argv) > 4 else [url]
     extra = []
     for _ in range(rounds):
-        extra += one_round(url, waiters)
+        extra += one_round(url, waiters, wurls)
     extra.sort()
     print("%d %d" % (round(extra[(len(extra) - 1) // 2]), round(extra[-1])))
 

@@ -32,8 +32,19 @@ mysql_group = n1
 [route /]
 handler = cgi:/bin/true
 CONF
-out=$("$IDEMCTL" -c "$T/ctl.conf" migrate 2>&1)
-expect_eq "migrate on the cluster" 0 "$?"
+# A migrating user without SUPER: the triggers need
+# log_bin_trust_function_creators on a Galera node, and migrate says so.
+node_sql g1 "CREATE USER mig@localhost IDENTIFIED BY 'mig-secret';
+	GRANT ALL ON idemgate.* TO mig@localhost;
+	SET GLOBAL log_bin_trust_function_creators = 0"
+printf '[mig]\nsocket=%s\nuser=mig\npassword=mig-secret\ndatabase=idemgate\n' "${NODE_SOCK[g1]}" >>"$C"
+out=$("$IDEMCTL" -c "$T/ctl.conf" -g mig migrate 2>&1)
+rc=$?
+expect_eq "migrate without SUPER on a Galera node: 1419, exit 3" 3 "$rc"
+expect_match "... and says what to set" 'set log_bin_trust_function_creators = 1 on the server \(every node' "$out"
+node_sql g1 "SET GLOBAL log_bin_trust_function_creators = 1"
+out=$("$IDEMCTL" -c "$T/ctl.conf" -g mig migrate 2>&1)
+expect_eq "migrate on the cluster (as a user without SUPER)" 0 "$?"
 expect_eq "tables and triggers replicated to g3" "1 1" \
 	"$(node_sql g3 "SELECT COUNT(*) > 0 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'idemgate' AND TABLE_NAME = 'idem_keys';
 	SELECT COUNT(*) > 0 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'idemgate'" | tr '\n' ' ' | sed 's/ $//')"
