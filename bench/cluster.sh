@@ -26,14 +26,8 @@ node_sql g1 "CREATE DATABASE bench"
 cp "$IDEM_BUILD/tests/it/hello_cgi" "$T/cgi/hello.cgi"
 cp bench/slow.cgi "$T/cgi/slow.cgi"
 for i in 1 2 3; do
-	j=$((i % 3 + 1)) k=$(((i + 1) % 3 + 1))
-	cat >"$T/gw$i.conf" <<CONF
-[gateway]
-listen = unix:$T/gw$i.sock
-workers = 1
-threads = 32
-mysql_defaults_file = $C
-mysql_group = n$i n$j n$k
+	galera_gw_conf "$T/gw$i.conf" "$i" "$C" 32
+	cat >>"$T/gw$i.conf" <<CONF
 [route /]
 handler = cgi:$T/cgi/hello.cgi
 [route /slow]

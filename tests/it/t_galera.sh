@@ -53,14 +53,8 @@ expect_match "idemctl check: galera, 3 nodes, synced" 'galera, 3 nodes, synced' 
 
 PAY=$(cgi_install pay)
 for i in 1 2 3; do
-	j=$((i % 3 + 1)) k=$(((i + 1) % 3 + 1))
-	cat >"$T/gw$i.conf" <<CONF
-[gateway]
-listen = unix:$T/gw$i.sock
-workers = 1
-threads = 16
-mysql_defaults_file = $C
-mysql_group = n$i n$j n$k
+	galera_gw_conf "$T/gw$i.conf" "$i" "$C" 16
+	cat >>"$T/gw$i.conf" <<CONF
 [route /]
 handler = cgi:$PAY
 wait = 20s

@@ -7,6 +7,7 @@
 #   galera_rejoin NAME      start a stopped node again (IST from the others)
 #   galera_size NAME        wsrep_cluster_size as NAME sees it
 #   galera_synced NAME      0 when NAME is Synced
+#   galera_gw_conf FILE I CNF THREADS   a gateway config for node I
 # GALERA_SKIP says why a cluster cannot run here (no galera-4).
 # A killed node stalls every commit until the others suspect it
 # (evs.suspect_timeout, 5 s by default): 1.5 s here, as README's "Running
@@ -60,6 +61,20 @@ galera_start() {
 		wait_until 60 galera_synced "$name" || { echo "node $name did not sync" >&2; return 1; }
 	done
 	[ "$(galera_size g1)" = "$n" ]
+}
+
+# galera_gw_conf FILE I CNF THREADS: the [gateway] section of a gateway
+# on node I of three (unix:$T/gwI.sock): group nI first, then the others
+galera_gw_conf() {
+	local i=$2
+	cat >"$1" <<CONF
+[gateway]
+listen = unix:$T/gw$i.sock
+workers = 1
+threads = $4
+mysql_defaults_file = $3
+mysql_group = n$i n$((i % 3 + 1)) n$(((i + 1) % 3 + 1))
+CONF
 }
 
 galera_rejoin() {
