@@ -20,6 +20,17 @@
 struct store;
 
 /*
+ * Two modes, chosen per connection at connect, with no config: on one
+ * server (or any server without wsrep_on) claims, waits and takeovers lean
+ * on MySQL named locks (GET_LOCK); on a Galera node, where a named lock is
+ * local to its node, the same statements run without them: the unique key
+ * and certification decide a claim, the lease alone says an owner is
+ * alive, waiters poll (lib/store.c says what each statement does in each
+ * mode).  mysql_group may list several option-file groups (one per node):
+ * the first that answers is used; a lost connection moves to the next.
+ */
+
+/*
  * Once per process, before any thread starts: mysql_library_init.
  * store_new() calls it too (pthread_once), but a threaded program should
  * call it from main() first.  store_global_end() at exit.

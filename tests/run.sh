@@ -117,6 +117,9 @@ unit_and_it() { # unit_and_it BUILD SCAN
 		[ -f "$t" ] || continue
 		n=$(basename "$t" .sh)
 		selected "$n" || continue
+		# t_deb builds its own package from the sources: the same
+		# test whichever build is being checked
+		[ "$scan" = 1 ] && [ "$n" = t_deb ] && continue
 		run_part "$b:$n" 300 "$scan" env IDEM_BUILD="$b" bash "$t"
 	done
 }
@@ -161,7 +164,7 @@ if [ "$QUICK" = 0 ]; then
 				mkdir -p "$corpus"
 				[ -d "tests/fuzz/corpus/$n" ] && cp -r "tests/fuzz/corpus/$n/." "$corpus/"
 				log="$LOGS/fuzz-$n.log"
-				timeout -k 10 60 "$f" -max_total_time=15 -rss_limit_mb=1024 \
+				timeout -k 10 60 "$f" -max_total_time=10 -rss_limit_mb=1024 \
 					-print_final_stats=1 "$corpus" >"$log" 2>&1
 				rc=$?
 				if [ "$rc" -eq 0 ]; then

@@ -173,10 +173,13 @@ want=$(node_sql g1 "SELECT COUNT(*) FROM idemgate.idem_keys WHERE idem_key LIKE 
 out=$("$IDEMCTL" -c "$T/ctl2.conf" cleanup -v 2>&1)
 expect_match "an abandoned lock row lapses: cleanup runs (via g2)" "deleted $want expired keys" "$out"
 expect_eq "... and leaves no lock row" 0 "$(node_sql g3 "SELECT COUNT(*) FROM idemgate.idem_locks")"
+# 12 expired keys, one per batch, 300 ms apart: the first run holds the
+# lock row for about 3.6 s.
+node_sql g1 "UPDATE idemgate.idem_keys SET expires_at = NOW(6) - INTERVAL 1 MINUTE WHERE idem_key LIKE 'a-2%'"
 "$IDEMCTL" -c "$T/ctl.conf" cleanup --sleep 300 --batch 1 >"$T/cl1.out" 2>&1 &
 c1=$!
-node_sql g1 "UPDATE idemgate.idem_keys SET expires_at = NOW(6) - INTERVAL 1 MINUTE WHERE idem_key LIKE 'a-2%'"
-sleep 0.5
+held() { [ "$(node_sql g2 "SELECT COUNT(*) FROM idemgate.idem_locks")" = 1 ]; }
+check "the first run's lock row reaches g2" wait_until 3 held
 out=$("$IDEMCTL" -c "$T/ctl2.conf" cleanup 2>&1)
 rc=$?
 wait "$c1"
