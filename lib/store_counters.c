@@ -42,72 +42,78 @@ counter_col(size_t i, char *out, size_t outlen)
 		snprintf(out, outlen, "wait_b%zu", i - STAT__COUNT - 1);
 }
 
+/*
+ * Appends fmt once per counter column, after lead the first time and sep
+ * after that; in fmt, %1$s is the column's name.
+ */
+static enum idem_err
+cols_add(struct buf *b, const char *lead, const char *sep, const char *fmt)
+{
+	char		 col[32];
+	size_t		 i;
+	enum idem_err	 er = IDEM_OK;
+
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
+		counter_col(i, col, sizeof(col));
+		if ((er = buf_addstr(b, i ? sep : lead)) == IDEM_OK)
+			er = buf_printf(b, fmt, col);
+	}
+	return er;
+}
+
+/* The statement as built, or NULL (out of memory). */
+static char *
+sql_done(struct buf *b, enum idem_err er)
+{
+	if (er != IDEM_OK) {
+		buf_free(b);
+		return NULL;
+	}
+	return b->p;
+}
+
 /* INSERT ... ON DUPLICATE KEY UPDATE c = c + VALUES(c) for every column. */
 static char *
 counters_sql(void)
 {
 	struct buf	 b;
-	char		 col[32];
-	size_t		 i;
 	enum idem_err	 er;
 
 	buf_init(&b, 8192);
 	er = buf_addstr(&b, "INSERT INTO idem_counters (minute, host, route");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, ", %s", col);
-	}
+	if (er == IDEM_OK)
+		er = cols_add(&b, ", ", ", ", "%1$s");
 	if (er == IDEM_OK)
 		er = buf_addstr(&b, ") VALUES (FROM_UNIXTIME(?), ?, ?");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++)
-		er = buf_addstr(&b, ", ?");
+	if (er == IDEM_OK)
+		er = cols_add(&b, ", ", ", ", "?");
 	if (er == IDEM_OK)
 		er = buf_addstr(&b, ") ON DUPLICATE KEY UPDATE ");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
-		    col, col, col);
-	}
-	if (er != IDEM_OK) {
-		buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	if (er == IDEM_OK)
+		er = cols_add(&b, "", ", ", "%1$s = %1$s + VALUES(%1$s)");
+	return sql_done(&b, er);
 }
 
 char *
 store_counters_fold_sql(void)
 {
 	struct buf	 b;
-	char		 col[32];
-	size_t		 i;
 	enum idem_err	 er;
 
 	buf_init(&b, 8192);
 	er = buf_addstr(&b, "INSERT INTO idem_counters_total (host, route");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, ", %s", col);
-	}
+	if (er == IDEM_OK)
+		er = cols_add(&b, ", ", ", ", "%1$s");
 	if (er == IDEM_OK)
 		er = buf_addstr(&b, ") SELECT host, route");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, ", SUM(%s)", col);
-	}
+	if (er == IDEM_OK)
+		er = cols_add(&b, ", ", ", ", "SUM(%1$s)");
 	if (er == IDEM_OK)
 		er = buf_addstr(&b, " FROM idem_counters WHERE minute < @idem_cut"
 		    " GROUP BY host, route ON DUPLICATE KEY UPDATE ");
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
-		er = buf_printf(&b, "%s%s = %s + VALUES(%s)", i ? ", " : "",
-		    col, col, col);
-	}
-	if (er != IDEM_OK) {
-		buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	if (er == IDEM_OK)
+		er = cols_add(&b, "", ", ", "%1$s = %1$s + VALUES(%1$s)");
+	return sql_done(&b, er);
 }
 
 static char		*add_sql;	/* built once, kept for the process */
