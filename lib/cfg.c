@@ -545,6 +545,26 @@ cfg_check_gateway(const struct cfg *c, char *err, size_t errlen)
 	return 0;
 }
 
+int
+cfg_word(const char *list, unsigned i, char *out, size_t cap)
+{
+	size_t	 n;
+
+	for (;;) {
+		list += strspn(list, " \t");
+		if ((n = strcspn(list, " \t")) == 0)
+			return 0;
+		if (i-- == 0)
+			break;
+		list += n;
+	}
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, list, n);
+	out[n] = '\0';
+	return 1;
+}
+
 enum idem_err
 cfg_set_mysql_group(struct cfg *c, const char *group)
 {

@@ -150,6 +150,10 @@ void cfg_free(struct cfg *c);
  */
 int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 
+/* Word i (0-based) of a blank-separated list (mysql_group, replicas) into
+ * out, cut to cap - 1 bytes.  0 when the list has no word i. */
+int cfg_word(const char *list, unsigned i, char *out, size_t cap);
+
 /* Replaces mysql_group (idemctl/idemtop --mysql-group).  IDEM_ENOMEM. */
 enum idem_err cfg_set_mysql_group(struct cfg *c, const char *group);
 

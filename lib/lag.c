@@ -6,9 +6,10 @@
 #include <mysql.h>
 
 #include "lag.h"
+#include "store.h"
 
 struct replica {
-	char	*group;
+	char	 group[128];
 	MYSQL	*my;		/* NULL until connected, or after an error */
 	int	 old_syntax;	/* the server wants SHOW SLAVE STATUS */
 };
@@ -24,35 +25,24 @@ enum idem_err
 lag_open(const struct cfg *c, struct lag **out)
 {
 	struct lag	*l;
-	struct replica	*nr;
-	const char	*p = c->replicas != NULL ? c->replicas : "";
-	size_t		 len;
+	const char	*list = c->replicas != NULL ? c->replicas : "";
+	char		 w[sizeof(l->r->group)];
+	unsigned	 n, i;
 
 	*out = NULL;
-	if ((l = calloc(1, sizeof(*l))) == NULL)
-		return IDEM_ENOMEM;
-	l->cfg = c;
-	for (;;) {
-		p += strspn(p, " \t");
-		if ((len = strcspn(p, " \t")) == 0)
-			break;
-		nr = realloc(l->r, (l->n + 1) * sizeof(*nr));
-		if (nr == NULL || (nr[l->n].group = strndup(p, len)) == NULL) {
-			if (nr != NULL)
-				l->r = nr;
-			lag_free(l);
-			return IDEM_ENOMEM;
-		}
-		l->r = nr;
-		l->r[l->n].my = NULL;
-		l->r[l->n].old_syntax = 0;
-		l->n++;
-		p += len;
-	}
-	if (l->n == 0) {
-		lag_free(l);
+	for (n = 0; cfg_word(list, n, w, sizeof(w)); n++)
+		;
+	if (n == 0)
 		return IDEM_EINVAL;
+	if ((l = calloc(1, sizeof(*l))) == NULL ||
+	    (l->r = calloc(n, sizeof(*l->r))) == NULL) {
+		free(l);
+		return IDEM_ENOMEM;
 	}
+	l->cfg = c;
+	l->n = n;
+	for (i = 0; i < n; i++)
+		cfg_word(list, i, l->r[i].group, sizeof(l->r[i].group));
 	*out = l;
 	return IDEM_OK;
 }
@@ -64,11 +54,9 @@ lag_free(struct lag *l)
 
 	if (l == NULL)
 		return;
-	for (i = 0; i < l->n; i++) {
+	for (i = 0; i < l->n; i++)
 		if (l->r[i].my != NULL)
 			mysql_close(l->r[i].my);
-		free(l->r[i].group);
-	}
 	free(l->r);
 	free(l);
 }
@@ -82,23 +70,13 @@ lag_error(const struct lag *l)
 static int
 replica_connect(struct lag *l, struct replica *r)
 {
-	unsigned	 cto = 2, rto = 10;
-	my_bool		 off = 0;
-
 	if (r->my != NULL)
 		return 0;
-	if ((r->my = mysql_init(NULL)) == NULL) {
+	if ((r->my = store_mysql_init(l->cfg, r->group, 10)) == NULL) {
 		snprintf(l->err, sizeof(l->err), "replica [%s]: out of memory",
 		    r->group);
 		return -1;
 	}
-	if (l->cfg->mysql_defaults_file != NULL)
-		mysql_options(r->my, MYSQL_READ_DEFAULT_FILE,
-		    l->cfg->mysql_defaults_file);
-	mysql_options(r->my, MYSQL_READ_DEFAULT_GROUP, r->group);
-	mysql_options(r->my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
-	mysql_options(r->my, MYSQL_OPT_READ_TIMEOUT, &rto);
-	mysql_options(r->my, MYSQL_OPT_RECONNECT, &off);
 	if (mysql_real_connect(r->my, NULL, NULL, NULL, NULL, 0, NULL, 0) ==
 	    NULL) {
 		snprintf(l->err, sizeof(l->err), "replica [%s]: %u %s",

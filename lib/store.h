@@ -214,4 +214,13 @@ enum idem_err store_migrate(struct store *st, int *applied);
  * must not use it. */
 struct st_mysql *store_mysql(struct store *st);
 
+/*
+ * A client handle (mysql_init) set to read cfg's mysql_defaults_file and
+ * option-file group, with a 2 s connect timeout, read_timeout_s and no
+ * silent reconnect; the caller adds its own options and connects.  NULL
+ * when out of memory.
+ */
+struct st_mysql *store_mysql_init(const struct cfg *cfg, const char *group,
+    unsigned read_timeout_s);
+
 #endif

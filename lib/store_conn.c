@@ -152,25 +152,24 @@ store_read_timeout(const struct cfg *cfg)
 
 static enum idem_err connect_group(struct store *st, const char *group);
 
-/* Group i (0-based) of the space-separated list into out; 0 if none. */
-static int
-group_at(const char *list, unsigned i, char *out, size_t cap)
+MYSQL *
+store_mysql_init(const struct cfg *cfg, const char *group,
+    unsigned read_timeout_s)
 {
-	size_t	 n;
+	MYSQL		*my;
+	unsigned	 cto = 2;
+	my_bool		 off = 0;
 
-	for (;;) {
-		list += strspn(list, " \t");
-		if ((n = strcspn(list, " \t")) == 0)
-			return 0;
-		if (i-- == 0)
-			break;
-		list += n;
-	}
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(out, list, n);
-	out[n] = '\0';
-	return 1;
+	if ((my = mysql_init(NULL)) == NULL)
+		return NULL;
+	if (cfg != NULL && cfg->mysql_defaults_file != NULL)
+		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
+		    cfg->mysql_defaults_file);
+	mysql_options(my, MYSQL_READ_DEFAULT_GROUP, group);
+	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
+	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &read_timeout_s);
+	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
+	return my;
 }
 
 enum idem_err
@@ -183,7 +182,7 @@ store_connect(struct store *st)
 
 	if (st->my != NULL)
 		return IDEM_OK;
-	for (n = 0; group_at(list, n, st->group, sizeof(st->group)); n++)
+	for (n = 0; cfg_word(list, n, st->group, sizeof(st->group)); n++)
 		;
 	if (n == 0) {
 		snprintf(st->group, sizeof(st->group), "idemgate");
@@ -193,7 +192,7 @@ store_connect(struct store *st)
 	for (k = 0; k < n; k++) {
 		i = (st->group_next + k) % n;
 		if (n > 1)
-			group_at(list, i, st->group, sizeof(st->group));
+			cfg_word(list, i, st->group, sizeof(st->group));
 		if ((er = connect_group(st, st->group)) == IDEM_OK) {
 			st->group_cur = st->group_next = i;
 			return IDEM_OK;
@@ -209,25 +208,17 @@ static enum idem_err
 connect_group(struct store *st, const char *group)
 {
 	MYSQL		*my;
-	unsigned	 cto = 2, rto, wto = 30;
-	my_bool		 off = 0;
+	unsigned	 wto = 30;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
 	int64_t		 facts[3];
 	uint64_t	 trips;
 
-	if ((my = mysql_init(NULL)) == NULL) {
+	my = store_mysql_init(st->cfg, group, store_read_timeout(st->cfg));
+	if (my == NULL) {
 		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
 		return IDEM_ENOMEM;
 	}
-	rto = store_read_timeout(st->cfg);
-	if (st->cfg != NULL && st->cfg->mysql_defaults_file != NULL)
-		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
-		    st->cfg->mysql_defaults_file);
-	mysql_options(my, MYSQL_READ_DEFAULT_GROUP, group);
-	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
-	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &rto);
 	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
-	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
 	mysql_options(my, MYSQL_OPT_MAX_ALLOWED_PACKET, &maxpkt);
 	mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	/* One clock and one zone for every host: DATETIMEs are UTC. */
