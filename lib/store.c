@@ -260,13 +260,16 @@ stmt_rows(MYSQL_STMT *s)
 	return n == (my_ulonglong)-1 ? -1 : (int64_t)n;
 }
 
-/* Drops the named lock (best effort; the connection's end drops it too). */
+/* Drops the named lock (best effort; the connection's end drops it too).
+ * On Galera no claim takes one: nothing to drop. */
 static enum idem_err
 store_unlock(struct store *st, const char *lockname)
 {
 	MYSQL_BIND	 par[1];
 	MYSQL_STMT	*s;
 
+	if (st->galera)
+		return IDEM_OK;
 	store_bind_str(&par[0], lockname);
 	return store_exec(st, STMT_UNLOCK, par, 0, &s);
 }
@@ -641,8 +644,7 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	er = store_read(st, id, c, held, token, other, &r);
 	if (er == IDEM_ENOTFOUND) {
 		/* Gone between the two statements. */
-		if (held && !st->galera &&
-		    (er = store_unlock(st, id->lockname)) != IDEM_OK)
+		if (held && (er = store_unlock(st, id->lockname)) != IDEM_OK)
 			goto out;
 		c->state = CLAIM_AGAIN;
 		return IDEM_OK;
@@ -665,7 +667,7 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 		goto out;
 	if (won && st->generation == gen)
 		return claim_won(st, c, r.id, token);
-	if (!st->galera && (er = store_unlock(st, id->lockname)) != IDEM_OK)
+	if ((er = store_unlock(st, id->lockname)) != IDEM_OK)
 		goto out;
 	c->state = CLAIM_AGAIN;
 	return IDEM_OK;
@@ -686,24 +688,20 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 
 	if (wait_ms < 0)
 		wait_ms = 0;
-	if (st->galera) {
-		/* No lock to sleep on and no hot waiters row to write: a
-		 * pause, then store_claim_wait reads again. */
-		nap_us = c->nap_us;
-		if (nap_us > ms_to_us(wait_ms))
-			nap_us = ms_to_us(wait_ms);
-		if (nap_us > 0)
-			usleep((useconds_t)nap_us);
-		return IDEM_OK;
+	/* Not on Galera: the count would be a row every node writes. */
+	if (!st->galera) {
+		store_bind_blob(&par[0], id->scope, FP_LEN);
+		store_bind_blob(&par[1], id->key, id->keylen);
+		if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) !=
+		    IDEM_OK)
+			return er;
 	}
-	store_bind_blob(&par[0], id->scope, FP_LEN);
-	store_bind_blob(&par[1], id->key, id->keylen);
-	if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) != IDEM_OK)
-		return er;
 
-	if (c->nap_us > 0) {
-		/* Nobody holds the lock to wake us: sleep out the lease. */
-		nap_us = c->nap_us + 1000;
+	if (c->nap_us > 0 || st->galera) {
+		/* Nobody holds the lock to wake us: sleep out the lease (to
+		 * 1 ms past it).  On Galera, where nobody ever does: the
+		 * poll's pause, then store_claim_wait reads again. */
+		nap_us = c->nap_us + (st->galera ? 0 : 1000);
 		if (nap_us > ms_to_us(wait_ms))
 			nap_us = ms_to_us(wait_ms);
 		if (nap_us > 60000000)
@@ -717,6 +715,8 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 		store_bind_str(&wpar[2], id->lockname);
 		er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
 	}
+	if (st->galera)
+		return er;
 	/* Uncount ourselves even after a failed wait (on a fresh
 	 * connection if the wait lost its own). */
 	store_bind_blob(&par[0], id->scope, FP_LEN);
