@@ -56,6 +56,9 @@ struct super {
 	int64_t		 restart_at;	/* pause restarts until then */
 };
 
+/* Slot i of the scoreboard belongs to procs[i]. */
+_Static_assert(2 * MAX_WORKERS <= BOARD_SLOTS, "a board slot per process");
+
 static int	 sig_pipe[2] = { -1, -1 };
 
 static void
