@@ -64,14 +64,6 @@ static const struct phase phases[] = {
 
 enum { PH_EXPIRED, PH_STALE, PH_COUNTERS, PH_RUNS, PH_QUOTA, PH__COUNT };
 
-static int
-run_retryable(MYSQL_STMT *s)
-{
-	unsigned	 e = mysql_stmt_errno(s);
-
-	return e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT;
-}
-
 /* Counts what phase p would remove.  OUT: n. */
 static enum idem_err
 phase_count(MYSQL *m, int p, int64_t age_ms, uint64_t *n)
@@ -149,7 +141,8 @@ phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
 		for (tries = 0;; tries++) {
 			if (mysql_stmt_execute(s) == 0)
 				break;
-			if (tries < 3 && run_retryable(s)) {
+			if (tries < 3 &&
+			    store_lost_to_other(mysql_stmt_errno(s))) {
 				clock_sleep_ms(50);
 				continue;
 			}

@@ -135,6 +135,12 @@ store_conn_lost(unsigned errnum)
 	return 0;
 }
 
+int
+store_lost_to_other(unsigned errnum)
+{
+	return errnum == ER_LOCK_DEADLOCK || errnum == ER_LOCK_WAIT_TIMEOUT;
+}
+
 /* Read timeout: GET_LOCK in store_wait blocks up to the longest wait. */
 static unsigned
 store_read_timeout(const struct cfg *cfg)
@@ -361,8 +367,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 			    mysql_stmt_error(s));
 		}
 		if ((retry & STORE_RETRY_CERT) && st->galera &&
-		    (st->errnum == ER_LOCK_DEADLOCK ||
-		    st->errnum == ER_LOCK_WAIT_TIMEOUT) && cert < CERT_RETRIES) {
+		    store_lost_to_other(st->errnum) && cert < CERT_RETRIES) {
 			/* Another node's write to the row won: nothing of
 			 * ours was applied; the repeat sees its result. */
 			clock_sleep_ms(1 << cert++);

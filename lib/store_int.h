@@ -144,6 +144,11 @@ void store_set_error(struct store *st, unsigned errnum, const char *text);
 /* 1 if errnum means the connection is unusable and must be reopened. */
 int store_conn_lost(unsigned errnum);
 
+/* 1 if errnum means the statement lost to another transaction (deadlock,
+ * lock wait timeout; on Galera, a certification failure): nothing of it
+ * was applied, so an autocommitted one may simply be repeated. */
+int store_lost_to_other(unsigned errnum);
+
 /* Counts successful connects; a change means locks were lost. */
 unsigned long store_generation(const struct store *st);
 
