@@ -263,11 +263,11 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 			    r.stale_released));
 		return CTL_OK;
 	case IDEM_EINVAL:
-		ctl_err("cleanup: %s", store_admin_error());
+		ctl_err("cleanup: %s", store_last_error(c->st));
 		return CTL_EUSAGE;
 	default:
-		log_err("cleanup failed: %s", store_admin_error());
-		ctl_err("cleanup failed: %s", store_admin_error());
+		log_err("cleanup failed: %s", store_last_error(c->st));
+		ctl_err("cleanup failed: %s", store_last_error(c->st));
 		return CTL_ESTORE;
 	}
 }

@@ -281,7 +281,7 @@ check_mode(struct ctl *c)
 	struct admin_mode	 m;
 
 	if (store_admin_mode(c->st, &m) != IDEM_OK) {
-		finding("warn", "mode unknown: %s", store_admin_error());
+		finding("warn", "mode unknown: %s", store_last_error(c->st));
 		return;
 	}
 	if (!m.galera)

@@ -150,7 +150,7 @@ ctl_show(struct ctl *c, int argc, char **argv)
 		goto out;
 	}
 	if (er != IDEM_OK) {
-		ctl_err("show failed: %s", store_admin_error());
+		ctl_err("show failed: %s", store_last_error(c->st));
 		rc = CTL_ESTORE;
 		goto out;
 	}
@@ -227,10 +227,10 @@ ctl_forget(struct ctl *c, int argc, char **argv)
 		return CTL_ENOKEY;
 	case IDEM_EBUSY:
 		ctl_err("%s; use --force to delete it anyway (its handler may "
-		    "still be running)", store_admin_error());
+		    "still be running)", store_last_error(c->st));
 		return CTL_EINPROGRESS;
 	default:
-		ctl_err("forget failed: %s", store_admin_error());
+		ctl_err("forget failed: %s", store_last_error(c->st));
 		return CTL_ESTORE;
 	}
 }

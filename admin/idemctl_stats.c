@@ -551,7 +551,7 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 	if ((rc = ctl_need_schema(c)) != CTL_OK)
 		return rc;
 	if (store_admin_stats(c->st, since, route, &rows, &n) != IDEM_OK) {
-		ctl_err("stats failed: %s", store_admin_error());
+		ctl_err("stats failed: %s", store_last_error(c->st));
 		return CTL_ESTORE;
 	}
 	stats_print(stdout, fmt, rows, n, since);
@@ -588,7 +588,7 @@ ctl_metrics(struct ctl *c, int argc, char **argv)
 	}
 	if (store_admin_stats(c->st, 0, NULL, &rows, &n) != IDEM_OK ||
 	    store_admin_gauges(c->st, &g) != IDEM_OK) {
-		ctl_err("metrics: %s", store_admin_error());
+		ctl_err("metrics: %s", store_last_error(c->st));
 		metrics_store_up(stdout, 0);
 		free(rows);
 		return CTL_OK;

@@ -59,152 +59,6 @@
 #define STORE_POLL_MAX_US	40000
 
 
-#define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
-
-/*
- * One text per statement for both modes.  On Galera (lib/store.h, "Two
- * modes") the named-lock calls are left out: a lock is local to its node
- * there.  Each mode's variant keeps the same placeholders, so one binding
- * serves both; "? IS NULL" stands for a lock name it does not use.
- */
-#define CLAIM_SQL(TAKE)							\
-	"INSERT INTO idem_keys (scope, idem_key, route, method,"	\
-	" fingerprint, state, owner, owner_token, waiters, created_at,"	\
-	" lease_until, expires_at)"					\
-	" SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
-	LEASE_US " FROM DUAL WHERE " TAKE
-#define READ_SQL(DROP)							\
-	"SELECT id, fingerprint, state, owner_token,"			\
-	" lease_until > NOW(6), expires_at > NOW(6),"			\
-	" TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"		\
-	" IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"	\
-	" IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"	\
-	" IF(state = 1 AND fingerprint = ?, resp_body, NULL),"		\
-	" IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?" \
-	"   AND ((lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?))" \
-	"   OR owner_token = ?)), 1,"					\
-	"   " DROP "), 0),"						\
-	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"		\
-	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
-/* waiters first: MariaDB's SET sees values assigned before it. */
-#define TAKEOVER_SQL							\
-	"UPDATE idem_keys SET"						\
-	" waiters = IF(expires_at <= NOW(6), 0, waiters),"		\
-	" state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"	\
-	" owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","	\
-	" expires_at = " LEASE_US ", completed_at = NULL,"		\
-	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
-	" resp_size = NULL"						\
-	" WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"	\
-	" owner_token = ? AND ((lease_until <= NOW(6) AND"		\
-	" NOW(6) >= FROM_UNIXTIME(?)) OR owner_token = ?)))"
-#define COMPLETE_SQL(DROP)						\
-	"UPDATE idem_keys SET"						\
-	" waiters = waiters + " DROP ","				\
-	" state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"	\
-	" resp_size = ?, completed_at = NOW(6), expires_at = " LEASE_US	\
-	" WHERE id = ? AND owner_token = ?"
-#define TOMBSTONE_SQL(DROP)						\
-	"UPDATE idem_keys SET"						\
-	" waiters = waiters + " DROP ","				\
-	" state = 2, resp_status = ?, resp_headers = NULL,"		\
-	" resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"	\
-	" expires_at = " LEASE_US					\
-	" WHERE id = ? AND owner_token = ?"
-#define EPOCH_SQL(SYNC)							\
-	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\
-	" SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE"
-#define DROP_LOCK	"0 * COALESCE(RELEASE_LOCK(?), 0)"
-#define NO_LOCK		"0 * (? IS NULL)"
-
-const char *const store_stmt_sql[STMT__COUNT] = {
-	[STMT_CLAIM] = CLAIM_SQL("GET_LOCK(?, 0) = 1"),
-	/*
-	 * kept: when we hold the lock (first ? = 1) and the row may be taken
-	 * over (ttl passed; or in progress, same fingerprint, and its lease
-	 * lapsed at least a lease after the server started, or the token is
-	 * ours from before a reconnect) the lock is kept for the takeover;
-	 * otherwise it is dropped right here.
-	 */
-	[STMT_READ] = READ_SQL(DROP_LOCK),
-	[STMT_READ_CAUSAL] = READ_SQL(DROP_LOCK),
-	[STMT_TAKEOVER] = TAKEOVER_SQL,
-	/* GET_LOCK nests in MariaDB: never take a lock we already hold. */
-	[STMT_RELOCK] =
-	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0))",
-	/* Sleeps until the lock comes free and gives it straight back, in
-	 * one statement, so a queue of waiters drains without round trips. */
-	[STMT_WAITLOCK] =
-	    "SELECT IF(GET_LOCK(?, ?) = 1,"
-	    " 1 + 0 * COALESCE(RELEASE_LOCK(?), 0), 0)",
-	[STMT_UNLOCK] = "DO RELEASE_LOCK(?)",
-	[STMT_RENEW] =
-	    "UPDATE idem_keys SET lease_until = " LEASE_US
-	    " WHERE id = ? AND owner_token = ? AND state = 0",
-	[STMT_COMPLETE] = COMPLETE_SQL(DROP_LOCK),
-	[STMT_TOMBSTONE] = TOMBSTONE_SQL(DROP_LOCK),
-	[STMT_RELEASE] =
-	    "DELETE FROM idem_keys WHERE id = ? AND owner_token = ?",
-	[STMT_WAIT_INC] =
-	    "UPDATE idem_keys SET waiters = waiters + 1"
-	    " WHERE scope = ? AND idem_key = ?",
-	[STMT_WAIT_DEC] =
-	    "UPDATE idem_keys SET waiters = GREATEST(waiters, 1) - 1"
-	    " WHERE scope = ? AND idem_key = ?",
-	[STMT_COUNTERS] = NULL,		/* built from stat_names */
-	/* The count comes back as the insert id (0: the first). */
-	[STMT_QUOTA] = "INSERT INTO idem_quota (scope, minute, n)"
-	    " VALUES (?, UNIX_TIMESTAMP() DIV 60, 1)"
-	    " ON DUPLICATE KEY UPDATE n = LAST_INSERT_ID(n + 1)",
-	/* Bumped by migration 002's triggers: see lib/rcache.h.  A locking
-	 * read waits for a delete in flight to commit, instead of reading
-	 * the value from before it (through as many undo records as the
-	 * delete has rows); a second at most, so a stop is never held up. */
-	/* The server's start, so a restart (which drops every named lock)
-	 * is not taken for the death of every owner: see store_claim. */
-	/* With it, max_allowed_packet: an answer that cannot fit is refused
-	 * before it is sent (sent, it costs the connection and would look
-	 * like an outage).  One round trip for both at connect. */
-	/* And whether this is a Galera node (NULL where the server has no
-	 * such variable, as on MySQL). */
-	[STMT_BOOT] = "SELECT CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) -"
-	    " VARIABLE_VALUE AS SIGNED), @@max_allowed_packet,"
-	    " (SELECT VARIABLE_VALUE = 'ON'"
-	    "  FROM information_schema.GLOBAL_VARIABLES"
-	    "  WHERE VARIABLE_NAME = 'WSREP_ON')"
-	    " FROM information_schema.GLOBAL_STATUS"
-	    " WHERE VARIABLE_NAME = 'UPTIME'",
-	[STMT_EPOCH] = EPOCH_SQL(""),
-};
-
-/*
- * Galera's variants; NULL: the same text as above.  Statements only the
- * single-server mode runs (the lock statements, the waiters count) have
- * none.  Causal reads (wsrep_sync_wait) only where a stale read could do
- * harm:
- * - the takeover UPDATE (3: its WHERE reads): a lease renewed on another
- *   node but not applied here yet must not look lapsed;
- * - the read after a claim lost to another node's INSERT (1213), whose
- *   row may not be applied here yet;
- * - the replay cache's epoch: a forget on another node must reach this
- *   node's caches within RCACHE_VALID_MS.
- * Not on the plain read of a replay or a waiter's poll: a row is only
- * ever read older, never wrong (states only move forward, and a read
- * after our own INSERT's duplicate error sees the row that caused it),
- * so a stale read costs a poll, not a promise.
- */
-const char *const store_stmt_sql_galera[STMT__COUNT] = {
-	[STMT_CLAIM] = CLAIM_SQL("? IS NOT NULL"),
-	[STMT_READ] = READ_SQL(NO_LOCK),
-	[STMT_READ_CAUSAL] = "SET STATEMENT wsrep_sync_wait = 1 FOR "
-	    READ_SQL(NO_LOCK),
-	[STMT_TAKEOVER] = "SET STATEMENT wsrep_sync_wait = 3 FOR "
-	    TAKEOVER_SQL,
-	[STMT_COMPLETE] = COMPLETE_SQL(NO_LOCK),
-	[STMT_TOMBSTONE] = TOMBSTONE_SQL(NO_LOCK),
-	[STMT_EPOCH] = EPOCH_SQL(", wsrep_sync_wait = 1"),
-};
-
 /* The seen[] slot value of a key: 64 bits of its lock name's hash (the
  * 16 hex digits after "idem:"); never 0, which marks an empty slot. */
 static uint64_t
@@ -323,37 +177,6 @@ struct row {
 	my_bool		 nul[12];
 };
 
-/* Fetches column col (length len) into a fresh buffer owned by b. */
-static enum idem_err
-fetch_blob(MYSQL_STMT *s, MYSQL_BIND *rb, unsigned col, unsigned long len,
-    struct buf *b)
-{
-	char	*p;
-
-	if (len > b->max)
-		return IDEM_ETOOBIG;
-	if ((p = malloc((size_t)len + 1)) == NULL)
-		return IDEM_ENOMEM;
-	if (len > 0) {
-		rb->buffer = p;
-		rb->buffer_length = len;
-		if (mysql_stmt_fetch_column(s, rb, col, 0) != 0) {
-			free(p);
-			rb->buffer = NULL;
-			rb->buffer_length = 0;
-			return IDEM_ESTORE;
-		}
-		rb->buffer = NULL;
-		rb->buffer_length = 0;
-	}
-	p[len] = '\0';
-	buf_free(b);
-	b->p = p;
-	b->len = len;
-	b->cap = (size_t)len + 1;
-	return IDEM_OK;
-}
-
 /* Binds STMT_READ's result columns to r and c's status. */
 static void
 read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
@@ -397,7 +220,6 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
 	int32_t		 heldv = held;
 	enum idem_err	 er;
-	int		 rc;
 
 	store_bind_blob(&par[0], id->fp, FP_LEN);
 	store_bind_blob(&par[1], id->fp, FP_LEN);
@@ -417,20 +239,8 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 
 	memset(r, 0, sizeof(*r));
 	read_bind(res, r, c);
-	if (mysql_stmt_bind_result(s, res) != 0) {
-		er = IDEM_ESTORE;
-		goto fail;
-	}
-	rc = mysql_stmt_fetch(s);
-	if (rc == 1) {
-		er = IDEM_ESTORE;
-		goto fail;
-	}
-	if (rc == MYSQL_NO_DATA) {
-		mysql_stmt_free_result(s);
-		return IDEM_ENOTFOUND;
-	}
-	/* rc is 0 or MYSQL_DATA_TRUNCATED (the blobs bound without room) */
+	if ((er = store_row_fetch(st, s, res)) != IDEM_OK)
+		return er;
 	if (r->fplen != FP_LEN)
 		memset(r->fp, 0, FP_LEN);
 	if (r->nul[6])
@@ -440,27 +250,14 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 	r->kept = held && !r->nul[10] && r->kept == 1;
 	if (r->nul[11])
 		r->expires_left_us = 0;
-	if (!r->nul[8] && (er = fetch_blob(s, &res[8], 8, r->hlen,
+	if (!r->nul[8] && (er = store_row_blob(st, s, &res[8], 8, r->hlen,
 	    &c->ans.hdrs)) != IDEM_OK)
-		goto fail;
-	if (!r->nul[9] && (er = fetch_blob(s, &res[9], 9, r->blen,
+		return er;
+	if (!r->nul[9] && (er = store_row_blob(st, s, &res[9], 9, r->blen,
 	    &c->ans.body)) != IDEM_OK)
-		goto fail;
-	/* Drain so the statement is ready for the next execute. */
-	while (mysql_stmt_fetch(s) == 0)
-		;
-	mysql_stmt_free_result(s);
+		return er;
+	store_row_end(s);
 	return IDEM_OK;
-fail:
-	if (er == IDEM_ESTORE) {
-		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
-		if (store_conn_lost(st->errnum)) {
-			store_disconnect(st);
-			return er;
-		}
-	}
-	mysql_stmt_free_result(s);
-	return er;
 }
 
 /* The conditional UPDATE that gives a row to exactly one caller. */
@@ -789,8 +586,8 @@ store_epoch(struct store *st, uint64_t *epoch)
 	if ((er = store_scalar(st, STMT_EPOCH, NULL, 1, &v)) != IDEM_OK)
 		return er;
 	if (v < 0) {
-		store_set_error(st, 0, "idem_epoch holds no counter");
-		return IDEM_ENOTFOUND;
+		return store_fail(st, IDEM_ENOTFOUND,
+		    "idem_epoch holds no counter");
 	}
 	*epoch = (uint64_t)v;
 	return IDEM_OK;
@@ -863,17 +660,13 @@ store_complete(struct store *st, const struct claim *c,
 	int32_t		 st32 = a->status;
 	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms);
-	char		 msg[160];
 
 	/* The row's other columns and the protocol take well under 4 KiB. */
 	if (st->max_packet > 0 && (int64_t)(a->hdrs.len + a->body.len) + 4096 >
-	    st->max_packet) {
-		snprintf(msg, sizeof(msg), "answer of %zu bytes does not fit "
-		    "max_allowed_packet (%lld)", a->hdrs.len + a->body.len,
-		    (long long)st->max_packet);
-		store_set_error(st, 0, msg);
-		return IDEM_ETOOBIG;
-	}
+	    st->max_packet)
+		return store_fail(st, IDEM_ETOOBIG, "answer of %zu bytes does "
+		    "not fit max_allowed_packet (%lld)",
+		    a->hdrs.len + a->body.len, (long long)st->max_packet);
 
 	store_bind_str(&par[0], c->lockname);
 	store_bind_i32(&par[1], &st32);

@@ -209,11 +209,6 @@ enum idem_err store_schema_version(struct store *st, int *version);
 /* Applies missing migrations in order; safe to run twice.  OUT: applied. */
 enum idem_err store_migrate(struct store *st, int *applied);
 
-/* For idemctl/idemtop's own queries in lib/store_*.c: the connection
- * (NULL until store_connect() succeeded).  Callers outside lib/store*.c
- * must not use it. */
-struct st_mysql *store_mysql(struct store *st);
-
 /*
  * A client handle (mysql_init) set to read cfg's mysql_defaults_file and
  * option-file group, with a 2 s connect timeout, read_timeout_s and no

@@ -13,7 +13,6 @@
 #include "rcache.h"
 #include "store_admin.h"
 #include "store_int.h"
-#include "store_sa.h"
 
 /* --- keys ----------------------------------------------------------------- */
 
@@ -33,150 +32,141 @@ admin_key_state_name(enum admin_key_state s)
 	return "unknown";
 }
 
+/* The row of a key as store_admin_key_get reads it: the columns with no
+ * place of their own in struct admin_key, and their lengths and NULLs. */
+struct key_row {
+	struct admin_key k;
+	uint64_t	 state, live, status;
+	char		 fp[FP_LEN + 1];
+	unsigned long	 rlen, mlen, olen, flen;
+	my_bool		 rnull, mnull, onull, fnull, cnull, stnull, sznull;
+	my_bool		 tnull[3];
+};
+
+static const char SQL_KEY_GET[] =
+    "SELECT id, state, route, method, owner, fingerprint, waiters,"
+    " UNIX_TIMESTAMP(created_at), UNIX_TIMESTAMP(expires_at),"
+    " UNIX_TIMESTAMP(lease_until), UNIX_TIMESTAMP(completed_at),"
+    " resp_status, resp_size, UNIX_TIMESTAMP(NOW(6)),"
+    " (state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6))"
+    " FROM idem_keys WHERE scope = ? AND idem_key = ?";
+
+static void
+key_bind(MYSQL_BIND *res, struct key_row *r)
+{
+	struct admin_key *k = &r->k;
+
+	store_out_u64(&res[0], &k->id, NULL);
+	store_out_u64(&res[1], &r->state, NULL);
+	store_out_text(&res[2], k->route, sizeof(k->route), &r->rlen, &r->rnull);
+	store_out_text(&res[3], k->method, sizeof(k->method), &r->mlen,
+	    &r->mnull);
+	store_out_text(&res[4], k->owner, sizeof(k->owner), &r->olen, &r->onull);
+	store_out_text(&res[5], r->fp, sizeof(r->fp), &r->flen, &r->fnull);
+	res[5].buffer_type = MYSQL_TYPE_BLOB;
+	store_out_u64(&res[6], &k->waiters, NULL);
+	store_out_dbl(&res[7], &k->created_at, &r->tnull[0]);
+	store_out_dbl(&res[8], &k->expires_at, &r->tnull[1]);
+	store_out_dbl(&res[9], &k->lease_until, &r->tnull[2]);
+	store_out_dbl(&res[10], &k->completed_at, &r->cnull);
+	store_out_u64(&res[11], &r->status, &r->stnull);
+	store_out_u64(&res[12], &k->resp_size, &r->sznull);
+	store_out_dbl(&res[13], &k->now, NULL);
+	store_out_u64(&res[14], &r->live, NULL);
+}
+
+/* What the fetched columns say, in struct admin_key's terms. */
+static void
+key_decode(struct key_row *r)
+{
+	struct admin_key *k = &r->k;
+
+	store_out_text_end(k->route, sizeof(k->route), r->rlen, r->rnull);
+	store_out_text_end(k->method, sizeof(k->method), r->mlen, r->mnull);
+	store_out_text_end(k->owner, sizeof(k->owner), r->olen, r->onull);
+	if (!r->fnull && r->flen >= FP_LEN)
+		memcpy(k->fp, r->fp, FP_LEN);
+	if (r->cnull)
+		k->completed_at = 0;
+	k->raw_state = (int)r->state;
+	k->lease_live = (r->live & 1) != 0;
+	k->has_resp = !r->stnull;
+	k->resp_status = r->stnull ? 0 : (int)r->status;
+	if (r->sznull)
+		k->resp_size = 0;
+	if (r->live & 2)
+		k->state = AKEY_EXPIRED;
+	else if (r->state == 0)
+		k->state = AKEY_IN_PROGRESS;
+	else if (r->state == 1)
+		k->state = AKEY_COMPLETED;
+	else
+		k->state = AKEY_TOMBSTONE;
+}
+
+/* The stored body of row id into body (bounded by body->max). */
+static enum idem_err
+key_body(struct store *st, uint64_t id, struct buf *body)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[1], b[1];
+	unsigned long	 blen = 0;
+	my_bool		 bnull = 0;
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((s = store_prepare(st, "SELECT resp_body FROM idem_keys WHERE "
+	    "id = ?")) == NULL)
+		return IDEM_ESTORE;
+	/* The length first, then the bytes into a buffer sized for them. */
+	memset(b, 0, sizeof(b));
+	b[0].buffer_type = MYSQL_TYPE_BLOB;
+	b[0].length = &blen;
+	b[0].is_null = &bnull;
+	store_bind_u64(&in[0], &id);
+	if ((er = store_run(st, s, in, b)) != IDEM_OK)
+		goto out;
+	if ((rc = store_fetch(st, s)) != 0) {
+		er = rc == 1 ? store_fail(st, IDEM_ENOTFOUND, "no such key") :
+		    IDEM_ESTORE;
+		goto out;
+	}
+	if (!bnull && blen > 0)
+		er = store_row_blob(st, s, &b[0], 0, blen, body);
+out:
+	store_stmt_close(s);
+	return er;
+}
+
 enum idem_err
 store_admin_key_get(struct store *st, const unsigned char scope[FP_LEN],
     const char *key, size_t keylen, struct admin_key *out, struct buf *body)
 {
-	MYSQL		*m;
-	MYSQL_STMT	*s = NULL;
+	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2], res[15];
-	unsigned long	 slen = FP_LEN, klen = keylen;
-	unsigned long	 rlen, mlen, olen, flen, blen = 0;
-	my_bool		 rnull, mnull, onull, fnull, cnull, stnull, sznull;
-	my_bool		 tnull[3];
-	struct admin_key k;
-	uint64_t	 state = 0, live = 0, status = 0;
-	char		 fpbuf[FP_LEN + 1];
+	struct key_row	 r;
 	enum idem_err	 er;
 	int		 rc;
 
-	if ((m = sa_conn(st)) == NULL)
+	memset(&r, 0, sizeof(r));
+	if ((s = store_prepare(st, SQL_KEY_GET)) == NULL)
 		return IDEM_ESTORE;
-	memset(&k, 0, sizeof(k));
-	if ((s = sa_prepare(m, "SELECT id, state, route, method, owner, "
-	    "fingerprint, waiters, UNIX_TIMESTAMP(created_at), "
-	    "UNIX_TIMESTAMP(expires_at), UNIX_TIMESTAMP(lease_until), "
-	    "UNIX_TIMESTAMP(completed_at), resp_status, resp_size, "
-	    "UNIX_TIMESTAMP(NOW(6)), "
-	    "(state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6)) "
-	    "FROM idem_keys WHERE scope = ? AND idem_key = ?"))
-	    == NULL)
-		return IDEM_ESTORE;
-	bind_in(&in[0], scope, &slen);
-	bind_in(&in[1], key, &klen);
-	bind_u64(&res[0], &k.id);
-	bind_u64(&res[1], &state);
-	bind_out(&res[2], k.route, sizeof(k.route), &rlen, &rnull);
-	bind_out(&res[3], k.method, sizeof(k.method), &mlen, &mnull);
-	bind_out(&res[4], k.owner, sizeof(k.owner), &olen, &onull);
-	bind_out(&res[5], fpbuf, sizeof(fpbuf), &flen, &fnull);
-	res[5].buffer_type = MYSQL_TYPE_BLOB;
-	bind_u64(&res[6], &k.waiters);
-	bind_dbl(&res[7], &k.created_at, &tnull[0]);
-	bind_dbl(&res[8], &k.expires_at, &tnull[1]);
-	bind_dbl(&res[9], &k.lease_until, &tnull[2]);
-	bind_dbl(&res[10], &k.completed_at, &cnull);
-	bind_u64(&res[11], &status);
-	res[11].is_null = &stnull;
-	bind_u64(&res[12], &k.resp_size);
-	res[12].is_null = &sznull;
-	bind_dbl(&res[13], &k.now, NULL);
-	bind_u64(&res[14], &live);
-	if ((er = sa_run(s, in, res)) != IDEM_OK)
+	store_bind_blob(&in[0], scope, FP_LEN);
+	store_bind_blob(&in[1], key, keylen);
+	key_bind(res, &r);
+	if ((er = store_run(st, s, in, res)) != IDEM_OK)
 		goto out;
-	if ((rc = sa_fetch(s)) < 0) {
-		er = IDEM_ESTORE;
+	if ((rc = store_fetch(st, s)) != 0) {
+		er = rc == 1 ? store_fail(st, IDEM_ENOTFOUND, "no such key") :
+		    IDEM_ESTORE;
 		goto out;
 	}
-	if (rc == 1) {
-		sa_seterr("no such key");
-		er = IDEM_ENOTFOUND;
+	key_decode(&r);
+	if (body != NULL && (er = key_body(st, r.k.id, body)) != IDEM_OK)
 		goto out;
-	}
-	out_term(k.route, sizeof(k.route), rlen, rnull);
-	out_term(k.method, sizeof(k.method), mlen, mnull);
-	out_term(k.owner, sizeof(k.owner), olen, onull);
-	if (!fnull && flen >= FP_LEN)
-		memcpy(k.fp, fpbuf, FP_LEN);
-	if (cnull)
-		k.completed_at = 0;
-	k.raw_state = (int)state;
-	k.lease_live = (live & 1) != 0;
-	k.has_resp = !stnull;
-	k.resp_status = stnull ? 0 : (int)status;
-	if (sznull)
-		k.resp_size = 0;
-	if (live & 2)
-		k.state = AKEY_EXPIRED;
-	else if (state == 0)
-		k.state = AKEY_IN_PROGRESS;
-	else if (state == 1)
-		k.state = AKEY_COMPLETED;
-	else
-		k.state = AKEY_TOMBSTONE;
-	sa_close(s);
-	s = NULL;
-
-	if (body != NULL) {
-		MYSQL_BIND	 b[1];
-		my_bool		 bnull = 0;
-		char		 dummy[1];
-
-		/* Fetch the length first, then the bytes into a buffer sized
-		 * for them (bounded by body->max). */
-		if ((s = sa_prepare(m, "SELECT resp_body FROM idem_keys WHERE "
-		    "id = ?")) == NULL) {
-			er = IDEM_ESTORE;
-			goto out;
-		}
-		memset(b, 0, sizeof(b));
-		b[0].buffer_type = MYSQL_TYPE_BLOB;
-		b[0].buffer = dummy;
-		b[0].buffer_length = 0;
-		b[0].length = &blen;
-		b[0].is_null = &bnull;
-		bind_u64(&in[0], &k.id);
-		if ((er = sa_run(s, in, b)) != IDEM_OK)
-			goto out;
-		if ((rc = sa_fetch(s)) != 0) {
-			if (rc == 1) {
-				sa_seterr("no such key");
-				er = IDEM_ENOTFOUND;
-			} else
-				er = IDEM_ESTORE;
-			goto out;
-		}
-		if (!bnull && blen > 0) {
-			char	*tmp;
-
-			if (blen > body->max - body->len) {
-				sa_seterr("stored body too large (%lu bytes)",
-				    blen);
-				er = IDEM_ETOOBIG;
-				goto out;
-			}
-			if ((tmp = malloc(blen)) == NULL) {
-				er = IDEM_ENOMEM;
-				goto out;
-			}
-			b[0].buffer = tmp;
-			b[0].buffer_length = blen;
-			if (mysql_stmt_fetch_column(s, &b[0], 0, 0) != 0) {
-				sa_seterr("%s", mysql_stmt_error(s));
-				free(tmp);
-				er = IDEM_ESTORE;
-				goto out;
-			}
-			er = buf_add(body, tmp, blen);
-			free(tmp);
-			if (er != IDEM_OK)
-				goto out;
-		}
-	}
-	*out = k;
-	er = IDEM_OK;
+	*out = r.k;
 out:
-	sa_close(s);
+	store_stmt_close(s);
 	return er;
 }
 
@@ -189,23 +179,14 @@ out:
 static enum idem_err
 forget_rows(struct store *st, const char *sql, MYSQL_BIND *in, uint64_t *n)
 {
-	MYSQL		*m;
-	MYSQL_STMT	*s;
 	enum idem_err	 er;
 
 	*n = 0;
-	if ((m = sa_conn(st)) == NULL || (s = sa_prepare(m, sql)) == NULL)
-		return IDEM_ESTORE;
-	er = sa_run(s, in, NULL);
-	if (er == IDEM_OK)
-		*n = mysql_stmt_affected_rows(s);
-	sa_close(s);
-	/* A no-op under autocommit; makes the delete stick if it is off. */
-	if (er == IDEM_OK)
-		mysql_commit(m);
-	if (er == IDEM_OK && *n > 0)
+	if ((er = store_simple(st, sql, in, n)) != IDEM_OK)
+		return er;
+	if (*n > 0)
 		clock_sleep_ms(RCACHE_FORGET_WAIT_MS);
-	return er;
+	return IDEM_OK;
 }
 
 /* In progress and not expired: only with force. */
@@ -217,15 +198,14 @@ store_admin_key_forget(struct store *st, const unsigned char scope[FP_LEN],
     const char *key, size_t keylen, int force)
 {
 	MYSQL_BIND	 in[3];
-	unsigned long	 slen = FP_LEN, klen = keylen;
 	int64_t		 f = force ? 1 : 0;
 	struct admin_key k;
 	enum idem_err	 er;
 	uint64_t	 n;
 
-	bind_in(&in[0], scope, &slen);
-	bind_in(&in[1], key, &klen);
-	bind_i64(&in[2], &f);
+	store_bind_blob(&in[0], scope, FP_LEN);
+	store_bind_blob(&in[1], key, keylen);
+	store_bind_i64(&in[2], &f);
 	er = forget_rows(st, "DELETE FROM idem_keys WHERE scope = ? AND"
 	    " idem_key = ?" FORGET_UNLESS_LIVE, in, &n);
 	if (er != IDEM_OK || n > 0)
@@ -234,8 +214,8 @@ store_admin_key_forget(struct store *st, const unsigned char scope[FP_LEN],
 	if ((er = store_admin_key_get(st, scope, key, keylen, &k, NULL)) !=
 	    IDEM_OK)
 		return er;
-	sa_seterr("key is in progress (owner %s)", k.owner);
-	return IDEM_EBUSY;
+	return store_fail(st, IDEM_EBUSY, "key is in progress (owner %s)",
+	    k.owner);
 }
 
 enum idem_err
@@ -245,10 +225,10 @@ store_admin_forget_id(struct store *st, uint64_t id, int force,
 	MYSQL_BIND	 in[2];
 	int64_t		 f = force ? 1 : 0;
 	enum idem_err	 er;
-	uint64_t	 n, rid = id;
+	uint64_t	 n;
 
-	bind_u64(&in[0], &rid);
-	bind_i64(&in[1], &f);
+	store_bind_u64(&in[0], &id);
+	store_bind_i64(&in[1], &f);
 	er = forget_rows(st, "DELETE FROM idem_keys WHERE id = ?"
 	    FORGET_UNLESS_LIVE, in, &n);
 	*deleted = n > 0;
@@ -257,187 +237,213 @@ store_admin_forget_id(struct store *st, uint64_t id, int force,
 
 /* --- counters and gauges ------------------------------------------------- */
 
+/* minute >= the start of the minute since seconds ago; all time (since 0)
+ * adds what cleanup folded into idem_counters_total.  Placeholders: since,
+ * since, route, route, since, route, route (route NULL: every route). */
+static const char SQL_STATS[] =
+    "SELECT route, " STAT_COLS " FROM ("
+    "SELECT route, " COUNTER_COLS_PLAIN " FROM idem_counters "
+    "WHERE (? = 0 OR minute >= NOW() - INTERVAL ? SECOND - "
+    "INTERVAL SECOND(NOW()) SECOND) AND (? IS NULL OR route = ?) "
+    "UNION ALL SELECT route, " COUNTER_COLS_PLAIN
+    " FROM idem_counters_total WHERE ? = 0 AND (? IS NULL OR "
+    "route = ?)) x GROUP BY route ORDER BY route";
+
+/* One route's row of SQL_STATS into cur. */
+static void
+stats_bind(MYSQL_BIND *res, struct admin_stat *cur, unsigned long *rlen,
+    my_bool *rnull)
+{
+	int	 i, k = 1;
+
+	store_out_text(&res[0], cur->route, sizeof(cur->route), rlen, rnull);
+	for (i = 0; i < STAT__COUNT; i++)
+		store_out_u64(&res[k++], &cur->n[i], NULL);
+	store_out_u64(&res[k++], &cur->wait_sum_ms, NULL);
+	for (i = 0; i < STAT_WAIT_BUCKETS; i++)
+		store_out_u64(&res[k++], &cur->wait_bucket[i], NULL);
+}
+
+/* Appends cur to *v (n used of *cap). */
+static enum idem_err
+stats_add(struct admin_stat **v, size_t n, size_t *cap,
+    const struct admin_stat *cur)
+{
+	struct admin_stat *nv;
+
+	if (n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		if ((nv = realloc(*v, *cap * sizeof(**v))) == NULL)
+			return IDEM_ENOMEM;
+		*v = nv;
+	}
+	(*v)[n] = *cur;
+	return IDEM_OK;
+}
 
 enum idem_err
 store_admin_stats(struct store *st, int64_t since_s, const char *route,
     struct admin_stat **rows, size_t *nrows)
 {
-	MYSQL		*m;
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[3], res[1 + STAT__COUNT + 1 + STAT_WAIT_BUCKETS];
-	struct admin_stat cur, *v = NULL, *nv;
+	MYSQL_BIND	 in[7], res[1 + STAT__COUNT + 1 + STAT_WAIT_BUCKETS];
+	struct admin_stat cur, *v = NULL;
 	size_t		 n = 0, cap = 0;
-	unsigned long	 rlen, qlen = route ? strlen(route) : 0;
-	my_bool		 rnull, qnull = route == NULL;
-	int64_t		 since = since_s;
+	unsigned long	 rlen;
+	my_bool		 rnull;
 	enum idem_err	 er;
-	int		 i, k, rc;
+	int		 i, rc;
 
-	if ((m = sa_conn(st)) == NULL)
+	if (STAT__COUNT != 13)
+		return store_fail(st, IDEM_EINVAL,
+		    "counter list changed; rebuild idemctl");
+	if ((s = store_prepare(st, SQL_STATS)) == NULL)
 		return IDEM_ESTORE;
-	if (STAT__COUNT != 13) {
-		sa_seterr("counter list changed; rebuild idemctl");
-		return IDEM_EINVAL;
-	}
-	/* minute >= the start of the minute since_s seconds ago; all time
-	 * (since_s 0) adds what cleanup folded into idem_counters_total. */
-	if ((s = sa_prepare(m, "SELECT route, " STAT_COLS " FROM ("
-	    "SELECT route, " COUNTER_COLS_PLAIN " FROM idem_counters "
-	    "WHERE (? = 0 OR minute >= NOW() - INTERVAL ? SECOND - "
-	    "INTERVAL SECOND(NOW()) SECOND) AND (? IS NULL OR route = ?) "
-	    "UNION ALL SELECT route, " COUNTER_COLS_PLAIN
-	    " FROM idem_counters_total WHERE ? = 0 AND (? IS NULL OR "
-	    "route = ?)) x GROUP BY route ORDER BY route")) == NULL)
-		return IDEM_ESTORE;
-	bind_i64(&in[0], &since);
-	bind_i64(&in[1], &since);
-	bind_in(&in[2], route ? route : "", &qlen);
-	in[2].is_null = &qnull;
-	/* The same values again; MySQL numbers each placeholder. */
-	{
-		MYSQL_BIND	 all[7];
-
-		all[0] = in[0];
-		all[1] = in[1];
-		all[2] = in[2];
-		all[3] = in[2];
-		all[4] = in[0];
-		all[5] = in[2];
-		all[6] = in[2];
-		bind_out(&res[0], cur.route, sizeof(cur.route), &rlen, &rnull);
-		k = 1;
-		for (i = 0; i < STAT__COUNT; i++)
-			bind_u64(&res[k++], &cur.n[i]);
-		bind_u64(&res[k++], &cur.wait_sum_ms);
-		for (i = 0; i < STAT_WAIT_BUCKETS; i++)
-			bind_u64(&res[k++], &cur.wait_bucket[i]);
-		er = sa_run(s, all, res);
-	}
-	if (er != IDEM_OK)
+	/* MySQL numbers each placeholder: the same values again. */
+	for (i = 0; i < 7; i++)
+		if (i == 0 || i == 1 || i == 4)
+			store_bind_i64(&in[i], &since_s);
+		else
+			store_bind_in(&in[i], MYSQL_TYPE_STRING, route,
+			    route != NULL ? strlen(route) : 0);
+	stats_bind(res, &cur, &rlen, &rnull);
+	if ((er = store_run(st, s, in, res)) != IDEM_OK)
 		goto out;
 	for (;;) {
 		memset(&cur, 0, sizeof(cur));
-		if ((rc = sa_fetch(s)) < 0) {
-			er = IDEM_ESTORE;
-			goto out;
-		}
-		if (rc == 1)
+		if ((rc = store_fetch(st, s)) != 0) {
+			er = rc < 0 ? IDEM_ESTORE : IDEM_OK;
 			break;
-		out_term(cur.route, sizeof(cur.route), rlen, rnull);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-				er = IDEM_ENOMEM;
-				goto out;
-			}
-			v = nv;
 		}
-		v[n++] = cur;
+		store_out_text_end(cur.route, sizeof(cur.route), rlen, rnull);
+		if ((er = stats_add(&v, n, &cap, &cur)) != IDEM_OK)
+			break;
+		n++;
 	}
-	*rows = v;
-	*nrows = n;
-	v = NULL;
+	if (er == IDEM_OK) {
+		*rows = v;
+		*nrows = n;
+		v = NULL;
+	}
 out:
 	free(v);
-	sa_close(s);
+	store_stmt_close(s);
 	return er;
+}
+
+/*
+ * Runs sql, which returns at most one row, into res; OUT: *found whether
+ * it did.  The gauges are a handful of such one-row reads.
+ */
+static enum idem_err
+one_row(struct store *st, const char *sql, MYSQL_BIND *res, int *found)
+{
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((s = store_prepare(st, sql)) == NULL)
+		return IDEM_ESTORE;
+	if ((er = store_run(st, s, NULL, res)) == IDEM_OK) {
+		if ((rc = store_fetch(st, s)) < 0)
+			er = IDEM_ESTORE;
+		*found = rc == 0;
+	}
+	store_stmt_close(s);
+	return er;
+}
+
+/* Rows per state and the waiters on rows in progress. */
+static enum idem_err
+gauges_rows(struct store *st, struct admin_gauges *g)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 res[3];
+	uint64_t	 state, cnt, wsum;
+	enum idem_err	 er;
+	int		 rc;
+
+	/* The (state, lease_until) index answers this without the rows. */
+	if ((s = store_prepare(st, "SELECT state, COUNT(*), "
+	    "COALESCE(SUM(waiters), 0) FROM idem_keys GROUP BY state")) == NULL)
+		return IDEM_ESTORE;
+	store_out_u64(&res[0], &state, NULL);
+	store_out_u64(&res[1], &cnt, NULL);
+	store_out_u64(&res[2], &wsum, NULL);
+	if ((er = store_run(st, s, NULL, res)) == IDEM_OK) {
+		while ((rc = store_fetch(st, s)) == 0) {
+			if (state < 3)
+				g->rows[state] = cnt;
+			if (state == 0)
+				g->waiters = wsum;
+		}
+		if (rc < 0)
+			er = IDEM_ESTORE;
+	}
+	store_stmt_close(s);
+	return er;
+}
+
+/* Expired rows, the oldest in progress, and the last cleanup runs. */
+static enum idem_err
+gauges_times(struct store *st, struct admin_gauges *g)
+{
+	MYSQL_BIND	 res[2];
+	double		 d;
+	my_bool		 dnull, ocnull;
+	char		 oc[17];
+	unsigned long	 oclen;
+	enum idem_err	 er;
+	int		 found;
+
+	store_out_u64(&res[0], &g->expired, NULL);
+	store_out_dbl(&res[1], &d, &dnull);
+	if ((er = one_row(st, "SELECT (SELECT COUNT(*) FROM idem_keys WHERE "
+	    "expires_at < NOW(6)), (SELECT UNIX_TIMESTAMP(NOW(6)) - "
+	    "UNIX_TIMESTAMP(MIN(created_at)) FROM idem_keys WHERE state = 0)",
+	    res, &found)) != IDEM_OK)
+		return er;
+	if (!found)
+		return store_fail(st, IDEM_ESTORE, "no row");
+	g->oldest_in_progress_s = dnull ? 0 : d;
+
+	store_out_dbl(&res[0], &d, &dnull);
+	store_out_text(&res[1], oc, sizeof(oc), &oclen, &ocnull);
+	if ((er = one_row(st, "SELECT UNIX_TIMESTAMP(ended_at), outcome FROM "
+	    "idem_cleanup_runs WHERE dry_run = 0 AND ended_at IS NOT NULL "
+	    "ORDER BY id DESC LIMIT 1", res, &found)) != IDEM_OK)
+		return er;
+	if (found && !dnull) {
+		store_out_text_end(oc, sizeof(oc), oclen, ocnull);
+		g->has_cleanup = 1;
+		g->last_cleanup_end = d;
+		g->last_cleanup_ok = strcmp(oc, "ok") == 0;
+	}
+
+	store_out_dbl(&res[0], &d, &dnull);
+	if ((er = one_row(st, "SELECT UNIX_TIMESTAMP(MAX(ended_at)) FROM "
+	    "idem_cleanup_runs WHERE dry_run = 0 AND outcome = 'ok'", res,
+	    &found)) != IDEM_OK)
+		return er;
+	if (found && !dnull) {
+		g->has_cleanup_ok = 1;
+		g->last_cleanup_ok_end = d;
+	}
+	return IDEM_OK;
 }
 
 enum idem_err
 store_admin_gauges(struct store *st, struct admin_gauges *out)
 {
-	MYSQL		*m;
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 res[4];
 	struct admin_gauges g;
-	uint64_t	 state, cnt, wsum;
-	double		 d1, d2;
-	my_bool		 n1, n2;
-	char		 oc[17];
-	unsigned long	 oclen;
-	my_bool		 ocnull;
 	enum idem_err	 er;
-	int		 rc;
 
-	if ((m = sa_conn(st)) == NULL)
-		return IDEM_ESTORE;
 	memset(&g, 0, sizeof(g));
-
-	/* The (state, lease_until) index answers this without the rows. */
-	if ((s = sa_prepare(m, "SELECT state, COUNT(*), COALESCE(SUM(waiters), 0) "
-	    "FROM idem_keys GROUP BY state")) == NULL)
-		return IDEM_ESTORE;
-	bind_u64(&res[0], &state);
-	bind_u64(&res[1], &cnt);
-	bind_u64(&res[2], &wsum);
-	if ((er = sa_run(s, NULL, res)) != IDEM_OK)
-		goto out;
-	while ((rc = sa_fetch(s)) == 0) {
-		if (state < 3)
-			g.rows[state] = cnt;
-		if (state == 0)
-			g.waiters = wsum;
-	}
-	if (rc < 0) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	sa_close(s);
-
-	if ((s = sa_prepare(m, "SELECT (SELECT COUNT(*) FROM idem_keys WHERE "
-	    "expires_at < NOW(6)), (SELECT UNIX_TIMESTAMP(NOW(6)) - "
-	    "UNIX_TIMESTAMP(MIN(created_at)) FROM idem_keys WHERE state = 0)"))
-	    == NULL)
-		return IDEM_ESTORE;
-	bind_u64(&res[0], &g.expired);
-	bind_dbl(&res[1], &d1, &n1);
-	if ((er = sa_run(s, NULL, res)) != IDEM_OK)
-		goto out;
-	if (sa_fetch(s) != 0) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	g.oldest_in_progress_s = n1 ? 0 : d1;
-	sa_close(s);
-
-	if ((s = sa_prepare(m, "SELECT UNIX_TIMESTAMP(ended_at), outcome FROM "
-	    "idem_cleanup_runs WHERE dry_run = 0 AND ended_at IS NOT NULL "
-	    "ORDER BY id DESC LIMIT 1")) == NULL)
-		return IDEM_ESTORE;
-	bind_dbl(&res[0], &d2, &n2);
-	bind_out(&res[1], oc, sizeof(oc), &oclen, &ocnull);
-	if ((er = sa_run(s, NULL, res)) != IDEM_OK)
-		goto out;
-	if ((rc = sa_fetch(s)) < 0) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	if (rc == 0 && !n2) {
-		out_term(oc, sizeof(oc), oclen, ocnull);
-		g.has_cleanup = 1;
-		g.last_cleanup_end = d2;
-		g.last_cleanup_ok = strcmp(oc, "ok") == 0;
-	}
-	sa_close(s);
-
-	if ((s = sa_prepare(m, "SELECT UNIX_TIMESTAMP(MAX(ended_at)) FROM "
-	    "idem_cleanup_runs WHERE dry_run = 0 AND outcome = 'ok'")) == NULL)
-		return IDEM_ESTORE;
-	bind_dbl(&res[0], &d2, &n2);
-	if ((er = sa_run(s, NULL, res)) != IDEM_OK)
-		goto out;
-	if ((rc = sa_fetch(s)) < 0) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	if (rc == 0 && !n2) {
-		g.has_cleanup_ok = 1;
-		g.last_cleanup_ok_end = d2;
-	}
+	if ((er = gauges_rows(st, &g)) != IDEM_OK ||
+	    (er = gauges_times(st, &g)) != IDEM_OK)
+		return er;
 	*out = g;
-out:
-	sa_close(s);
-	return er;
+	return IDEM_OK;
 }
 
 /* --- privileges and helpers ---------------------------------------------- */
@@ -477,80 +483,71 @@ static const struct {
 enum idem_err
 store_admin_max_packet(struct store *st, uint64_t *bytes)
 {
-	MYSQL		*m;
-	MYSQL_STMT	*s;
 	MYSQL_BIND	 res[1];
 	uint64_t	 v = 0;
 	enum idem_err	 er;
+	int		 found;
 
-	if ((m = sa_conn(st)) == NULL)
-		return IDEM_ESTORE;
-	if ((s = sa_prepare(m, "SELECT @@max_allowed_packet")) == NULL)
-		return IDEM_ESTORE;
-	bind_u64(&res[0], &v);
-	if ((er = sa_run(s, NULL, res)) == IDEM_OK) {
-		if (sa_fetch(s) == 0)
-			*bytes = v;
-		else
-			er = IDEM_ESTORE;
-	}
-	sa_close(s);
-	return er;
+	store_out_u64(&res[0], &v, NULL);
+	if ((er = one_row(st, "SELECT @@max_allowed_packet", res, &found)) !=
+	    IDEM_OK)
+		return er;
+	if (!found)
+		return store_fail(st, IDEM_ESTORE, "no row");
+	*bytes = v;
+	return IDEM_OK;
 }
 
 enum idem_err
 store_admin_mode(struct store *st, struct admin_mode *m)
 {
-	MYSQL		*my;
-	MYSQL_STMT	*s;
 	MYSQL_BIND	 res[2];
 	unsigned long	 len[2];
 	my_bool		 nul[2];
 	char		 size[16];
 	enum idem_err	 er;
+	int		 found;
 
 	memset(m, 0, sizeof(*m));
-	if ((my = sa_conn(st)) == NULL)
-		return IDEM_ESTORE;
+	if (!store_connected(st))
+		return store_fail(st, IDEM_ESTORE,
+		    "not connected to the database");
 	snprintf(m->group, sizeof(m->group), "%s", st->group);
 	if (!(m->galera = st->galera))
 		return IDEM_OK;
-	if ((s = sa_prepare(my, "SELECT"
+	store_out_text(&res[0], size, sizeof(size), &len[0], &nul[0]);
+	store_out_text(&res[1], m->state, sizeof(m->state), &len[1], &nul[1]);
+	if ((er = one_row(st, "SELECT"
 	    " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
 	    "  WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'),"
 	    " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-	    "  WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')")) == NULL)
-		return IDEM_ESTORE;
-	bind_out(&res[0], size, sizeof(size), &len[0], &nul[0]);
-	bind_out(&res[1], m->state, sizeof(m->state), &len[1], &nul[1]);
-	if ((er = sa_run(s, NULL, res)) == IDEM_OK) {
-		if (sa_fetch(s) == 0) {
-			out_term(size, sizeof(size), len[0], nul[0]);
-			out_term(m->state, sizeof(m->state), len[1], nul[1]);
-			m->nodes = atoi(size);
-		} else
-			er = IDEM_ESTORE;
-	}
-	sa_close(s);
-	return er;
+	    "  WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')", res,
+	    &found)) != IDEM_OK)
+		return er;
+	if (!found)
+		return store_fail(st, IDEM_ESTORE, "no row");
+	store_out_text_end(size, sizeof(size), len[0], nul[0]);
+	store_out_text_end(m->state, sizeof(m->state), len[1], nul[1]);
+	m->nodes = atoi(size);
+	return IDEM_OK;
 }
 
 enum idem_err
 store_admin_privileges(struct store *st, struct admin_priv *privs, size_t max,
     size_t *n)
 {
-	MYSQL		*m;
 	MYSQL_STMT	*s;
 	size_t		 i, k = 0;
 
-	if ((m = sa_conn(st)) == NULL)
-		return IDEM_ESTORE;
+	if (!store_connected(st))
+		return store_fail(st, IDEM_ESTORE,
+		    "not connected to the database");
 	for (i = 0; i < sizeof(probes) / sizeof(probes[0]) && k < max; i++) {
 		privs[k].table = probes[i].table;
 		privs[k].what = probes[i].what;
-		s = sa_prepare(m, probes[i].sql);
+		s = store_prepare(st, probes[i].sql);
 		privs[k].ok = s != NULL;
-		sa_close(s);
+		store_stmt_close(s);
 		k++;
 	}
 	*n = k;

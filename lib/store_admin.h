@@ -12,10 +12,9 @@
 
 /*
  * Every call here needs a connected store (store_connect() succeeded).
- * On IDEM_ESTORE (and the other failures) store_admin_error() holds a
+ * On IDEM_ESTORE (and the other failures) store_last_error() holds a
  * one-line text for logs and operators (never for HTTP clients).
  */
-const char *store_admin_error(void);
 
 /* Name of the MySQL named lock that keeps cleanup runs from overlapping. */
 #define CLEANUP_LOCK_NAME	"idemgate-cleanup"

@@ -14,7 +14,6 @@
 #include "rcache.h"
 #include "store_admin.h"
 #include "store_int.h"
-#include "store_sa.h"
 
 /* --- cleanup ------------------------------------------------------------ */
 
@@ -66,23 +65,23 @@ enum { PH_EXPIRED, PH_STALE, PH_COUNTERS, PH_RUNS, PH_QUOTA, PH__COUNT };
 
 /* Counts what phase p would remove.  OUT: n. */
 static enum idem_err
-phase_count(MYSQL *m, int p, int64_t age_ms, uint64_t *n)
+phase_count(struct store *st, int p, int64_t age_ms, uint64_t *n)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[1], out[1];
 	enum idem_err	 er;
 	uint64_t	 v = 0;
 
-	if ((s = sa_prepare(m, phases[p].count)) == NULL)
+	if ((s = store_prepare(st, phases[p].count)) == NULL)
 		return IDEM_ESTORE;
-	bind_i64(&in[0], &age_ms);
-	bind_u64(&out[0], &v);
-	er = sa_run(s, phases[p].use_age ? in : NULL, out);
-	if (er == IDEM_OK && sa_fetch(s) < 0)
+	store_bind_i64(&in[0], &age_ms);
+	store_out_u64(&out[0], &v, NULL);
+	er = store_run(st, s, phases[p].use_age ? in : NULL, out);
+	if (er == IDEM_OK && store_fetch(st, s) < 0)
 		er = IDEM_ESTORE;
 	if (er == IDEM_OK)
 		*n = v;
-	sa_close(s);
+	store_stmt_close(s);
 	return er;
 }
 
@@ -91,6 +90,44 @@ static void hold_keep(struct hold *h);
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
+/* A string literal and its length, for store_query. */
+#define STRLEN(lit)	lit, sizeof(lit) - 1
+
+/* Executes one batch; a batch that lost a deadlock to the gateway is
+ * simply repeated: autocommit means nothing of it was applied. */
+static enum idem_err
+batch_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in)
+{
+	int	 tries;
+
+	for (tries = 0;; tries++) {
+		if (store_run(st, s, in, NULL) == IDEM_OK)
+			return IDEM_OK;
+		if (tries >= 3 || !store_lost_to_other(store_errno(st)))
+			return IDEM_ESTORE;
+		clock_sleep_ms(50);
+	}
+}
+
+/* Before a batch: the lock row renewed, and o->pause (the replica gate)
+ * asked; IDEM_ETIMEOUT at the deadline. */
+static enum idem_err
+batch_gate(struct store *st, const struct cleanup_opts *o, struct hold *h,
+    int64_t deadline)
+{
+	char		 why[256] = "";
+	enum idem_err	 er;
+
+	if (deadline != 0 && clock_now_ms() >= deadline)
+		return IDEM_ETIMEOUT;
+	hold_keep(h);
+	if (o->pause == NULL)
+		return IDEM_OK;
+	er = o->pause(o->pause_arg, deadline, why, sizeof(why));
+	if (er != IDEM_OK && er != IDEM_ETIMEOUT)
+		store_fail(st, er, "%s", why);
+	return er;
+}
 
 /*
  * Deletes in batches until a batch removes fewer than o->batch rows or the
@@ -98,74 +135,39 @@ static void hold_keep(struct hold *h);
  * goes.
  */
 static enum idem_err
-phase_delete(MYSQL *m, int p, int64_t age_ms, const struct cleanup_opts *o,
-    struct hold *h, int64_t deadline, uint64_t *n, unsigned *batches)
+phase_delete(struct store *st, int p, int64_t age_ms,
+    const struct cleanup_opts *o, struct hold *h, int64_t deadline,
+    uint64_t *n, unsigned *batches)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2];
-	enum idem_err	 er = IDEM_OK;
-	int64_t		 limit = o->batch;
-	int		 tries, k = 0;
+	enum idem_err	 er;
+	int64_t		 limit = o->batch, ms;
+	uint64_t	 got;
+	int		 k = 0;
 
-	if ((s = sa_prepare(m, phases[p].del)) == NULL)
+	if ((s = store_prepare(st, phases[p].del)) == NULL)
 		return IDEM_ESTORE;
 	if (phases[p].use_age)
-		bind_i64(&in[k++], &age_ms);
-	bind_i64(&in[k++], &limit);
-	if (mysql_stmt_bind_param(s, in) != 0) {
-		sa_seterr("%s", mysql_stmt_error(s));
-		er = IDEM_ESTORE;
-		goto out;
-	}
+		store_bind_i64(&in[k++], &age_ms);
+	store_bind_i64(&in[k++], &limit);
 	for (;;) {
-		uint64_t	 got;
-
-		if (deadline != 0 && clock_now_ms() >= deadline) {
-			er = IDEM_ETIMEOUT;
+		if ((er = batch_gate(st, o, h, deadline)) != IDEM_OK ||
+		    (er = batch_run(st, s, in)) != IDEM_OK)
 			break;
-		}
-		hold_keep(h);
-		if (o->pause != NULL) {
-			char	 why[sizeof(sa_err)] = "";
-
-			if ((er = o->pause(o->pause_arg, deadline, why,
-			    sizeof(why))) == IDEM_ETIMEOUT)
-				break;
-			if (er != IDEM_OK) {
-				sa_seterr("%s", why);
-				goto out;
-			}
-		}
-		/* A batch that lost a deadlock to the gateway is simply retried:
-		 * autocommit means nothing of it was applied. */
-		for (tries = 0;; tries++) {
-			if (mysql_stmt_execute(s) == 0)
-				break;
-			if (tries < 3 &&
-			    store_lost_to_other(mysql_stmt_errno(s))) {
-				clock_sleep_ms(50);
-				continue;
-			}
-			sa_seterr("%s", mysql_stmt_error(s));
-			er = IDEM_ESTORE;
-			goto out;
-		}
 		got = mysql_stmt_affected_rows(s);
 		*n += got;
 		if (got > 0 && (p == PH_EXPIRED || p == PH_STALE))
 			(*batches)++;
 		if (got < (uint64_t)o->batch)
 			break;
-		if (o->sleep_ms > 0) {
-			int64_t	 ms = o->sleep_ms;
-
+		if ((ms = o->sleep_ms) > 0) {
 			if (deadline != 0 && clock_now_ms() + ms > deadline)
 				ms = deadline - clock_now_ms();
 			clock_sleep_ms(ms);
 		}
 	}
-out:
-	sa_close(s);
+	store_stmt_close(s);
 	return er;
 }
 
@@ -176,39 +178,33 @@ out:
  * metrics report (retained rows + totals) never go down.  OUT: *n rows.
  */
 static enum idem_err
-counters_fold(MYSQL *m, int64_t age_ms, uint64_t *n)
+counters_fold(struct store *st, int64_t age_ms, uint64_t *n)
 {
-	MYSQL_STMT	*s = NULL;
 	MYSQL_BIND	 in[1];
 	char		*sql = NULL;
+	uint64_t	 rows = 0;
 	enum idem_err	 er;
 
-	if ((er = sa_query(m, "START TRANSACTION")) != IDEM_OK)
+	if ((er = store_query(st, STRLEN("START TRANSACTION"))) != IDEM_OK)
 		return er;
-	bind_i64(&in[0], &age_ms);
-	if ((s = sa_prepare(m, "SET @idem_cut = NOW() - INTERVAL ? * 1000 "
-	    "MICROSECOND")) == NULL || (er = sa_run(s, in, NULL)) != IDEM_OK)
+	store_bind_i64(&in[0], &age_ms);
+	if ((er = store_simple(st, "SET @idem_cut = NOW() - INTERVAL ? * 1000 "
+	    "MICROSECOND", in, NULL)) != IDEM_OK)
 		goto fail;
-	sa_close(s);
-	s = NULL;
 	if ((sql = store_counters_fold_sql()) == NULL) {
-		sa_seterr("out of memory");
+		er = store_fail(st, IDEM_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((er = sa_query(m, sql)) != IDEM_OK)
+	if ((er = store_query(st, sql, strlen(sql))) != IDEM_OK ||
+	    (er = store_simple(st, "DELETE FROM idem_counters WHERE minute < "
+	    "@idem_cut", NULL, &rows)) != IDEM_OK)
 		goto fail;
-	if ((s = sa_prepare(m, "DELETE FROM idem_counters WHERE minute < "
-	    "@idem_cut")) == NULL || (er = sa_run(s, NULL, NULL)) != IDEM_OK)
-		goto fail;
-	*n += mysql_stmt_affected_rows(s);
-	sa_close(s);
 	free(sql);
-	return sa_query(m, "COMMIT");
+	*n += rows;
+	return store_query(st, STRLEN("COMMIT"));
 fail:
-	sa_close(s);
 	free(sql);
-	/* A failed ROLLBACK must not hide why. */
-	(void)mysql_query(m, "ROLLBACK");
+	store_rollback(st);
 	return IDEM_ESTORE;
 }
 
@@ -220,7 +216,7 @@ fail:
  * its 'until' and renewed as the run goes.
  */
 struct hold {
-	MYSQL		*m;
+	struct store	*st;
 	int		 row;		/* Galera: the lock row */
 	char		 owner[160];
 	int64_t		 renewed_ms;	/* clock_now_ms() of the last renewal */
@@ -232,38 +228,31 @@ struct hold {
 
 /* Runs sql with the lock's name and, unless NULL, owner as string
  * parameters (in that order); *v gets the one integer it returns, if
- * any.  -1 on error, with errno-like *err set to the server's. */
+ * any.  -1 on error (store_errno() says which). */
 static int
 hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
-    int64_t *v, unsigned *err)
+    int64_t *v)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2], out[1];
-	unsigned long	 l1 = strlen(p1), l2 = p2 != NULL ? strlen(p2) : 0;
 	my_bool		 isnull = 0;
 	int		 rc = -1;
 
-	*err = 0;
-	if ((s = sa_prepare(h->m, sql)) == NULL) {
-		*err = mysql_errno(h->m);
+	if ((s = store_prepare(h->st, sql)) == NULL)
 		return -1;
-	}
-	bind_in(&in[0], p1, &l1);
+	store_bind_str(&in[0], p1);
 	if (p2 != NULL)
-		bind_in(&in[1], p2, &l2);
+		store_bind_str(&in[1], p2);
 	if (v != NULL) {
 		*v = 0;
-		bind_i64(&out[0], v);
-		out[0].is_null = &isnull;
+		store_out_i64(&out[0], v, &isnull);
 	}
-	if (sa_run(s, in, v != NULL ? out : NULL) == IDEM_OK &&
-	    (v == NULL || sa_fetch(s) == 0))
+	if (store_run(h->st, s, in, v != NULL ? out : NULL) == IDEM_OK &&
+	    (v == NULL || store_fetch(h->st, s) == 0))
 		rc = 0;
-	else
-		*err = mysql_stmt_errno(s);
 	if (v != NULL && isnull)
 		*v = -1;
-	sa_close(s);
+	store_stmt_close(s);
 	return rc;
 }
 
@@ -272,12 +261,11 @@ static int
 hold_take(struct hold *h, struct store *st, const char *host)
 {
 	int64_t		 v;
-	unsigned	 err;
 
 	h->row = st->galera;
 	if (!h->row) {
 		if (hold_sql(h, "SELECT GET_LOCK(?, 0)", CLEANUP_LOCK_NAME,
-		    NULL, &v, &err) != 0)
+		    NULL, &v) != 0)
 			return -1;
 		return v == 1;
 	}
@@ -289,12 +277,13 @@ hold_take(struct hold *h, struct store *st, const char *host)
 	    " ON DUPLICATE KEY UPDATE"
 	    " owner = IF(until < NOW(6), VALUES(owner), owner),"
 	    " until = IF(owner = VALUES(owner), VALUES(until), until)",
-	    CLEANUP_LOCK_NAME, h->owner, NULL, &err) != 0)
+	    CLEANUP_LOCK_NAME, h->owner, NULL) != 0)
 		/* Another node's take won at commit. */
-		return err == ER_LOCK_DEADLOCK || err == ER_DUP_ENTRY ? 0 : -1;
+		return store_errno(st) == ER_LOCK_DEADLOCK ||
+		    store_errno(st) == ER_DUP_ENTRY ? 0 : -1;
 	if (hold_sql(h, "SET STATEMENT wsrep_sync_wait = 1 FOR"
 	    " SELECT owner = ? FROM idem_locks WHERE name = ?", h->owner,
-	    CLEANUP_LOCK_NAME, &v, &err) != 0)
+	    CLEANUP_LOCK_NAME, &v) != 0)
 		return -1;
 	h->renewed_ms = clock_now_ms();
 	return v == 1;
@@ -304,122 +293,81 @@ hold_take(struct hold *h, struct store *st, const char *host)
 static void
 hold_keep(struct hold *h)
 {
-	unsigned	 err;
-
 	if (h == NULL || !h->row ||
 	    clock_now_ms() - h->renewed_ms < HOLD_RENEW_MS)
 		return;
 	if (hold_sql(h, "UPDATE idem_locks SET until = NOW(6) + INTERVAL "
 	    STR(HOLD_TTL_S) " SECOND WHERE name = ? AND owner = ?",
-	    CLEANUP_LOCK_NAME, h->owner, NULL, &err) == 0)
+	    CLEANUP_LOCK_NAME, h->owner, NULL) == 0)
 		h->renewed_ms = clock_now_ms();
 }
 
 static void
 hold_drop(struct hold *h)
 {
-	unsigned	 err;
-
 	if (!h->row)
 		(void)hold_sql(h, "DO RELEASE_LOCK(?)", CLEANUP_LOCK_NAME,
-		    NULL, NULL, &err);
+		    NULL, NULL);
 	else
 		(void)hold_sql(h, "DELETE FROM idem_locks WHERE name = ? AND"
-		    " owner = ?", CLEANUP_LOCK_NAME, h->owner, NULL, &err);
+		    " owner = ?", CLEANUP_LOCK_NAME, h->owner, NULL);
 }
 
 static enum idem_err
-run_start(MYSQL *m, const struct cleanup_opts *o, uint64_t *id)
+run_start(struct store *st, const struct cleanup_opts *o, uint64_t *id)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2];
-	unsigned long	 hlen = strlen(o->host);
 	int64_t		 dry = o->dry_run ? 1 : 0;
 	enum idem_err	 er;
 
 	/* We hold the lock, so any run still 'running' died on its way. */
-	er = sa_simple(m, "UPDATE idem_cleanup_runs SET outcome = 'failed', "
+	er = store_simple(st, "UPDATE idem_cleanup_runs SET outcome = 'failed', "
 	    "reason = 'interrupted (process died or lost its connection)' "
-	    "WHERE outcome = 'running'");
+	    "WHERE outcome = 'running'", NULL, NULL);
 	if (er != IDEM_OK)
 		return er;
-	if ((s = sa_prepare(m, "INSERT INTO idem_cleanup_runs (host, "
+	if ((s = store_prepare(st, "INSERT INTO idem_cleanup_runs (host, "
 	    "started_at, dry_run, outcome) VALUES (?, NOW(6), ?, 'running')"))
 	    == NULL)
 		return IDEM_ESTORE;
-	bind_in(&in[0], o->host, &hlen);
-	bind_i64(&in[1], &dry);
-	er = sa_run(s, in, NULL);
+	store_bind_str(&in[0], o->host);
+	store_bind_i64(&in[1], &dry);
+	er = store_run(st, s, in, NULL);
 	if (er == IDEM_OK)
 		*id = mysql_stmt_insert_id(s);
-	sa_close(s);
+	store_stmt_close(s);
 	return er;
 }
 
 static enum idem_err
-run_finish(MYSQL *m, const struct cleanup_result *r)
+run_finish(struct store *st, const struct cleanup_result *r)
 {
-	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[7];
-	uint64_t	 v[4], id = r->run_id;
 	uint64_t	 batches = r->batches;
-	unsigned long	 olen = strlen(r->outcome), rlen = strlen(r->reason);
-	enum idem_err	 er;
 
-	if ((s = sa_prepare(m, "UPDATE idem_cleanup_runs SET ended_at = NOW(6), "
-	    "rows_deleted = ?, stale_released = ?, counters_pruned = ?, "
-	    "batches = ?, outcome = ?, reason = ? WHERE id = ?")) == NULL)
-		return IDEM_ESTORE;
-	v[0] = r->rows_deleted;
-	v[1] = r->stale_released;
-	v[2] = r->counters_pruned;
-	v[3] = batches;
-	bind_u64(&in[0], &v[0]);
-	bind_u64(&in[1], &v[1]);
-	bind_u64(&in[2], &v[2]);
-	bind_u64(&in[3], &v[3]);
-	bind_in(&in[4], r->outcome, &olen);
-	bind_in(&in[5], r->reason, &rlen);
-	bind_u64(&in[6], &id);
-	er = sa_run(s, in, NULL);
-	sa_close(s);
-	return er;
+	store_bind_u64(&in[0], &r->rows_deleted);
+	store_bind_u64(&in[1], &r->stale_released);
+	store_bind_u64(&in[2], &r->counters_pruned);
+	store_bind_u64(&in[3], &batches);
+	store_bind_str(&in[4], r->outcome);
+	store_bind_str(&in[5], r->reason);
+	store_bind_u64(&in[6], &r->run_id);
+	return store_simple(st, "UPDATE idem_cleanup_runs SET ended_at = "
+	    "NOW(6), rows_deleted = ?, stale_released = ?, counters_pruned = "
+	    "?, batches = ?, outcome = ?, reason = ? WHERE id = ?", in, NULL);
 }
 
-enum idem_err
-store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
-    struct cleanup_result *out)
+/* Every phase in order (counted only, on a dry run), until one fails or
+ * the deadline passes.  OUT: *failed the phase that stopped the run. */
+static enum idem_err
+run_phases(struct store *st, const struct cleanup_opts *o, struct hold *h,
+    int64_t deadline, struct cleanup_result *out, int *failed)
 {
-	MYSQL		*m;
-	enum idem_err	 er;
-	int64_t		 start = clock_now_ms(), deadline = 0;
 	int64_t		 ages[PH__COUNT];
 	uint64_t	*dst[PH__COUNT], quota_pruned = 0;
-	struct hold	 h;
-	int		 p, locked;
-
-	memset(out, 0, sizeof(*out));
-	snprintf(out->outcome, sizeof(out->outcome), "failed");
-	if ((m = sa_conn(st)) == NULL)
-		return IDEM_ESTORE;
-	if (o->batch < 1) {
-		sa_seterr("batch size must be at least 1");
-		return IDEM_EINVAL;
-	}
-	memset(&h, 0, sizeof(h));
-	h.m = m;
-	if ((locked = hold_take(&h, st, o->host)) < 0) {
-		sa_seterr("%s", mysql_error(m));
-		return IDEM_ESTORE;
-	}
-	if (locked == 0) {
-		sa_seterr("cleanup already running on another connection");
-		return IDEM_EBUSY;
-	}
-	if ((er = run_start(m, o, &out->run_id)) != IDEM_OK)
-		goto unlock;
-	if (o->max_ms > 0)
-		deadline = start + o->max_ms;
+	enum idem_err	 er = IDEM_OK;
+	int		 p;
 
 	ages[PH_EXPIRED] = 0;
 	ages[PH_STALE] = o->stale_after_ms;
@@ -433,16 +381,24 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	dst[PH_QUOTA] = &quota_pruned;
 	for (p = 0; p < PH__COUNT; p++) {
 		if (o->dry_run)
-			er = phase_count(m, p, ages[p], dst[p]);
+			er = phase_count(st, p, ages[p], dst[p]);
 		else if (p == PH_COUNTERS)
-			er = counters_fold(m, ages[p], dst[p]);
+			er = counters_fold(st, ages[p], dst[p]);
 		else
-			er = phase_delete(m, p, ages[p], o, &h, deadline, dst[p],
+			er = phase_delete(st, p, ages[p], o, h, deadline, dst[p],
 			    &out->batches);
 		if (er != IDEM_OK)
 			break;
 	}
+	*failed = p;
+	return er;
+}
 
+/* The run's outcome and reason from how its phases ended. */
+static void
+run_outcome(struct store *st, const struct cleanup_opts *o, enum idem_err er,
+    int p, struct cleanup_result *out)
+{
 	if (er == IDEM_OK)
 		snprintf(out->outcome, sizeof(out->outcome), "%s",
 		    o->dry_run ? "dry-run" : "ok");
@@ -451,23 +407,50 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 		snprintf(out->reason, sizeof(out->reason),
 		    "time limit of %lld ms reached during %s rows",
 		    (long long)o->max_ms, phases[p].name);
-		sa_seterr("%s", out->reason);
+		store_fail(st, er, "%s", out->reason);
 	} else
 		snprintf(out->reason, sizeof(out->reason), "%s rows: %.200s",
-		    phases[p].name, sa_err);
+		    phases[p].name, store_last_error(st));
+}
+
+enum idem_err
+store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
+    struct cleanup_result *out)
+{
+	enum idem_err	 er;
+	int64_t		 start = clock_now_ms();
+	struct hold	 h;
+	int		 p, locked;
+	char		 saved[sizeof(st->err)];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->outcome, sizeof(out->outcome), "failed");
+	if (!store_connected(st))
+		return store_fail(st, IDEM_ESTORE,
+		    "not connected to the database");
+	if (o->batch < 1)
+		return store_fail(st, IDEM_EINVAL,
+		    "batch size must be at least 1");
+	memset(&h, 0, sizeof(h));
+	h.st = st;
+	if ((locked = hold_take(&h, st, o->host)) < 0)
+		return IDEM_ESTORE;
+	if (locked == 0)
+		return store_fail(st, IDEM_EBUSY,
+		    "cleanup already running on another connection");
+	if ((er = run_start(st, o, &out->run_id)) != IDEM_OK)
+		goto unlock;
+	er = run_phases(st, o, &h, o->max_ms > 0 ? start + o->max_ms : 0, out,
+	    &p);
+	run_outcome(st, o, er, p, out);
 	out->elapsed_ms = clock_now_ms() - start;
 	/* Keep the first error's text if recording the end fails too. */
-	{
-		char	 saved[sizeof(sa_err)];
-
-		memcpy(saved, sa_err, sizeof(saved));
-		if (run_finish(m, out) != IDEM_OK && er == IDEM_OK)
-			er = IDEM_ESTORE;
-		else
-			memcpy(sa_err, saved, sizeof(saved));
-	}
+	memcpy(saved, st->err, sizeof(saved));
+	if (run_finish(st, out) != IDEM_OK && er == IDEM_OK)
+		er = IDEM_ESTORE;
+	else
+		memcpy(st->err, saved, sizeof(saved));
 unlock:
 	hold_drop(&h);
 	return er;
 }
-

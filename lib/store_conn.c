@@ -1,4 +1,4 @@
-/* The store's connection: client library set-up, connect and reconnect, prepared statements, binds. */
+/* The store's connection: client library set-up, connect and reconnect across option-file groups, what an error means. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +11,6 @@
 #include "clock.h"
 #include "store.h"
 #include "store_int.h"
-
-/* Repeats of a statement a Galera cluster refused at commit (1, 2, 4 ...
- * ms apart). */
-#define CERT_RETRIES	6
 
 static pthread_once_t	 global_once = PTHREAD_ONCE_INIT;
 static int		 global_ok;
@@ -91,30 +87,10 @@ store_free(struct store *st)
 	free(st);
 }
 
-const char *
-store_last_error(const struct store *st)
-{
-	return st->err[0] != '\0' ? st->err : "no error";
-}
-
 struct st_mysql *
 store_mysql(struct store *st)
 {
 	return st->my;
-}
-
-unsigned
-store_errno(const struct store *st)
-{
-	return st->errnum;
-}
-
-void
-store_set_error(struct store *st, unsigned errnum, const char *text)
-{
-	st->errnum = errnum;
-	snprintf(st->err, sizeof(st->err), "%u: %s", errnum,
-	    text != NULL ? text : "?");
 }
 
 /* 1 if errnum means the connection is unusable. */
@@ -297,254 +273,8 @@ store_round_trips(const struct store *st)
 	return st->round_trips;
 }
 
-/* The prepared statement sid on the current connection. */
-static enum idem_err
-stmt_get(struct store *st, enum stmt_id sid, const char *sql,
-    MYSQL_STMT **out)
-{
-	MYSQL_STMT	*s;
-
-	if (st->stmt[sid] != NULL) {
-		*out = st->stmt[sid];
-		return IDEM_OK;
-	}
-	if (sql == NULL)
-		return IDEM_ENOMEM;	/* the caller could not build it */
-	if (st->galera && sql == store_stmt_sql[sid] &&
-	    store_stmt_sql_galera[sid] != NULL)
-		sql = store_stmt_sql_galera[sid];
-	if ((s = mysql_stmt_init(st->my)) == NULL) {
-		store_set_error(st, mysql_errno(st->my), mysql_error(st->my));
-		return IDEM_ESTORE;
-	}
-	if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
-		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
-		mysql_stmt_close(s);
-		return IDEM_ESTORE;
-	}
-	st->stmt[sid] = s;
-	*out = s;
-	return IDEM_OK;
-}
-
-/*
- * Executes statement sid with params par.  On a lost connection closes it
- * (the next call reconnects and re-prepares); with retry set, a statement
- * that is safe to repeat is tried once more on a fresh connection.
- * OUT: *out, the executed statement (results not yet read).
- */
-enum idem_err
-store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
-    MYSQL_STMT **out)
-{
-	return store_exec_sql(st, sid, store_stmt_sql[sid], par, retry, out);
-}
-
-enum idem_err
-store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
-    MYSQL_BIND *par, int retry, MYSQL_STMT **out)
-{
-	MYSQL_STMT	*s;
-	enum idem_err	 er;
-	int		 attempt, fresh, cert = 0;
-
-	st->errnum = 0;
-	for (attempt = 0; attempt < 2; attempt++) {
-		fresh = st->my == NULL;
-		if ((er = store_connect(st)) != IDEM_OK)
-			return er;
-		if ((er = stmt_get(st, sid, sql, &s)) == IDEM_OK) {
-			st->round_trips++;
-			if (par != NULL && mysql_stmt_bind_param(s, par) != 0)
-				er = IDEM_ESTORE;
-			else if (mysql_stmt_execute(s) != 0)
-				er = IDEM_ESTORE;
-			if (er == IDEM_OK) {
-				*out = s;
-				return IDEM_OK;
-			}
-			store_set_error(st, mysql_stmt_errno(s),
-			    mysql_stmt_error(s));
-		}
-		if ((retry & STORE_RETRY_CERT) && st->galera &&
-		    store_lost_to_other(st->errnum) && cert < CERT_RETRIES) {
-			/* Another node's write to the row won: nothing of
-			 * ours was applied; the repeat sees its result. */
-			clock_sleep_ms(1 << cert++);
-			attempt--;
-			continue;
-		}
-		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
-			return er;
-		store_disconnect(st);
-		/* A lost node: the next connect tries the next group. */
-		st->group_next = st->group_cur + 1;
-		/* A connection that just came up and failed: do not hammer. */
-		if (!retry || fresh)
-			return IDEM_ESTORE;
-	}
-	return IDEM_ESTORE;
-}
-
-/* Runs one statement without data; records the error. */
-enum idem_err
-store_query(struct store *st, const char *sql, size_t len)
-{
-	MYSQL	*my = st->my;
-
-	if (mysql_real_query(my, sql, len) == 0) {
-		MYSQL_RES *res = mysql_store_result(my);
-
-		if (res != NULL)
-			mysql_free_result(res);
-		return IDEM_OK;
-	}
-	store_set_error(st, mysql_errno(my), mysql_error(my));
-	if (store_conn_lost(st->errnum))
-		store_disconnect(st);
-	return IDEM_ESTORE;
-}
-
-/* Runs a query returning one integer (NULL as -1). */
-enum idem_err
-store_query_int(struct store *st, const char *sql, long long *v)
-{
-	MYSQL		*my = st->my;
-	MYSQL_RES	*res;
-	MYSQL_ROW	 row;
-	enum idem_err	 er = IDEM_OK;
-
-	if (mysql_query(my, sql) != 0 || (res = mysql_store_result(my)) == NULL) {
-		store_set_error(st, mysql_errno(my), mysql_error(my));
-		if (store_conn_lost(st->errnum))
-			store_disconnect(st);
-		return IDEM_ESTORE;
-	}
-	if ((row = mysql_fetch_row(res)) == NULL)
-		er = IDEM_ENOTFOUND;
-	else
-		*v = row[0] != NULL ? strtoll(row[0], NULL, 10) : -1;
-	mysql_free_result(res);
-	return er;
-}
-
 int
 store_connected(const struct store *st)
 {
 	return st->my != NULL;
-}
-
-void
-store_bind_in(MYSQL_BIND *b, enum enum_field_types t, const void *p, size_t len)
-{
-	memset(b, 0, sizeof(*b));
-	b->buffer_type = t;
-	b->buffer = (void *)(uintptr_t)p;
-	b->buffer_length = len;
-	if (p == NULL && (t == MYSQL_TYPE_BLOB || t == MYSQL_TYPE_STRING))
-		b->is_null_value = 1, b->is_null = &b->is_null_value;
-}
-
-void
-store_bind_blob(MYSQL_BIND *b, const void *p, size_t len)
-{
-	store_bind_in(b, MYSQL_TYPE_BLOB, p, len);
-	if (p == NULL && len == 0) {
-		/* empty, not NULL */
-		b->buffer = (void *)"";
-		b->is_null = NULL;
-	}
-}
-
-void
-store_bind_str(MYSQL_BIND *b, const char *s)
-{
-	store_bind_in(b, MYSQL_TYPE_STRING, s != NULL ? s : "",
-	    s != NULL ? strlen(s) : 0);
-}
-
-void
-store_bind_u64(MYSQL_BIND *b, const uint64_t *v)
-{
-	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
-	b->is_unsigned = 1;
-}
-
-void
-store_bind_i64(MYSQL_BIND *b, const int64_t *v)
-{
-	store_bind_in(b, MYSQL_TYPE_LONGLONG, v, sizeof(*v));
-}
-
-void
-store_bind_i32(MYSQL_BIND *b, const int32_t *v)
-{
-	store_bind_in(b, MYSQL_TYPE_LONG, v, sizeof(*v));
-}
-
-void
-store_bind_out(MYSQL_BIND *b, enum enum_field_types t, void *p,
-    int is_unsigned)
-{
-	b->buffer_type = t;
-	b->buffer = p;
-	b->buffer_length = t == MYSQL_TYPE_LONG ? 4 : 8;
-	b->is_unsigned = is_unsigned != 0;
-}
-
-enum idem_err
-store_scalars(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
-    int64_t *v, size_t n)
-{
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 res[STORE_SCALARS_MAX];
-	int64_t		 val[STORE_SCALARS_MAX];
-	my_bool		 isnull[STORE_SCALARS_MAX];
-	enum idem_err	 er;
-	size_t		 i;
-	int		 rc;
-
-	if (n == 0 || n > STORE_SCALARS_MAX)
-		return IDEM_EINVAL;
-	if ((er = store_exec(st, sid, par, retry, &s)) != IDEM_OK)
-		return er;
-	memset(res, 0, sizeof(res));
-	for (i = 0; i < n; i++) {
-		val[i] = -1;
-		isnull[i] = 0;
-		res[i].buffer_type = MYSQL_TYPE_LONGLONG;
-		res[i].buffer = &val[i];
-		res[i].is_null = &isnull[i];
-	}
-	if (mysql_stmt_bind_result(s, res) != 0) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	rc = mysql_stmt_fetch(s);
-	if (rc == 1) {
-		er = IDEM_ESTORE;
-		goto out;
-	}
-	if (rc == MYSQL_NO_DATA)
-		er = IDEM_ENOTFOUND;
-	else
-		for (i = 0; i < n; i++)
-			v[i] = isnull[i] ? -1 : val[i];
-out:
-	if (er == IDEM_ESTORE) {
-		store_set_error(st, mysql_stmt_errno(s), mysql_stmt_error(s));
-		if (store_conn_lost(st->errnum))
-			store_disconnect(st);
-		else
-			mysql_stmt_free_result(s);
-	} else
-		mysql_stmt_free_result(s);
-	return er;
-}
-
-enum idem_err
-store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par, int retry,
-    int64_t *v)
-{
-	return store_scalars(st, sid, par, retry, v, 1);
 }

@@ -64,14 +64,20 @@ struct store {
 	/* Keys this connection recently completed or replayed (a hint, not
 	 * a truth: a hit only decides which statement goes first). */
 	uint64_t		 seen[STORE_SEEN_SLOTS];
-	char			 err[256];
+	char			 err[512];
 };
 
 /*
- * Executes statement sid (prepared on first use per connection) with
- * params par.  A lost connection is closed (the next call reconnects and
- * re-prepares); with retry set, a statement safe to repeat is tried once
- * more on a fresh connection.  OUT: *out, the executed statement.
+ * The one statement layer (lib/store_stmt.c).  Every store module speaks
+ * SQL through it and records its errors in the connection: the last one is
+ * store_last_error()/store_errno(), whoever failed.
+ */
+
+/*
+ * Executes the kept statement sid (prepared on first use per connection)
+ * with params par.  A lost connection is closed (the next call reconnects
+ * and re-prepares); with retry set, a statement safe to repeat is tried
+ * once more on a fresh connection.  OUT: *out, the executed statement.
  */
 enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
     int retry, MYSQL_STMT **out);
@@ -88,23 +94,75 @@ enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
 enum idem_err store_exec_sql(struct store *st, enum stmt_id sid,
     const char *sql, MYSQL_BIND *par, int retry, MYSQL_STMT **out);
 
-/* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
- * before @idem_cut to idem_counters_total, per host and route, every
- * counter column built from stat_names like the gateway's INSERT. */
-char *store_counters_fold_sql(void);
+/* Runs kept statement sid, which returns one row of n BIGINTs (n at most
+ * STORE_SCALARS_MAX): v[0..n) (NULL as -1).  IDEM_ENOTFOUND if it
+ * returned no row. */
+#define STORE_SCALARS_MAX	4
+enum idem_err store_scalars(struct store *st, enum stmt_id sid,
+    MYSQL_BIND *par, int retry, int64_t *v, size_t n);
+
+/* The same for one BIGINT: *v. */
+enum idem_err store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
+    int retry, int64_t *v);
+
+/*
+ * The first row of an executed kept statement into res (blob columns bound
+ * without room, read next with store_row_blob; then store_row_end).
+ * IDEM_ENOTFOUND (result freed) if there is none; on IDEM_ESTORE the
+ * result is freed or the lost connection closed.
+ */
+enum idem_err store_row_fetch(struct store *st, MYSQL_STMT *s,
+    MYSQL_BIND *res);
+
+/* Column col of the fetched row, len bytes (its length from the fetch),
+ * into b (replacing what it held; NUL after the bytes), bounded by b->max
+ * (IDEM_ETOOBIG).  On failure the result is freed (store_row_fetch). */
+enum idem_err store_row_blob(struct store *st, MYSQL_STMT *s, MYSQL_BIND *rb,
+    unsigned col, unsigned long len, struct buf *b);
+
+/* Ends a row read with store_row_fetch. */
+void store_row_end(MYSQL_STMT *s);
+
+/*
+ * One-off statements, on the current connection only: a lost connection is
+ * an error, never a silent reconnect (a lock held on it would be gone).
+ * store_prepare: NULL on failure.  store_run binds in (may be NULL),
+ * executes, binds out (may be NULL) and buffers the result set.
+ * store_fetch: 0 a row, 1 no more rows, -1 error.
+ */
+MYSQL_STMT *store_prepare(struct store *st, const char *sql);
+enum idem_err store_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in,
+    MYSQL_BIND *out);
+int store_fetch(struct store *st, MYSQL_STMT *s);
+void store_stmt_close(MYSQL_STMT *s);		/* NULL is a no-op */
+
+/* Prepares, runs with in (may be NULL) and closes sql.  OUT: *rows (may
+ * be NULL) the rows it changed. */
+enum idem_err store_simple(struct store *st, const char *sql, MYSQL_BIND *in,
+    uint64_t *rows);
 
 /* A text statement (DDL, transaction control: nothing to prepare) on the
- * current connection, its result discarded; errors recorded as for
- * store_exec.  Call store_connect first. */
+ * current connection, its result discarded. */
 enum idem_err store_query(struct store *st, const char *sql, size_t len);
+
+/* Rolls the open transaction back, keeping the error that ended it. */
+void store_rollback(struct store *st);
 
 /* A text query returning one integer: *v (NULL as -1); IDEM_ENOTFOUND if
  * it returned no row. */
 enum idem_err store_query_int(struct store *st, const char *sql,
     long long *v);
 
-/* 1 while a connection is up. */
-int store_connected(const struct store *st);
+/* Records errnum/text as the last error ("errnum: text"). */
+void store_set_error(struct store *st, unsigned errnum, const char *text);
+
+/* Records s's error; IDEM_ESTORE. */
+enum idem_err store_stmt_fail(struct store *st, MYSQL_STMT *s);
+
+/* Records an error of idemgate's own (no server number; the text as
+ * formatted); returns er. */
+enum idem_err store_fail(struct store *st, enum idem_err er, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
 
 /* Input binds; p is borrowed until the execute.  A NULL blob/string with
  * len 0 binds SQL NULL for store_bind_in, '' for store_bind_blob. */
@@ -122,23 +180,48 @@ void store_bind_i32(MYSQL_BIND *b, const int32_t *v);
 void store_bind_out(MYSQL_BIND *b, enum enum_field_types t, void *p,
     int is_unsigned);
 
-/* Runs statement sid, which returns one row of n BIGINTs (n at most
- * STORE_SCALARS_MAX): v[0..n) (NULL as -1).  IDEM_ENOTFOUND if it
- * returned no row. */
-#define STORE_SCALARS_MAX	4
-enum idem_err store_scalars(struct store *st, enum stmt_id sid,
-    MYSQL_BIND *par, int retry, int64_t *v, size_t n);
+/* Result columns, the bind cleared first; isnull may be NULL. */
+void store_out_u64(MYSQL_BIND *b, uint64_t *v, my_bool *isnull);
+void store_out_i64(MYSQL_BIND *b, int64_t *v, my_bool *isnull);
+void store_out_dbl(MYSQL_BIND *b, double *v, my_bool *isnull);
+/* Text into a fixed buffer of cap bytes (one kept for the NUL);
+ * store_out_text_end terminates it after the fetch. */
+void store_out_text(MYSQL_BIND *b, char *p, size_t cap, unsigned long *len,
+    my_bool *isnull);
+void store_out_text_end(char *p, size_t cap, unsigned long len,
+    my_bool isnull);
 
-/* The same for one BIGINT: *v. */
-enum idem_err store_scalar(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
-    int retry, int64_t *v);
+/* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
+ * before @idem_cut to idem_counters_total, per host and route, every
+ * counter column built from stat_names like the gateway's INSERT. */
+char *store_counters_fold_sql(void);
 
+/* The counter columns, in stat_id order, then wait_sum_ms and buckets. */
+#define COUNTER_COLS_PLAIN						\
+	"requests, created, reused, mismatched, conflicted, waited, "	\
+	"released, tombstoned, store_errors, missing_key, invalid_key, " \
+	"passthrough, quota_rejected, wait_sum_ms, wait_b0, wait_b1, "	\
+	"wait_b2, wait_b3, wait_b4, wait_b5, wait_b6, wait_b7, wait_b8, " \
+	"wait_b9"
+
+#define STAT_COLS							\
+	"SUM(requests), SUM(created), SUM(reused), SUM(mismatched), "	\
+	"SUM(conflicted), SUM(waited), SUM(released), SUM(tombstoned), " \
+	"SUM(store_errors), SUM(missing_key), SUM(invalid_key), "	\
+	"SUM(passthrough), SUM(quota_rejected), SUM(wait_sum_ms), "	\
+	"SUM(wait_b0), SUM(wait_b1), " \
+	"SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), "	\
+	"SUM(wait_b6), SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
+
+/* 1 while a connection is up. */
+int store_connected(const struct store *st);
+
+/* The connection's client handle, for tests that inspect the server
+ * behind the store's back; NULL when disconnected. */
+MYSQL *store_mysql(struct store *st);
 
 /* Closes the connection and every prepared statement on it. */
 void store_disconnect(struct store *st);
-
-/* Records errnum/text as the last error (text for logs only). */
-void store_set_error(struct store *st, unsigned errnum, const char *text);
 
 
 /* 1 if errnum means the connection is unusable and must be reopened. */

@@ -107,7 +107,7 @@ apply(struct store *st, const struct migration *m)
 			if (len >= sizeof(delim) ||
 			    memchr(p + 10, ' ', len) != NULL ||
 			    memchr(p + 10, '\t', len) != NULL) {
-				store_set_error(st, 0, "bad DELIMITER line");
+				store_fail(st, IDEM_ESTORE, "bad DELIMITER line");
 				log_err("migration %s failed: bad DELIMITER line",
 				    m->name);
 				return IDEM_ESTORE;
@@ -159,8 +159,8 @@ store_migrate(struct store *st, int *applied_out)
 	if ((er = store_query_int(st, sql, &got)) != IDEM_OK)
 		return er;
 	if (got != 1) {
-		store_set_error(st, 0, "another migration holds the lock");
-		return IDEM_EBUSY;
+		return store_fail(st, IDEM_EBUSY,
+		    "another migration holds the lock");
 	}
 	er = store_query(st, schema_sql, strlen(schema_sql));
 	for (i = 0; er == IDEM_OK && i < nmigrations; i++) {

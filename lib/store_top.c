@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store_admin.h"
+#include "store_int.h"
 #include "store_top.h"
 
 #define Q_COLS		24
@@ -22,109 +23,68 @@ struct q {
 };
 
 static void
-set_err(char *err, size_t errlen, const char *what, const char *why)
-{
-	if (err != NULL && errlen > 0)
-		snprintf(err, errlen, "%s: %s", what, why);
-}
-
-static void
 q_close(struct q *q)
 {
 	if (q == NULL)
 		return;
-	if (q->stmt != NULL)
-		mysql_stmt_close(q->stmt);
+	store_stmt_close(q->stmt);
 	free(q);
 }
 
 /*
- * Prepares sql, binds nparams signed integers, executes and binds the
- * result columns as text.  Returns NULL on failure with err set.
+ * Prepares sql, binds nparams (at most 4) signed integers, executes and
+ * binds the result columns as text.  NULL on failure (the store's error).
  */
 static struct q *
-q_run(MYSQL *db, const char *what, const char *sql, const int64_t *params,
-    size_t nparams, char *err, size_t errlen)
+q_run(struct store *st, const char *sql, const int64_t *params,
+    size_t nparams)
 {
 	MYSQL_BIND	 pb[4];
-	MYSQL_RES	*meta;
 	struct q	*q;
 	unsigned	 i;
 
 	if ((q = calloc(1, sizeof(*q))) == NULL) {
-		set_err(err, errlen, what, "out of memory");
+		store_fail(st, IDEM_ENOMEM, "out of memory");
 		return NULL;
 	}
-	if ((q->stmt = mysql_stmt_init(db)) == NULL) {
-		set_err(err, errlen, what, mysql_error(db));
+	if ((q->stmt = store_prepare(st, sql)) == NULL)
 		goto fail;
-	}
-	if (mysql_stmt_prepare(q->stmt, sql, strlen(sql)) != 0)
-		goto stmt_fail;
-	if (nparams > 0) {
-		memset(pb, 0, sizeof(pb));
-		for (i = 0; i < nparams && i < 4; i++) {
-			pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-			pb[i].buffer = (void *)&params[i];
-		}
-		if (mysql_stmt_bind_param(q->stmt, pb) != 0)
-			goto stmt_fail;
-	}
-	if (mysql_stmt_execute(q->stmt) != 0)
-		goto stmt_fail;
 	q->ncols = mysql_stmt_field_count(q->stmt);
-	if (q->ncols == 0)
-		return q;
 	if (q->ncols > Q_COLS) {
-		set_err(err, errlen, what, "too many columns");
+		store_fail(st, IDEM_EINVAL, "too many columns");
 		goto fail;
 	}
-	if ((meta = mysql_stmt_result_metadata(q->stmt)) != NULL)
-		mysql_free_result(meta);
+	for (i = 0; i < nparams && i < 4; i++)
+		store_bind_i64(&pb[i], &params[i]);
 	for (i = 0; i < q->ncols; i++) {
-		q->res[i].buffer_type = MYSQL_TYPE_STRING;
-		q->res[i].buffer = q->buf[i];
-		q->res[i].buffer_length = Q_COLCAP - 1;
-		q->res[i].length = &q->len[i];
-		q->res[i].is_null = &q->isnull[i];
+		store_out_text(&q->res[i], q->buf[i], Q_COLCAP, &q->len[i],
+		    &q->isnull[i]);
 		q->res[i].error = &q->trunc[i];
 	}
-	if (mysql_stmt_bind_result(q->stmt, q->res) != 0)
-		goto stmt_fail;
-	/* Buffer the rows so a slow screen never holds a server cursor. */
-	if (mysql_stmt_store_result(q->stmt) != 0)
-		goto stmt_fail;
+	/* Buffered, so a slow screen never holds a server cursor. */
+	if (store_run(st, q->stmt, nparams > 0 ? pb : NULL,
+	    q->ncols > 0 ? q->res : NULL) != IDEM_OK)
+		goto fail;
 	return q;
-stmt_fail:
-	set_err(err, errlen, what, mysql_stmt_error(q->stmt));
 fail:
 	q_close(q);
 	return NULL;
 }
 
-/* 1 with a row in q's buffers, 0 at the end, -1 on error (err set). */
+/* 1 with a row in q's buffers, 0 at the end, -1 on error. */
 static int
-q_next(struct q *q, const char *what, char *err, size_t errlen)
+q_next(struct store *st, struct q *q)
 {
 	unsigned	 i;
-	int		 rc = 0;
+	int		 rc;
 
-	rc = mysql_stmt_fetch(q->stmt);
-	if (rc == MYSQL_NO_DATA)
-		return 0;
-	if (rc == 1) {
-		set_err(err, errlen, what, mysql_stmt_error(q->stmt));
-		return -1;
-	}
-	/* MYSQL_DATA_TRUNCATED only for columns wider than Q_COLCAP, which
-	 * the schema does not have; clip rather than fail. */
-	for (i = 0; i < q->ncols; i++) {
-		if (q->isnull[i])
-			q->len[i] = 0;
-		if (q->len[i] > Q_COLCAP - 1)
-			q->len[i] = Q_COLCAP - 1;
-		q->buf[i][q->len[i]] = '\0';
-	}
+	if ((rc = store_fetch(st, q->stmt)) != 0)
+		return rc == 1 ? 0 : -1;
+	/* Truncated only for columns wider than Q_COLCAP, which the schema
+	 * does not have: clipped rather than failed. */
+	for (i = 0; i < q->ncols; i++)
+		store_out_text_end(q->buf[i], Q_COLCAP, q->len[i],
+		    q->isnull[i]);
 	return 1;
 }
 
@@ -199,27 +159,52 @@ static const char SQL_LAST_OK[] =
 
 /* Runs a query that yields one row and stores its integer columns. */
 static enum idem_err
-one_row(MYSQL *db, const char *what, const char *sql, int64_t *vals,
-    unsigned nvals, char *err, size_t errlen)
+one_row(struct store *st, const char *sql, int64_t *vals, unsigned nvals)
 {
 	struct q	*q;
 	unsigned	 i;
 	int		 rc = 0;
 
-	if ((q = q_run(db, what, sql, NULL, 0, err, errlen)) == NULL)
+	if ((q = q_run(st, sql, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
-	rc = q_next(q, what, err, errlen);
+	rc = q_next(st, q);
 	if (rc == 1)
 		for (i = 0; i < nvals && i < q->ncols; i++)
 			vals[i] = q_int(q, i);
 	q_close(q);
 	if (rc == 0)
-		set_err(err, errlen, what, "no row");
+		store_fail(st, IDEM_ESTORE, "no row");
 	return rc == 1 ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
-fetch_minutes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+fetch_clock(struct store *st, struct top_snap *s)
+{
+	return one_row(st, SQL_NOW, &s->now_ms, 1);
+}
+
+static enum idem_err
+fetch_inprog(struct store *st, struct top_snap *s)
+{
+	int64_t		 v[3];
+	enum idem_err	 er;
+
+	if ((er = one_row(st, SQL_INPROG, v, 3)) != IDEM_OK)
+		return er;
+	s->inprog = v[0] < 0 ? 0 : (uint64_t)v[0];
+	s->waiting = v[1] < 0 ? 0 : (uint64_t)v[1];
+	s->oldest_ms = v[2];
+	return IDEM_OK;
+}
+
+static enum idem_err
+fetch_last_ok(struct store *st, struct top_snap *s)
+{
+	return one_row(st, SQL_LAST_OK, &s->last_ok, 1);
+}
+
+static enum idem_err
+fetch_minutes(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	int64_t		 cur, from, ago;
@@ -228,10 +213,9 @@ fetch_minutes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
 
 	cur = s->now_ms / 1000 / 60 * 60;
 	from = cur - (TOP_MINUTES - 1) * 60;
-	if ((q = q_run(db, "counters", SQL_MINUTES, &from, 1, err,
-	    errlen)) == NULL)
+	if ((q = q_run(st, SQL_MINUTES, &from, 1)) == NULL)
 		return IDEM_ESTORE;
-	while ((rc = q_next(q, "counters", err, errlen)) == 1) {
+	while ((rc = q_next(st, q)) == 1) {
 		ago = (cur - q_int(q, 0)) / 60;
 		/* Rows stamped ahead of the database clock (a writer with a
 		 * skewed clock) count as the current minute. */
@@ -247,7 +231,7 @@ fetch_minutes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
 }
 
 static enum idem_err
-fetch_routes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+fetch_routes(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_route *r;
@@ -256,17 +240,15 @@ fetch_routes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
 	int		 rc = 0;
 
 	from = s->now_ms / 1000 / 60 * 60 - (TOP_ROUTE_WINDOW_MIN - 1) * 60;
-	if ((q = q_run(db, "routes", SQL_ROUTES, &from, 1, err,
-	    errlen)) == NULL)
+	if ((q = q_run(st, SQL_ROUTES, &from, 1)) == NULL)
 		return IDEM_ESTORE;
 	s->routes = calloc(TOP_MAX_ROUTES, sizeof(*s->routes));
 	if (s->routes == NULL) {
 		q_close(q);
-		set_err(err, errlen, "routes", "out of memory");
-		return IDEM_ENOMEM;
+		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nroutes < TOP_MAX_ROUTES &&
-	    (rc = q_next(q, "routes", err, errlen)) == 1) {
+	    (rc = q_next(st, q)) == 1) {
 		r = &s->routes[s->nroutes++];
 		q_text(q, 0, r->route, sizeof(r->route));
 		for (i = 0; i < TOPC__COUNT; i++)
@@ -282,22 +264,21 @@ fetch_routes(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
 }
 
 static enum idem_err
-fetch_keys(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+fetch_keys(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_key	*k;
 	int		 rc = 0;
 
-	if ((q = q_run(db, "keys", SQL_KEYS, NULL, 0, err, errlen)) == NULL)
+	if ((q = q_run(st, SQL_KEYS, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
 	s->keys = calloc(TOP_MAX_KEYS, sizeof(*s->keys));
 	if (s->keys == NULL) {
 		q_close(q);
-		set_err(err, errlen, "keys", "out of memory");
-		return IDEM_ENOMEM;
+		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nkeys < TOP_MAX_KEYS &&
-	    (rc = q_next(q, "keys", err, errlen)) == 1) {
+	    (rc = q_next(st, q)) == 1) {
 		k = &s->keys[s->nkeys++];
 		k->id = q_u64(q, 0);
 		k->keylen = q_text(q, 1, k->key, sizeof(k->key));
@@ -316,23 +297,21 @@ fetch_keys(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
 }
 
 static enum idem_err
-fetch_runs(MYSQL *db, struct top_snap *s, char *err, size_t errlen)
+fetch_runs(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_run	*r;
 	int		 rc = 0;
 
-	if ((q = q_run(db, "cleanup runs", SQL_RUNS, NULL, 0, err,
-	    errlen)) == NULL)
+	if ((q = q_run(st, SQL_RUNS, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
 	s->runs = calloc(TOP_MAX_RUNS, sizeof(*s->runs));
 	if (s->runs == NULL) {
 		q_close(q);
-		set_err(err, errlen, "cleanup runs", "out of memory");
-		return IDEM_ENOMEM;
+		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nruns < TOP_MAX_RUNS &&
-	    (rc = q_next(q, "cleanup runs", err, errlen)) == 1) {
+	    (rc = q_next(st, q)) == 1) {
 		r = &s->runs[s->nruns++];
 		r->id = q_u64(q, 0);
 		q_text(q, 1, r->host, sizeof(r->host));
@@ -369,20 +348,28 @@ top_snap_free(struct top_snap *s)
 	top_snap_init(s);
 }
 
-static MYSQL *
-top_db(struct store *st, char *err, size_t errlen)
-{
-	enum idem_err	 er;
-	MYSQL		*db;
+/* A snapshot's reads, in order, named for the operator's error line. */
+static const struct {
+	const char	*what;
+	enum idem_err	(*fetch)(struct store *, struct top_snap *);
+} top_steps[] = {
+	{ "clock", fetch_clock },
+	{ "counters", fetch_minutes },
+	{ "in progress", fetch_inprog },
+	{ "keys", fetch_keys },
+	{ "routes", fetch_routes },
+	{ "cleanup runs", fetch_runs },
+	{ "last cleanup", fetch_last_ok },
+};
 
-	er = store_connect(st);
-	if (er != IDEM_OK || (db = store_mysql(st)) == NULL) {
-		set_err(err, errlen, "connect", *store_last_error(st) != '\0' ?
-		    store_last_error(st) : idem_strerror(er != IDEM_OK ? er :
-		    IDEM_ESTORE));
-		return NULL;
-	}
-	return db;
+/* Connects st if needed; on failure err says why. */
+static enum idem_err
+top_connect(struct store *st, char *err, size_t errlen)
+{
+	if (store_connect(st) == IDEM_OK)
+		return IDEM_OK;
+	snprintf(err, errlen, "connect: %s", store_last_error(st));
+	return IDEM_ESTORE;
 }
 
 enum idem_err
@@ -391,39 +378,21 @@ store_top_fetch(struct store *st, struct top_snap *out, char *err,
 {
 	struct top_snap	 s;
 	enum idem_err	 er;
-	MYSQL		*db;
-	int64_t		 v[3];
+	size_t		 i;
 
+	if ((er = top_connect(st, err, errlen)) != IDEM_OK)
+		return er;
 	top_snap_init(&s);
-	if ((db = top_db(st, err, errlen)) == NULL)
-		return IDEM_ESTORE;
-	if ((er = one_row(db, "clock", SQL_NOW, v, 1, err, errlen)) != IDEM_OK)
-		goto fail;
-	s.now_ms = v[0];
-	if ((er = fetch_minutes(db, &s, err, errlen)) != IDEM_OK)
-		goto fail;
-	if ((er = one_row(db, "in progress", SQL_INPROG, v, 3, err,
-	    errlen)) != IDEM_OK)
-		goto fail;
-	s.inprog = v[0] < 0 ? 0 : (uint64_t)v[0];
-	s.waiting = v[1] < 0 ? 0 : (uint64_t)v[1];
-	s.oldest_ms = v[2];
-	if ((er = fetch_keys(db, &s, err, errlen)) != IDEM_OK)
-		goto fail;
-	if ((er = fetch_routes(db, &s, err, errlen)) != IDEM_OK)
-		goto fail;
-	if ((er = fetch_runs(db, &s, err, errlen)) != IDEM_OK)
-		goto fail;
-	if ((er = one_row(db, "last cleanup", SQL_LAST_OK, v, 1, err,
-	    errlen)) != IDEM_OK)
-		goto fail;
-	s.last_ok = v[0];
+	for (i = 0; i < sizeof(top_steps) / sizeof(top_steps[0]); i++)
+		if ((er = top_steps[i].fetch(st, &s)) != IDEM_OK) {
+			snprintf(err, errlen, "%s: %s", top_steps[i].what,
+			    store_last_error(st));
+			top_snap_free(&s);
+			return er;
+		}
 	top_snap_free(out);
 	*out = s;
 	return IDEM_OK;
-fail:
-	top_snap_free(&s);
-	return er;
 }
 
 enum idem_err
@@ -432,10 +401,10 @@ store_top_forget(struct store *st, uint64_t id, int *deleted, char *err,
 {
 	enum idem_err	 er;
 
-	if (top_db(st, err, errlen) == NULL)
-		return IDEM_ESTORE;
+	if ((er = top_connect(st, err, errlen)) != IDEM_OK)
+		return er;
 	er = store_admin_forget_id(st, id, 1, deleted);
 	if (er != IDEM_OK)
-		snprintf(err, errlen, "forget: %s", store_admin_error());
+		snprintf(err, errlen, "forget: %s", store_last_error(st));
 	return er;
 }

@@ -11,6 +11,7 @@
 #include "cfg.h"
 #include "stats.h"
 #include "store.h"
+#include "store_int.h"
 
 static void
 test_buckets(void)

@@ -1,0 +1,150 @@
+/* The hot path's statements: their SQL on one server, and Galera's variants where they differ (lib/store.c says why each is safe). */
+#include <stddef.h>
+
+#include "store_int.h"
+
+#define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
+
+/*
+ * One text per statement for both modes.  On Galera (lib/store.h, "Two
+ * modes") the named-lock calls are left out: a lock is local to its node
+ * there.  Each mode's variant keeps the same placeholders, so one binding
+ * serves both; "? IS NULL" stands for a lock name it does not use.
+ */
+#define CLAIM_SQL(TAKE)							\
+	"INSERT INTO idem_keys (scope, idem_key, route, method,"	\
+	" fingerprint, state, owner, owner_token, waiters, created_at,"	\
+	" lease_until, expires_at)"					\
+	" SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
+	LEASE_US " FROM DUAL WHERE " TAKE
+#define READ_SQL(DROP)							\
+	"SELECT id, fingerprint, state, owner_token,"			\
+	" lease_until > NOW(6), expires_at > NOW(6),"			\
+	" TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"		\
+	" IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"	\
+	" IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"	\
+	" IF(state = 1 AND fingerprint = ?, resp_body, NULL),"		\
+	" IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?" \
+	"   AND ((lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?))" \
+	"   OR owner_token = ?)), 1,"					\
+	"   " DROP "), 0),"						\
+	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"		\
+	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
+/* waiters first: MariaDB's SET sees values assigned before it. */
+#define TAKEOVER_SQL							\
+	"UPDATE idem_keys SET"						\
+	" waiters = IF(expires_at <= NOW(6), 0, waiters),"		\
+	" state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"	\
+	" owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","	\
+	" expires_at = " LEASE_US ", completed_at = NULL,"		\
+	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
+	" resp_size = NULL"						\
+	" WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"	\
+	" owner_token = ? AND ((lease_until <= NOW(6) AND"		\
+	" NOW(6) >= FROM_UNIXTIME(?)) OR owner_token = ?)))"
+#define COMPLETE_SQL(DROP)						\
+	"UPDATE idem_keys SET"						\
+	" waiters = waiters + " DROP ","				\
+	" state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"	\
+	" resp_size = ?, completed_at = NOW(6), expires_at = " LEASE_US	\
+	" WHERE id = ? AND owner_token = ?"
+#define TOMBSTONE_SQL(DROP)						\
+	"UPDATE idem_keys SET"						\
+	" waiters = waiters + " DROP ","				\
+	" state = 2, resp_status = ?, resp_headers = NULL,"		\
+	" resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"	\
+	" expires_at = " LEASE_US					\
+	" WHERE id = ? AND owner_token = ?"
+#define EPOCH_SQL(SYNC)							\
+	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\
+	" SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE"
+#define DROP_LOCK	"0 * COALESCE(RELEASE_LOCK(?), 0)"
+#define NO_LOCK		"0 * (? IS NULL)"
+
+const char *const store_stmt_sql[STMT__COUNT] = {
+	[STMT_CLAIM] = CLAIM_SQL("GET_LOCK(?, 0) = 1"),
+	/*
+	 * kept: when we hold the lock (first ? = 1) and the row may be taken
+	 * over (ttl passed; or in progress, same fingerprint, and its lease
+	 * lapsed at least a lease after the server started, or the token is
+	 * ours from before a reconnect) the lock is kept for the takeover;
+	 * otherwise it is dropped right here.
+	 */
+	[STMT_READ] = READ_SQL(DROP_LOCK),
+	[STMT_READ_CAUSAL] = READ_SQL(DROP_LOCK),
+	[STMT_TAKEOVER] = TAKEOVER_SQL,
+	/* GET_LOCK nests in MariaDB: never take a lock we already hold. */
+	[STMT_RELOCK] =
+	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0))",
+	/* Sleeps until the lock comes free and gives it straight back, in
+	 * one statement, so a queue of waiters drains without round trips. */
+	[STMT_WAITLOCK] =
+	    "SELECT IF(GET_LOCK(?, ?) = 1,"
+	    " 1 + 0 * COALESCE(RELEASE_LOCK(?), 0), 0)",
+	[STMT_UNLOCK] = "DO RELEASE_LOCK(?)",
+	[STMT_RENEW] =
+	    "UPDATE idem_keys SET lease_until = " LEASE_US
+	    " WHERE id = ? AND owner_token = ? AND state = 0",
+	[STMT_COMPLETE] = COMPLETE_SQL(DROP_LOCK),
+	[STMT_TOMBSTONE] = TOMBSTONE_SQL(DROP_LOCK),
+	[STMT_RELEASE] =
+	    "DELETE FROM idem_keys WHERE id = ? AND owner_token = ?",
+	[STMT_WAIT_INC] =
+	    "UPDATE idem_keys SET waiters = waiters + 1"
+	    " WHERE scope = ? AND idem_key = ?",
+	[STMT_WAIT_DEC] =
+	    "UPDATE idem_keys SET waiters = GREATEST(waiters, 1) - 1"
+	    " WHERE scope = ? AND idem_key = ?",
+	[STMT_COUNTERS] = NULL,		/* built from stat_names */
+	/* The count comes back as the insert id (0: the first). */
+	[STMT_QUOTA] = "INSERT INTO idem_quota (scope, minute, n)"
+	    " VALUES (?, UNIX_TIMESTAMP() DIV 60, 1)"
+	    " ON DUPLICATE KEY UPDATE n = LAST_INSERT_ID(n + 1)",
+	/* Bumped by migration 002's triggers: see lib/rcache.h.  A locking
+	 * read waits for a delete in flight to commit, instead of reading
+	 * the value from before it (through as many undo records as the
+	 * delete has rows); a second at most, so a stop is never held up. */
+	/* The server's start, so a restart (which drops every named lock)
+	 * is not taken for the death of every owner: see store_claim. */
+	/* With it, max_allowed_packet: an answer that cannot fit is refused
+	 * before it is sent (sent, it costs the connection and would look
+	 * like an outage).  One round trip for both at connect. */
+	/* And whether this is a Galera node (NULL where the server has no
+	 * such variable, as on MySQL). */
+	[STMT_BOOT] = "SELECT CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) -"
+	    " VARIABLE_VALUE AS SIGNED), @@max_allowed_packet,"
+	    " (SELECT VARIABLE_VALUE = 'ON'"
+	    "  FROM information_schema.GLOBAL_VARIABLES"
+	    "  WHERE VARIABLE_NAME = 'WSREP_ON')"
+	    " FROM information_schema.GLOBAL_STATUS"
+	    " WHERE VARIABLE_NAME = 'UPTIME'",
+	[STMT_EPOCH] = EPOCH_SQL(""),
+};
+
+/*
+ * Galera's variants; NULL: the same text as above.  Statements only the
+ * single-server mode runs (the lock statements, the waiters count) have
+ * none.  Causal reads (wsrep_sync_wait) only where a stale read could do
+ * harm:
+ * - the takeover UPDATE (3: its WHERE reads): a lease renewed on another
+ *   node but not applied here yet must not look lapsed;
+ * - the read after a claim lost to another node's INSERT (1213), whose
+ *   row may not be applied here yet;
+ * - the replay cache's epoch: a forget on another node must reach this
+ *   node's caches within RCACHE_VALID_MS.
+ * Not on the plain read of a replay or a waiter's poll: a row is only
+ * ever read older, never wrong (states only move forward, and a read
+ * after our own INSERT's duplicate error sees the row that caused it),
+ * so a stale read costs a poll, not a promise.
+ */
+const char *const store_stmt_sql_galera[STMT__COUNT] = {
+	[STMT_CLAIM] = CLAIM_SQL("? IS NOT NULL"),
+	[STMT_READ] = READ_SQL(NO_LOCK),
+	[STMT_READ_CAUSAL] = "SET STATEMENT wsrep_sync_wait = 1 FOR "
+	    READ_SQL(NO_LOCK),
+	[STMT_TAKEOVER] = "SET STATEMENT wsrep_sync_wait = 3 FOR "
+	    TAKEOVER_SQL,
+	[STMT_COMPLETE] = COMPLETE_SQL(NO_LOCK),
+	[STMT_TOMBSTONE] = TOMBSTONE_SQL(NO_LOCK),
+	[STMT_EPOCH] = EPOCH_SQL(", wsrep_sync_wait = 1"),
+};
