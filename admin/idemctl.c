@@ -1,5 +1,4 @@
 /* idemctl: the operator CLI (cleanup from cron, migrate, check, show, forget, stats, metrics). */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,64 +72,60 @@ usage(FILE *f)
 	    "  input, 69 store unreachable, 75 still running elsewhere\n", f);
 }
 
+/* The text of usage(), for -h / --help.  OUT: out. */
+static void
+usage_text(char *out, size_t len)
+{
+	FILE	*f = fmemopen(out, len, "w");
+
+	out[0] = '\0';
+	if (f == NULL)
+		return;
+	usage(f);
+	fclose(f);
+	out[len - 1] = '\0';
+}
+
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "mysql-group", required_argument, NULL, 'g' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct ctl	 c;
+	char		 help[4096];
+	const struct ctl_opt opts[] = {
+		{ .name = "version", .letter = 'V', .kind = CTL_OPT_PRINT,
+		  .text = "idemctl " IDEM_VERSION "\n" },
+		{ .name = "mysql-group", .letter = 'g', .kind = CTL_OPT_STRING,
+		  .dst = &c.mysql_group },
+		{ NULL },
+	};
+	const struct ctl_cmdline cl = { .usage = help, .opts = opts,
+	    .in_order = 1, .operands = -1 };
 	size_t		 i;
-	int		 ch, rc;
+	int		 rc, argi;
 
 	memset(&c, 0, sizeof(c));
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:c:vhVg:", longopts, NULL)) !=
-	    -1) {
-		switch (ch) {
-		case 'c':
-			c.cfgpath = optarg;
-			break;
-		case 'g':
-			c.mysql_group = optarg;
-			break;
-		case 'v':
-			c.verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return CTL_OK;
-		case 'V':
-			printf("idemctl %s\n", IDEM_VERSION);
-			return CTL_OK;
-		default:
-			return ctl_opt_err(NULL, ch, argv);
-		}
-	}
-	if (optind >= argc)
+	usage_text(help, sizeof(help));
+	if ((rc = ctl_opts_parse(&c, &cl, argc, argv, &argi)) != CTL_OK)
+		return rc == CTL_HELP ? CTL_OK : rc;
+	if (argi >= argc)
 		return ctl_usage_err(NULL, "missing command (cleanup, migrate, "
 		    "check, show, forget, stats, metrics, run)");
 	for (i = 0; i < NCMDS; i++)
-		if (strcmp(argv[optind], cmds[i].name) == 0)
+		if (strcmp(argv[argi], cmds[i].name) == 0)
 			break;
 	if (i == NCMDS) {
-		if (strcmp(argv[optind], "help") == 0) {
-			usage(stdout);
+		if (strcmp(argv[argi], "help") == 0) {
+			fputs(help, stdout);
 			return CTL_OK;
 		}
 		return ctl_usage_err(NULL, "unknown command '%s'",
-		    argv[optind]);
+		    argv[argi]);
 	}
 	/* The store logs its own progress at info level; an operator at a
 	 * terminal wants only our one line unless asking for more. */
 	log_open("idemctl", 0);
 	log_set_level(c.verbose ? LOG_LVL_INFO : LOG_LVL_WARN);
-	rc = cmds[i].run(&c, argc - optind, argv + optind);
+	rc = cmds[i].run(&c, argc - argi, argv + argi);
 	fflush(stdout);
 	if (ferror(stdout) && rc == CTL_OK) {
 		ctl_err("writing output failed");

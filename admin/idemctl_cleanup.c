@@ -1,5 +1,4 @@
 /* idemctl cleanup: the cron job that removes expired keys in small batches. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,132 +116,121 @@ cleanup_summary(FILE *f, const struct cleanup_opts *o,
 	    (unsigned long long)r->runs_pruned, r->batches, secs, rate);
 }
 
-int
-ctl_cleanup(struct ctl *c, int argc, char **argv)
+/* What the command line asks of a cleanup; -1: the config's. */
+struct cleanup_args {
+	long		 batch, max_s, sleep_ms;
+	int64_t		 max_lag_ms;
+	int		 dry;
+};
+
+static int
+cleanup_args(struct ctl *c, int argc, char **argv, struct cleanup_args *a)
 {
-	static const struct option longopts[] = {
-		{ "batch", required_argument, NULL, 'b' },
-		{ "max-seconds", required_argument, NULL, 't' },
-		{ "sleep", required_argument, NULL, 's' },
-		{ "max-lag", required_argument, NULL, 'L' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct ctl_opt	 opts[] = {
+		{ .name = "batch", .letter = 'b', .kind = CTL_OPT_LONG,
+		  .dst = &a->batch, .min = 1, .max = 1000000,
+		  .wants = "a number from 1 to 1000000" },
+		{ .name = "max-seconds", .letter = 't', .kind = CTL_OPT_LONG,
+		  .dst = &a->max_s, .min = 0, .max = 86400 * 7,
+		  .wants = "whole seconds (0 = no limit)" },
+		{ .name = "sleep", .letter = 's', .kind = CTL_OPT_LONG,
+		  .dst = &a->sleep_ms, .min = 0, .max = 60000,
+		  .wants = "milliseconds from 0 to 60000" },
+		{ .name = "max-lag", .letter = 'L', .kind = CTL_OPT_DURATION,
+		  .dst = &a->max_lag_ms, .wants = "a duration such as 10s" },
+		{ .name = "dry-run", .letter = 'n', .kind = CTL_OPT_FLAG,
+		  .dst = &a->dry },
+		{ NULL },
 	};
-	struct cleanup_opts	 o;
-	struct cleanup_result	 r;
-	struct lag_gate		 gate;
-	long			 batch = -1, maxs = -1, sleepms = -1;
-	int64_t			 maxlag = -1;
-	int			 ch, rc, dry = 0;
-	enum idem_err		 er;
+	const struct ctl_cmdline cl = { .cmd = "cleanup",
+	    .usage = ctl_cleanup_usage, .opts = opts };
+	int			 argi;
 
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":b:t:s:L:nvc:h", longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'b':
-			if (ctl_parse_long(optarg, 1, 1000000, &batch) != 0)
-				return ctl_usage_err("cleanup", "--batch wants "
-				    "a number from 1 to 1000000, not '%s'",
-				    optarg);
-			break;
-		case 't':
-			if (ctl_parse_long(optarg, 0, 86400 * 7, &maxs) != 0)
-				return ctl_usage_err("cleanup", "--max-seconds "
-				    "wants whole seconds (0 = no limit), not "
-				    "'%s'", optarg);
-			break;
-		case 's':
-			if (ctl_parse_long(optarg, 0, 60000, &sleepms) != 0)
-				return ctl_usage_err("cleanup", "--sleep wants "
-				    "milliseconds from 0 to 60000, not '%s'",
-				    optarg);
-			break;
-		case 'L':
-			if (cfg_parse_duration(optarg, &maxlag) != 0)
-				return ctl_usage_err("cleanup", "--max-lag "
-				    "wants a duration such as 10s, not '%s'",
-				    optarg);
-			break;
-		case 'n':
-			dry = 1;
-			break;
-		default:
-			if ((rc = ctl_opt_common(c, "cleanup", ch, ctl_cleanup_usage, argv)) !=
-			    CTL_OK)
-				return rc == CTL_HELP ? CTL_OK : rc;
-			break;
-		}
+	a->batch = a->max_s = a->sleep_ms = -1;
+	a->max_lag_ms = -1;
+	a->dry = 0;
+	return ctl_opts_parse(c, &cl, argc, argv, &argi);
+}
+
+/* The run's settings: the command line's, else the config's.  OUT: o. */
+static void
+cleanup_settings(const struct cfg *cfg, const struct cleanup_args *a,
+    struct cleanup_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->batch = a->batch > 0 ? (int)a->batch : cfg->cleanup_batch;
+	if (o->batch < 1)
+		o->batch = 1000;
+	o->max_ms = a->max_s >= 0 ? (int64_t)a->max_s * 1000 :
+	    cfg->cleanup_max_ms;
+	o->sleep_ms = a->sleep_ms >= 0 ? a->sleep_ms : cfg->cleanup_sleep_ms;
+	o->dry_run = a->dry;
+	o->stale_after_ms = cfg->stale_after_ms;
+	o->counters_retention_ms = cfg->counters_retention_ms;
+	o->runs_retention_ms = cfg->runs_retention_ms;
+	o->host = cfg->host_name != NULL ? cfg->host_name : "unknown";
+}
+
+/* --max-lag (or [cleanup] max_lag) on a real run: the replicas to watch
+ * between batches.  CTL_OK (OUT: g, o's pause) or one line and the code. */
+static int
+cleanup_gate(const struct cfg *cfg, const struct cleanup_args *a,
+    struct lag_gate *g, struct cleanup_opts *o)
+{
+	enum idem_err	 er;
+
+	memset(g, 0, sizeof(*g));
+	g->max_ms = a->max_lag_ms >= 0 ? a->max_lag_ms :
+	    cfg->cleanup_max_lag_ms;
+	if (g->max_ms <= 0 || a->dry)
+		return CTL_OK;
+	er = lag_open(cfg, &g->lag);
+	if (er == IDEM_EINVAL) {
+		ctl_err("cleanup: --max-lag needs the replicas to watch: "
+		    "[cleanup] replicas = GROUP... (option-file groups)");
+		return CTL_ECONFIG;
 	}
-	if (optind < argc)
-		return ctl_usage_err("cleanup", "unexpected argument '%s'",
-		    argv[optind]);
-
-	/* One syslog line per run, whatever the terminal verbosity. */
-	log_open("idemctl", 1);
-	log_set_level(LOG_LVL_INFO);
-	if ((rc = ctl_load(c)) != CTL_OK)
-		return rc;
-	memset(&o, 0, sizeof(o));
-	o.batch = batch > 0 ? (int)batch : c->cfg->cleanup_batch;
-	if (o.batch < 1)
-		o.batch = 1000;
-	o.max_ms = maxs >= 0 ? (int64_t)maxs * 1000 : c->cfg->cleanup_max_ms;
-	o.sleep_ms = sleepms >= 0 ? sleepms : c->cfg->cleanup_sleep_ms;
-	o.dry_run = dry;
-	o.stale_after_ms = c->cfg->stale_after_ms;
-	o.counters_retention_ms = c->cfg->counters_retention_ms;
-	o.runs_retention_ms = c->cfg->runs_retention_ms;
-	o.host = c->cfg->host_name != NULL ? c->cfg->host_name : "unknown";
-
-	memset(&gate, 0, sizeof(gate));
-	gate.max_ms = maxlag >= 0 ? maxlag : c->cfg->cleanup_max_lag_ms;
-	if (gate.max_ms > 0 && !dry) {
-		er = lag_open(c->cfg, &gate.lag);
-		if (er == IDEM_EINVAL) {
-			ctl_err("cleanup: --max-lag needs the replicas to watch: "
-			    "[cleanup] replicas = GROUP... (option-file groups)");
-			return CTL_ECONFIG;
-		}
-		if (er != IDEM_OK) {
-			ctl_err("cleanup: out of memory");
-			return CTL_ESTORE;
-		}
-		o.pause = lag_pause;
-		o.pause_arg = &gate;
+	if (er != IDEM_OK) {
+		ctl_err("cleanup: out of memory");
+		return CTL_ESTORE;
 	}
+	o->pause = lag_pause;
+	o->pause_arg = g;
+	return CTL_OK;
+}
+
+/* Connects and checks the schema, logging a failure to syslog too. */
+static int
+cleanup_connect(struct ctl *c)
+{
+	int	 rc;
 
 	if ((rc = ctl_connect(c)) != CTL_OK) {
 		log_err("cleanup failed: database unreachable");
-		lag_free(gate.lag);
 		return rc;
 	}
-	if ((rc = ctl_need_schema(c)) != CTL_OK) {
+	if ((rc = ctl_need_schema(c)) != CTL_OK)
 		log_err("cleanup failed: schema missing or old");
-		lag_free(gate.lag);
-		return rc;
-	}
+	return rc;
+}
 
-	er = store_admin_cleanup(c->st, &o, &r);
-	lag_free(gate.lag);
-	if (gate.paused_ms > 0 && c->verbose)
-		printf("cleanup paused %.1f s for replica lag\n",
-		    (double)gate.paused_ms / 1000.0);
+/* Logs what store_admin_cleanup() did (er, r) and says it as cron wants:
+ * nothing on success unless asked.  Returns the exit code. */
+static int
+cleanup_report(const struct ctl *c, const struct cleanup_opts *o,
+    const struct cleanup_result *r, enum idem_err er)
+{
 	switch (er) {
 	case IDEM_OK:
 		log_info("cleanup %s: run %llu deleted %llu expired, released "
 		    "%llu stale, pruned %llu counter rows, %u batches, %lld ms",
-		    r.outcome, (unsigned long long)r.run_id,
-		    (unsigned long long)r.rows_deleted,
-		    (unsigned long long)r.stale_released,
-		    (unsigned long long)r.counters_pruned, r.batches,
-		    (long long)r.elapsed_ms);
-		if (c->verbose || dry)
-			cleanup_summary(stdout, &o, &r);
+		    r->outcome, (unsigned long long)r->run_id,
+		    (unsigned long long)r->rows_deleted,
+		    (unsigned long long)r->stale_released,
+		    (unsigned long long)r->counters_pruned, r->batches,
+		    (long long)r->elapsed_ms);
+		if (c->verbose || o->dry_run)
+			cleanup_summary(stdout, o, r);
 		return CTL_OK;
 	case IDEM_EBUSY:
 		log_warn("cleanup skipped: already running on another "
@@ -252,15 +240,15 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 	case IDEM_ETIMEOUT:
 		log_warn("cleanup partial: run %llu %s; deleted %llu expired, "
 		    "released %llu stale, %u batches",
-		    (unsigned long long)r.run_id, r.reason,
-		    (unsigned long long)r.rows_deleted,
-		    (unsigned long long)r.stale_released, r.batches);
+		    (unsigned long long)r->run_id, r->reason,
+		    (unsigned long long)r->rows_deleted,
+		    (unsigned long long)r->stale_released, r->batches);
 		/* A normal outcome for cron: quiet, like success. */
 		if (c->verbose)
 			printf("cleanup partial: %s after deleting %llu keys; "
-			    "the next run continues\n", r.reason,
-			    (unsigned long long)(r.rows_deleted +
-			    r.stale_released));
+			    "the next run continues\n", r->reason,
+			    (unsigned long long)(r->rows_deleted +
+			    r->stale_released));
 		return CTL_OK;
 	case IDEM_EINVAL:
 		ctl_err("cleanup: %s", store_last_error(c->st));
@@ -270,4 +258,35 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 		ctl_err("cleanup failed: %s", store_last_error(c->st));
 		return CTL_ESTORE;
 	}
+}
+
+int
+ctl_cleanup(struct ctl *c, int argc, char **argv)
+{
+	struct cleanup_args	 a;
+	struct cleanup_opts	 o;
+	struct cleanup_result	 r;
+	struct lag_gate		 gate;
+	int			 rc;
+	enum idem_err		 er = IDEM_OK;
+
+	if ((rc = cleanup_args(c, argc, argv, &a)) != CTL_OK)
+		return rc == CTL_HELP ? CTL_OK : rc;
+	/* One syslog line per run, whatever the terminal verbosity. */
+	log_open("idemctl", 1);
+	log_set_level(LOG_LVL_INFO);
+	if ((rc = ctl_load(c)) != CTL_OK)
+		return rc;
+	cleanup_settings(c->cfg, &a, &o);
+	if ((rc = cleanup_gate(c->cfg, &a, &gate, &o)) != CTL_OK)
+		return rc;
+	if ((rc = cleanup_connect(c)) == CTL_OK)
+		er = store_admin_cleanup(c->st, &o, &r);
+	lag_free(gate.lag);
+	if (rc != CTL_OK)
+		return rc;
+	if (gate.paused_ms > 0 && c->verbose)
+		printf("cleanup paused %.1f s for replica lag\n",
+		    (double)gate.paused_ms / 1000.0);
+	return cleanup_report(c, &o, &r, er);
 }

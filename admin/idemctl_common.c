@@ -1,4 +1,5 @@
 /* What idemctl's commands share: exit codes, config and store set-up, output helpers. */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -43,8 +44,14 @@ ctl_usage_err(const char *cmd, const char *fmt, ...)
 	return CTL_EUSAGE;
 }
 
-int
-ctl_opt_err(const char *cmd, int ch, char **argv)
+/* Room for a command's options and the shared ones. */
+#define OPTS_MAX	16
+/* getopt values of long-only options: 1000 + their index. */
+#define OPT_LONG_ONLY	1000
+
+/* Reports a getopt_long() failure (ch is '?' or ':'); CTL_EUSAGE. */
+static int
+opt_err(const char *cmd, int ch, char **argv)
 {
 	const char	*arg = optind > 0 ? argv[optind - 1] : "?";
 
@@ -59,23 +66,125 @@ ctl_opt_err(const char *cmd, int ch, char **argv)
 	return ctl_usage_err(cmd, "unknown option '%s'", arg);
 }
 
-int
-ctl_opt_common(struct ctl *c, const char *cmd, int ch, const char *usage,
-    char **argv)
+static int
+opt_has_arg(const struct ctl_opt *o)
 {
-	switch (ch) {
-	case 'v':
-		c->verbose = 1;
-		return CTL_OK;
-	case 'c':
-		c->cfgpath = optarg;
-		return CTL_OK;
-	case 'h':
-		fputs(usage, stdout);
-		return CTL_HELP;
-	default:
-		return ctl_opt_err(cmd, ch, argv);
+	return o->kind != CTL_OPT_FLAG && o->kind != CTL_OPT_PRINT;
+}
+
+/*
+ * Lists the options of opts[] then of common[] (ncommon) in all[], and
+ * spells them for getopt_long().  Returns how many.  OUT: all, longopts
+ * (ends with zeros), shorts.
+ */
+static size_t
+opt_tables(const struct ctl_opt *opts, const struct ctl_opt *common,
+    size_t ncommon, int in_order, const struct ctl_opt **all,
+    struct option *longopts, char *shorts)
+{
+	const struct ctl_opt	*o;
+	size_t			 i, n = 0;
+	char			*sp = shorts;
+
+	for (o = opts; o->name != NULL; o++)
+		all[n++] = o;
+	for (i = 0; i < ncommon; i++)
+		all[n++] = &common[i];
+	assert(n < OPTS_MAX);
+	if (in_order)
+		*sp++ = '+';
+	*sp++ = ':';
+	for (i = 0; i < n; i++) {
+		o = all[i];
+		longopts[i].name = o->name;
+		longopts[i].has_arg = opt_has_arg(o) ? required_argument :
+		    no_argument;
+		longopts[i].flag = NULL;
+		longopts[i].val = o->letter != 0 ? o->letter :
+		    OPT_LONG_ONLY + (int)i;
+		if (o->letter == 0 || o->elsewhere)
+			continue;
+		*sp++ = (char)o->letter;
+		if (opt_has_arg(o))
+			*sp++ = ':';
 	}
+	memset(&longopts[n], 0, sizeof(longopts[n]));
+	*sp = '\0';
+	return n;
+}
+
+/* Stores value v of option o; CTL_OK, CTL_HELP or one usage line. */
+static int
+opt_store(const char *cmd, const struct ctl_opt *o, const char *v)
+{
+	long	 n;
+
+	if (o->elsewhere)
+		return ctl_usage_err(cmd, "unknown option '--%s'", o->name);
+	switch (o->kind) {
+	case CTL_OPT_FLAG:
+		*(int *)o->dst = 1;
+		return CTL_OK;
+	case CTL_OPT_STRING:
+		*(const char **)o->dst = v;
+		return CTL_OK;
+	case CTL_OPT_LONG:
+		if (ctl_parse_long(v, o->min, o->max, &n) != 0)
+			break;
+		*(long *)o->dst = n;
+		return CTL_OK;
+	case CTL_OPT_DURATION:
+		if (cfg_parse_duration(v, o->dst) != 0)
+			break;
+		return CTL_OK;
+	case CTL_OPT_PARSE:
+		if (o->parse(v, o->dst) != 0)
+			break;
+		return CTL_OK;
+	case CTL_OPT_PRINT:
+		fputs(o->text, stdout);
+		return CTL_HELP;
+	}
+	return ctl_usage_err(cmd, "--%s wants %s, not '%s'", o->name, o->wants,
+	    v);
+}
+
+int
+ctl_opts_parse(struct ctl *c, const struct ctl_cmdline *cl, int argc,
+    char **argv, int *argi)
+{
+	const struct ctl_opt	 common[] = {
+		{ .name = "verbose", .letter = 'v', .kind = CTL_OPT_FLAG,
+		  .dst = &c->verbose },
+		{ .name = "config", .letter = 'c', .kind = CTL_OPT_STRING,
+		  .dst = &c->cfgpath },
+		{ .name = "help", .letter = 'h', .kind = CTL_OPT_PRINT,
+		  .text = cl->usage },
+	};
+	const struct ctl_opt	*all[OPTS_MAX];
+	struct option		 longopts[OPTS_MAX];
+	char			 shorts[2 + 2 * OPTS_MAX];
+	size_t			 i, n;
+	int			 ch, rc;
+
+	n = opt_tables(cl->opts, common, sizeof(common) / sizeof(common[0]),
+	    cl->in_order, all, longopts, shorts);
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
+		for (i = 0; i < n; i++)
+			if (ch == longopts[i].val)
+				break;
+		if (ch == '?' || ch == ':' || i == n)
+			return opt_err(cl->cmd, ch, argv);
+		if ((rc = opt_store(cl->cmd, all[i], optarg)) != CTL_OK)
+			return rc;
+	}
+	if (cl->operands >= 0 && argc - optind > cl->operands)
+		return ctl_usage_err(cl->cmd, "unexpected argument '%s'",
+		    argv[optind + cl->operands]);
+	*argi = optind;
+	return CTL_OK;
 }
 
 int

@@ -46,23 +46,54 @@ void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ctl_usage_err(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/*
- * Reports a getopt_long() failure (ch is '?' or ':') for cmd as one usage
- * line plus a --help hint; returns CTL_EUSAGE.  argv as given to getopt.
- */
-int ctl_opt_err(const char *cmd, int ch, char **argv);
+/* How a command's option stores its value (struct ctl_opt.dst). */
+enum ctl_opt_kind {
+	CTL_OPT_FLAG,		/* no value; *(int *)dst = 1 */
+	CTL_OPT_STRING,		/* *(const char **)dst = the value (borrowed) */
+	CTL_OPT_LONG,		/* *(long *)dst = a whole number in [min, max] */
+	CTL_OPT_DURATION,	/* *(int64_t *)dst = ms (cfg_parse_duration) */
+	CTL_OPT_PARSE,		/* parse(value, dst) == 0 stores it */
+	CTL_OPT_PRINT,		/* no value; prints text on stdout, stops: CTL_HELP */
+};
 
-/* What ctl_opt_common() returns for -h / --help. */
+/*
+ * One option of a command.  A value LONG or PARSE refuses is reported as
+ * "--NAME wants WANTS, not 'VALUE'"; options not given keep
+ * what dst holds.  Long-only options (letter 0) get
+ * getopt values 1000 + their index in the table.
+ */
+struct ctl_opt {
+	const char		*name;		/* --NAME */
+	int			 letter;	/* -L, or 0 */
+	enum ctl_opt_kind	 kind;
+	void			*dst;
+	const char		*wants;		/* LONG, DURATION, PARSE */
+	long			 min, max;	/* LONG */
+	int			(*parse)(const char *, void *);	/* PARSE */
+	const char		*text;		/* PRINT */
+	int			 elsewhere;	/* another command's: refused */
+};
+
+/* A command's command line: its options (then -v, -c FILE, -h), operands. */
+struct ctl_cmdline {
+	const char		*cmd;		/* in messages; NULL: idemctl's */
+	const char		*usage;		/* what -h / --help prints */
+	const struct ctl_opt	*opts;		/* ends with { NULL } */
+	int			 in_order;	/* the first operand ends options */
+	int			 operands;	/* at most; -1: any number */
+};
+
+/* What ctl_opts_parse() returns for -h / --help. */
 #define CTL_HELP	(-1)
 
 /*
- * The options every command shares, for the default: case of its getopt
- * loop: -v / --verbose and -c / --config FILE (CTL_OK), -h / --help
- * (prints usage on stdout, CTL_HELP), anything else (one usage line,
- * CTL_EUSAGE).
+ * Parses argv[1..] with cl's options and the ones every command shares:
+ * -v / --verbose, -c / --config FILE (into c) and -h / --help.  Returns
+ * CTL_OK (OUT: *argi, the first operand), CTL_HELP (usage printed) or
+ * CTL_EUSAGE (one usage line and a --help hint printed).
  */
-int ctl_opt_common(struct ctl *c, const char *cmd, int ch, const char *usage,
-    char **argv);
+int ctl_opts_parse(struct ctl *c, const struct ctl_cmdline *cl, int argc,
+    char **argv, int *argi);
 
 /* Loads c->cfgpath.  On failure prints one line and returns CTL_ECONFIG. */
 int ctl_load(struct ctl *c);

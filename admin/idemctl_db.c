@@ -1,5 +1,4 @@
 /* idemctl migrate and check: the schema and the health of the set-up. */
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,44 +31,17 @@ const char ctl_check_usage[] =
 "Exit: 0 all ok (warnings allowed), 1 usage, 2 config, 3 database,\n"
 "      6 schema, 9 privileges missing.\n";
 
-/* Parses the options of commands that take none of their own. */
-static int
-plain_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
-    char **argv)
-{
-	static const struct option longopts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int	 ch, rc;
-
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":vc:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		default:
-			if ((rc = ctl_opt_common(c, cmd, ch, usage, argv)) !=
-			    CTL_OK)
-				return rc;
-			break;
-		}
-	}
-	if (optind < argc)
-		return ctl_usage_err(cmd, "unexpected argument '%s'",
-		    argv[optind]);
-	return CTL_OK;
-}
-
 int
 ctl_migrate(struct ctl *c, int argc, char **argv)
 {
-	int		 rc, applied = 0, v = 0;
+	static const struct ctl_opt opts[] = { { NULL } };
+	const struct ctl_cmdline cl = { .cmd = "migrate",
+	    .usage = ctl_migrate_usage, .opts = opts };
+	int		 rc, argi, applied = 0, v = 0;
 	enum idem_err	 er;
 
-	if ((rc = plain_opts(c, "migrate", ctl_migrate_usage, argc, argv)) != 0)
-		return rc < 0 ? CTL_OK : rc;
+	if ((rc = ctl_opts_parse(c, &cl, argc, argv, &argi)) != CTL_OK)
+		return rc == CTL_HELP ? CTL_OK : rc;
 	if ((rc = ctl_connect(c)) != CTL_OK)
 		return rc;
 	if ((er = store_migrate(c->st, &applied)) != IDEM_OK) {
@@ -202,45 +174,34 @@ check_roles(const struct admin_priv *p, size_t n, const char *want)
 	return result;
 }
 
+/* --role: one of roles[]. */
+static int
+parse_role(const char *v, void *dst)
+{
+	size_t	 r;
+
+	for (r = 0; r < NROLES; r++)
+		if (strcmp(v, roles[r].name) == 0) {
+			*(const char **)dst = v;
+			return 0;
+		}
+	return -1;
+}
+
 static int
 check_opts(struct ctl *c, int argc, char **argv, const char **role)
 {
-	static const struct option longopts[] = {
-		{ "role", required_argument, NULL, 'r' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct ctl_opt	 opts[] = {
+		{ .name = "role", .letter = 'r', .kind = CTL_OPT_PARSE,
+		  .dst = role, .parse = parse_role,
+		  .wants = "gateway, cleanup or console" },
+		{ NULL },
 	};
-	size_t	 r;
-	int	 ch, rc;
+	const struct ctl_cmdline cl = { .cmd = "check",
+	    .usage = ctl_check_usage, .opts = opts };
+	int			 argi;
 
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:vc:h", longopts, NULL))
-	    != -1) {
-		switch (ch) {
-		case 'r':
-			for (r = 0; r < NROLES; r++)
-				if (strcmp(optarg, roles[r].name) == 0)
-					break;
-			if (r == NROLES)
-				return ctl_usage_err("check", "--role wants "
-				    "gateway, cleanup or console, not '%s'",
-				    optarg);
-			*role = optarg;
-			break;
-		default:
-			if ((rc = ctl_opt_common(c, "check", ch, ctl_check_usage, argv)) !=
-			    CTL_OK)
-				return rc;
-			break;
-		}
-	}
-	if (optind < argc)
-		return ctl_usage_err("check", "unexpected argument '%s'",
-		    argv[optind]);
-	return CTL_OK;
+	return ctl_opts_parse(c, &cl, argc, argv, &argi);
 }
 
 /*

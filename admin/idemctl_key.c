@@ -1,5 +1,4 @@
 /* idemctl show and forget: one key, looked up by (scope, key). */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,55 +50,31 @@ struct key_args {
 	int		 flag;		/* --body or --force */
 };
 
+/* show's and forget's options: each refuses the other's flag. */
 static int
 key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
     char **argv, struct key_args *a)
 {
-	static const struct option longopts[] = {
-		{ "scope", required_argument, NULL, 's' },
-		{ "body", no_argument, NULL, 'b' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	int			 is_show = strcmp(cmd, "show") == 0;
+	const struct ctl_opt	 opts[] = {
+		{ .name = "scope", .letter = 's', .kind = CTL_OPT_STRING,
+		  .dst = &a->scope_arg },
+		{ .name = "body", .letter = 'b', .kind = CTL_OPT_FLAG,
+		  .dst = &a->flag, .elsewhere = !is_show },
+		{ .name = "force", .letter = 'f', .kind = CTL_OPT_FLAG,
+		  .dst = &a->flag, .elsewhere = is_show },
+		{ NULL },
 	};
-	int	 ch, rc, is_show = strcmp(cmd, "show") == 0;
+	const struct ctl_cmdline cl = { .cmd = cmd, .usage = usage,
+	    .opts = opts, .operands = 1 };
+	int			 rc, argi;
 
 	memset(a, 0, sizeof(*a));
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, is_show ? ":s:bvc:h" :
-	    ":s:fvc:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			a->scope_arg = optarg;
-			break;
-		case 'b':
-			if (!is_show)
-				return ctl_usage_err(cmd, "unknown option "
-				    "'--body'");
-			a->flag = 1;
-			break;
-		case 'f':
-			if (is_show)
-				return ctl_usage_err(cmd, "unknown option "
-				    "'--force'");
-			a->flag = 1;
-			break;
-		default:
-			if ((rc = ctl_opt_common(c, cmd, ch, usage, argv)) !=
-			    CTL_OK)
-				return rc;
-			break;
-		}
-	}
-	if (optind >= argc)
+	if ((rc = ctl_opts_parse(c, &cl, argc, argv, &argi)) != CTL_OK)
+		return rc;
+	if (argi >= argc)
 		return ctl_usage_err(cmd, "missing KEY");
-	if (optind + 1 < argc)
-		return ctl_usage_err(cmd, "unexpected argument '%s'",
-		    argv[optind + 1]);
-	if (ctl_parse_key(argv[optind], a->key, &a->keylen) != 0)
+	if (ctl_parse_key(argv[argi], a->key, &a->keylen) != 0)
 		return ctl_usage_err(cmd, "invalid key (1 to %d visible ASCII "
 		    "bytes, or a quoted string)", FP_KEY_MAX);
 	if (ctl_parse_scope(a->scope_arg, a->scope) != 0)

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +63,6 @@ struct run_args {
 	char		**cmd;		/* COMMAND [ARG...], NULL-terminated */
 };
 
-enum {
-	OPT_KEY = 1000, OPT_SCOPE, OPT_TTL, OPT_LEASE, OPT_WAIT, OPT_TIMEOUT,
-	OPT_STORE_FAILURES,
-};
-
 static volatile sig_atomic_t run_signal;
 
 static void
@@ -87,85 +81,75 @@ run_duration(const char *name, const char *v, int64_t *ms)
 	return CTL_OK;
 }
 
-static int
-run_opts(struct ctl *c, int argc, char **argv, struct run_args *a)
-{
-	static const struct option longopts[] = {
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "scope", required_argument, NULL, OPT_SCOPE },
-		{ "ttl", required_argument, NULL, OPT_TTL },
-		{ "lease", required_argument, NULL, OPT_LEASE },
-		{ "wait", required_argument, NULL, OPT_WAIT },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "store-failures", no_argument, NULL, OPT_STORE_FAILURES },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char	*key = NULL, *ttl = NULL, *lease = NULL, *wait = NULL;
-	const char	*tmo = NULL;
-	int		 ch, rc;
+/* The options given as text, checked once the config is loaded. */
+struct run_opt_text {
+	const char	*key, *ttl, *lease, *wait, *timeout;
+};
 
-	optind = 0;
-	opterr = 0;
-	/* '+': COMMAND's own options are not ours. */
-	while ((ch = getopt_long(argc, argv, "+:vc:h", longopts, NULL)) !=
-	    -1) {
-		switch (ch) {
-		case OPT_KEY:
-			key = optarg;
-			break;
-		case OPT_SCOPE:
-			a->scope = optarg;
-			break;
-		case OPT_TTL:
-			ttl = optarg;
-			break;
-		case OPT_LEASE:
-			lease = optarg;
-			break;
-		case OPT_WAIT:
-			wait = optarg;
-			break;
-		case OPT_TIMEOUT:
-			tmo = optarg;
-			break;
-		case OPT_STORE_FAILURES:
-			a->store_failures = 1;
-			break;
-		default:
-			if ((rc = ctl_opt_common(c, "run", ch, ctl_run_usage,
-			    argv)) != CTL_OK)
-				return rc;
-			break;
-		}
-	}
-	if (key == NULL)
-		return ctl_usage_err("run", "missing --key KEY");
-	if (ctl_parse_key(key, a->key, &a->keylen) != 0)
-		return ctl_usage_err("run", "invalid key (1 to %d visible ASCII "
-		    "bytes, or a quoted string)", FP_KEY_MAX);
-	if (optind >= argc)
-		return ctl_usage_err("run", "missing COMMAND (after --)");
-	a->cmd = argv + optind;
-	if (a->scope != NULL && strncmp(a->scope, "job:", 4) == 0)
-		a->scope += 4;
-	if (a->scope != NULL && strcmp(a->scope, "job") == 0)
-		a->scope = NULL;
+/* The config's defaults, then the durations given.  CTL_OK or the code. */
+static int
+run_durations(struct ctl *c, const struct run_opt_text *t, struct run_args *a)
+{
+	const struct {
+		const char	*name, *v;
+		int64_t		*ms;
+	} d[] = {
+		{ "ttl", t->ttl, &a->ttl_ms },
+		{ "lease", t->lease, &a->lease_ms },
+		{ "wait", t->wait, &a->wait_ms },
+		{ "timeout", t->timeout, &a->timeout_ms },
+	};
+	size_t	 i;
+	int	 rc;
+
 	if ((rc = ctl_load(c)) != CTL_OK)
 		return rc;
 	a->ttl_ms = c->cfg->defaults.ttl_ms;
 	a->lease_ms = c->cfg->defaults.lease_ms;
 	a->wait_ms = c->cfg->defaults.wait_ms;
-	if ((ttl != NULL && (rc = run_duration("ttl", ttl, &a->ttl_ms)) !=
-	    CTL_OK) || (lease != NULL && (rc = run_duration("lease", lease,
-	    &a->lease_ms)) != CTL_OK) || (wait != NULL && (rc =
-	    run_duration("wait", wait, &a->wait_ms)) != CTL_OK) || (tmo !=
-	    NULL && (rc = run_duration("timeout", tmo, &a->timeout_ms)) !=
-	    CTL_OK))
-		return rc;
+	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (d[i].v != NULL &&
+		    (rc = run_duration(d[i].name, d[i].v, d[i].ms)) != CTL_OK)
+			return rc;
 	return CTL_OK;
+}
+
+static int
+run_opts(struct ctl *c, int argc, char **argv, struct run_args *a)
+{
+	struct run_opt_text	 t = { NULL };
+	const struct ctl_opt	 opts[] = {
+		{ .name = "key", .kind = CTL_OPT_STRING, .dst = &t.key },
+		{ .name = "scope", .kind = CTL_OPT_STRING, .dst = &a->scope },
+		{ .name = "ttl", .kind = CTL_OPT_STRING, .dst = &t.ttl },
+		{ .name = "lease", .kind = CTL_OPT_STRING, .dst = &t.lease },
+		{ .name = "wait", .kind = CTL_OPT_STRING, .dst = &t.wait },
+		{ .name = "timeout", .kind = CTL_OPT_STRING,
+		  .dst = &t.timeout },
+		{ .name = "store-failures", .kind = CTL_OPT_FLAG,
+		  .dst = &a->store_failures },
+		{ NULL },
+	};
+	/* in order: COMMAND's own options are not ours. */
+	const struct ctl_cmdline cl = { .cmd = "run", .usage = ctl_run_usage,
+	    .opts = opts, .in_order = 1, .operands = -1 };
+	int			 rc, argi;
+
+	if ((rc = ctl_opts_parse(c, &cl, argc, argv, &argi)) != CTL_OK)
+		return rc;
+	if (t.key == NULL)
+		return ctl_usage_err("run", "missing --key KEY");
+	if (ctl_parse_key(t.key, a->key, &a->keylen) != 0)
+		return ctl_usage_err("run", "invalid key (1 to %d visible ASCII "
+		    "bytes, or a quoted string)", FP_KEY_MAX);
+	if (argi >= argc)
+		return ctl_usage_err("run", "missing COMMAND (after --)");
+	a->cmd = argv + argi;
+	if (a->scope != NULL && strncmp(a->scope, "job:", 4) == 0)
+		a->scope += 4;
+	if (a->scope != NULL && strcmp(a->scope, "job") == 0)
+		a->scope = NULL;
+	return run_durations(c, &t, a);
 }
 
 /* stdin whole, at most max bytes (none when it is a terminal).  CTL_OK,

@@ -1,5 +1,5 @@
 /* idemctl stats and metrics: the fleet counters as a table, TSV, JSON or Prometheus text. */
-#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +125,13 @@ prom_put_label(FILE *f, const char *s)
 	}
 }
 
+/* What stats' command line asks for. */
+struct stats_args {
+	int64_t			 since_s;
+	const char		*route;
+	enum stats_format	 fmt;
+};
+
 /* The columns after the route, in order. */
 enum col {
 	C_REQ, C_CREATED, C_REUSED, C_PCT, C_422, C_409, C_WAITS, C_P50,
@@ -242,83 +249,103 @@ json_row(FILE *f, const struct admin_stat *r, int with_route)
 	fprintf(f, ", \"wait_sum_ms\": %llu}", (unsigned long long)r->wait_sum_ms);
 }
 
-void
-stats_print(FILE *f, enum stats_format fmt, const struct admin_stat *rows,
-    size_t n, int64_t since_s)
+/* What stats prints: a row per route, then their total. */
+struct stats_rows {
+	const struct admin_stat	*rows;
+	size_t			 n;
+	struct admin_stat	 total;
+};
+
+/* Row i (i == t->n: the total, named total_name); its route text in rt. */
+static const struct admin_stat *
+stats_row(const struct stats_rows *t, size_t i, const char *total_name,
+    char *rt, size_t len)
 {
-	struct admin_stat total;
-	size_t		 i, nr = n + 1;
+	if (i == t->n) {
+		snprintf(rt, len, "%s", total_name);
+		return &t->total;
+	}
+	route_text(t->rows[i].route, rt, len);
+	return &t->rows[i];
+}
+
+static void
+stats_json(FILE *f, const struct stats_rows *t, int64_t since_s)
+{
+	size_t	 i;
+
+	fprintf(f, "{\n  \"since_seconds\": %lld,\n  \"routes\": [",
+	    (long long)since_s);
+	for (i = 0; i < t->n; i++) {
+		fputs(i ? ",\n    " : "\n    ", f);
+		json_row(f, &t->rows[i], 1);
+	}
+	fputs(t->n ? "\n  ],\n  \"total\": " : "],\n  \"total\": ", f);
+	json_row(f, &t->total, 0);
+	fputs("\n}\n", f);
+}
+
+static void
+stats_tsv(FILE *f, const struct stats_rows *t)
+{
+	const struct admin_stat *r;
+	size_t		 i;
+	int		 c;
+	char		 v[32], rt[1100];
+
+	fputs("route", f);
+	for (c = 0; c < C__COUNT; c++)
+		fprintf(f, "\t%s", col_key[c]);
+	fputc('\n', f);
+	for (i = 0; i <= t->n; i++) {
+		r = stats_row(t, i, "(total)", rt, sizeof(rt));
+		fputs(rt, f);
+		for (c = 0; c < C__COUNT; c++) {
+			cell(r, c, STATS_TSV, v, sizeof(v));
+			fprintf(f, "\t%s", v);
+		}
+		fputc('\n', f);
+	}
+}
+
+/* Widens w[0] (the route) and w[1..] (the columns) to fit row i. */
+static void
+table_fit(const struct stats_rows *t, size_t i, int w[C__COUNT + 1])
+{
+	const struct admin_stat *r;
+	char		 v[32], rt[1100];
+	int		 c;
+
+	r = stats_row(t, i, "TOTAL", rt, sizeof(rt));
+	if ((int)strlen(rt) > w[0])
+		w[0] = (int)strlen(rt);
+	for (c = 0; c < C__COUNT; c++) {
+		cell(r, c, STATS_TABLE, v, sizeof(v));
+		if ((int)strlen(v) > w[c + 1])
+			w[c + 1] = (int)strlen(v);
+	}
+}
+
+/* An aligned table: every cell measured first. */
+static void
+stats_table(FILE *f, const struct stats_rows *t)
+{
+	const struct admin_stat *r;
+	size_t		 i;
 	int		 c, w[C__COUNT + 1];
 	char		 v[32], rt[1100];
 
-	memset(&total, 0, sizeof(total));
-	for (i = 0; i < n; i++)
-		ctlstats_sum(&total, &rows[i]);
-
-	if (fmt == STATS_JSON) {
-		fprintf(f, "{\n  \"since_seconds\": %lld,\n  \"routes\": [",
-		    (long long)since_s);
-		for (i = 0; i < n; i++) {
-			fputs(i ? ",\n    " : "\n    ", f);
-			json_row(f, &rows[i], 1);
-		}
-		fputs(n ? "\n  ],\n  \"total\": " : "],\n  \"total\": ", f);
-		json_row(f, &total, 0);
-		fputs("\n}\n", f);
-		return;
-	}
-	if (fmt == STATS_TSV) {
-		fputs("route", f);
-		for (c = 0; c < C__COUNT; c++)
-			fprintf(f, "\t%s", col_key[c]);
-		fputc('\n', f);
-		for (i = 0; i < nr; i++) {
-			const struct admin_stat *r = i < n ? &rows[i] : &total;
-
-			if (i < n)
-				route_text(r->route, rt, sizeof(rt));
-			else
-				snprintf(rt, sizeof(rt), "(total)");
-			fputs(rt, f);
-			for (c = 0; c < C__COUNT; c++) {
-				cell(r, c, STATS_TSV, v, sizeof(v));
-				fprintf(f, "\t%s", v);
-			}
-			fputc('\n', f);
-		}
-		return;
-	}
-
-	/* Aligned table: measure every cell first. */
 	w[0] = (int)strlen("ROUTE");
 	for (c = 0; c < C__COUNT; c++)
 		w[c + 1] = (int)strlen(col_table[c]);
-	for (i = 0; i < nr; i++) {
-		const struct admin_stat *r = i < n ? &rows[i] : &total;
-
-		if (i < n)
-			route_text(r->route, rt, sizeof(rt));
-		else
-			snprintf(rt, sizeof(rt), "TOTAL");
-		if ((int)strlen(rt) > w[0])
-			w[0] = (int)strlen(rt);
-		for (c = 0; c < C__COUNT; c++) {
-			cell(r, c, STATS_TABLE, v, sizeof(v));
-			if ((int)strlen(v) > w[c + 1])
-				w[c + 1] = (int)strlen(v);
-		}
-	}
+	for (i = 0; i <= t->n; i++)
+		table_fit(t, i, w);
 	fprintf(f, "%-*s", w[0], "ROUTE");
 	for (c = 0; c < C__COUNT; c++)
 		fprintf(f, "  %*s", w[c + 1], col_table[c]);
 	fputc('\n', f);
-	for (i = 0; i < nr; i++) {
-		const struct admin_stat *r = i < n ? &rows[i] : &total;
-
-		if (i < n)
-			route_text(r->route, rt, sizeof(rt));
-		else
-			snprintf(rt, sizeof(rt), "TOTAL");
+	for (i = 0; i <= t->n; i++) {
+		r = stats_row(t, i, "TOTAL", rt, sizeof(rt));
 		fprintf(f, "%-*s", w[0], rt);
 		for (c = 0; c < C__COUNT; c++) {
 			cell(r, c, STATS_TABLE, v, sizeof(v));
@@ -326,6 +353,26 @@ stats_print(FILE *f, enum stats_format fmt, const struct admin_stat *rows,
 		}
 		fputc('\n', f);
 	}
+}
+
+void
+stats_print(FILE *f, enum stats_format fmt, const struct admin_stat *rows,
+    size_t n, int64_t since_s)
+{
+	struct stats_rows t;
+	size_t		 i;
+
+	memset(&t, 0, sizeof(t));
+	t.rows = rows;
+	t.n = n;
+	for (i = 0; i < n; i++)
+		ctlstats_sum(&t.total, &rows[i]);
+	if (fmt == STATS_JSON)
+		stats_json(f, &t, since_s);
+	else if (fmt == STATS_TSV)
+		stats_tsv(f, &t);
+	else
+		stats_table(f, &t);
 }
 
 static const struct {
@@ -378,16 +425,29 @@ prom_route(FILE *f, const char *name, const char *suffix, const char *route)
 	    "http");
 }
 
-void
-metrics_print(FILE *f, const struct admin_stat *rows, size_t n,
-    const struct admin_gauges *g)
+/* One gauge without labels: HELP, TYPE and "name value". */
+static void
+prom_gauge(FILE *f, const char *name, const char *help, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+prom_gauge(FILE *f, const char *name, const char *help, const char *fmt, ...)
 {
-	static const char *const states[3] = {
-		"in_progress", "completed", "tombstone",
-	};
-	const char	*h = "idemgate_wait_seconds";
-	size_t		 i, k;
-	int		 b;
+	va_list	 ap;
+
+	prom_head(f, name, "gauge", help);
+	fprintf(f, "%s ", name);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+}
+
+/* Every counter of prom_counters[], one line per route. */
+static void
+metrics_counters(FILE *f, const struct admin_stat *rows, size_t n)
+{
+	size_t	 i, k;
 
 	for (k = 0; k < sizeof(prom_counters) / sizeof(prom_counters[0]); k++) {
 		prom_head(f, prom_counters[k].name, "counter",
@@ -398,6 +458,15 @@ metrics_print(FILE *f, const struct admin_stat *rows, size_t n,
 			    rows[i].n[prom_counters[k].stat]);
 		}
 	}
+}
+
+/* The wait histogram, cumulative buckets per route. */
+static void
+metrics_waits(FILE *f, const struct admin_stat *rows, size_t n)
+{
+	const char	*h = "idemgate_wait_seconds";
+	size_t		 i;
+	int		 b;
 
 	prom_head(f, h, "histogram",
 	    "Time requests waited for a key in progress elsewhere.");
@@ -420,142 +489,142 @@ metrics_print(FILE *f, const struct admin_stat *rows, size_t n,
 		prom_route(f, h, "_count", rows[i].route);
 		fprintf(f, "} %llu\n", (unsigned long long)cum);
 	}
+}
 
-	prom_head(f, "idemgate_keys_in_progress", "gauge",
-	    "Keys whose handler is running now.");
-	fprintf(f, "idemgate_keys_in_progress %llu\n",
+/* The keys table's state and the last cleanup runs. */
+static void
+metrics_gauges(FILE *f, const struct admin_gauges *g)
+{
+	static const char *const states[3] = {
+		"in_progress", "completed", "tombstone",
+	};
+	double	 ok_end = g->has_cleanup_ok ? g->last_cleanup_ok_end : 0.0;
+	int	 s;
+
+	prom_gauge(f, "idemgate_keys_in_progress",
+	    "Keys whose handler is running now.", "%llu",
 	    (unsigned long long)g->rows[0]);
 	prom_head(f, "idemgate_keys_rows", "gauge",
 	    "Rows in the keys table by state.");
-	for (b = 0; b < 3; b++)
-		fprintf(f, "idemgate_keys_rows{state=\"%s\"} %llu\n", states[b],
-		    (unsigned long long)g->rows[b]);
-	prom_head(f, "idemgate_keys_expired", "gauge",
-	    "Rows past their expiry, waiting for cleanup.");
-	fprintf(f, "idemgate_keys_expired %llu\n",
+	for (s = 0; s < 3; s++)
+		fprintf(f, "idemgate_keys_rows{state=\"%s\"} %llu\n", states[s],
+		    (unsigned long long)g->rows[s]);
+	prom_gauge(f, "idemgate_keys_expired",
+	    "Rows past their expiry, waiting for cleanup.", "%llu",
 	    (unsigned long long)g->expired);
-	prom_head(f, "idemgate_waiters", "gauge",
-	    "Requests waiting now for a key in progress.");
-	fprintf(f, "idemgate_waiters %llu\n", (unsigned long long)g->waiters);
-	prom_head(f, "idemgate_oldest_in_progress_seconds", "gauge",
-	    "Age of the oldest key in progress (0 if none).");
-	fprintf(f, "idemgate_oldest_in_progress_seconds %.3f\n",
+	prom_gauge(f, "idemgate_waiters",
+	    "Requests waiting now for a key in progress.", "%llu",
+	    (unsigned long long)g->waiters);
+	prom_gauge(f, "idemgate_oldest_in_progress_seconds",
+	    "Age of the oldest key in progress (0 if none).", "%.3f",
 	    g->oldest_in_progress_s);
-	prom_head(f, "idemgate_last_cleanup_timestamp_seconds", "gauge",
-	    "End of the last cleanup run (0 if none).");
-	fprintf(f, "idemgate_last_cleanup_timestamp_seconds %.3f\n",
+	prom_gauge(f, "idemgate_last_cleanup_timestamp_seconds",
+	    "End of the last cleanup run (0 if none).", "%.3f",
 	    g->has_cleanup ? g->last_cleanup_end : 0.0);
-	prom_head(f, "idemgate_last_cleanup_success", "gauge",
-	    "1 if the last cleanup run finished ok.");
-	fprintf(f, "idemgate_last_cleanup_success %d\n",
+	prom_gauge(f, "idemgate_last_cleanup_success",
+	    "1 if the last cleanup run finished ok.", "%d",
 	    g->has_cleanup && g->last_cleanup_ok);
-	prom_head(f, "idemgate_last_successful_cleanup_timestamp_seconds",
-	    "gauge", "End of the last cleanup run that finished ok (0 if none).");
-	fprintf(f, "idemgate_last_successful_cleanup_timestamp_seconds %.3f\n",
-	    g->has_cleanup_ok ? g->last_cleanup_ok_end : 0.0);
-	prom_head(f, "idemgate_last_cleanup_success_timestamp_seconds",
-	    "gauge", "The same: end of the last cleanup run that finished ok "
-	    "(0 if none).");
-	fprintf(f, "idemgate_last_cleanup_success_timestamp_seconds %.3f\n",
-	    g->has_cleanup_ok ? g->last_cleanup_ok_end : 0.0);
+	prom_gauge(f, "idemgate_last_successful_cleanup_timestamp_seconds",
+	    "End of the last cleanup run that finished ok (0 if none).",
+	    "%.3f", ok_end);
+	prom_gauge(f, "idemgate_last_cleanup_success_timestamp_seconds",
+	    "The same: end of the last cleanup run that finished ok "
+	    "(0 if none).", "%.3f", ok_end);
+}
+
+void
+metrics_print(FILE *f, const struct admin_stat *rows, size_t n,
+    const struct admin_gauges *g)
+{
+	metrics_counters(f, rows, n);
+	metrics_waits(f, rows, n);
+	metrics_gauges(f, g);
 	metrics_store_up(f, 1);
 }
 
 void
 metrics_store_up(FILE *f, int up)
 {
-	prom_head(f, "idemgate_store_up", "gauge",
-	    "1 if idemctl could read the store for this file, 0 if not.");
-	fprintf(f, "idemgate_store_up %d\n", up);
+	prom_gauge(f, "idemgate_store_up",
+	    "1 if idemctl could read the store for this file, 0 if not.", "%d",
+	    up);
+}
+
+/* --since: a duration, in whole seconds rounded up. */
+static int
+parse_since(const char *v, void *dst)
+{
+	int64_t	 ms;
+
+	if (cfg_parse_duration(v, &ms) != 0 || ms < 0)
+		return -1;
+	*(int64_t *)dst = (ms + 999) / 1000;
+	return 0;
 }
 
 static int
-stats_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
-    char **argv, int64_t *since_s, const char **route, enum stats_format *fmt)
+parse_format(const char *v, void *dst)
 {
-	static const struct option longopts[] = {
-		{ "since", required_argument, NULL, 's' },
-		{ "route", required_argument, NULL, 'r' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	static const char *const names[] = {
+		[STATS_TABLE] = "table", [STATS_TSV] = "tsv",
+		[STATS_JSON] = "json",
 	};
-	int	 ch, rc, is_stats = fmt != NULL;
-	int64_t	 ms;
+	size_t	 i;
 
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, is_stats ? ":s:r:f:vc:h" :
-	    ":vc:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			if (!is_stats)
-				return ctl_usage_err(cmd, "unknown option "
-				    "'--since'");
-			if (cfg_parse_duration(optarg, &ms) != 0 || ms < 0)
-				return ctl_usage_err(cmd, "--since wants a "
-				    "duration like 30m, 1h or 7d, not '%s'",
-				    optarg);
-			*since_s = (ms + 999) / 1000;
-			break;
-		case 'r':
-			if (!is_stats)
-				return ctl_usage_err(cmd, "unknown option "
-				    "'--route'");
-			*route = optarg;
-			break;
-		case 'f':
-			if (!is_stats)
-				return ctl_usage_err(cmd, "unknown option "
-				    "'--format'");
-			if (strcmp(optarg, "table") == 0)
-				*fmt = STATS_TABLE;
-			else if (strcmp(optarg, "tsv") == 0)
-				*fmt = STATS_TSV;
-			else if (strcmp(optarg, "json") == 0)
-				*fmt = STATS_JSON;
-			else
-				return ctl_usage_err(cmd, "--format wants "
-				    "table, tsv or json, not '%s'", optarg);
-			break;
-		default:
-			if ((rc = ctl_opt_common(c, cmd, ch, usage, argv)) !=
-			    CTL_OK)
-				return rc;
-			break;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0) {
+			*(enum stats_format *)dst = (enum stats_format)i;
+			return 0;
 		}
-	}
-	if (optind < argc)
-		return ctl_usage_err(cmd, "unexpected argument '%s'",
-		    argv[optind]);
-	return CTL_OK;
+	return -1;
+}
+
+/* stats' options; metrics (a == NULL) refuses them. */
+static int
+stats_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
+    char **argv, struct stats_args *a)
+{
+	const struct ctl_opt	 opts[] = {
+		{ .name = "since", .letter = 's', .kind = CTL_OPT_PARSE,
+		  .dst = a != NULL ? &a->since_s : NULL, .parse = parse_since,
+		  .wants = "a duration like 30m, 1h or 7d",
+		  .elsewhere = a == NULL },
+		{ .name = "route", .letter = 'r', .kind = CTL_OPT_STRING,
+		  .dst = a != NULL ? &a->route : NULL, .elsewhere = a == NULL },
+		{ .name = "format", .letter = 'f', .kind = CTL_OPT_PARSE,
+		  .dst = a != NULL ? &a->fmt : NULL, .parse = parse_format,
+		  .wants = "table, tsv or json", .elsewhere = a == NULL },
+		{ NULL },
+	};
+	const struct ctl_cmdline cl = { .cmd = cmd, .usage = usage,
+	    .opts = opts };
+	int			 argi;
+
+	return ctl_opts_parse(c, &cl, argc, argv, &argi);
 }
 
 int
 ctl_stats(struct ctl *c, int argc, char **argv)
 {
 	struct admin_stat *rows = NULL;
+	struct stats_args a = { 3600, NULL, STATS_TABLE };
 	size_t		 n = 0;
-	int64_t		 since = 3600;
-	const char	*route = NULL;
-	enum stats_format fmt = STATS_TABLE;
 	int		 rc;
 
-	if ((rc = stats_opts(c, "stats", ctl_stats_usage, argc, argv, &since,
-	    &route, &fmt)) != 0)
-		return rc < 0 ? CTL_OK : rc;
+	if ((rc = stats_opts(c, "stats", ctl_stats_usage, argc, argv, &a)) !=
+	    CTL_OK)
+		return rc == CTL_HELP ? CTL_OK : rc;
 	if ((rc = ctl_connect(c)) != CTL_OK)
 		return rc;
 	if ((rc = ctl_need_schema(c)) != CTL_OK)
 		return rc;
-	if (store_admin_stats(c->st, since, route, &rows, &n) != IDEM_OK) {
+	if (store_admin_stats(c->st, a.since_s, a.route, &rows, &n) !=
+	    IDEM_OK) {
 		ctl_err("stats failed: %s", store_last_error(c->st));
 		return CTL_ESTORE;
 	}
-	stats_print(stdout, fmt, rows, n, since);
-	if (fmt == STATS_TABLE)
+	stats_print(stdout, a.fmt, rows, n, a.since_s);
+	if (a.fmt == STATS_TABLE)
 		printf("(each gateway worker adds its counts every %lld ms: the "
 		    "last moments may not show yet)\n",
 		    (long long)c->cfg->counters_flush_ms);
@@ -571,9 +640,9 @@ ctl_metrics(struct ctl *c, int argc, char **argv)
 	size_t		 n = 0;
 	int		 rc;
 
-	if ((rc = stats_opts(c, "metrics", ctl_metrics_usage, argc, argv, NULL,
-	    NULL, NULL)) != 0)
-		return rc < 0 ? CTL_OK : rc;
+	if ((rc = stats_opts(c, "metrics", ctl_metrics_usage, argc, argv,
+	    NULL)) != CTL_OK)
+		return rc == CTL_HELP ? CTL_OK : rc;
 	/*
 	 * The store down (or unreadable) is a reading too: a file with
 	 * idemgate_store_up 0, so the textfile collector replaces the last
