@@ -67,6 +67,58 @@ usage(FILE *f)
 	    "  -h, --help   this text;  -V, --version  the version\n");
 }
 
+/* -d, -n, --screen: checks value v into o.  0, or -1 after one line. */
+static int
+opt_value(int ch, const char *v, struct opts *o)
+{
+	char	*end;
+	double	 d;
+
+	errno = 0;
+	switch (ch) {
+	case 'd':
+		d = strtod(v, &end);
+		if (errno == 0 && end != v && *end == '\0' &&
+		    d >= 0.1 && d <= 86400) {
+			o->delay_ms = (int64_t)(d * 1000);
+			return 0;
+		}
+		fprintf(stderr, "idemtop: -d wants seconds between 0.1 and "
+		    "86400\n");
+		return -1;
+	case 'n':
+		o->count = strtol(v, &end, 10);
+		if (errno == 0 && end != v && *end == '\0' &&
+		    o->count >= 1 && o->count <= 1000000)
+			return 0;
+		fprintf(stderr, "idemtop: -n wants a count from 1 to 1000000\n");
+		return -1;
+	default:	/* 'S' */
+		if (v[0] >= '1' && v[0] <= '4' && v[1] == '\0') {
+			o->screen = v[0] - '0';
+			return 0;
+		}
+		fprintf(stderr, "idemtop: --screen wants 1, 2, 3 or 4\n");
+		return -1;
+	}
+}
+
+/* A getopt_long() failure (ch is ':' or '?'): one line, EXIT_USAGE. */
+static int
+opt_err(int ch, char **argv)
+{
+	if (ch == ':')
+		fprintf(stderr, "idemtop: option %s needs a value "
+		    "(try idemtop -h)\n", argv[optind - 1]);
+	else if (optopt != 0)
+		fprintf(stderr, "idemtop: unknown option -%c "
+		    "(try idemtop -h)\n", optopt);
+	else
+		fprintf(stderr, "idemtop: unknown option %s "
+		    "(try idemtop -h)\n", argv[optind - 1]);
+	return EXIT_USAGE;
+}
+
 /* Returns -1 if ok, else the exit code after printing one line. */
 static int
 parse_opts(int argc, char **argv, struct opts *o)
@@ -81,8 +133,6 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "mysql-group", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char	*end;
-	double	 d;
 	int	 ch;
 
 	memset(o, 0, sizeof(*o));
@@ -102,34 +152,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->config = optarg;
 			break;
 		case 'd':
-			errno = 0;
-			d = strtod(optarg, &end);
-			if (errno != 0 || end == optarg || *end != '\0' ||
-			    !(d >= 0.1 && d <= 86400)) {
-				fprintf(stderr, "idemtop: -d wants seconds "
-				    "between 0.1 and 86400\n");
-				return EXIT_USAGE;
-			}
-			o->delay_ms = (int64_t)(d * 1000);
-			break;
 		case 'n':
-			errno = 0;
-			o->count = strtol(optarg, &end, 10);
-			if (errno != 0 || end == optarg || *end != '\0' ||
-			    o->count < 1 || o->count > 1000000) {
-				fprintf(stderr, "idemtop: -n wants a count "
-				    "from 1 to 1000000\n");
-				return EXIT_USAGE;
-			}
-			break;
 		case 'S':
-			if (optarg[0] < '1' || optarg[0] > '4' ||
-			    optarg[1] != '\0') {
-				fprintf(stderr, "idemtop: --screen wants 1, 2, "
-				    "3 or 4\n");
+			if (opt_value(ch, optarg, o) != 0)
 				return EXIT_USAGE;
-			}
-			o->screen = optarg[0] - '0';
 			break;
 		case 'W':
 			o->write = 1;
@@ -140,18 +166,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'V':
 			printf("idemtop %s\n", IDEM_VERSION);
 			return EXIT_OK;
-		case ':':
-			fprintf(stderr, "idemtop: option %s needs a value "
-			    "(try idemtop -h)\n", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			if (optopt != 0)
-				fprintf(stderr, "idemtop: unknown option -%c "
-				    "(try idemtop -h)\n", optopt);
-			else
-				fprintf(stderr, "idemtop: unknown option %s "
-				    "(try idemtop -h)\n", argv[optind - 1]);
-			return EXIT_USAGE;
+			return opt_err(ch, argv);
 		}
 	}
 	if (optind < argc) {
@@ -307,113 +323,168 @@ cleanup_done(struct top_ui *ui, struct top_cmd *cmd, int status)
 		    WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-static int
-run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
-    int utf8)
-{
-	struct top_term	*term = NULL;
+/* The console's state between keys. */
+struct console {
+	const struct opts *o;
+	struct top_src	*src;
+	struct top_term	*term;
 	struct top_snap	 snap;
+	int		 have;		/* snap holds a fetch */
 	struct top_grid	 g;
 	struct top_ui	 ui;
-	struct top_cmd	 cmd;
-	enum top_action	 act;
-	char		 err[512];
-	int64_t		 now, next_fetch = 0, backoff = BACKOFF_MIN_MS;
-	int		 have = 0, w, h, key, dirty = 1, deleted, status;
+	struct top_cmd	 cmd;		/* a cleanup started with 'c' */
+	int64_t		 next_fetch;	/* clock_now_ms(); 0: now */
+	int64_t		 backoff;	/* after a failed fetch */
+};
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.fd = -1;
-	memset(&g, 0, sizeof(g));
-	top_snap_init(&snap);
-	top_ui_init(&ui, o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms,
-	    cfg->cleanup_warn_ms, o->write, utf8);
-	ui.screen = o->screen;
-	if (term_open(&term) != IDEM_OK) {
-		fprintf(errout, "idemtop: cannot start the terminal (TERM=%s)\n",
-		    getenv("TERM") != NULL ? getenv("TERM") : "");
-		return EXIT_USAGE;
+/* Fetches a snapshot, keeping each screen's selection on its row. */
+static void
+console_fetch(struct console *con, int64_t now)
+{
+	char	 err[512];
+
+	err[0] = '\0';
+	if (con->have)
+		top_ui_remember(&con->ui, &con->snap);
+	if (con->src->fetch(con->src, &con->snap, err, sizeof(err)) ==
+	    IDEM_OK) {
+		if (con->have)
+			top_ui_follow(&con->ui, &con->snap);
+		con->have = 1;
+		con->ui.error[0] = '\0';
+		con->backoff = BACKOFF_MIN_MS;
+		con->next_fetch = now + con->ui.refresh_ms;
+		return;
 	}
+	/* Stay up, keep the last numbers, retry with backoff (1 s doubling
+	 * to 30 s). */
+	snprintf(con->ui.error, sizeof(con->ui.error),
+	    "MySQL down, retry in %llds%s: %.160s",
+	    (long long)(con->backoff / 1000),
+	    con->have ? " (numbers are stale)" : "", err);
+	con->next_fetch = now + con->backoff;
+	con->backoff = con->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	    con->backoff * 2;
+}
+
+/* Draws the screen at the terminal's size; -1 out of memory. */
+static int
+console_paint(struct console *con)
+{
+	int	 w, h;
+
+	term_size(con->term, &w, &h);
+	if (con->g.w != w || con->g.h != h) {
+		grid_free(&con->g);
+		if (grid_init(&con->g, w, h) != IDEM_OK)
+			return -1;
+	}
+	top_ui_draw(&con->ui, con->have ? &con->snap : NULL, &con->g);
+	term_paint(con->term, &con->g);
+	return 0;
+}
+
+/* Forgets the key the operator confirmed. */
+static void
+console_forget(struct console *con)
+{
+	char	 err[512];
+	int	 deleted;
+
+	err[0] = '\0';
+	if (con->src->forget(con->src, con->ui.pending_id, &deleted, err,
+	    sizeof(err)) != IDEM_OK)
+		snprintf(con->ui.status, sizeof(con->ui.status),
+		    "forget failed: %.200s", err);
+	else
+		snprintf(con->ui.status, sizeof(con->ui.status),
+		    deleted ? "forgot key id %llu" :
+		    "key id %llu was already gone",
+		    (unsigned long long)con->ui.pending_id);
+	con->next_fetch = 0;
+}
+
+/* Does what a key asked for (all but ACT_QUIT). */
+static void
+console_act(struct console *con, enum top_action act)
+{
+	switch (act) {
+	case ACT_REFRESH:
+		con->next_fetch = 0;
+		break;
+	case ACT_REDRAW:
+		term_redraw(con->term);
+		break;
+	case ACT_FORGET:
+		console_forget(con);
+		break;
+	case ACT_CLEANUP:
+		start_cleanup(&con->ui, &con->cmd, con->o->config);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Until 'q': fetch when due, note a finished cleanup, paint, read a key. */
+static void
+console_loop(struct console *con)
+{
+	enum top_action	 act;
+	int64_t		 now;
+	int		 key, dirty = 1, status;
+
 	for (;;) {
 		now = clock_now_ms();
-		if (!ui.paused && now >= next_fetch) {
-			err[0] = '\0';
-			if (have)
-				top_ui_remember(&ui, &snap);
-			if (src->fetch(src, &snap, err, sizeof(err)) == IDEM_OK) {
-				if (have)
-					top_ui_follow(&ui, &snap);
-				have = 1;
-				ui.error[0] = '\0';
-				backoff = BACKOFF_MIN_MS;
-				next_fetch = now + ui.refresh_ms;
-			} else {
-				/* Stay up, keep the last numbers, retry with
-				 * backoff (1 s doubling to 30 s). */
-				snprintf(ui.error, sizeof(ui.error),
-				    "MySQL down, retry in %llds%s: %.160s",
-				    (long long)(backoff / 1000),
-				    have ? " (numbers are stale)" : "", err);
-				next_fetch = now + backoff;
-				backoff = backoff * 2 > BACKOFF_MAX_MS ?
-				    BACKOFF_MAX_MS : backoff * 2;
-			}
+		if (!con->ui.paused && now >= con->next_fetch) {
+			console_fetch(con, now);
 			dirty = 1;
 		}
-		if (top_cmd_poll(&cmd, &status)) {
-			cleanup_done(&ui, &cmd, status);
-			next_fetch = 0;
+		if (top_cmd_poll(&con->cmd, &status)) {
+			cleanup_done(&con->ui, &con->cmd, status);
+			con->next_fetch = 0;
 			dirty = 1;
 		}
-		if (dirty) {
-			term_size(term, &w, &h);
-			if (g.w != w || g.h != h) {
-				grid_free(&g);
-				if (grid_init(&g, w, h) != IDEM_OK)
-					break;
-			}
-			top_ui_draw(&ui, have ? &snap : NULL, &g);
-			term_paint(term, &g);
-			dirty = 0;
-		}
-		if ((key = term_key(term, 200)) < 0)
+		if (dirty && console_paint(con) != 0)
+			return;
+		dirty = 0;
+		if ((key = term_key(con->term, 200)) < 0)
 			continue;
 		dirty = 1;
 		if (key == TK_RESIZE)
 			continue;
-		act = top_ui_key(&ui, have ? &snap : NULL, key);
+		act = top_ui_key(&con->ui, con->have ? &con->snap : NULL, key);
 		if (act == ACT_QUIT)
-			break;
-		switch (act) {
-		case ACT_REFRESH:
-			next_fetch = 0;
-			break;
-		case ACT_REDRAW:
-			term_redraw(term);
-			break;
-		case ACT_FORGET:
-			err[0] = '\0';
-			if (src->forget(src, ui.pending_id, &deleted, err,
-			    sizeof(err)) != IDEM_OK)
-				snprintf(ui.status, sizeof(ui.status),
-				    "forget failed: %.200s", err);
-			else
-				snprintf(ui.status, sizeof(ui.status),
-				    deleted ? "forgot key id %llu" :
-				    "key id %llu was already gone",
-				    (unsigned long long)ui.pending_id);
-			next_fetch = 0;
-			break;
-		case ACT_CLEANUP:
-			start_cleanup(&ui, &cmd, o->config);
-			break;
-		default:
-			break;
-		}
+			return;
+		console_act(con, act);
 	}
-	top_cmd_stop(&cmd);
-	term_close(term);
-	grid_free(&g);
-	top_snap_free(&snap);
+}
+
+static int
+run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
+    int utf8)
+{
+	struct console	 con;
+
+	memset(&con, 0, sizeof(con));
+	con.o = o;
+	con.src = src;
+	con.cmd.fd = -1;
+	con.backoff = BACKOFF_MIN_MS;
+	top_snap_init(&con.snap);
+	top_ui_init(&con.ui, o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms,
+	    cfg->cleanup_warn_ms, o->write, utf8);
+	con.ui.screen = o->screen;
+	if (term_open(&con.term) != IDEM_OK) {
+		fprintf(errout, "idemtop: cannot start the terminal (TERM=%s)\n",
+		    getenv("TERM") != NULL ? getenv("TERM") : "");
+		return EXIT_USAGE;
+	}
+	console_loop(&con);
+	top_cmd_stop(&con.cmd);
+	term_close(con.term);
+	grid_free(&con.g);
+	top_snap_free(&con.snap);
 	return EXIT_OK;
 }
 

@@ -431,27 +431,272 @@ refresh_step(struct top_ui *ui, int dir)
 	    ui->refresh_ms / 1000.0);
 }
 
+/* What a key's action sees: the snapshot and this screen's row count. */
+struct key_ctx {
+	const struct top_snap	*s;	/* may be NULL */
+	int			 scr;
+	int			 key;
+	size_t			 n;	/* rows on scr */
+};
+
+typedef enum top_action (*key_fn)(struct top_ui *, const struct key_ctx *);
+
+static enum top_action
+key_quit(struct top_ui *ui, const struct key_ctx *c)
+{
+	return ACT_QUIT;
+}
+
+static enum top_action
+key_help(struct top_ui *ui, const struct key_ctx *c)
+{
+	ui->help = 1;
+	return ACT_NONE;
+}
+
+static enum top_action
+show_screen(struct top_ui *ui, int screen)
+{
+	ui->screen = screen;
+	ui->detail = 0;
+	return ACT_NONE;
+}
+
+static enum top_action
+key_screen(struct top_ui *ui, const struct key_ctx *c)
+{
+	return show_screen(ui, c->key - '0');
+}
+
+static enum top_action
+key_next_screen(struct top_ui *ui, const struct key_ctx *c)
+{
+	return show_screen(ui, ui->screen % TOP_NSCREENS + 1);
+}
+
+static enum top_action
+key_prev_screen(struct top_ui *ui, const struct key_ctx *c)
+{
+	return show_screen(ui, (ui->screen + TOP_NSCREENS - 2) % TOP_NSCREENS +
+	    1);
+}
+
+static enum top_action
+key_pause(struct top_ui *ui, const struct key_ctx *c)
+{
+	ui->paused = !ui->paused;
+	set_status(ui, ui->paused ? "paused" : "resumed");
+	return ui->paused ? ACT_NONE : ACT_REFRESH;
+}
+
+static enum top_action
+key_slower(struct top_ui *ui, const struct key_ctx *c)
+{
+	refresh_step(ui, 1);
+	return ACT_REFRESH;
+}
+
+static enum top_action
+key_faster(struct top_ui *ui, const struct key_ctx *c)
+{
+	refresh_step(ui, -1);
+	return ACT_REFRESH;
+}
+
+static enum top_action
+key_edit_filter(struct top_ui *ui, const struct key_ctx *c)
+{
+	memcpy(ui->saved, ui->filter, sizeof(ui->saved));
+	ui->editing = 1;
+	return ACT_NONE;
+}
+
+static enum top_action
+key_clear_filter(struct top_ui *ui, const struct key_ctx *c)
+{
+	ui->filter[0] = '\0';
+	set_status(ui, "filter cleared");
+	return ACT_NONE;
+}
+
+/* '<' ',' sort by the column to the left, '>' '.' to the right. */
+static enum top_action
+key_sort(struct top_ui *ui, const struct key_ctx *c)
+{
+	int	 ncols, step = c->key == '<' || c->key == ',' ? -1 : 1;
+
+	if (top_screen_cols(c->scr, &ncols) == NULL)
+		return ACT_NONE;
+	ui->sort[c->scr] = (ui->sort[c->scr] + ncols + step) % ncols;
+	ui->invert[c->scr] = 0;
+	return ACT_NONE;
+}
+
+static enum top_action
+key_invert(struct top_ui *ui, const struct key_ctx *c)
+{
+	ui->invert[c->scr] = !ui->invert[c->scr];
+	return ACT_NONE;
+}
+
+/* Moves the selection to row sel, kept within the rows. */
+static enum top_action
+select_row(struct top_ui *ui, const struct key_ctx *c, int sel)
+{
+	ui->sel[c->scr] = sel;
+	top_clamp_sel(ui, c->scr, c->n);
+	return ACT_NONE;
+}
+
+static int
+page_step(const struct top_ui *ui)
+{
+	return ui->page > 1 ? ui->page - 1 : 1;
+}
+
+static enum top_action
+key_up(struct top_ui *ui, const struct key_ctx *c)
+{
+	return select_row(ui, c, ui->sel[c->scr] - 1);
+}
+
+static enum top_action
+key_down(struct top_ui *ui, const struct key_ctx *c)
+{
+	return select_row(ui, c, ui->sel[c->scr] + 1);
+}
+
+static enum top_action
+key_page_up(struct top_ui *ui, const struct key_ctx *c)
+{
+	return select_row(ui, c, ui->sel[c->scr] - page_step(ui));
+}
+
+static enum top_action
+key_page_down(struct top_ui *ui, const struct key_ctx *c)
+{
+	return select_row(ui, c, ui->sel[c->scr] + page_step(ui));
+}
+
+static enum top_action
+key_home(struct top_ui *ui, const struct key_ctx *c)
+{
+	return select_row(ui, c, 0);
+}
+
+static enum top_action
+key_end(struct top_ui *ui, const struct key_ctx *c)
+{
+	return select_row(ui, c, (int)c->n - 1);
+}
+
+static enum top_action
+key_detail(struct top_ui *ui, const struct key_ctx *c)
+{
+	if (c->scr != SCR_OVERVIEW && c->n > 0)
+		ui->detail = 1;
+	return ACT_NONE;
+}
+
+static enum top_action
+key_redraw(struct top_ui *ui, const struct key_ctx *c)
+{
+	return ACT_REDRAW;
+}
+
+/* 'f': asks to forget the key selected on screen 2 (--write only). */
+static enum top_action
+key_forget(struct top_ui *ui, const struct key_ctx *c)
+{
+	const struct top_key *k;
+	char		 masked[64];
+
+	if (!ui->write) {
+		set_status(ui, "read-only: start idemtop with --write "
+		    "to forget keys");
+		return ACT_NONE;
+	}
+	if (c->scr != SCR_INPROG || c->s == NULL ||
+	    (k = selected_key(ui, c->s)) == NULL) {
+		set_status(ui, "select a key on screen 2 first");
+		return ACT_NONE;
+	}
+	ui->pending_id = k->id;
+	ui->confirm = 'f';
+	fmt_mask_key(k->key, k->keylen, masked, sizeof(masked));
+	snprintf(ui->status, sizeof(ui->status),
+	    "Forget key %s (id %llu)? y/n", masked,
+	    (unsigned long long)k->id);
+	return ACT_NONE;
+}
+
+/* 'c': asks to run idemctl cleanup now (--write only). */
+static enum top_action
+key_cleanup(struct top_ui *ui, const struct key_ctx *c)
+{
+	if (!ui->write) {
+		set_status(ui, "read-only: start idemtop with --write "
+		    "to run a cleanup");
+		return ACT_NONE;
+	}
+	ui->confirm = 'c';
+	set_status(ui, "Start idemctl cleanup now? y/n");
+	return ACT_NONE;
+}
+
+static const struct {
+	int	 key;
+	key_fn	 fn;
+} keys[] = {
+	{ 'q', key_quit }, { 'Q', key_quit },
+	{ '?', key_help }, { 'h', key_help },
+	{ '1', key_screen }, { '2', key_screen }, { '3', key_screen },
+	{ '4', key_screen },
+	{ '\t', key_next_screen }, { TK_BTAB, key_prev_screen },
+	{ 'p', key_pause }, { ' ', key_pause },
+	{ '+', key_slower }, { '=', key_slower },
+	{ '-', key_faster }, { '_', key_faster },
+	{ '/', key_edit_filter }, { '\\', key_clear_filter },
+	{ '<', key_sort }, { ',', key_sort }, { '>', key_sort },
+	{ '.', key_sort }, { 'I', key_invert },
+	{ TK_UP, key_up }, { 'k', key_up },
+	{ TK_DOWN, key_down }, { 'j', key_down },
+	{ TK_PGUP, key_page_up }, { TK_PGDN, key_page_down },
+	{ TK_HOME, key_home }, { 'g', key_home },
+	{ TK_END, key_end }, { 'G', key_end },
+	{ '\n', key_detail }, { '\r', key_detail }, { TK_ENTER, key_detail },
+	{ 12, key_redraw },	/* Ctrl-L */
+	{ 'f', key_forget }, { 'c', key_cleanup },
+};
+
+#define NKEYS	(sizeof(keys) / sizeof(keys[0]))
+
+/* The answer to "y/n" after 'f' or 'c'. */
+static enum top_action
+key_confirm(struct top_ui *ui, int key)
+{
+	int	 was = ui->confirm;
+
+	ui->confirm = 0;
+	if (key == 'y' || key == 'Y') {
+		set_status(ui, was == 'f' ? "forgetting..." :
+		    "starting cleanup...");
+		return was == 'f' ? ACT_FORGET : ACT_CLEANUP;
+	}
+	set_status(ui, "cancelled");
+	return ACT_NONE;
+}
+
 enum top_action
 top_ui_key(struct top_ui *ui, const struct top_snap *s, int key)
 {
-	const struct top_key *k;
-	int	 scr = ui->screen, ncols, was;
-	size_t	 n;
-	char	 masked[64];
+	struct key_ctx	 c;
+	size_t		 i;
 
 	if (ui->editing)
 		return key_filter(ui, key);
-	if (ui->confirm != 0) {
-		was = ui->confirm;
-		ui->confirm = 0;
-		if (key == 'y' || key == 'Y') {
-			set_status(ui, was == 'f' ? "forgetting..." :
-			    "starting cleanup...");
-			return was == 'f' ? ACT_FORGET : ACT_CLEANUP;
-		}
-		set_status(ui, "cancelled");
-		return ACT_NONE;
-	}
+	if (ui->confirm != 0)
+		return key_confirm(ui, key);
 	if (ui->help) {
 		ui->help = 0;
 		return key == 'q' ? ACT_QUIT : ACT_NONE;
@@ -461,124 +706,12 @@ top_ui_key(struct top_ui *ui, const struct top_snap *s, int key)
 		ui->detail = 0;
 		return ACT_NONE;
 	}
-	n = top_ui_rows(ui, s, scr);
-	switch (key) {
-	case 'q':
-	case 'Q':
-		return ACT_QUIT;
-	case '?':
-	case 'h':
-		ui->help = 1;
-		return ACT_NONE;
-	case '1':
-	case '2':
-	case '3':
-	case '4':
-		ui->screen = key - '0';
-		ui->detail = 0;
-		return ACT_NONE;
-	case '\t':
-		ui->screen = ui->screen % TOP_NSCREENS + 1;
-		ui->detail = 0;
-		return ACT_NONE;
-	case TK_BTAB:
-		ui->screen = (ui->screen + TOP_NSCREENS - 2) % TOP_NSCREENS + 1;
-		ui->detail = 0;
-		return ACT_NONE;
-	case 'p':
-	case ' ':
-		ui->paused = !ui->paused;
-		set_status(ui, ui->paused ? "paused" : "resumed");
-		return ui->paused ? ACT_NONE : ACT_REFRESH;
-	case '+':
-	case '=':
-		refresh_step(ui, 1);
-		return ACT_REFRESH;
-	case '-':
-	case '_':
-		refresh_step(ui, -1);
-		return ACT_REFRESH;
-	case '/':
-		memcpy(ui->saved, ui->filter, sizeof(ui->saved));
-		ui->editing = 1;
-		return ACT_NONE;
-	case '\\':
-		ui->filter[0] = '\0';
-		set_status(ui, "filter cleared");
-		return ACT_NONE;
-	case '<':
-	case ',':
-	case '>':
-	case '.':
-		if (top_screen_cols(scr, &ncols) == NULL)
-			return ACT_NONE;
-		ui->sort[scr] = (ui->sort[scr] + ncols +
-		    (key == '<' || key == ',' ? -1 : 1)) % ncols;
-		ui->invert[scr] = 0;
-		return ACT_NONE;
-	case 'I':
-		ui->invert[scr] = !ui->invert[scr];
-		return ACT_NONE;
-	case TK_UP:
-	case 'k':
-		ui->sel[scr]--;
-		break;
-	case TK_DOWN:
-	case 'j':
-		ui->sel[scr]++;
-		break;
-	case TK_PGUP:
-		ui->sel[scr] -= ui->page > 1 ? ui->page - 1 : 1;
-		break;
-	case TK_PGDN:
-		ui->sel[scr] += ui->page > 1 ? ui->page - 1 : 1;
-		break;
-	case TK_HOME:
-	case 'g':
-		ui->sel[scr] = 0;
-		break;
-	case TK_END:
-	case 'G':
-		ui->sel[scr] = (int)n - 1;
-		break;
-	case '\n':
-	case '\r':
-	case TK_ENTER:
-		if (scr != SCR_OVERVIEW && n > 0)
-			ui->detail = 1;
-		return ACT_NONE;
-	case 12:	/* Ctrl-L */
-		return ACT_REDRAW;
-	case 'f':
-		if (!ui->write) {
-			set_status(ui, "read-only: start idemtop with --write "
-			    "to forget keys");
-			return ACT_NONE;
-		}
-		if (scr != SCR_INPROG || s == NULL ||
-		    (k = selected_key(ui, s)) == NULL) {
-			set_status(ui, "select a key on screen 2 first");
-			return ACT_NONE;
-		}
-		ui->pending_id = k->id;
-		ui->confirm = 'f';
-		fmt_mask_key(k->key, k->keylen, masked, sizeof(masked));
-		snprintf(ui->status, sizeof(ui->status),
-		    "Forget key %s (id %llu)? y/n", masked,
-		    (unsigned long long)k->id);
-		return ACT_NONE;
-	case 'c':
-		if (!ui->write) {
-			set_status(ui, "read-only: start idemtop with --write "
-			    "to run a cleanup");
-			return ACT_NONE;
-		}
-		ui->confirm = 'c';
-		set_status(ui, "Start idemctl cleanup now? y/n");
-		return ACT_NONE;
-	default:
-		return ACT_NONE;
-	}
-	top_clamp_sel(ui, scr, n);
+	c.s = s;
+	c.scr = ui->screen;
+	c.key = key;
+	c.n = top_ui_rows(ui, s, c.scr);
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].key == key)
+			return keys[i].fn(ui, &c);
 	return ACT_NONE;
 }
