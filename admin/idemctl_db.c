@@ -257,16 +257,66 @@ check_mode(struct ctl *c)
 		    m.state, m.group);
 }
 
+/* The schema's version against this build's; CTL_OK, or the code. */
+static int
+check_schema(struct ctl *c)
+{
+	int	 v = 0, want = store_schema_expected();
+
+	if (store_schema_version(c->st, &v) != IDEM_OK) {
+		finding("fail", "schema version unreadable: %s",
+		    store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (v == 0) {
+		finding("fail", "schema missing (run 'idemctl migrate')");
+		return CTL_ESCHEMA;
+	}
+	if (v < want) {
+		finding("fail", "schema at version %d, this build needs %d "
+		    "(run 'idemctl migrate')", v, want);
+		return CTL_ESCHEMA;
+	}
+	if (v > want)
+		finding("warn", "schema at version %d, newer than this build "
+		    "(%d)", v, want);
+	else
+		finding(" ok ", "schema at version %d (current)", v);
+	return CTL_OK;
+}
+
+/* Whether cleanup runs from cron, and keeps up. */
+static void
+check_cleanups(struct ctl *c)
+{
+	struct admin_gauges	 g;
+	char			 age[32];
+	double			 ago;
+
+	if (store_admin_gauges(c->st, &g) != IDEM_OK)
+		return;
+	if (!g.has_cleanup_ok)
+		finding("warn", "no successful cleanup run recorded "
+		    "(schedule 'idemctl cleanup' from cron)");
+	else {
+		ago = (double)time(NULL) - g.last_cleanup_ok_end;
+		fmt_age(ago > 0 ? ago : 0, age, sizeof(age));
+		finding(ago * 1000 > (double)c->cfg->cleanup_warn_ms ? "warn" :
+		    " ok ", "last successful cleanup %s ago", age);
+	}
+	if (g.expired > 0)
+		finding(g.has_cleanup_ok ? " ok " : "warn",
+		    "%llu expired keys waiting for cleanup",
+		    (unsigned long long)g.expired);
+}
+
 int
 ctl_check(struct ctl *c, int argc, char **argv)
 {
 	struct admin_priv	 privs[32];
-	struct admin_gauges	 g;
-	char			 age[32];
 	size_t			 n = 0;
 	const char		*role = NULL;
-	int			 rc, v = 0, want = store_schema_expected();
-	int			 result = CTL_OK;
+	int			 rc, result;
 
 	if ((rc = check_opts(c, argc, argv, &role)) != 0)
 		return rc < 0 ? CTL_OK : rc;
@@ -289,24 +339,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	finding(" ok ", "database reachable");
 	check_mode(c);
 
-	if (store_schema_version(c->st, &v) != IDEM_OK) {
-		finding("fail", "schema version unreadable: %s",
-		    store_last_error(c->st));
-		return CTL_ESTORE;
-	}
-	if (v == 0) {
-		finding("fail", "schema missing (run 'idemctl migrate')");
-		result = CTL_ESCHEMA;
-	} else if (v < want) {
-		finding("fail", "schema at version %d, this build needs %d "
-		    "(run 'idemctl migrate')", v, want);
-		result = CTL_ESCHEMA;
-	} else if (v > want)
-		finding("warn", "schema at version %d, newer than this build "
-		    "(%d)", v, want);
-	else
-		finding(" ok ", "schema at version %d (current)", v);
-	if (result != CTL_OK)
+	if ((result = check_schema(c)) != CTL_OK)
 		return result;
 
 	store_admin_privileges(c->st, privs, sizeof(privs) / sizeof(privs[0]),
@@ -315,25 +348,6 @@ ctl_check(struct ctl *c, int argc, char **argv)
 		result = rc;
 
 	check_packet(c);
-	if (store_admin_gauges(c->st, &g) == IDEM_OK) {
-		if (!g.has_cleanup_ok)
-			finding("warn", "no successful cleanup run recorded "
-			    "(schedule 'idemctl cleanup' from cron)");
-		else {
-			double	 ago = (double)time(NULL) - g.last_cleanup_ok_end;
-
-			fmt_age(ago > 0 ? ago : 0, age, sizeof(age));
-			if (ago * 1000 > (double)c->cfg->cleanup_warn_ms)
-				finding("warn", "last successful cleanup %s "
-				    "ago", age);
-			else
-				finding(" ok ", "last successful cleanup %s "
-				    "ago", age);
-		}
-		if (g.expired > 0)
-			finding(g.has_cleanup_ok ? " ok " : "warn",
-			    "%llu expired keys waiting for cleanup",
-			    (unsigned long long)g.expired);
-	}
+	check_cleanups(c);
 	return result;
 }

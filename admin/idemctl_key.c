@@ -102,13 +102,52 @@ put_scope(FILE *f, const char *s)
 	ctl_put_escaped(f, s, strlen(s));
 }
 
+/* Prints key k as show does, one field a line. */
+static void
+show_key(const struct key_args *a, const struct admin_key *k)
+{
+	char		 t[40], hex[2 * FP_LEN + 1];
+
+	printf("key          ");
+	ctl_put_escaped(stdout, a->key, a->keylen);
+	printf("\nscope        ");
+	put_scope(stdout, a->scope_arg);
+	printf("\nstate        %s", admin_key_state_name(k->state));
+	if (k->state == AKEY_IN_PROGRESS && !k->lease_live)
+		printf(" (lease passed: owner gone, next request takes over)");
+	if (k->state == AKEY_EXPIRED)
+		printf(" (was %s)", k->raw_state == 0 ? "in-progress" :
+		    k->raw_state == 1 ? "completed" : "tombstone");
+	printf("\nroute        ");
+	ctl_put_escaped(stdout, k->route, strlen(k->route));
+	printf("\nmethod       ");
+	ctl_put_escaped(stdout, k->method, strlen(k->method));
+	fp_hex(k->fp, FP_LEN, hex);
+	printf("\nfingerprint  %s\n", hex);
+	ctl_fmt_time(k->created_at, t, sizeof(t));
+	printf("created      %s\n", t);
+	ctl_fmt_time(k->expires_at, t, sizeof(t));
+	printf("expires      %s\n", t);
+	ctl_fmt_time(k->lease_until, t, sizeof(t));
+	printf("lease until  %s\n", t);
+	ctl_fmt_time(k->completed_at, t, sizeof(t));
+	printf("completed    %s\n", t);
+	printf("owner        ");
+	ctl_put_escaped(stdout, k->owner, strlen(k->owner));
+	printf("\nwaiters      %llu\n", (unsigned long long)k->waiters);
+	if (k->has_resp)
+		printf("response     status %d, %llu bytes\n", k->resp_status,
+		    (unsigned long long)k->resp_size);
+	else
+		printf("response     -\n");
+}
+
 int
 ctl_show(struct ctl *c, int argc, char **argv)
 {
 	struct key_args	 a;
 	struct admin_key k;
 	struct buf	 body;
-	char		 t[40], hex[2 * FP_LEN + 1];
 	enum idem_err	 er;
 	int		 rc;
 
@@ -140,38 +179,7 @@ ctl_show(struct ctl *c, int argc, char **argv)
 		}
 		goto out;
 	}
-	printf("key          ");
-	ctl_put_escaped(stdout, a.key, a.keylen);
-	printf("\nscope        ");
-	put_scope(stdout, a.scope_arg);
-	printf("\nstate        %s", admin_key_state_name(k.state));
-	if (k.state == AKEY_IN_PROGRESS && !k.lease_live)
-		printf(" (lease passed: owner gone, next request takes over)");
-	if (k.state == AKEY_EXPIRED)
-		printf(" (was %s)", k.raw_state == 0 ? "in-progress" :
-		    k.raw_state == 1 ? "completed" : "tombstone");
-	printf("\nroute        ");
-	ctl_put_escaped(stdout, k.route, strlen(k.route));
-	printf("\nmethod       ");
-	ctl_put_escaped(stdout, k.method, strlen(k.method));
-	fp_hex(k.fp, FP_LEN, hex);
-	printf("\nfingerprint  %s\n", hex);
-	ctl_fmt_time(k.created_at, t, sizeof(t));
-	printf("created      %s\n", t);
-	ctl_fmt_time(k.expires_at, t, sizeof(t));
-	printf("expires      %s\n", t);
-	ctl_fmt_time(k.lease_until, t, sizeof(t));
-	printf("lease until  %s\n", t);
-	ctl_fmt_time(k.completed_at, t, sizeof(t));
-	printf("completed    %s\n", t);
-	printf("owner        ");
-	ctl_put_escaped(stdout, k.owner, strlen(k.owner));
-	printf("\nwaiters      %llu\n", (unsigned long long)k.waiters);
-	if (k.has_resp)
-		printf("response     status %d, %llu bytes\n", k.resp_status,
-		    (unsigned long long)k.resp_size);
-	else
-		printf("response     -\n");
+	show_key(&a, &k);
 	rc = CTL_OK;
 out:
 	buf_free(&body);

@@ -592,6 +592,51 @@ run_owned(struct ctl *c, const struct run_args *a, const struct buf *in,
 	return status;
 }
 
+/* What the claim on the key says: run COMMAND (the key is ours), replay
+ * the recorded run, or refuse.  Returns the exit code.  OUT: *what. */
+static int
+run_claimed(struct ctl *c, const struct run_args *a, const struct buf *in,
+    struct claim *cl, int64_t claimed_ms, int64_t waited_ms,
+    enum stat_id *what)
+{
+	int	 rc;
+
+	switch (cl->state) {
+	case CLAIM_NEW:
+		if (run_signal != 0) {
+			/* Told to stop while it waited: COMMAND never starts. */
+			(void)store_release(c->st, cl);
+			rc = 128 + run_signal;
+			*what = STAT_RELEASED;
+			break;
+		}
+		rc = run_owned(c, a, in, cl, claimed_ms, what);
+		break;
+	case CLAIM_DONE:
+		write_all(cl->ans.body.p, cl->ans.body.len);
+		rc = cl->ans.status;
+		*what = STAT_REUSED;
+		break;
+	case CLAIM_MISMATCH:
+		ctl_err("run: key already used with other arguments or stdin");
+		rc = CTL_RUN_DATAERR;
+		*what = STAT_MISMATCHED;
+		break;
+	case CLAIM_TOMBSTONE:
+		ctl_err("run: key already ran (status %d); its output was too "
+		    "large to keep", cl->ans.status);
+		rc = cl->ans.status;
+		break;
+	default:	/* CLAIM_BUSY */
+		ctl_err("run: key still running elsewhere after %lld ms; try "
+		    "again later", (long long)waited_ms);
+		rc = CTL_RUN_TEMPFAIL;
+		*what = STAT_CONFLICTED;
+		break;
+	}
+	return rc;
+}
+
 int
 ctl_run(struct ctl *c, int argc, char **argv)
 {
@@ -633,39 +678,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
-	switch (cl.state) {
-	case CLAIM_NEW:
-		if (run_signal != 0) {
-			/* Told to stop while it waited: COMMAND never starts. */
-			(void)store_release(c->st, &cl);
-			rc = 128 + run_signal;
-			what = STAT_RELEASED;
-			break;
-		}
-		rc = run_owned(c, &a, &in, &cl, read_us / 1000, &what);
-		break;
-	case CLAIM_DONE:
-		write_all(cl.ans.body.p, cl.ans.body.len);
-		rc = cl.ans.status;
-		what = STAT_REUSED;
-		break;
-	case CLAIM_MISMATCH:
-		ctl_err("run: key already used with other arguments or stdin");
-		rc = CTL_RUN_DATAERR;
-		what = STAT_MISMATCHED;
-		break;
-	case CLAIM_TOMBSTONE:
-		ctl_err("run: key already ran (status %d); its output was too "
-		    "large to keep", cl.ans.status);
-		rc = cl.ans.status;
-		break;
-	default:	/* CLAIM_BUSY */
-		ctl_err("run: key still running elsewhere after %lld ms; try "
-		    "again later", (long long)waited_ms);
-		rc = CTL_RUN_TEMPFAIL;
-		what = STAT_CONFLICTED;
-		break;
-	}
+	rc = run_claimed(c, &a, &in, &cl, read_us / 1000, waited_ms, &what);
 	run_count(c, c->cfg->host_name, route, what, waited_ms);
 out:
 	claim_reset(&cl);
