@@ -55,13 +55,16 @@ opt_err(const char *cmd, int ch, char **argv)
 {
 	const char	*arg = optind > 0 ? argv[optind - 1] : "?";
 
+	/* An option is named as typed: a long one by its name (optopt is
+	 * its letter, or a number past 255 where it has none). */
 	if (ch == ':') {
-		if (optopt != 0 && optopt != ':')
+		if (strncmp(arg, "--", 2) != 0 && optopt > 0 && optopt < 256 &&
+		    optopt != ':')
 			return ctl_usage_err(cmd, "option '-%c' needs a value",
 			    optopt);
 		return ctl_usage_err(cmd, "option '%s' needs a value", arg);
 	}
-	if (optopt != 0)
+	if (optopt > 0 && optopt < 256)
 		return ctl_usage_err(cmd, "unknown option '-%c'", optopt);
 	return ctl_usage_err(cmd, "unknown option '%s'", arg);
 }

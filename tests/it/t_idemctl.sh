@@ -109,6 +109,12 @@ has "unknown command: clear line" "$T/err" "unknown command 'frobnicate'"
 run -c "$CONF" cleanup --bogus
 eq "unknown flag: exit 1" 1 "$RC"
 has "unknown flag named" "$T/err" "unknown option '--bogus'"
+# a long option without a short letter, its value missing: named as typed
+run -c "$CONF" run --key
+eq "run --key without a value: exit 1" 1 "$RC"
+has "run --key: the option named" "$T/err" "option '--key' needs a value"
+run -c "$CONF" cleanup --max-lag
+has "cleanup --max-lag: the option named" "$T/err" "option '--max-lag' needs a value"
 run -c "$CONF" cleanup --batch 0
 eq "bad --batch: exit 1" 1 "$RC"
 run -c "$CONF" show
