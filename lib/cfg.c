@@ -214,94 +214,149 @@ parse_section(struct parser *p, char *s, int col)
 	return IDEM_OK;
 }
 
-/* A "key = value" line; s is the line from its first non-blank (column col). */
-static enum idem_err
-parse_pair(struct parser *p, char *s, int col)
+static int
+is_key_char(char ch)
 {
-	char		*eq, *kend, *v, *o, *q;
-	int		 vcol;
-	size_t		 i;
-	uint64_t	*seen, bit;
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	    ch == '_' || (ch >= 'A' && ch <= 'Z') || ch == '-';
+}
 
-	if ((eq = strchr(s, '=')) == NULL)
-		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
-		    "expected 'key = value'");
+/*
+ * The key of a "key = value" line (s, at column col, up to eq): a known key
+ * of the current section.  Cuts s after the key.  OUT: *id.
+ */
+static enum idem_err
+pair_key(struct parser *p, char *s, char *eq, int col, enum key_id *id)
+{
+	char	*kend, *q;
+	size_t	 i;
+
 	for (kend = eq; kend > s && cfg_is_ws(kend[-1]); kend--)
 		;
 	if (kend == s)
 		return cfg_perr(p, IDEM_ECONFIG, p->line, col, "missing key before '='");
 	for (q = s; q < kend; q++)
-		if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') ||
-		    *q == '_' || (*q >= 'A' && *q <= 'Z') || *q == '-'))
+		if (!is_key_char(*q))
 			return cfg_perr(p, IDEM_ECONFIG, p->line, col + (int)(q - s),
 			    "bad key name (expected 'key = value')");
 	*kend = '\0';
 	if (p->sect == SECT_NONE)
 		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
 		    "key '%.*s' outside of any section", CFG_MAX_SHOWN, s);
-
 	for (i = 0; i < K__MAX; i++)
 		if (strcmp(cfg_keys[i].name, s) == 0)
 			break;
 	if (i == K__MAX || (cfg_keys[i].sects & p->sect) == 0)
 		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
 		    "unknown key '%.*s' in [%s]", CFG_MAX_SHOWN, s, p->sectname);
+	*id = (enum key_id)i;
+	return IDEM_OK;
+}
 
-	/* The value: quoted, or up to a comment that follows blanks. */
+static enum idem_err
+missing_value(struct parser *p, int vcol, enum key_id id)
+{
+	return cfg_perr(p, IDEM_ECONFIG, p->line, vcol,
+	    "missing value for %.*s", CFG_MAX_SHOWN, cfg_keys[id].name);
+}
+
+/* The quoted value at v ('"') of the line s (column col), unescaped in
+ * place. */
+static enum idem_err
+quoted_value(struct parser *p, char *s, int col, char *v, enum key_id id)
+{
+	char	*o, *q;
+
+	for (o = v, q = v + 1; *q != '"'; q++) {
+		if (*q == '\0')
+			return cfg_perr(p, IDEM_ECONFIG, p->line,
+			    col + (int)(v - s), "unterminated quoted value");
+		if (*q == '\\') {
+			if (q[1] != '"' && q[1] != '\\')
+				return cfg_perr(p, IDEM_ECONFIG, p->line,
+				    col + (int)(q - s), "bad escape in quoted "
+				    "value (only \\\" and \\\\)");
+			q++;
+		}
+		*o++ = *q;
+	}
+	for (q++; cfg_is_ws(*q); q++)
+		;
+	if (*q != '\0' && *q != ';' && *q != '#')
+		return cfg_perr(p, IDEM_ECONFIG, p->line, col + (int)(q - s),
+		    "unexpected text after quoted value");
+	*o = '\0';
+	if (*v == '\0')
+		return missing_value(p, col + (int)(v - s), id);
+	return IDEM_OK;
+}
+
+/* The unquoted value at v (column vcol): up to a comment that follows
+ * blanks, less trailing blanks. */
+static enum idem_err
+plain_value(struct parser *p, char *v, int vcol, enum key_id id)
+{
+	char	*q;
+
+	for (q = v; *q != '\0'; q++)
+		if ((*q == ';' || *q == '#') && (q == v || cfg_is_ws(q[-1])))
+			break;
+	while (q > v && cfg_is_ws(q[-1]))
+		q--;
+	*q = '\0';
+	/* An empty list is a value: no status releases the key. */
+	if (*v == '\0' && !cfg_keys[id].empty_ok)
+		return missing_value(p, vcol, id);
+	return IDEM_OK;
+}
+
+/* Each key once per section. */
+static enum idem_err
+mark_seen(struct parser *p, enum key_id id, int col)
+{
+	uint64_t	*seen, bit = (uint64_t)1 << id;
+
+	seen = p->sect == SECT_ROUTE ? &p->rstate->seen : &p->seen;
+	if (*seen & bit)
+		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
+		    "duplicate key '%s' in [%s]", cfg_keys[id].name,
+		    p->sectname);
+	*seen |= bit;
+	return IDEM_OK;
+}
+
+/* A "key = value" line; s is the line from its first non-blank (column col). */
+static enum idem_err
+parse_pair(struct parser *p, char *s, int col)
+{
+	char		*eq, *v;
+	int		 vcol, quoted;
+	enum key_id	 id = K__MAX;
+	enum idem_err	 er;
+	void		*base;
+
+	if ((eq = strchr(s, '=')) == NULL)
+		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
+		    "expected 'key = value'");
+	if ((er = pair_key(p, s, eq, col, &id)) != IDEM_OK)
+		return er;
 	for (v = eq + 1; cfg_is_ws(*v); v++)
 		;
 	vcol = col + (int)(v - s);
-	if (*v == '"') {
-		for (o = v, q = v + 1; *q != '"'; q++) {
-			if (*q == '\0')
-				return cfg_perr(p, IDEM_ECONFIG, p->line, vcol,
-				    "unterminated quoted value");
-			if (*q == '\\') {
-				if (q[1] != '"' && q[1] != '\\')
-					return cfg_perr(p, IDEM_ECONFIG, p->line,
-					    col + (int)(q - s),
-					    "bad escape in quoted value "
-					    "(only \\\" and \\\\)");
-				q++;
-			}
-			*o++ = *q;
-		}
-		for (q++; cfg_is_ws(*q); q++)
-			;
-		if (*q != '\0' && *q != ';' && *q != '#')
-			return cfg_perr(p, IDEM_ECONFIG, p->line, col + (int)(q - s),
-			    "unexpected text after quoted value");
-		*o = '\0';
-		if (*v == '\0')
-			return cfg_perr(p, IDEM_ECONFIG, p->line, vcol,
-			    "missing value for %.*s", CFG_MAX_SHOWN, s);
-		vcol++;		/* point into the quotes */
-	} else {
-		for (q = v; *q != '\0'; q++)
-			if ((*q == ';' || *q == '#') && (q == v || cfg_is_ws(q[-1])))
-				break;
-		while (q > v && cfg_is_ws(q[-1]))
-			q--;
-		*q = '\0';
-		/* An empty list is a value: no status releases the key. */
-		if (*v == '\0' && strcmp(s, "release_statuses") != 0)
-			return cfg_perr(p, IDEM_ECONFIG, p->line, vcol,
-			    "missing value for %.*s", CFG_MAX_SHOWN, s);
-	}
-
-	seen = p->sect == SECT_ROUTE ? &p->rstate->seen : &p->seen;
-	bit = (uint64_t)1 << i;
-	if (*seen & bit)
-		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
-		    "duplicate key '%s' in [%s]", s, p->sectname);
-	*seen |= bit;
+	if ((quoted = *v == '"'))
+		er = quoted_value(p, s, col, v, id);
+	else
+		er = plain_value(p, v, vcol, id);
+	if (er != IDEM_OK || (er = mark_seen(p, id, col)) != IDEM_OK)
+		return er;
 	if (p->sect == SECT_ROUTE)
-		return cfg_set_route_key(p, p->route, (enum key_id)i, v, p->line,
-		    vcol);
-	if (p->sect == SECT_IDEM)
-		return cfg_set_route_key(p, &p->defs, (enum key_id)i, v, p->line,
-		    vcol);
-	return cfg_set_global_key(p, (enum key_id)i, v, p->line, vcol);
+		base = p->route;
+	else if (p->sect == SECT_IDEM)
+		base = &p->defs;
+	else
+		base = p->c;
+	/* A quoted value's column is inside the quotes. */
+	return cfg_set_key(p, base, id, v, p->line, vcol + quoted);
 }
 
 static enum idem_err

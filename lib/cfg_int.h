@@ -47,10 +47,38 @@ enum key_id {
 
 #define RI	(SECT_IDEM | SECT_ROUTE)
 
-/* Each key's name and the sections it may appear in. */
+struct parser;
+struct cfg_key;
+
+/* One "key = value" being applied: the key's row, the value and where
+ * the value starts. */
+struct cfg_val {
+	const struct cfg_key	*key;
+	const char		*v;
+	int			 line, col;
+};
+
+/*
+ * Each key: its name, the sections it may appear in, and how its value is
+ * read.  set() checks kv->v and stores it at dst: off bytes into the
+ * struct route of a [route] or [idempotency] section, or into the struct
+ * cfg for the other sections (off 0, the whole struct, for keys that set
+ * more than one field).  It formats its own errors.
+ */
 struct cfg_key {
 	const char	*name;
 	unsigned	 sects;
+	enum idem_err	(*set)(struct parser *p, const struct cfg_val *kv,
+			    void *dst);
+	size_t		 off;
+	int64_t		 lo, hi;	/* numbers and sizes: the bounds;
+					 * durations: lo 1 refuses 0 */
+	int		 zero_off;	/* sizes: 0 (off) allowed below lo */
+	const char	*range;		/* sizes: "must be ..." past the bounds */
+	const char	*words;		/* enums: the values, in order */
+	int		 (*ok)(const char *v);	/* strings: 1 if v will do */
+	const char	*what, *tail;	/* enums, strings: "bad WHAT 'v'TAIL" */
+	int		 empty_ok;	/* an empty (unquoted) value is one */
 };
 extern const struct cfg_key cfg_keys[K__MAX];
 
@@ -89,9 +117,16 @@ void cfg_policy_clear(struct route *r);
 /* The built-in request policy: release_statuses = 5xx, the rest off. */
 void cfg_policy_defaults(struct route *r);
 
-/* Sets one request policy key of r (lib/cfg_policy.c). */
-enum idem_err cfg_set_policy_key(struct parser *p, struct route *r,
-    enum key_id id, const char *v, int line, int col);
+/* The request policy keys with logic of their own (lib/cfg_policy.c);
+ * dst is the struct route. */
+enum idem_err cfg_set_release(struct parser *p, const struct cfg_val *kv,
+    void *dst);
+enum idem_err cfg_set_key_format(struct parser *p, const struct cfg_val *kv,
+    void *dst);
+enum idem_err cfg_set_fp_headers(struct parser *p, const struct cfg_val *kv,
+    void *dst);
+enum idem_err cfg_set_new_keys(struct parser *p, const struct cfg_val *kv,
+    void *dst);
 
 /* Formats "NAME:LINE:COL: message" into p->err (no position when line
  * is 0); returns er. */
@@ -107,12 +142,13 @@ enum idem_err cfg_set_str(struct parser *p, char **dst, const char *v);
 /* Frees a route's methods. */
 void cfg_methods_free(struct route *r);
 
-/* Sets key id of a [route] or [idempotency] section (r) from v. */
-enum idem_err cfg_set_route_key(struct parser *p, struct route *r,
-    enum key_id id, const char *v, int line, int col);
+/* Refuses kv: "bad WHAT 'value'TAIL" at its position; IDEM_ECONFIG. */
+enum idem_err cfg_bad(struct parser *p, const struct cfg_val *kv,
+    const char *what, const char *tail);
 
-/* Sets key id of [gateway], [cleanup] or [console] from v. */
-enum idem_err cfg_set_global_key(struct parser *p, enum key_id id,
+/* Sets key id from v (at line:col) in base: the struct route of a [route]
+ * or [idempotency] section, or the struct cfg for the other sections. */
+enum idem_err cfg_set_key(struct parser *p, void *base, enum key_id id,
     const char *v, int line, int col);
 
 /* Built-in defaults of every [idempotency] key into r. */

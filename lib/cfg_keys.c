@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,55 +11,6 @@
 
 #include "cfg.h"
 #include "cfg_int.h"
-
-const struct cfg_key cfg_keys[K__MAX] = {
-	[K_IDEMPOTENCY] = { "idempotency", RI },
-	[K_KEY_HEADER] = { "key_header", RI },
-	[K_METHODS] = { "methods", RI },
-	[K_REQUIRE_KEY] = { "require_key", RI },
-	[K_SCOPE] = { "scope", RI },
-	[K_TTL] = { "ttl", RI },
-	[K_WAIT] = { "wait", RI },
-	[K_LEASE] = { "lease", RI },
-	[K_STORE_5XX] = { "store_5xx", RI },
-	[K_MAX_BODY] = { "max_body", RI },
-	[K_MAX_RESPONSE] = { "max_response", RI },
-	[K_ON_STORE_ERROR] = { "on_store_error", RI },
-	[K_TIMEOUT] = { "timeout", RI },
-	[K_RELEASE_STATUSES] = { "release_statuses", RI },
-	[K_KEY_FORMAT] = { "key_format", RI },
-	[K_KEYS_PER_ROUTE] = { "keys_per_route", RI },
-	[K_FP_HEADERS] = { "fingerprint_headers", RI },
-	[K_FINGERPRINT] = { "fingerprint", RI },
-	[K_NEW_KEYS_PER_MINUTE] = { "new_keys_per_minute", RI },
-	[K_HANDLER] = { "handler", SECT_ROUTE },
-	[K_SCRIPT_ROOT] = { "script_root", SECT_ROUTE },
-	[K_LISTEN] = { "listen", SECT_GATEWAY },
-	[K_SOCKET_OWNER] = { "socket_owner", SECT_GATEWAY },
-	[K_SOCKET_MODE] = { "socket_mode", SECT_GATEWAY },
-	[K_THREADS] = { "threads", SECT_GATEWAY },
-	[K_WORKERS] = { "workers", SECT_GATEWAY },
-	[K_LOG] = { "log", SECT_GATEWAY },
-	[K_MYSQL_DEFAULTS_FILE] = { "mysql_defaults_file", SECT_GATEWAY },
-	[K_MYSQL_GROUP] = { "mysql_group", SECT_GATEWAY },
-	[K_HOST_NAME] = { "host_name", SECT_GATEWAY },
-	[K_MAX_PARAMS] = { "max_params", SECT_GATEWAY },
-	[K_COUNTERS_FLUSH] = { "counters_flush", SECT_GATEWAY },
-	[K_REPLAY_CACHE] = { "replay_cache", SECT_GATEWAY },
-	[K_CLIENT_TIMEOUT] = { "client_timeout", SECT_GATEWAY },
-	[K_PROBLEM_BASE_URL] = { "problem_base_url", SECT_GATEWAY },
-	[K_STATUS_PATH] = { "status_path", SECT_GATEWAY },
-	[K_BATCH] = { "batch", SECT_CLEANUP },
-	[K_SLEEP] = { "sleep", SECT_CLEANUP },
-	[K_MAX_SECONDS] = { "max_seconds", SECT_CLEANUP },
-	[K_STALE_AFTER] = { "stale_after", SECT_CLEANUP },
-	[K_COUNTERS_RETENTION] = { "counters_retention", SECT_CLEANUP },
-	[K_RUNS_RETENTION] = { "runs_retention", SECT_CLEANUP },
-	[K_MAX_LAG] = { "max_lag", SECT_CLEANUP },
-	[K_REPLICAS] = { "replicas", SECT_CLEANUP },
-	[K_REFRESH] = { "refresh", SECT_CONSOLE },
-	[K_CLEANUP_WARN_AFTER] = { "cleanup_warn_after", SECT_CONSOLE },
-};
 
 int
 cfg_is_ws(char ch)
@@ -175,9 +127,9 @@ parse_bool(const char *s)
 	return -1;
 }
 
-/* "unix:/abs" or "tcp:host:port" (host may be [v6]); 0 if well formed. */
+/* "unix:/abs" or "tcp:host:port" (host may be [v6]); 1 if well formed. */
 static int
-check_addr(const char *s)
+is_addr(const char *s)
 {
 	const char	*colon, *h;
 	uint64_t	 port;
@@ -186,53 +138,100 @@ check_addr(const char *s)
 
 	if (strncmp(s, "unix:", 5) == 0) {
 		/* sun_path holds 108 bytes with its NUL. */
-		return s[5] == '/' && strlen(s + 5) < 108 ? 0 : -1;
+		return s[5] == '/' && strlen(s + 5) < 108;
 	}
 	if (strncmp(s, "tcp:", 4) != 0)
-		return -1;
+		return 0;
 	h = s + 4;
 	if ((colon = strrchr(h, ':')) == NULL)
-		return -1;
+		return 0;
 	hlen = (size_t)(colon - h);
 	if (hlen == 0 || hlen > 255)
-		return -1;
+		return 0;
 	if (h[0] == '[' && h[hlen - 1] != ']')
-		return -1;
+		return 0;
 	if (h[0] != '[' && memchr(h, ':', hlen) != NULL)
-		return -1;
-	if (parse_u64(colon + 1, &end, &port) != 0 || *end != '\0' ||
-	    port == 0 || port > 65535)
-		return -1;
-	return 0;
+		return 0;
+	return parse_u64(colon + 1, &end, &port) == 0 && *end == '\0' &&
+	    port != 0 && port <= 65535;
 }
 
 static int
-check_listen(const char *s)
+ok_listen(const char *s)
 {
 	uint64_t	 fd;
 	const char	*end;
 
 	if (strncmp(s, "fd:", 3) == 0)
 		return parse_u64(s + 3, &end, &fd) == 0 && *end == '\0' &&
-		    fd <= 65535 ? 0 : -1;
-	return check_addr(s);
+		    fd <= 65535;
+	return is_addr(s);
 }
 
 /* "user:group", "user" or ":group", names without spaces or more colons. */
 static int
-check_owner(const char *s)
+ok_owner(const char *s)
 {
 	const char	*colon = strchr(s, ':');
 	const char	*q;
 
 	if (*s == '\0' || strcmp(s, ":") == 0)
-		return -1;
+		return 0;
 	if (colon != NULL && (strchr(colon + 1, ':') != NULL || colon[1] == '\0'))
-		return -1;
+		return 0;
 	for (q = s; *q != '\0'; q++)
 		if ((unsigned char)*q <= ' ' || *q == 0x7f)
-			return -1;
-	return 0;
+			return 0;
+	return 1;
+}
+
+/*
+ * 1 when v is at most max bytes of visible ASCII (spaces too if spaces),
+ * none of them in bad.
+ */
+static int
+visible(const char *v, int spaces, const char *bad, size_t max)
+{
+	const unsigned char	*q;
+
+	for (q = (const unsigned char *)v; *q != '\0'; q++)
+		if (*q < ' ' || *q >= 0x7f || (*q == ' ' && !spaces) ||
+		    strchr(bad, *q) != NULL)
+			return 0;
+	return (size_t)(q - (const unsigned char *)v) <= max;
+}
+
+static int
+ok_header(const char *v)
+{
+	return is_token(v) && strlen(v) <= 128;
+}
+
+static int
+ok_host_name(const char *v)
+{
+	return visible(v, 0, "", CFG_MAX_HOST);
+}
+
+/* Goes into JSON and a header unescaped: visible ASCII only, no quote or
+ * backslash. */
+static int
+ok_problem_base_url(const char *v)
+{
+	return *v != '\0' && visible(v, 0, "\"\\", 512);
+}
+
+/* A path the web server passes on, compared byte for byte. */
+static int
+ok_status_path(const char *v)
+{
+	return *v == '/' && visible(v, 0, "?%", 256);
+}
+
+static int
+ok_replicas(const char *v)
+{
+	return visible(v, 1, "[]", 1024);
 }
 
 enum idem_err
@@ -259,14 +258,155 @@ cfg_methods_free(struct route *r)
 	r->nmethods = 0;
 }
 
-static enum idem_err
-parse_methods(struct parser *p, struct route *r, const char *v, int line,
-    int col)
+enum idem_err
+cfg_bad(struct parser *p, const struct cfg_val *kv, const char *what,
+    const char *tail)
 {
+	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "bad %s '%.*s'%s",
+	    what, CFG_MAX_SHOWN, kv->v, tail);
+}
+
+/* "bad WHAT 'value' for KEY". */
+static enum idem_err
+bad_for(struct parser *p, const struct cfg_val *kv, const char *what)
+{
+	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+	    "bad %s '%.*s' for %s", what, CFG_MAX_SHOWN, kv->v, kv->key->name);
+}
+
+/* "KEY must be ...". */
+static enum idem_err
+out_of_range(struct parser *p, const struct cfg_val *kv, const char *range)
+{
+	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "%s %s",
+	    kv->key->name, range);
+}
+
+/* The setters of each kind of value, dst pointing at the key's field. */
+
+static enum idem_err
+set_bool(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	int	 b;
+
+	if ((b = parse_bool(kv->v)) < 0)
+		return bad_for(p, kv, "boolean");
+	*(int *)dst = b;
+	return IDEM_OK;
+}
+
+static enum idem_err
+set_int(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	const struct cfg_key	*k = kv->key;
+	uint64_t		 n;
+	const char		*end;
+
+	if (parse_u64(kv->v, &end, &n) != 0 || *end != '\0' ||
+	    n < (uint64_t)k->lo || n > (uint64_t)k->hi)
+		return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+		    "bad number '%.*s' for %s (%d..%d)", CFG_MAX_SHOWN, kv->v,
+		    k->name, (int)k->lo, (int)k->hi);
+	*(int *)dst = (int)n;
+	return IDEM_OK;
+}
+
+/* Well formed, at most ten years, and more than 0 where lo is 1. */
+static enum idem_err
+set_dur(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	const struct cfg_key	*k = kv->key;
+	int64_t			 n;
+
+	if (cfg_parse_duration(kv->v, &n) != 0)
+		return bad_for(p, kv, "duration");
+	if (n < k->lo)
+		return out_of_range(p, kv, "must be greater than 0");
+	if (n > CFG_MAX_DURATION_MS)
+		return out_of_range(p, kv, "must be at most 3650d");
+	*(int64_t *)dst = n;
+	return IDEM_OK;
+}
+
+static enum idem_err
+set_size(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	const struct cfg_key	*k = kv->key;
+	size_t			 sz;
+
+	if (cfg_parse_size(kv->v, &sz) != 0)
+		return bad_for(p, kv, "size");
+	if (!(k->zero_off && sz == 0) &&
+	    (sz < (size_t)k->lo || sz > (size_t)k->hi))
+		return out_of_range(p, kv, k->range);
+	*(size_t *)dst = sz;
+	return IDEM_OK;
+}
+
+/* The enums are stored through an int. */
+_Static_assert(sizeof(enum store_err_mode) == sizeof(int) &&
+    sizeof(enum fp_mode) == sizeof(int), "enum keys are int-sized");
+
+/* One of k->words: its index. */
+static enum idem_err
+set_enum(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	const struct cfg_key	*k = kv->key;
+	char			 w[16];
+	unsigned		 i;
+
+	for (i = 0; cfg_word(k->words, i, w, sizeof(w)); i++)
+		if (strcmp(kv->v, w) == 0) {
+			*(int *)dst = (int)i;
+			return IDEM_OK;
+		}
+	return cfg_bad(p, kv, k->what, k->tail);
+}
+
+static enum idem_err
+set_str(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	const struct cfg_key	*k = kv->key;
+
+	if (k->ok != NULL && !k->ok(kv->v))
+		return cfg_bad(p, kv, k->what, k->tail);
+	return cfg_set_str(p, dst, kv->v);
+}
+
+/* The keys with logic of their own. */
+
+/* One method of a methods list (wl bytes at w, column col) into word,
+ * upper case. */
+static enum idem_err
+method_word(struct parser *p, const char *w, size_t wl, int line, int col,
+    char *word)
+{
+	size_t	 i;
+
+	if (wl > CFG_MAX_METHOD)
+		return cfg_perr(p, IDEM_ECONFIG, line, col,
+		    "method longer than %d bytes", CFG_MAX_METHOD);
+	for (i = 0; i < wl; i++) {
+		if (!is_tchar((unsigned char)w[i]))
+			return cfg_perr(p, IDEM_ECONFIG, line, col + (int)i,
+			    "bad method '%.*s'", (int)wl, w);
+		word[i] = w[i] >= 'a' && w[i] <= 'z' ?
+		    (char)(w[i] - 'a' + 'A') : w[i];
+	}
+	word[wl] = '\0';
+	return IDEM_OK;
+}
+
+/* "POST PUT": blank-separated, upper-cased, each once. */
+static enum idem_err
+set_methods(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct route	*r = dst;
 	char		*tmp[CFG_MAX_METHODS];
 	char		 word[CFG_MAX_METHOD + 1];
-	size_t		 n = 0, i, wl;
-	const char	*s = v, *w;
+	size_t		 n = 0, i;
+	const char	*s = kv->v, *w;
+	int		 col;
 	enum idem_err	 er = IDEM_OK;
 
 	while (*s != '\0') {
@@ -276,30 +416,17 @@ parse_methods(struct parser *p, struct route *r, const char *v, int line,
 			break;
 		for (w = s; *s != '\0' && !cfg_is_ws(*s); s++)
 			;
-		wl = (size_t)(s - w);
-		if (wl > CFG_MAX_METHOD) {
-			er = cfg_perr(p, IDEM_ECONFIG, line, col + (int)(w - v),
-			    "method longer than %d bytes", CFG_MAX_METHOD);
+		col = kv->col + (int)(w - kv->v);
+		er = method_word(p, w, (size_t)(s - w), kv->line, col, word);
+		if (er != IDEM_OK)
 			goto fail;
-		}
-		for (i = 0; i < wl; i++) {
-			if (!is_tchar((unsigned char)w[i])) {
-				er = cfg_perr(p, IDEM_ECONFIG, line,
-				    col + (int)(w - v + i),
-				    "bad method '%.*s'", (int)wl, w);
-				goto fail;
-			}
-			word[i] = w[i] >= 'a' && w[i] <= 'z' ?
-			    (char)(w[i] - 'a' + 'A') : w[i];
-		}
-		word[wl] = '\0';
 		for (i = 0; i < n; i++)
 			if (strcmp(tmp[i], word) == 0)
 				break;
 		if (i < n)
 			continue;	/* "POST POST" means POST */
 		if (n == CFG_MAX_METHODS) {
-			er = cfg_perr(p, IDEM_ECONFIG, line, col + (int)(w - v),
+			er = cfg_perr(p, IDEM_ECONFIG, kv->line, col,
 			    "more than %d methods", CFG_MAX_METHODS);
 			goto fail;
 		}
@@ -310,7 +437,8 @@ parse_methods(struct parser *p, struct route *r, const char *v, int line,
 		n++;
 	}
 	if (n == 0) {
-		er = cfg_perr(p, IDEM_ECONFIG, line, col, "no methods listed");
+		er = cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+		    "no methods listed");
 		goto fail;
 	}
 	cfg_methods_free(r);
@@ -324,8 +452,13 @@ fail:
 }
 
 static enum idem_err
-parse_handler(struct parser *p, struct route *r, const char *v)
+set_handler(struct parser *p, const struct cfg_val *kv, void *dst)
 {
+	struct route	*r = dst;
+	const char	*v = kv->v;
+
+	r->handler_line = kv->line;
+	r->handler_col = kv->col;
 	free(r->program);
 	free(r->upstream);
 	r->program = r->upstream = NULL;
@@ -338,17 +471,20 @@ parse_handler(struct parser *p, struct route *r, const char *v)
 		r->handler = HANDLER_CGI;
 		return cfg_set_str(p, &r->program, v + 4);
 	}
-	if (strncmp(v, "fastcgi:", 8) == 0 && check_addr(v + 8) == 0) {
+	if (strncmp(v, "fastcgi:", 8) == 0 && is_addr(v + 8)) {
 		r->handler = HANDLER_FASTCGI;
 		return cfg_set_str(p, &r->upstream, v + 8);
 	}
-	return IDEM_EINVAL;
+	return cfg_bad(p, kv, "handler", " (cgi:/path, script, "
+	    "fastcgi:unix:/path or fastcgi:tcp:host:port)");
 }
 
 static enum idem_err
-parse_scope(struct parser *p, struct route *r, const char *v)
+set_scope(struct parser *p, const struct cfg_val *kv, void *dst)
 {
-	char	*h, *q;
+	struct route	*r = dst;
+	const char	*v = kv->v;
+	char		*h, *q;
 
 	if (strcmp(v, "none") == 0 || strcmp(v, "remote_user") == 0) {
 		free(r->scope_header);
@@ -356,9 +492,9 @@ parse_scope(struct parser *p, struct route *r, const char *v)
 		r->scope = v[0] == 'n' ? SCOPE_NONE : SCOPE_REMOTE_USER;
 		return IDEM_OK;
 	}
-	if (strncmp(v, "header:", 7) != 0 || !is_token(v + 7) ||
-	    strlen(v + 7) > 128)
-		return IDEM_EINVAL;
+	if (strncmp(v, "header:", 7) != 0 || !ok_header(v + 7))
+		return cfg_bad(p, kv, "scope",
+		    " (none, remote_user or header:NAME)");
 	if ((h = strdup(v + 7)) == NULL)
 		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
 	/* Header names are case-insensitive; one spelling for the hash. */
@@ -371,315 +507,200 @@ parse_scope(struct parser *p, struct route *r, const char *v)
 	return IDEM_OK;
 }
 
-/*
- * 1 when v is at most max bytes of visible ASCII (spaces too if spaces),
- * none of them in bad.
- */
-static int
-visible(const char *v, int spaces, const char *bad, size_t max)
-{
-	const unsigned char	*q;
-
-	for (q = (const unsigned char *)v; *q != '\0'; q++)
-		if (*q < ' ' || *q >= 0x7f || (*q == ' ' && !spaces) ||
-		    strchr(bad, *q) != NULL)
-			return 0;
-	return (size_t)(q - (const unsigned char *)v) <= max;
-}
-
-/* Durations that must be positive to make sense. */
-static int
-need_positive(enum key_id id)
-{
-	switch (id) {
-	case K_TTL: case K_LEASE: case K_TIMEOUT: case K_COUNTERS_FLUSH:
-	case K_CLIENT_TIMEOUT:
-	case K_COUNTERS_RETENTION: case K_RUNS_RETENTION: case K_REFRESH:
-	case K_CLEANUP_WARN_AFTER: case K_STALE_AFTER:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* A duration key: well formed, at most ten years, positive where needed. */
+/* Resolved with realpath; cfg_parse keeps a root that does not exist as
+ * written, cfg_load refuses it. */
 static enum idem_err
-parse_dur(struct parser *p, enum key_id id, const char *v, int64_t *ms,
+set_script_root(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct route	*r = dst;
+	const char	*v = kv->v;
+	char		*rp;
+	struct stat	 st;
+
+	if (v[0] != '/')
+		return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+		    "script_root must be an absolute path");
+	p->rstate->sr_line = kv->line;
+	p->rstate->sr_col = kv->col;
+	if ((rp = realpath(v, NULL)) == NULL) {
+		if (p->check_fs)
+			return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+			    "script_root '%.*s': %s", CFG_MAX_SHOWN, v,
+			    strerror(errno));
+		return cfg_set_str(p, &r->script_root, v);
+	}
+	if (p->check_fs && (stat(rp, &st) != 0 || !S_ISDIR(st.st_mode))) {
+		free(rp);
+		return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+		    "script_root '%.*s' is not a directory", CFG_MAX_SHOWN, v);
+	}
+	free(r->script_root);
+	r->script_root = rp;
+	return IDEM_OK;
+}
+
+/* Octal, up to 0777, with nothing for others. */
+static enum idem_err
+set_socket_mode(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	const char	*v = kv->v, *q;
+	unsigned	 mode = 0;
+
+	for (q = v; *q >= '0' && *q <= '7' && q - v < 5; q++)
+		mode = mode * 8 + (unsigned)(*q - '0');
+	if (q == v || *q != '\0' || mode > 0777)
+		return bad_for(p, kv, "octal mode");
+	if (mode & 0007)
+		return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+		    "socket_mode %04o: socket must not be world-accessible",
+		    mode);
+	*(unsigned *)dst = mode;
+	return IDEM_OK;
+}
+
+/* Where it was set, for cfg_check_option_file's message. */
+static enum idem_err
+set_mysql_defaults_file(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct cfg	*c = dst;
+
+	c->mysql_defaults_line = kv->line;
+	c->mysql_defaults_col = kv->col;
+	return cfg_set_str(p, &c->mysql_defaults_file, kv->v);
+}
+
+#define QUOTE_(x)	#x
+#define QUOTE(x)	QUOTE_(x)
+#define ROUTE(f)	offsetof(struct route, f)
+#define CONF(f)		offsetof(struct cfg, f)
+#define POSITIVE	1
+#define GIB		((int64_t)1 << 30)
+
+#define BOOL(n, s, off_) \
+	{ .name = (n), .sects = (s), .set = set_bool, .off = (off_) }
+#define INT(n, s, off_, lo_, hi_) \
+	{ .name = (n), .sects = (s), .set = set_int, .off = (off_), \
+	  .lo = (lo_), .hi = (hi_) }
+#define DUR(n, s, off_, lo_) \
+	{ .name = (n), .sects = (s), .set = set_dur, .off = (off_), .lo = (lo_) }
+#define SIZE(n, s, off_, lo_, hi_, zero_off_, range_) \
+	{ .name = (n), .sects = (s), .set = set_size, .off = (off_), \
+	  .lo = (lo_), .hi = (hi_), .zero_off = (zero_off_), .range = (range_) }
+#define ENUM(n, s, off_, words_, what_, tail_) \
+	{ .name = (n), .sects = (s), .set = set_enum, .off = (off_), \
+	  .words = (words_), .what = (what_), .tail = (tail_) }
+#define STR(n, s, off_, ok_, what_, tail_) \
+	{ .name = (n), .sects = (s), .set = set_str, .off = (off_), \
+	  .ok = (ok_), .what = (what_), .tail = (tail_) }
+#define OWN(n, s, set_, off_) \
+	{ .name = (n), .sects = (s), .set = (set_), .off = (off_) }
+
+const struct cfg_key cfg_keys[K__MAX] = {
+	/* [idempotency] and [route] */
+	[K_IDEMPOTENCY] = BOOL("idempotency", RI, ROUTE(idempotency)),
+	[K_KEY_HEADER] = STR("key_header", RI, ROUTE(key_header), ok_header,
+	    "header name", " for key_header"),
+	[K_METHODS] = OWN("methods", RI, set_methods, 0),
+	[K_REQUIRE_KEY] = BOOL("require_key", RI, ROUTE(require_key)),
+	[K_SCOPE] = OWN("scope", RI, set_scope, 0),
+	[K_TTL] = DUR("ttl", RI, ROUTE(ttl_ms), POSITIVE),
+	[K_WAIT] = DUR("wait", RI, ROUTE(wait_ms), 0),
+	[K_LEASE] = DUR("lease", RI, ROUTE(lease_ms), POSITIVE),
+	[K_STORE_5XX] = BOOL("store_5xx", RI, ROUTE(store_5xx)),
+	[K_MAX_BODY] = SIZE("max_body", RI, ROUTE(max_body), 0, GIB, 0,
+	    "must be at most 1G"),
+	[K_MAX_RESPONSE] = SIZE("max_response", RI, ROUTE(max_response), 0,
+	    GIB, 0, "must be at most 1G"),
+	[K_ON_STORE_ERROR] = ENUM("on_store_error", RI, ROUTE(on_store_error),
+	    "reject pass", "value", " for on_store_error (reject or pass)"),
+	[K_TIMEOUT] = DUR("timeout", RI, ROUTE(timeout_ms), POSITIVE),
+	[K_RELEASE_STATUSES] = { .name = "release_statuses", .sects = RI,
+	    .set = cfg_set_release, .empty_ok = 1 },
+	[K_KEY_FORMAT] = OWN("key_format", RI, cfg_set_key_format, 0),
+	[K_KEYS_PER_ROUTE] = BOOL("keys_per_route", RI, ROUTE(keys_per_route)),
+	[K_FP_HEADERS] = OWN("fingerprint_headers", RI, cfg_set_fp_headers, 0),
+	[K_FINGERPRINT] = ENUM("fingerprint", RI, ROUTE(fingerprint),
+	    "exact canonical", "fingerprint", " (exact or canonical)"),
+	[K_NEW_KEYS_PER_MINUTE] = OWN("new_keys_per_minute", RI,
+	    cfg_set_new_keys, ROUTE(new_keys_per_minute)),
+
+	/* [route] only */
+	[K_HANDLER] = OWN("handler", SECT_ROUTE, set_handler, 0),
+	[K_SCRIPT_ROOT] = OWN("script_root", SECT_ROUTE, set_script_root, 0),
+
+	/* [gateway] */
+	[K_LISTEN] = STR("listen", SECT_GATEWAY, CONF(listen), ok_listen,
+	    "listen address", " (unix:/path, tcp:host:port or fd:N)"),
+	[K_SOCKET_OWNER] = STR("socket_owner", SECT_GATEWAY,
+	    CONF(socket_owner), ok_owner, "socket_owner",
+	    " (user:group, user or :group)"),
+	[K_SOCKET_MODE] = OWN("socket_mode", SECT_GATEWAY, set_socket_mode,
+	    CONF(socket_mode)),
+	[K_THREADS] = INT("threads", SECT_GATEWAY, CONF(threads), 1, 1024),
+	[K_WORKERS] = INT("workers", SECT_GATEWAY, CONF(workers), 1, 64),
+	[K_LOG] = ENUM("log", SECT_GATEWAY, CONF(log_syslog), "stderr syslog",
+	    "value", " for log (stderr or syslog)"),
+	[K_MYSQL_DEFAULTS_FILE] = OWN("mysql_defaults_file", SECT_GATEWAY,
+	    set_mysql_defaults_file, 0),
+	[K_MYSQL_GROUP] = STR("mysql_group", SECT_GATEWAY, CONF(mysql_group),
+	    NULL, NULL, NULL),
+	[K_HOST_NAME] = STR("host_name", SECT_GATEWAY, CONF(host_name),
+	    ok_host_name, "host_name",
+	    " (up to " QUOTE(CFG_MAX_HOST) " visible ASCII bytes)"),
+	[K_MAX_PARAMS] = SIZE("max_params", SECT_GATEWAY, CONF(max_params),
+	    1024, 16 * 1024 * 1024, 0, "must be between 1K and 16M"),
+	[K_COUNTERS_FLUSH] = DUR("counters_flush", SECT_GATEWAY,
+	    CONF(counters_flush_ms), POSITIVE),
+	[K_REPLAY_CACHE] = SIZE("replay_cache", SECT_GATEWAY,
+	    CONF(replay_cache), 64 * 1024, GIB, 1,
+	    "must be 0 (off) or between 64K and 1G"),
+	[K_CLIENT_TIMEOUT] = DUR("client_timeout", SECT_GATEWAY,
+	    CONF(client_timeout_ms), POSITIVE),
+	[K_PROBLEM_BASE_URL] = STR("problem_base_url", SECT_GATEWAY,
+	    CONF(problem_base_url), ok_problem_base_url, "problem_base_url",
+	    " (a URL of visible ASCII, no quotes)"),
+	[K_STATUS_PATH] = STR("status_path", SECT_GATEWAY, CONF(status_path),
+	    ok_status_path, "status_path",
+	    " (an absolute path of visible ASCII, no '?' or '%')"),
+
+	/* [cleanup] */
+	[K_BATCH] = INT("batch", SECT_CLEANUP, CONF(cleanup_batch), 1, 100000),
+	[K_SLEEP] = DUR("sleep", SECT_CLEANUP, CONF(cleanup_sleep_ms), 0),
+	[K_MAX_SECONDS] = DUR("max_seconds", SECT_CLEANUP,
+	    CONF(cleanup_max_ms), 0),
+	[K_STALE_AFTER] = DUR("stale_after", SECT_CLEANUP,
+	    CONF(stale_after_ms), POSITIVE),
+	[K_COUNTERS_RETENTION] = DUR("counters_retention", SECT_CLEANUP,
+	    CONF(counters_retention_ms), POSITIVE),
+	[K_RUNS_RETENTION] = DUR("runs_retention", SECT_CLEANUP,
+	    CONF(runs_retention_ms), POSITIVE),
+	[K_MAX_LAG] = DUR("max_lag", SECT_CLEANUP, CONF(cleanup_max_lag_ms), 0),
+	[K_REPLICAS] = STR("replicas", SECT_CLEANUP, CONF(replicas),
+	    ok_replicas, "replicas",
+	    " (option-file group names, space-separated)"),
+
+	/* [console] */
+	[K_REFRESH] = DUR("refresh", SECT_CONSOLE, CONF(refresh_ms), POSITIVE),
+	[K_CLEANUP_WARN_AFTER] = DUR("cleanup_warn_after", SECT_CONSOLE,
+	    CONF(cleanup_warn_ms), POSITIVE),
+};
+
+#undef BOOL
+#undef INT
+#undef DUR
+#undef SIZE
+#undef ENUM
+#undef STR
+#undef OWN
+
+enum idem_err
+cfg_set_key(struct parser *p, void *base, enum key_id id, const char *v,
     int line, int col)
 {
-	const char	*k = cfg_keys[id].name;
-	int64_t		 n;
+	const struct cfg_key	*k = &cfg_keys[id];
+	struct cfg_val		 kv = { k, v, line, col };
 
-	if (cfg_parse_duration(v, &n) != 0)
-		return cfg_perr(p, IDEM_ECONFIG, line, col,
-		    "bad duration '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-	if (n == 0 && need_positive(id))
-		return cfg_perr(p, IDEM_ECONFIG, line, col,
-		    "%s must be greater than 0", k);
-	if (n > CFG_MAX_DURATION_MS)
-		return cfg_perr(p, IDEM_ECONFIG, line, col,
-		    "%s must be at most 3650d", k);
-	*ms = n;
-	return IDEM_OK;
-}
-
-static enum idem_err
-parse_int_range(struct parser *p, const char *v, int lo, int hi, int *out,
-    const char *key, int line, int col)
-{
-	uint64_t	 n;
-	const char	*end;
-
-	if (parse_u64(v, &end, &n) != 0 || *end != '\0' || n < (uint64_t)lo ||
-	    n > (uint64_t)hi)
-		return cfg_perr(p, IDEM_ECONFIG, line, col,
-		    "bad number '%.*s' for %s (%d..%d)", CFG_MAX_SHOWN, v, key,
-		    lo, hi);
-	*out = (int)n;
-	return IDEM_OK;
-}
-
-enum idem_err
-cfg_set_route_key(struct parser *p, struct route *r, enum key_id id,
-    const char *v, int line, int col)
-{
-	const char	*k = cfg_keys[id].name;
-	int64_t		 ms;
-	size_t		 sz;
-	int		 b;
-	enum idem_err	 er;
-
-	switch (id) {
-	case K_IDEMPOTENCY: case K_REQUIRE_KEY: case K_STORE_5XX:
-	case K_KEYS_PER_ROUTE:
-		if ((b = parse_bool(v)) < 0)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad boolean '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-		if (id == K_IDEMPOTENCY)
-			r->idempotency = b;
-		else if (id == K_REQUIRE_KEY)
-			r->require_key = b;
-		else if (id == K_KEYS_PER_ROUTE)
-			r->keys_per_route = b;
-		else
-			r->store_5xx = b;
-		return IDEM_OK;
-	case K_RELEASE_STATUSES: case K_KEY_FORMAT: case K_FP_HEADERS:
-	case K_FINGERPRINT: case K_NEW_KEYS_PER_MINUTE:
-		return cfg_set_policy_key(p, r, id, v, line, col);
-	case K_KEY_HEADER:
-		if (!is_token(v) || strlen(v) > 128)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad header name '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-		return cfg_set_str(p, &r->key_header, v);
-	case K_METHODS:
-		return parse_methods(p, r, v, line, col);
-	case K_SCOPE:
-		er = parse_scope(p, r, v);
-		if (er == IDEM_EINVAL)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad scope '%.*s' (none, remote_user or header:NAME)",
-			    CFG_MAX_SHOWN, v);
-		return er;
-	case K_TTL: case K_WAIT: case K_LEASE: case K_TIMEOUT:
-		if ((er = parse_dur(p, id, v, &ms, line, col)) != IDEM_OK)
-			return er;
-		if (id == K_TTL)
-			r->ttl_ms = ms;
-		else if (id == K_WAIT)
-			r->wait_ms = ms;
-		else if (id == K_LEASE)
-			r->lease_ms = ms;
-		else
-			r->timeout_ms = ms;
-		return IDEM_OK;
-	case K_MAX_BODY: case K_MAX_RESPONSE:
-		if (cfg_parse_size(v, &sz) != 0)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad size '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-		if (sz > (size_t)1 << 30)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "%s must be at most 1G", k);
-		if (id == K_MAX_BODY)
-			r->max_body = sz;
-		else
-			r->max_response = sz;
-		return IDEM_OK;
-	case K_ON_STORE_ERROR:
-		if (strcmp(v, "reject") == 0)
-			r->on_store_error = STORE_ERR_REJECT;
-		else if (strcmp(v, "pass") == 0)
-			r->on_store_error = STORE_ERR_PASS;
-		else
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad value '%.*s' for %s (reject or pass)",
-			    CFG_MAX_SHOWN, v, k);
-		return IDEM_OK;
-	case K_HANDLER:
-		r->handler_line = line;
-		r->handler_col = col;
-		er = parse_handler(p, r, v);
-		if (er == IDEM_EINVAL)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad handler '%.*s' (cgi:/path, script, "
-			    "fastcgi:unix:/path or fastcgi:tcp:host:port)",
-			    CFG_MAX_SHOWN, v);
-		return er;
-	case K_SCRIPT_ROOT: {
-		char		*rp;
-		struct stat	 st;
-
-		if (v[0] != '/')
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "script_root must be an absolute path");
-		p->rstate->sr_line = line;
-		p->rstate->sr_col = col;
-		if ((rp = realpath(v, NULL)) == NULL) {
-			if (p->check_fs)
-				return cfg_perr(p, IDEM_ECONFIG, line, col,
-				    "script_root '%.*s': %s", CFG_MAX_SHOWN, v,
-				    strerror(errno));
-			return cfg_set_str(p, &r->script_root, v);
-		}
-		if (p->check_fs && (stat(rp, &st) != 0 || !S_ISDIR(st.st_mode))) {
-			free(rp);
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "script_root '%.*s' is not a directory",
-			    CFG_MAX_SHOWN, v);
-		}
-		free(r->script_root);
-		r->script_root = rp;
-		return IDEM_OK;
-	}
-	default:
-		return cfg_perr(p, IDEM_ECONFIG, line, col, "internal: key %s", k);
-	}
-}
-
-enum idem_err
-cfg_set_global_key(struct parser *p, enum key_id id, const char *v, int line,
-    int col)
-{
-	struct cfg	*c = p->c;
-	const char	*k = cfg_keys[id].name;
-	int64_t		 ms;
-	int64_t		*dst = NULL;
-	size_t		 sz;
-	const char	*q;
-	unsigned	 mode;
-
-	switch (id) {
-	case K_LISTEN:
-		if (check_listen(v) != 0)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad listen address '%.*s' (unix:/path, "
-			    "tcp:host:port or fd:N)", CFG_MAX_SHOWN, v);
-		return cfg_set_str(p, &c->listen, v);
-	case K_SOCKET_OWNER:
-		if (check_owner(v) != 0)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad socket_owner '%.*s' (user:group, user or "
-			    ":group)", CFG_MAX_SHOWN, v);
-		return cfg_set_str(p, &c->socket_owner, v);
-	case K_SOCKET_MODE:
-		mode = 0;
-		for (q = v; *q >= '0' && *q <= '7' && q - v < 5; q++)
-			mode = mode * 8 + (unsigned)(*q - '0');
-		if (q == v || *q != '\0' || mode > 0777)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad octal mode '%.*s' for socket_mode",
-			    CFG_MAX_SHOWN, v);
-		if (mode & 0007)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "socket_mode %04o: socket must not be "
-			    "world-accessible", mode);
-		c->socket_mode = mode;
-		return IDEM_OK;
-	case K_THREADS:
-		return parse_int_range(p, v, 1, 1024, &c->threads, k, line, col);
-	case K_WORKERS:
-		return parse_int_range(p, v, 1, 64, &c->workers, k, line, col);
-	case K_BATCH:
-		return parse_int_range(p, v, 1, 100000, &c->cleanup_batch, k,
-		    line, col);
-	case K_LOG:
-		if (strcmp(v, "stderr") == 0)
-			c->log_syslog = 0;
-		else if (strcmp(v, "syslog") == 0)
-			c->log_syslog = 1;
-		else
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad value '%.*s' for log (stderr or syslog)",
-			    CFG_MAX_SHOWN, v);
-		return IDEM_OK;
-	case K_MYSQL_DEFAULTS_FILE:
-		c->mysql_defaults_line = line;
-		c->mysql_defaults_col = col;
-		return cfg_set_str(p, &c->mysql_defaults_file, v);
-	case K_MYSQL_GROUP:
-		return cfg_set_str(p, &c->mysql_group, v);
-	case K_HOST_NAME:
-		if (!visible(v, 0, "", CFG_MAX_HOST))
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad host_name '%.*s' (up to %d visible ASCII bytes)",
-			    CFG_MAX_SHOWN, v, CFG_MAX_HOST);
-		return cfg_set_str(p, &c->host_name, v);
-	case K_PROBLEM_BASE_URL:
-		/* Goes into JSON and a header unescaped: visible ASCII only,
-		 * no quote or backslash. */
-		if (*v == '\0' || !visible(v, 0, "\"\\", 512))
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad problem_base_url '%.*s' (a URL of visible "
-			    "ASCII, no quotes)", CFG_MAX_SHOWN, v);
-		return cfg_set_str(p, &c->problem_base_url, v);
-	case K_STATUS_PATH:
-		/* A path the web server passes on, compared byte for byte. */
-		if (*v != '/' || !visible(v, 0, "?%", 256))
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad status_path '%.*s' (an absolute path of "
-			    "visible ASCII, no '?' or '%%')", CFG_MAX_SHOWN, v);
-		return cfg_set_str(p, &c->status_path, v);
-	case K_REPLICAS:
-		if (!visible(v, 1, "[]", 1024))
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad replicas '%.*s' (option-file group names, "
-			    "space-separated)", CFG_MAX_SHOWN, v);
-		return cfg_set_str(p, &c->replicas, v);
-	case K_MAX_PARAMS:
-		if (cfg_parse_size(v, &sz) != 0)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad size '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-		if (sz < 1024 || sz > 16 * 1024 * 1024)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "%s must be between 1K and 16M", k);
-		c->max_params = sz;
-		return IDEM_OK;
-	case K_REPLAY_CACHE:
-		if (cfg_parse_size(v, &sz) != 0)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "bad size '%.*s' for %s", CFG_MAX_SHOWN, v, k);
-		if (sz != 0 && (sz < 64 * 1024 || sz > 1024 * 1024 * 1024))
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
-			    "%s must be 0 (off) or between 64K and 1G", k);
-		c->replay_cache = sz;
-		return IDEM_OK;
-	case K_COUNTERS_FLUSH: dst = &c->counters_flush_ms; break;
-	case K_CLIENT_TIMEOUT: dst = &c->client_timeout_ms; break;
-	case K_SLEEP: dst = &c->cleanup_sleep_ms; break;
-	case K_MAX_SECONDS: dst = &c->cleanup_max_ms; break;
-	case K_STALE_AFTER: dst = &c->stale_after_ms; break;
-	case K_COUNTERS_RETENTION: dst = &c->counters_retention_ms; break;
-	case K_RUNS_RETENTION: dst = &c->runs_retention_ms; break;
-	case K_MAX_LAG: dst = &c->cleanup_max_lag_ms; break;
-	case K_REFRESH: dst = &c->refresh_ms; break;
-	case K_CLEANUP_WARN_AFTER: dst = &c->cleanup_warn_ms; break;
-	default:
-		return cfg_perr(p, IDEM_ECONFIG, line, col, "internal: key %s", k);
-	}
-	if (parse_dur(p, id, v, &ms, line, col) != IDEM_OK)
-		return IDEM_ECONFIG;
-	*dst = ms;
-	return IDEM_OK;
+	return k->set(p, &kv, (char *)base + k->off);
 }
 
 /* Built-in defaults of every [idempotency] key. */

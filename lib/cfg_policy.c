@@ -48,10 +48,11 @@ cfg_releases(const struct route *r, int status)
 
 /* "429 408 5xx" (codes 200..599 or classes 2xx..5xx, spaces or commas);
  * empty: no status releases the key. */
-static enum idem_err
-parse_release(struct parser *p, struct route *r, const char *v, int line,
-    int col)
+enum idem_err
+cfg_set_release(struct parser *p, const struct cfg_val *kv, void *dst)
 {
+	struct route	*r = dst;
+	const char	*v = kv->v;
 	char		 tok[16];
 	const char	*item;
 	size_t		 n;
@@ -81,8 +82,8 @@ parse_release(struct parser *p, struct route *r, const char *v, int line,
 	}
 	return IDEM_OK;
 bad:
-	return cfg_perr(p, IDEM_ECONFIG, line, col, "bad release_statuses "
-	    "'%s' (codes 200..599 or classes like 5xx)", tok);
+	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "bad "
+	    "release_statuses '%s' (codes 200..599 or classes like 5xx)", tok);
 }
 
 static void
@@ -125,10 +126,11 @@ set_regex(struct parser *p, struct route *r, const char *src, int line,
 }
 
 /* any, uuid, or /ERE/ */
-static enum idem_err
-parse_key_format(struct parser *p, struct route *r, const char *v, int line,
-    int col)
+enum idem_err
+cfg_set_key_format(struct parser *p, const struct cfg_val *kv, void *dst)
 {
+	struct route	*r = dst;
+	const char	*v = kv->v;
 	char		*src;
 	size_t		 n = strlen(v);
 	enum idem_err	 er;
@@ -139,11 +141,10 @@ parse_key_format(struct parser *p, struct route *r, const char *v, int line,
 		return IDEM_OK;
 	}
 	if (n < 3 || v[0] != '/' || v[n - 1] != '/')
-		return cfg_perr(p, IDEM_ECONFIG, line, col, "bad key_format "
-		    "'%.*s' (any, uuid or /regex/)", CFG_MAX_SHOWN, v);
+		return cfg_bad(p, kv, "key_format", " (any, uuid or /regex/)");
 	if ((src = strndup(v + 1, n - 2)) == NULL)
 		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
-	er = set_regex(p, r, src, line, col);
+	er = set_regex(p, r, src, kv->line, kv->col);
 	free(src);
 	return er;
 }
@@ -181,10 +182,11 @@ cfg_key_format_ok(const struct route *r, const char *key, size_t len)
 }
 
 /* Header names, lower case, space or comma separated. */
-static enum idem_err
-parse_fp_headers(struct parser *p, struct route *r, const char *v, int line,
-    int col)
+enum idem_err
+cfg_set_fp_headers(struct parser *p, const struct cfg_val *kv, void *dst)
 {
+	struct route	*r = dst;
+	const char	*v = kv->v;
 	const char	*item;
 	size_t		 n, i;
 	char		*h;
@@ -194,7 +196,7 @@ parse_fp_headers(struct parser *p, struct route *r, const char *v, int line,
 	r->nfp_headers = 0;
 	while ((item = next_item(&v, &n)) != NULL) {
 		if (r->nfp_headers == CFG_MAX_FP_HEADERS || n > 128)
-			return cfg_perr(p, IDEM_ECONFIG, line, col,
+			return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
 			    "fingerprint_headers: at most %d names of 128 "
 			    "bytes", CFG_MAX_FP_HEADERS);
 		if ((h = strndup(item, n)) == NULL)
@@ -203,9 +205,9 @@ parse_fp_headers(struct parser *p, struct route *r, const char *v, int line,
 			if (!isalnum((unsigned char)h[i]) && h[i] != '-' &&
 			    h[i] != '_') {
 				free(h);
-				return cfg_perr(p, IDEM_ECONFIG, line, col,
-				    "bad header name in fingerprint_headers "
-				    "'%.*s'", (int)n, item);
+				return cfg_perr(p, IDEM_ECONFIG, kv->line,
+				    kv->col, "bad header name in "
+				    "fingerprint_headers '%.*s'", (int)n, item);
 			}
 			h[i] = (char)tolower((unsigned char)h[i]);
 		}
@@ -214,43 +216,21 @@ parse_fp_headers(struct parser *p, struct route *r, const char *v, int line,
 	return IDEM_OK;
 }
 
+/* 0..MAX_KEYS_PER_MINUTE; dst is the route's new_keys_per_minute. */
 enum idem_err
-cfg_set_policy_key(struct parser *p, struct route *r, enum key_id id,
-    const char *v, int line, int col)
+cfg_set_new_keys(struct parser *p, const struct cfg_val *kv, void *dst)
 {
+	const char	*v = kv->v;
 	char		*end;
 	unsigned long	 n;
 
-	switch (id) {
-	case K_RELEASE_STATUSES:
-		return parse_release(p, r, v, line, col);
-	case K_KEY_FORMAT:
-		return parse_key_format(p, r, v, line, col);
-	case K_FP_HEADERS:
-		return parse_fp_headers(p, r, v, line, col);
-	case K_FINGERPRINT:
-		if (strcmp(v, "exact") == 0)
-			r->fingerprint = FPMODE_EXACT;
-		else if (strcmp(v, "canonical") == 0)
-			r->fingerprint = FPMODE_CANONICAL;
-		else
-			return cfg_perr(p, IDEM_ECONFIG, line, col, "bad "
-			    "fingerprint '%.*s' (exact or canonical)",
-			    CFG_MAX_SHOWN, v);
-		return IDEM_OK;
-	case K_NEW_KEYS_PER_MINUTE:
-		n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || *end != '\0' ||
-		    n > MAX_KEYS_PER_MINUTE)
-			return cfg_perr(p, IDEM_ECONFIG, line, col, "bad "
-			    "new_keys_per_minute '%.*s' (0..%d)",
-			    CFG_MAX_SHOWN, v, MAX_KEYS_PER_MINUTE);
-		r->new_keys_per_minute = (uint32_t)n;
-		return IDEM_OK;
-	default:
-		return cfg_perr(p, IDEM_ECONFIG, line, col, "internal: key %s",
-		    cfg_keys[id].name);
-	}
+	n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end != '\0' || n > MAX_KEYS_PER_MINUTE)
+		return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "bad "
+		    "new_keys_per_minute '%.*s' (0..%d)", CFG_MAX_SHOWN, v,
+		    MAX_KEYS_PER_MINUTE);
+	*(uint32_t *)dst = (uint32_t)n;
+	return IDEM_OK;
 }
 
 void
