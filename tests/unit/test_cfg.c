@@ -61,79 +61,107 @@ accepted(const char *text)
 
 #define RT	"[route /x]\nhandler = cgi:/bin/true\n"
 
-static void
-test_duration(void)
-{
-	int64_t	 ms = -7;
+/* cfg_parse_duration (DUR) or cfg_parse_size (SIZE) of s into *v; the
+ * out-parameter starts at 42 so that a failure can show it untouched. */
+enum amount { DUR, SIZE };
 
-	CHECK(cfg_parse_duration("250ms", &ms) == 0 && ms == 250);
-	CHECK(cfg_parse_duration("10s", &ms) == 0 && ms == 10000);
-	CHECK(cfg_parse_duration("5m", &ms) == 0 && ms == 300000);
-	CHECK(cfg_parse_duration("72h", &ms) == 0 && ms == 72LL * 3600000);
-	CHECK(cfg_parse_duration("7d", &ms) == 0 && ms == 7LL * 86400000);
-	CHECK(cfg_parse_duration("10", &ms) == 0 && ms == 10000);
-	CHECK(cfg_parse_duration("0", &ms) == 0 && ms == 0);
-	CHECK(cfg_parse_duration("007s", &ms) == 0 && ms == 7000);
-	ms = 42;
-	CHECK(cfg_parse_duration("", &ms) != 0 && ms == 42);
-	CHECK(cfg_parse_duration(NULL, &ms) != 0);
-	CHECK(cfg_parse_duration("-1", &ms) != 0);
-	CHECK(cfg_parse_duration("+1", &ms) != 0);
-	CHECK(cfg_parse_duration("1x", &ms) != 0);
-	CHECK(cfg_parse_duration("s", &ms) != 0);
-	CHECK(cfg_parse_duration(" 1s", &ms) != 0);
-	CHECK(cfg_parse_duration("1 s", &ms) != 0);
-	CHECK(cfg_parse_duration("1s ", &ms) != 0);
-	CHECK(cfg_parse_duration("1.5s", &ms) != 0);
-	CHECK(cfg_parse_duration("1S", &ms) != 0);
-	CHECK(cfg_parse_duration("1sm", &ms) != 0);
-	CHECK(cfg_parse_duration("1h30m", &ms) != 0);
-	CHECK(ms == 42);
-	/* Overflow: the largest value of each unit, and one past it. */
-	CHECK(cfg_parse_duration("9223372036854775807ms", &ms) == 0 &&
-	    ms == INT64_MAX);
-	CHECK(cfg_parse_duration("9223372036854775808ms", &ms) != 0);
-	CHECK(cfg_parse_duration("9223372036854775s", &ms) == 0 &&
-	    ms == 9223372036854775000LL);
-	CHECK(cfg_parse_duration("9223372036854776s", &ms) != 0);
-	CHECK(cfg_parse_duration("9223372036854776", &ms) != 0);
-	CHECK(cfg_parse_duration("106751991167d", &ms) == 0);
-	CHECK(cfg_parse_duration("106751991168d", &ms) != 0);
-	CHECK(cfg_parse_duration("2562047788015h", &ms) == 0);
-	CHECK(cfg_parse_duration("2562047788016h", &ms) != 0);
-	CHECK(cfg_parse_duration("18446744073709551616ms", &ms) != 0);
-	CHECK(cfg_parse_duration("99999999999999999999999999d", &ms) != 0);
+static int
+parse_amount(enum amount kind, const char *s, uint64_t *v)
+{
+	int64_t	 ms = 42;
+	size_t	 sz = 42;
+	int	 rc;
+
+	if (kind == DUR) {
+		rc = cfg_parse_duration(s, &ms);
+		*v = (uint64_t)ms;
+	} else {
+		rc = cfg_parse_size(s, &sz);
+		*v = sz;
+	}
+	return rc;
 }
 
-static void
-test_size(void)
-{
-	size_t	 sz = 7;
+#define BAD	0, 42	/* refused, out-parameter untouched */
 
-	CHECK(cfg_parse_size("512", &sz) == 0 && sz == 512);
-	CHECK(cfg_parse_size("64K", &sz) == 0 && sz == 65536);
-	CHECK(cfg_parse_size("1M", &sz) == 0 && sz == 1048576);
-	CHECK(cfg_parse_size("2G", &sz) == 0 && sz == 2147483648UL);
-	CHECK(cfg_parse_size("0", &sz) == 0 && sz == 0);
-	CHECK(cfg_parse_size("1k", &sz) == 0 && sz == 1024);
-	sz = 9;
-	CHECK(cfg_parse_size("", &sz) != 0);
-	CHECK(cfg_parse_size(NULL, &sz) != 0);
-	CHECK(cfg_parse_size("-1", &sz) != 0);
-	CHECK(cfg_parse_size("1T", &sz) != 0);
-	CHECK(cfg_parse_size("1KB", &sz) != 0);
-	CHECK(cfg_parse_size("K", &sz) != 0);
-	CHECK(cfg_parse_size("1 K", &sz) != 0);
-	CHECK(cfg_parse_size("1.5M", &sz) != 0);
-	CHECK(sz == 9);
-	CHECK(cfg_parse_size("18446744073709551615", &sz) == 0 &&
-	    sz == SIZE_MAX);
-	CHECK(cfg_parse_size("18446744073709551616", &sz) != 0);
-	CHECK(cfg_parse_size("18014398509481983K", &sz) == 0);
-	CHECK(cfg_parse_size("18014398509481984K", &sz) != 0);
-	CHECK(cfg_parse_size("17179869183G", &sz) == 0);
-	CHECK(cfg_parse_size("17179869184G", &sz) != 0);
+/* Durations, then sizes (powers of 1024); at the end of each, overflow:
+ * the largest value of each unit, and one past it. */
+static void
+test_amounts(void)
+{
+	static const struct {
+		enum amount	 kind;
+		const char	*s;
+		int		 ok;
+		uint64_t	 want;
+	} tab[] = {
+		{ DUR, "250ms", 1, 250 },
+		{ DUR, "10s", 1, 10000 },
+		{ DUR, "5m", 1, 300000 },
+		{ DUR, "72h", 1, 72ULL * 3600000 },
+		{ DUR, "7d", 1, 7ULL * 86400000 },
+		{ DUR, "10", 1, 10000 },
+		{ DUR, "0", 1, 0 },
+		{ DUR, "007s", 1, 7000 },
+		{ DUR, "", BAD },
+		{ DUR, NULL, BAD },
+		{ DUR, "-1", BAD },
+		{ DUR, "+1", BAD },
+		{ DUR, "1x", BAD },
+		{ DUR, "s", BAD },
+		{ DUR, " 1s", BAD },
+		{ DUR, "1 s", BAD },
+		{ DUR, "1s ", BAD },
+		{ DUR, "1.5s", BAD },
+		{ DUR, "1S", BAD },
+		{ DUR, "1sm", BAD },
+		{ DUR, "1h30m", BAD },
+		{ DUR, "9223372036854775807ms", 1, INT64_MAX },
+		{ DUR, "9223372036854775808ms", BAD },
+		{ DUR, "9223372036854775s", 1, 9223372036854775000ULL },
+		{ DUR, "9223372036854776s", BAD },
+		{ DUR, "9223372036854776", BAD },
+		{ DUR, "106751991167d", 1, 9223372036828800000ULL },
+		{ DUR, "106751991168d", BAD },
+		{ DUR, "2562047788015h", 1, 9223372036854000000ULL },
+		{ DUR, "2562047788016h", BAD },
+		{ DUR, "18446744073709551616ms", BAD },
+		{ DUR, "99999999999999999999999999d", BAD },
+		{ SIZE, "512", 1, 512 },
+		{ SIZE, "64K", 1, 65536 },
+		{ SIZE, "1M", 1, 1048576 },
+		{ SIZE, "2G", 1, 2147483648ULL },
+		{ SIZE, "0", 1, 0 },
+		{ SIZE, "1k", 1, 1024 },
+		{ SIZE, "", BAD },
+		{ SIZE, NULL, BAD },
+		{ SIZE, "-1", BAD },
+		{ SIZE, "1T", BAD },
+		{ SIZE, "1KB", BAD },
+		{ SIZE, "K", BAD },
+		{ SIZE, "1 K", BAD },
+		{ SIZE, "1.5M", BAD },
+		{ SIZE, "18446744073709551615", 1, SIZE_MAX },
+		{ SIZE, "18446744073709551616", BAD },
+		{ SIZE, "18014398509481983K", 1, 18446744073709550592ULL },
+		{ SIZE, "18014398509481984K", BAD },
+		{ SIZE, "17179869183G", 1, 18446744072635809792ULL },
+		{ SIZE, "17179869184G", BAD },
+	};
+	size_t		 i;
+	uint64_t	 v;
+	int		 rc;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		rc = parse_amount(tab[i].kind, tab[i].s, &v);
+		CHECK((rc == 0) == tab[i].ok && v == tab[i].want);
+		if ((rc == 0) != tab[i].ok || v != tab[i].want)
+			printf("# %s '%s'\n", tab[i].kind == DUR ? "duration" :
+			    "size", tab[i].s != NULL ? tab[i].s : "(null)");
+	}
 }
+
+#undef BAD
 
 static void
 test_defaults(void)
@@ -902,8 +930,7 @@ test_load(void)
 int
 main(void)
 {
-	test_duration();
-	test_size();
+	test_amounts();
 	test_defaults();
 	test_values();
 	test_fold();
