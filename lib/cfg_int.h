@@ -71,14 +71,15 @@ struct cfg_key {
 	enum idem_err	(*set)(struct parser *p, const struct cfg_val *kv,
 			    void *dst);
 	size_t		 off;
-	int64_t		 lo, hi;	/* numbers and sizes: the bounds;
-					 * durations: lo 1 refuses 0 */
+	/* Numbers and sizes: the bounds; durations: lo 1 refuses 0. */
+	int64_t		 lo, hi;
 	int		 zero_off;	/* sizes: 0 (off) allowed below lo */
-	const char	*range;		/* sizes: "must be ..." past the bounds */
+	const char	*range;		/* sizes: "must be ..." */
 	const char	*words;		/* enums: the values, in order */
 	int		 (*ok)(const char *v);	/* strings: 1 if v will do */
-	const char	*what, *tail;	/* enums, strings: "bad WHAT 'v'TAIL" */
-	int		 empty_ok;	/* an empty (unquoted) value is one */
+	/* Enums and strings: "bad WHAT 'value'TAIL". */
+	const char	*what, *tail;
+	int		 empty_ok;	/* an empty unquoted value is one */
 };
 extern const struct cfg_key cfg_keys[K__MAX];
 

@@ -582,7 +582,8 @@ set_mysql_defaults_file(struct parser *p, const struct cfg_val *kv, void *dst)
 	{ .name = (n), .sects = (s), .set = set_int, .off = (off_), \
 	  .lo = (lo_), .hi = (hi_) }
 #define DUR(n, s, off_, lo_) \
-	{ .name = (n), .sects = (s), .set = set_dur, .off = (off_), .lo = (lo_) }
+	{ .name = (n), .sects = (s), .set = set_dur, .off = (off_), \
+	  .lo = (lo_) }
 #define SIZE(n, s, off_, lo_, hi_, zero_off_, range_) \
 	{ .name = (n), .sects = (s), .set = set_size, .off = (off_), \
 	  .lo = (lo_), .hi = (hi_), .zero_off = (zero_off_), .range = (range_) }
