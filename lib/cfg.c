@@ -60,37 +60,15 @@ route_fold(struct parser *p, struct route *r, uint64_t seen)
 	const struct route	*d = &p->defs;
 	size_t			 i;
 
-#define UNSET(k)	((seen & ((uint64_t)1 << (k))) == 0)
-	if (UNSET(K_IDEMPOTENCY))
-		r->idempotency = d->idempotency;
-	if (UNSET(K_REQUIRE_KEY))
-		r->require_key = d->require_key;
-	if (UNSET(K_STORE_5XX))
-		r->store_5xx = d->store_5xx;
-	if (UNSET(K_TTL))
-		r->ttl_ms = d->ttl_ms;
-	if (UNSET(K_WAIT))
-		r->wait_ms = d->wait_ms;
-	if (UNSET(K_LEASE))
-		r->lease_ms = d->lease_ms;
-	if (UNSET(K_TIMEOUT))
-		r->timeout_ms = d->timeout_ms;
-	if (UNSET(K_MAX_BODY))
-		r->max_body = d->max_body;
-	if (UNSET(K_MAX_RESPONSE))
-		r->max_response = d->max_response;
-	if (UNSET(K_ON_STORE_ERROR))
-		r->on_store_error = d->on_store_error;
-	if (UNSET(K_KEY_HEADER) &&
-	    cfg_set_str(p, &r->key_header, d->key_header) != IDEM_OK)
+	if (cfg_fold_plain(p, r, d, seen) != IDEM_OK)
 		return IDEM_ENOMEM;
-	if (UNSET(K_SCOPE)) {
+	if (CFG_UNSET(seen, K_SCOPE)) {
 		r->scope = d->scope;
 		if (d->scope_header != NULL &&
 		    cfg_set_str(p, &r->scope_header, d->scope_header) != IDEM_OK)
 			return IDEM_ENOMEM;
 	}
-	if (UNSET(K_METHODS)) {
+	if (CFG_UNSET(seen, K_METHODS)) {
 		cfg_methods_free(r);
 		for (i = 0; i < d->nmethods; i++) {
 			if ((r->methods[i] = strdup(d->methods[i])) == NULL)
@@ -99,7 +77,6 @@ route_fold(struct parser *p, struct route *r, uint64_t seen)
 			r->nmethods++;
 		}
 	}
-#undef UNSET
 	return cfg_policy_fold(p, r, d, seen);
 }
 

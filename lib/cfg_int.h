@@ -107,6 +107,15 @@ struct parser {
 	int			 line;
 };
 
+/* 1 if the key k is not among the bits of seen. */
+#define CFG_UNSET(seen, k)	(((seen) & ((uint64_t)1 << (k))) == 0)
+
+/* Copies from d the keys of r that are plain values (booleans, numbers,
+ * durations, sizes, enums, strings) and that r did not set (seen: bits of
+ * the keys r set). */
+enum idem_err cfg_fold_plain(struct parser *p, struct route *r,
+    const struct route *d, uint64_t seen);
+
 /* Copies the request policy of d that r did not set (seen: bits of the
  * keys r set). */
 enum idem_err cfg_policy_fold(struct parser *p, struct route *r,

@@ -704,6 +704,46 @@ cfg_set_key(struct parser *p, void *base, enum key_id id, const char *v,
 	return k->set(p, &kv, (char *)base + k->off);
 }
 
+/* How many bytes a key's field has when it is a plain value, 0 if it is
+ * not one. */
+static size_t
+plain_size(const struct cfg_key *k)
+{
+	if (k->set == set_bool || k->set == set_int || k->set == set_enum)
+		return sizeof(int);
+	if (k->set == set_dur)
+		return sizeof(int64_t);
+	if (k->set == set_size)
+		return sizeof(size_t);
+	return 0;
+}
+
+enum idem_err
+cfg_fold_plain(struct parser *p, struct route *r, const struct route *d,
+    uint64_t seen)
+{
+	const struct cfg_key	*k;
+	const char		*from, *str;
+	char			*to;
+	size_t			 id, n;
+
+	for (id = 0; id < K__MAX; id++) {
+		k = &cfg_keys[id];
+		if ((k->sects & SECT_IDEM) == 0 || !CFG_UNSET(seen, id))
+			continue;
+		from = (const char *)d + k->off;
+		to = (char *)r + k->off;
+		if ((n = plain_size(k)) != 0) {
+			memcpy(to, from, n);
+			continue;
+		}
+		str = k->set == set_str ? *(char *const *)from : NULL;
+		if (str != NULL && cfg_set_str(p, (char **)to, str) != IDEM_OK)
+			return IDEM_ENOMEM;
+	}
+	return IDEM_OK;
+}
+
 /* Built-in defaults of every [idempotency] key. */
 enum idem_err
 cfg_route_defaults(struct parser *p, struct route *r)

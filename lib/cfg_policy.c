@@ -251,8 +251,6 @@ cfg_policy_clear(struct route *r)
 	r->nfp_headers = 0;
 }
 
-#define UNSET(k)	((seen & ((uint64_t)1 << (k))) == 0)
-
 enum idem_err
 cfg_policy_fold(struct parser *p, struct route *r, const struct route *d,
     uint64_t seen)
@@ -260,21 +258,17 @@ cfg_policy_fold(struct parser *p, struct route *r, const struct route *d,
 	size_t		 i;
 	enum idem_err	 er;
 
-	if (UNSET(K_RELEASE_STATUSES))
+	if (CFG_UNSET(seen, K_RELEASE_STATUSES))
 		memcpy(r->release, d->release, sizeof(r->release));
-	if (UNSET(K_KEYS_PER_ROUTE))
-		r->keys_per_route = d->keys_per_route;
-	if (UNSET(K_FINGERPRINT))
-		r->fingerprint = d->fingerprint;
-	if (UNSET(K_NEW_KEYS_PER_MINUTE))
+	if (CFG_UNSET(seen, K_NEW_KEYS_PER_MINUTE))
 		r->new_keys_per_minute = d->new_keys_per_minute;
-	if (UNSET(K_KEY_FORMAT)) {
+	if (CFG_UNSET(seen, K_KEY_FORMAT)) {
 		r->key_format = d->key_format;
 		if (d->key_format == KEYFMT_REGEX &&
 		    (er = set_regex(p, r, d->key_regex, 0, 0)) != IDEM_OK)
 			return er;
 	}
-	if (UNSET(K_FP_HEADERS))
+	if (CFG_UNSET(seen, K_FP_HEADERS))
 		for (i = 0; i < d->nfp_headers; i++) {
 			if ((r->fp_headers[i] = strdup(d->fp_headers[i])) ==
 			    NULL)
