@@ -380,6 +380,26 @@ test_accepted(void)
 	cfg_free(c);
 }
 
+/* Parses text, which has routes /a and /b, and finds them; NULL (with a
+ * failed CHECK) if the text is refused or a route is missing. */
+static struct cfg *
+parse_ab(const char *text, const struct route **a, const struct route **b)
+{
+	struct cfg	*c = parse(text);
+
+	CHECK(c != NULL);
+	if (c == NULL)
+		return NULL;
+	*a = cfg_route(c, "/a");
+	*b = cfg_route(c, "/b");
+	CHECK(*a != NULL && *b != NULL);
+	if (*a == NULL || *b == NULL) {
+		cfg_free(c);
+		return NULL;
+	}
+	return c;
+}
+
 /* [idempotency] applies to routes that come before it as well as after. */
 static void
 test_fold(void)
@@ -387,39 +407,35 @@ test_fold(void)
 	struct cfg		*c;
 	const struct route	*a, *b;
 
-	c = parse("[route /a]\nhandler = cgi:/a\nttl = 1h\nscope = header:K\n"
+	c = parse_ab("[route /a]\nhandler = cgi:/a\nttl = 1h\n"
+	    "scope = header:K\n"
 	    "[idempotency]\nttl = 2h\nmethods = PUT\nscope = header:Other\n"
 	    "timeout = 3s\nrequire_key = on\n"
-	    "[route /b]\nhandler = cgi:/b\nmethods = POST\nrequire_key = 0\n");
-	CHECK(c != NULL);
+	    "[route /b]\nhandler = cgi:/b\nmethods = POST\nrequire_key = 0\n",
+	    &a, &b);
 	if (c == NULL)
 		return;
-	a = cfg_route(c, "/a");
-	b = cfg_route(c, "/b");
-	CHECK(a != NULL && b != NULL);
-	if (a != NULL && b != NULL) {
-		CHECK(a->ttl_ms == 3600000 && b->ttl_ms == 7200000);
-		CHECK(a->nmethods == 1 && strcmp(a->methods[0], "PUT") == 0);
-		CHECK(b->nmethods == 1 && strcmp(b->methods[0], "POST") == 0);
-		CHECK(strcmp(a->scope_header, "k") == 0);
-		CHECK(b->scope == SCOPE_HEADER &&
-		    strcmp(b->scope_header, "other") == 0);
-		CHECK(a->timeout_ms == 3000 && b->timeout_ms == 3000);
-		CHECK(a->require_key == 1 && b->require_key == 0);
-		/* Folded strings are copies, not shared. */
-		CHECK(a->methods[0] != b->methods[0]);
-	}
+	CHECK(a->ttl_ms == 3600000 && b->ttl_ms == 7200000);
+	CHECK(a->nmethods == 1 && strcmp(a->methods[0], "PUT") == 0);
+	CHECK(b->nmethods == 1 && strcmp(b->methods[0], "POST") == 0);
+	CHECK(strcmp(a->scope_header, "k") == 0);
+	CHECK(b->scope == SCOPE_HEADER &&
+	    strcmp(b->scope_header, "other") == 0);
+	CHECK(a->timeout_ms == 3000 && b->timeout_ms == 3000);
+	CHECK(a->require_key == 1 && b->require_key == 0);
+	/* Folded strings are copies, not shared. */
+	CHECK(a->methods[0] != b->methods[0]);
 	cfg_free(c);
 }
 
-/* The request policy: values, folding from [idempotency], errors. */
+/* The request policy: values and folding from [idempotency]. */
 static void
-test_policy(void)
+test_policy_fold(void)
 {
 	struct cfg		*c;
 	const struct route	*a, *b;
 
-	c = parse("[idempotency]\nrelease_statuses = 429, 408 5xx\n"
+	c = parse_ab("[idempotency]\nrelease_statuses = 429, 408 5xx\n"
 	    "key_format = /^[a-z]{3}$/\nfingerprint = canonical\n"
 	    "fingerprint_headers = Api-Version X-Tenant\n"
 	    "new_keys_per_minute = 5\nkeys_per_route = yes\n"
@@ -427,40 +443,42 @@ test_policy(void)
 	    "[route /b]\nhandler = cgi:/b\nrelease_statuses =\n"
 	    "key_format = uuid\nfingerprint = exact\nstore_5xx = yes\n"
 	    "fingerprint_headers = Other\n"
-	    "[gateway]\nproblem_base_url = https://d.example/e/\n");
-	CHECK(c != NULL);
+	    "[gateway]\nproblem_base_url = https://d.example/e/\n", &a, &b);
 	if (c == NULL)
 		return;
-	a = cfg_route(c, "/a");
-	b = cfg_route(c, "/b");
-	CHECK(a != NULL && b != NULL);
-	if (a != NULL && b != NULL) {
-		CHECK(cfg_releases(a, 429) && cfg_releases(a, 408) &&
-		    cfg_releases(a, 500) && cfg_releases(a, 599));
-		CHECK(!cfg_releases(a, 400) && !cfg_releases(a, 200) &&
-		    !cfg_releases(a, 600) && !cfg_releases(a, -1));
-		CHECK(!cfg_releases(b, 429) && !cfg_releases(b, 503));
-		CHECK(a->fingerprint == FPMODE_CANONICAL &&
-		    b->fingerprint == FPMODE_EXACT);
-		CHECK(a->nfp_headers == 2 &&
-		    strcmp(a->fp_headers[0], "api-version") == 0 &&
-		    strcmp(a->fp_headers[1], "x-tenant") == 0);
-		CHECK(b->nfp_headers == 1 &&
-		    strcmp(b->fp_headers[0], "other") == 0);
-		CHECK(a->new_keys_per_minute == 5 && a->keys_per_route == 1);
-		CHECK(cfg_key_format_ok(a, "abc", 3) &&
-		    !cfg_key_format_ok(a, "abcd", 4) &&
-		    !cfg_key_format_ok(a, "ABC", 3));
-		CHECK(cfg_key_format_ok(b,
-		    "6F1C2A4E-9b7d-4c3a-8e2f-1a2b3c4d5e6f", 36));
-		CHECK(!cfg_key_format_ok(b,
-		    "6f1c2a4e-9b7d-4c3a-8e2f-1a2b3c4d5e6", 35));
-		CHECK(!cfg_key_format_ok(b,
-		    "6f1c2a4e+9b7d-4c3a-8e2f-1a2b3c4d5e6f", 36));
-	}
+	CHECK(cfg_releases(a, 429) && cfg_releases(a, 408) &&
+	    cfg_releases(a, 500) && cfg_releases(a, 599));
+	CHECK(!cfg_releases(a, 400) && !cfg_releases(a, 200) &&
+	    !cfg_releases(a, 600) && !cfg_releases(a, -1));
+	CHECK(!cfg_releases(b, 429) && !cfg_releases(b, 503));
+	CHECK(a->fingerprint == FPMODE_CANONICAL &&
+	    b->fingerprint == FPMODE_EXACT);
+	CHECK(a->nfp_headers == 2 &&
+	    strcmp(a->fp_headers[0], "api-version") == 0 &&
+	    strcmp(a->fp_headers[1], "x-tenant") == 0);
+	CHECK(b->nfp_headers == 1 && strcmp(b->fp_headers[0], "other") == 0);
+	CHECK(a->new_keys_per_minute == 5 && a->keys_per_route == 1);
+	CHECK(cfg_key_format_ok(a, "abc", 3) &&
+	    !cfg_key_format_ok(a, "abcd", 4) &&
+	    !cfg_key_format_ok(a, "ABC", 3));
+	CHECK(cfg_key_format_ok(b,
+	    "6F1C2A4E-9b7d-4c3a-8e2f-1a2b3c4d5e6f", 36));
+	CHECK(!cfg_key_format_ok(b,
+	    "6f1c2a4e-9b7d-4c3a-8e2f-1a2b3c4d5e6", 35));
+	CHECK(!cfg_key_format_ok(b,
+	    "6f1c2a4e+9b7d-4c3a-8e2f-1a2b3c4d5e6f", 36));
 	CHECK(c->problem_base_url != NULL &&
 	    strcmp(c->problem_base_url, "https://d.example/e/") == 0);
 	cfg_free(c);
+}
+
+/* The request policy: built-in defaults, errors. */
+static void
+test_policy(void)
+{
+	struct cfg		*c;
+	const struct route	*a, *b;
+
 	/* defaults: 5xx releases, store_5xx keeps them */
 	c = parse(RT "store_5xx = yes\n[route /y]\nhandler = cgi:/y\n");
 	CHECK(c != NULL);
@@ -942,6 +960,7 @@ main(void)
 	test_values();
 	test_accepted();
 	test_fold();
+	test_policy_fold();
 	test_policy();
 	test_errors();
 	test_route();
