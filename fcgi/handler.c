@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "cgi.h"
+#include "cgi_env.h"
 #include "handler.h"
 #include "log.h"
 #include "request.h"

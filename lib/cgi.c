@@ -1,4 +1,4 @@
-/* Running legacy CGI programs: environment, script lookup, spawn and I/O. */
+/* Running legacy CGI programs: script lookup, spawn and I/O. */
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,155 +22,11 @@
 #include "linger.h"
 #include "log.h"
 
-#define CGI_PATH_DEFAULT	"/usr/local/bin:/usr/bin:/bin"
 #define CGI_ERRLINE_MAX		1024	/* stderr bytes per log line */
 #define CGI_EOF_GRACE_MS	100	/* after stdout EOF, wait this for exit */
 #define CGI_ERRLOG_LINES	20	/* stderr log lines per run ... */
 #define CGI_ERRLOG_BYTES	4096	/* ... and bytes; the rest is counted */
 #define CGI_IOBUF		65536
-
-/* ---- environment ---- */
-
-/* 1 if the "NAME=value" entry e has exactly this name. */
-static int
-cgi_env_is(const char *e, const char *name)
-{
-	size_t	 n = strlen(name);
-
-	return strncmp(e, name, n) == 0 && e[n] == '=';
-}
-
-/* 1 if the name part of "NAME=value" (nlen bytes) may reach a program. */
-static int
-cgi_env_name_ok(const char *e, size_t nlen)
-{
-	size_t	 i;
-
-	if (nlen == 0)
-		return 0;
-	for (i = 0; i < nlen; i++) {
-		char c = e[i];
-
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		    (c >= '0' && c <= '9') || c == '_'))
-			return 0;
-	}
-	/* httpoxy: a client's "Proxy:" header must not become a proxy. */
-	if (nlen == 10 && strncasecmp(e, "HTTP_PROXY", 10) == 0)
-		return 0;
-	if (nlen >= 3 && strncmp(e, "LD_", 3) == 0)
-		return 0;
-	if (nlen >= 10 && strncmp(e, "BASH_FUNC_", 10) == 0)
-		return 0;
-	/* Startup files a shell-script CGI would source. */
-	if ((nlen == 8 && strncmp(e, "BASH_ENV", 8) == 0) ||
-	    (nlen == 3 && strncmp(e, "ENV", 3) == 0))
-		return 0;
-	return 1;
-}
-
-void
-cgi_env_free(char **env)
-{
-	size_t	 i;
-
-	if (env == NULL)
-		return;
-	for (i = 0; env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
-}
-
-/* Sets "name=value" in env[0..*n), replacing an entry of the same name. */
-static enum idem_err
-cgi_env_put(char **env, size_t *n, const char *entry, size_t nlen)
-{
-	char	*dup;
-	size_t	 i;
-
-	if ((dup = strdup(entry)) == NULL)
-		return IDEM_ENOMEM;
-	for (i = 0; i < *n; i++)
-		if (strncmp(env[i], entry, nlen + 1) == 0) {
-			free(env[i]);
-			env[i] = dup;
-			return IDEM_OK;
-		}
-	env[(*n)++] = dup;
-	env[*n] = NULL;
-	return IDEM_OK;
-}
-
-enum idem_err
-cgi_env_build(char *const *params, const char *script, size_t bodylen,
-    int had_body, char ***out)
-{
-	char		**env;
-	char		  tmp[64];
-	const char	 *eq;
-	size_t		  np = 0, n = 0, i;
-	int		  has_path = 0, has_cl = 0;
-	enum idem_err	  er;
-
-	while (params != NULL && params[np] != NULL)
-		np++;
-	/* Room for every param plus the entries set here, and NULL. */
-	if ((env = calloc(np + 8, sizeof(*env))) == NULL)
-		return IDEM_ENOMEM;
-	for (i = 0; i < np; i++) {
-		const char *e = params[i];
-
-		if ((eq = strchr(e, '=')) == NULL ||
-		    !cgi_env_name_ok(e, (size_t)(eq - e)))
-			continue;
-		if (cgi_env_is(e, "GATEWAY_INTERFACE") ||
-		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
-			continue;
-		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown". */
-		if (cgi_env_is(e, "CONTENT_LENGTH")) {
-			if (eq[1] == '\0')
-				continue;
-			has_cl = 1;
-		}
-		if (cgi_env_is(e, "PATH"))
-			has_path = 1;
-		if ((er = cgi_env_put(env, &n, e, (size_t)(eq - e))) != IDEM_OK)
-			goto fail;
-	}
-	if ((er = cgi_env_put(env, &n, "GATEWAY_INTERFACE=CGI/1.1", 17)) !=
-	    IDEM_OK)
-		goto fail;
-	if (!has_path &&
-	    (er = cgi_env_put(env, &n, "PATH=" CGI_PATH_DEFAULT, 4)) != IDEM_OK)
-		goto fail;
-	if (had_body && !has_cl) {
-		snprintf(tmp, sizeof(tmp), "CONTENT_LENGTH=%zu", bodylen);
-		if ((er = cgi_env_put(env, &n, tmp, 14)) != IDEM_OK)
-			goto fail;
-	}
-	if (script != NULL) {
-		size_t	 sl = strlen(script);
-		char	*e;
-
-		if ((e = malloc(sl + sizeof("SCRIPT_FILENAME="))) == NULL) {
-			er = IDEM_ENOMEM;
-			goto fail;
-		}
-		memcpy(e, "SCRIPT_FILENAME=", 16);
-		memcpy(e + 16, script, sl + 1);
-		er = cgi_env_put(env, &n, e, 15);
-		free(e);
-		if (er != IDEM_OK)
-			goto fail;
-	}
-	*out = env;
-	return IDEM_OK;
-fail:
-	cgi_env_free(env);
-	return er;
-}
-
-/* ---- script lookup ---- */
 
 /* 1 if path has a ".." component. */
 static int
@@ -280,8 +135,6 @@ cgi_script_resolve(const char *root, const char *script, char *out,
 {
 	return cgi_script_resolve_why(root, script, out, outlen, NULL, 0);
 }
-
-/* ---- spawn and I/O ---- */
 
 /*
  * pipe2(O_CLOEXEC) whose ends are both >= 3, so the dup2 onto the
@@ -550,10 +403,57 @@ cgi_exited(pid_t pid, int *ws)
 	return 1;
 }
 
+/* The log prefix of a run. */
+static const char *
+cgi_tag(const struct cgi_run *r)
+{
+	return r->ex.tag != NULL ? r->ex.tag : "cgi";
+}
+
+void
+cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
+    int64_t now)
+{
+	c->deadline = ex->timeout_ms > 0 ? now + ex->timeout_ms : -1;
+	c->next_tick = ex->tick != NULL && ex->tick_ms > 0 ?
+	    now + ex->tick_ms : -1;
+}
+
+enum idem_err
+cgi_clock_check(struct cgi_clock *c, const struct cgi_exchange *ex,
+    int64_t now)
+{
+	int64_t	 next;
+
+	if (c->deadline >= 0 && now >= c->deadline)
+		return IDEM_ETIMEOUT;
+	if (c->next_tick >= 0 && now >= c->next_tick) {
+		if ((next = ex->tick(ex->arg)) < 0)
+			return IDEM_ELEASE;
+		c->next_tick = now + next;
+	}
+	return IDEM_OK;
+}
+
+int64_t
+cgi_clock_wait(const struct cgi_clock *c, int64_t now)
+{
+	int64_t	 wait_ms = c->deadline >= 0 ? c->deadline - now : -1;
+
+	if (c->next_tick >= 0 && (wait_ms < 0 || c->next_tick - now < wait_ms))
+		wait_ms = c->next_tick - now;
+	if (wait_ms > INT_MAX)
+		wait_ms = INT_MAX;
+	return wait_ms;
+}
+
 /* One run's I/O state. */
 struct cgi_io {
 	const struct cgi_run	*r;
 	pid_t			 pid;
+	int64_t			 started;
+	struct cgi_clock	 clk;
+	int64_t			 eof_end;	/* stdout closed: exit by then */
 	int			 fin, fout, ferr, pidfd;
 	size_t			 woff;		/* body bytes written */
 	int			 exited;	/* leader exited, unreaped */
@@ -614,11 +514,108 @@ cgi_write_in(struct cgi_io *io)
 	else if (k == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	else if (k == -1 && errno != EPIPE)
-		log_warn("%s: writing stdin: %s", io->r->ex.tag ?
-		    io->r->ex.tag : "cgi", strerror(errno));
+		log_warn("%s: writing stdin: %s", cgi_tag(io->r),
+		    strerror(errno));
 	/* Done, or the program stopped reading: either way, EOF now. */
 	if (k <= 0 || io->woff == len)
 		cgi_close(&io->fin);
+}
+
+/*
+ * The program exited: what it wrote is in the pipe.  A child may still
+ * hold stdout; the answer is whole all the same.  Takes at most what a
+ * pipe holds, and a little (a child may keep writing).  0, or an out()
+ * error.
+ */
+static enum idem_err
+cgi_io_exited(struct cgi_io *io)
+{
+	enum idem_err	 er = IDEM_OK;
+	int		 i;
+
+	io->exited = 1;
+	for (i = 0; i < 16 && io->fout >= 0 && !io->complete &&
+	    (er = cgi_read_out(io)) == IDEM_OK; i++)
+		;
+	if (er != IDEM_OK && er != IDEM_EAGAIN)
+		return er;
+	io->complete = 1;
+	return IDEM_OK;
+}
+
+/*
+ * Stdout closed: complete.  A moment to exit first, so a crash (exit by
+ * signal) still counts as one.  1 once the answer is complete.
+ */
+static int
+cgi_io_eof(struct cgi_io *io, int64_t now)
+{
+	if (io->fout >= 0 || io->r->until_exit)
+		return 0;
+	if (io->eof_end < 0)
+		io->eof_end = now + CGI_EOF_GRACE_MS;
+	if (now < io->eof_end)
+		return 0;
+	io->complete = 1;
+	return 1;
+}
+
+/* The descriptors to poll; returns their count. */
+static int
+cgi_io_pollset(const struct cgi_io *io, struct pollfd pfd[4])
+{
+	int	 n = 0;
+
+	if (io->fin >= 0)
+		pfd[n++] = (struct pollfd){ io->fin, POLLOUT, 0 };
+	if (io->fout >= 0)
+		pfd[n++] = (struct pollfd){ io->fout, POLLIN, 0 };
+	if (io->ferr >= 0)
+		pfd[n++] = (struct pollfd){ io->ferr, POLLIN, 0 };
+	if (io->pidfd >= 0)
+		pfd[n++] = (struct pollfd){ io->pidfd, POLLIN, 0 };
+	return n;
+}
+
+/*
+ * Waits for the pipes, the exit or the next time limit, then serves the
+ * pipes that are ready.  0, IDEM_ESYS (poll failed), or an out() error.
+ */
+static enum idem_err
+cgi_io_wait(struct cgi_io *io, int64_t now)
+{
+	struct pollfd	 pfd[4];
+	int64_t		 wait_ms;
+	int		 n, i;
+	enum idem_err	 er;
+
+	n = cgi_io_pollset(io, pfd);
+	wait_ms = cgi_clock_wait(&io->clk, now);
+	if (io->eof_end >= 0 && (wait_ms < 0 || io->eof_end - now < wait_ms))
+		wait_ms = io->eof_end - now;
+	/* Without a pidfd, look for the exit every few ms. */
+	if (io->pidfd < 0 && (wait_ms < 0 || wait_ms > 20))
+		wait_ms = 20;
+	if (poll(pfd, (nfds_t)n, (int)wait_ms) == -1) {
+		if (errno == EINTR)
+			return IDEM_OK;
+		log_err("%s: poll: %s", cgi_tag(io->r), strerror(errno));
+		return IDEM_ESYS;
+	}
+	for (i = 0; i < n && !io->complete; i++) {
+		if (pfd[i].revents == 0)
+			continue;
+		if (pfd[i].fd == io->fin)
+			cgi_write_in(io);
+		else if (pfd[i].fd == io->fout) {
+			er = cgi_read_out(io);
+			if (er != IDEM_OK && er != IDEM_EAGAIN)
+				return er;
+		} else if (pfd[i].fd == io->ferr)
+			cgi_read_err(io);
+		/* a readable pidfd: the next round sees the exit */
+	}
+	return IDEM_OK;
 }
 
 /*
@@ -629,133 +626,56 @@ cgi_write_in(struct cgi_io *io)
 static enum idem_err
 cgi_io_run(struct cgi_io *io)
 {
-	const struct cgi_run	*r = io->r;
-	struct pollfd		 pfd[4];
-	int64_t			 now, deadline, next_tick, eof_end = -1;
-	int64_t			 wait_ms;
-	int			 n, i, rc;
-	enum idem_err		 er = IDEM_OK;
+	const struct cgi_exchange *ex = &io->r->ex;
+	int64_t			 now;
+	enum idem_err		 er;
 
-	io->el.tag = r->ex.tag;
-	now = clock_now_ms();
-	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
-	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ?
-	    now + r->ex.tick_ms : -1;
-	if (r->ex.bodylen == 0 || r->ex.body == NULL)
+	io->el.tag = ex->tag;
+	cgi_clock_start(&io->clk, ex, clock_now_ms());
+	io->eof_end = -1;
+	if (ex->bodylen == 0 || ex->body == NULL)
 		cgi_close(&io->fin);
 	while (!io->complete) {
 		now = clock_now_ms();
-		if (deadline >= 0 && now >= deadline)
-			return IDEM_ETIMEOUT;
-		if (next_tick >= 0 && now >= next_tick) {
-			int64_t	 next = r->ex.tick(r->ex.arg);
-
-			if (next < 0)
-				return IDEM_ELEASE;
-			next_tick = now + next;
-		}
-		if (!io->exited && cgi_exited(io->pid, &io->ws)) {
-			/* It exited: what it wrote is in the pipe.  A child
-			 * may still hold stdout; the answer is whole all
-			 * the same. */
-			io->exited = 1;
-			/* At most what a pipe holds, and a little: a child
-			 * may keep writing. */
-			for (i = 0; i < 16 && io->fout >= 0 && !io->complete &&
-			    (er = cgi_read_out(io)) == IDEM_OK; i++)
-				;
-			if (er != IDEM_OK && er != IDEM_EAGAIN)
-				return er;
-			er = IDEM_OK;
-			io->complete = 1;
+		if ((er = cgi_clock_check(&io->clk, ex, now)) != IDEM_OK)
+			return er;
+		if (!io->exited && cgi_exited(io->pid, &io->ws))
+			return cgi_io_exited(io);
+		if (cgi_io_eof(io, now))
 			break;
-		}
-		if (io->fout < 0 && !r->until_exit) {
-			/* Stdout closed: complete.  A moment to exit, so a
-			 * crash (exit by signal) still counts as one. */
-			if (eof_end < 0)
-				eof_end = now + CGI_EOF_GRACE_MS;
-			if (now >= eof_end) {
-				io->complete = 1;
-				break;
-			}
-		}
-		n = 0;
-		if (io->fin >= 0)
-			pfd[n++] = (struct pollfd){ io->fin, POLLOUT, 0 };
-		if (io->fout >= 0)
-			pfd[n++] = (struct pollfd){ io->fout, POLLIN, 0 };
-		if (io->ferr >= 0)
-			pfd[n++] = (struct pollfd){ io->ferr, POLLIN, 0 };
-		if (io->pidfd >= 0)
-			pfd[n++] = (struct pollfd){ io->pidfd, POLLIN, 0 };
-		wait_ms = deadline >= 0 ? deadline - now : -1;
-		if (next_tick >= 0 && (wait_ms < 0 || next_tick - now < wait_ms))
-			wait_ms = next_tick - now;
-		if (eof_end >= 0 && (wait_ms < 0 || eof_end - now < wait_ms))
-			wait_ms = eof_end - now;
-		/* Without a pidfd, look for the exit every few ms. */
-		if (io->pidfd < 0 && (wait_ms < 0 || wait_ms > 20))
-			wait_ms = 20;
-		if (wait_ms > INT_MAX)
-			wait_ms = INT_MAX;
-		rc = poll(pfd, (nfds_t)n, (int)wait_ms);
-		if (rc == -1) {
-			if (errno == EINTR)
-				continue;
-			log_err("%s: poll: %s", r->ex.tag ? r->ex.tag : "cgi",
-			    strerror(errno));
-			return IDEM_ESYS;
-		}
-		for (i = 0; i < n && !io->complete; i++) {
-			if (pfd[i].revents == 0)
-				continue;
-			if (pfd[i].fd == io->fin)
-				cgi_write_in(io);
-			else if (pfd[i].fd == io->fout) {
-				er = cgi_read_out(io);
-				if (er != IDEM_OK && er != IDEM_EAGAIN)
-					return er;
-				er = IDEM_OK;
-			} else if (pfd[i].fd == io->ferr)
-				cgi_read_err(io);
-			/* a readable pidfd: the next round sees the exit */
-		}
+		if ((er = cgi_io_wait(io, now)) != IDEM_OK)
+			return er;
 	}
 	return IDEM_OK;
 }
 
-enum idem_err
-cgi_exec(const struct cgi_run *r, struct cgi_status *st)
+/*
+ * Spawns io->r's program on new pipes; io gets our ends, non-blocking.
+ * IDEM_EHANDLER (logged) if it could not be started.
+ */
+static enum idem_err
+cgi_io_start(struct cgi_io *io)
 {
-	int		 pin[2] = { -1, -1 }, pout[2] = { -1, -1 };
-	int		 perr[2] = { -1, -1 };
-	struct cgi_io	 io;
-	int64_t		 started;
-	int		 ws = 0;
-	pid_t		 pid;
-	enum idem_err	 er;
+	const struct cgi_run	*r = io->r;
+	int			 pin[2] = { -1, -1 }, pout[2] = { -1, -1 };
+	int			 perr[2] = { -1, -1 };
+	enum idem_err		 er = IDEM_EHANDLER;
 
-	memset(&io, 0, sizeof(io));
-	io.fin = io.fout = io.ferr = io.pidfd = -1;
 	if (cgi_pipe(pin) == -1 || cgi_pipe(pout) == -1 ||
 	    (!r->err_through && cgi_pipe(perr) == -1)) {
-		log_err("%s: pipe: %s", r->ex.tag ? r->ex.tag : "cgi",
-		    strerror(errno));
-		er = IDEM_EHANDLER;
+		log_err("%s: pipe: %s", cgi_tag(r), strerror(errno));
 		goto close;
 	}
-	started = clock_now_ms();
-	pid = cgi_spawn(r, pin[0], pout[1], r->err_through ? STDERR_FILENO :
-	    perr[1]);
-	if (pid == -1) {
-		log_err("%s: cannot start %s: %s", r->ex.tag ? r->ex.tag : "cgi",
-		    r->program, strerror(errno));
-		er = IDEM_EHANDLER;
+	io->started = clock_now_ms();
+	io->pid = cgi_spawn(r, pin[0], pout[1], r->err_through ?
+	    STDERR_FILENO : perr[1]);
+	if (io->pid == -1) {
+		log_err("%s: cannot start %s: %s", cgi_tag(r), r->program,
+		    strerror(errno));
 		goto close;
 	}
 	if (r->started != NULL)
-		r->started(pid, r->started_arg);
+		r->started(io->pid, r->started_arg);
 	/* The child's ends: keeping them would hide EOF from us. */
 	cgi_close(&pin[0]);
 	cgi_close(&pout[1]);
@@ -764,69 +684,12 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	cgi_nonblock(pout[0]);
 	if (perr[0] >= 0)
 		cgi_nonblock(perr[0]);
-	io.r = r;
-	io.pid = pid;
-	io.fin = pin[1];
-	io.fout = pout[0];
-	io.ferr = perr[0];
+	io->fin = pin[1];
+	io->fout = pout[0];
+	io->ferr = perr[0];
 	pin[1] = pout[0] = perr[0] = -1;
-	io.pidfd = cgi_pidfd(pid);
-	er = cgi_io_run(&io);
-	/* What the program said on stderr before it was done. */
-	for (int k = 0; k < 16 && io.ferr >= 0 && er == IDEM_OK; k++) {
-		size_t	 before = io.el.logged + io.el.len + io.el.dropped;
-
-		cgi_read_err(&io);
-		if (io.el.logged + io.el.len + io.el.dropped == before)
-			break;
-	}
-	cgi_errlog_end(&io.el);
-	cgi_close(&io.pidfd);
-	cgi_close(&io.fin);
-	if (er == IDEM_OK) {
-		/* Complete.  Whatever still runs (the program, or children
-		 * holding its pipes) may go on until the timeout. */
-		if (io.exited && io.fout < 0 && io.ferr < 0) {
-			ws = cgi_reap(pid);
-			cgi_status_set(st, ws, 0);
-		} else {
-			if (io.exited)
-				cgi_status_set(st, io.ws, 0);
-			else
-				memset(st, 0, sizeof(*st));
-			st->lingering = 1;
-			if (r->linger != NULL && r->ex.timeout_ms > 0) {
-				linger_add(r->linger, pid, io.fout, io.ferr,
-				    started + r->ex.timeout_ms);
-				io.fout = io.ferr = -1;
-			} else {
-				/* Nobody to end it later: end it now (its
-				 * answer is whole: the kill is not a crash). */
-				kill(-pid, SIGKILL);
-				(void)cgi_reap(pid);
-			}
-		}
-	} else if (er == IDEM_ELEASE) {
-		ws = cgi_stop(pid, CGI_STOP_GRACE_MS);
-		cgi_status_set(st, ws, 0);
-	} else if (er == IDEM_ETIMEOUT && r->stop_grace_ms > 0) {
-		ws = cgi_stop(pid, r->stop_grace_ms);
-		cgi_status_set(st, ws, 1);
-		log_warn("%s: %s timed out after %lld ms; stopped",
-		    r->ex.tag ? r->ex.tag : "cgi", r->program,
-		    (long long)r->ex.timeout_ms);
-	} else {
-		/* Timeout or aborted by out(): the whole group goes. */
-		kill(-pid, SIGKILL);
-		ws = cgi_reap(pid);
-		cgi_status_set(st, ws, er == IDEM_ETIMEOUT);
-		if (er == IDEM_ETIMEOUT)
-			log_warn("%s: %s timed out after %lld ms; killed",
-			    r->ex.tag ? r->ex.tag : "cgi", r->program,
-			    (long long)r->ex.timeout_ms);
-	}
-	cgi_close(&io.fout);
-	cgi_close(&io.ferr);
+	io->pidfd = cgi_pidfd(io->pid);
+	er = IDEM_OK;
 close:
 	cgi_close(&pin[0]);
 	cgi_close(&pin[1]);
@@ -834,5 +697,100 @@ close:
 	cgi_close(&pout[1]);
 	cgi_close(&perr[0]);
 	cgi_close(&perr[1]);
+	return er;
+}
+
+/* What the program said on stderr before it was done. */
+static void
+cgi_io_err_tail(struct cgi_io *io)
+{
+	size_t	 before;
+	int	 k;
+
+	for (k = 0; k < 16 && io->ferr >= 0; k++) {
+		before = io->el.logged + io->el.len + io->el.dropped;
+		cgi_read_err(io);
+		if (io->el.logged + io->el.len + io->el.dropped == before)
+			break;
+	}
+}
+
+/*
+ * Complete.  Whatever still runs (the program, or children holding its
+ * pipes) may go on until the timeout: the linger ends it then.
+ */
+static void
+cgi_io_complete(struct cgi_io *io, struct cgi_status *st)
+{
+	const struct cgi_run	*r = io->r;
+
+	if (io->exited && io->fout < 0 && io->ferr < 0) {
+		cgi_status_set(st, cgi_reap(io->pid), 0);
+		return;
+	}
+	if (io->exited)
+		cgi_status_set(st, io->ws, 0);
+	else
+		memset(st, 0, sizeof(*st));
+	st->lingering = 1;
+	if (r->linger != NULL && r->ex.timeout_ms > 0) {
+		linger_add(r->linger, io->pid, io->fout, io->ferr,
+		    io->started + r->ex.timeout_ms);
+		io->fout = io->ferr = -1;
+	} else {
+		/* Nobody to end it later: end it now (its answer is whole:
+		 * the kill is not a crash). */
+		kill(-io->pid, SIGKILL);
+		(void)cgi_reap(io->pid);
+	}
+}
+
+/*
+ * Not complete (er): a tick's stop or a job's timeout stops the group
+ * (SIGTERM, then SIGKILL); a timeout or an out() error kills it at once.
+ */
+static void
+cgi_io_abort(struct cgi_io *io, enum idem_err er, struct cgi_status *st)
+{
+	const struct cgi_run	*r = io->r;
+	int			 graceful = r->stop_grace_ms > 0;
+
+	if (er == IDEM_ELEASE)
+		cgi_status_set(st, cgi_stop(io->pid, CGI_STOP_GRACE_MS), 0);
+	else if (er == IDEM_ETIMEOUT && graceful)
+		cgi_status_set(st, cgi_stop(io->pid, r->stop_grace_ms), 1);
+	else {
+		kill(-io->pid, SIGKILL);
+		cgi_status_set(st, cgi_reap(io->pid), er == IDEM_ETIMEOUT);
+	}
+	if (er == IDEM_ETIMEOUT)
+		log_warn("%s: %s timed out after %lld ms; %s", cgi_tag(r),
+		    r->program, (long long)r->ex.timeout_ms,
+		    graceful ? "stopped" : "killed");
+}
+
+enum idem_err
+cgi_exec(const struct cgi_run *r, struct cgi_status *st)
+{
+	struct cgi_io	 io;
+	enum idem_err	 er;
+
+	memset(&io, 0, sizeof(io));
+	io.r = r;
+	io.fin = io.fout = io.ferr = io.pidfd = -1;
+	if ((er = cgi_io_start(&io)) != IDEM_OK)
+		return er;
+	er = cgi_io_run(&io);
+	if (er == IDEM_OK)
+		cgi_io_err_tail(&io);
+	cgi_errlog_end(&io.el);
+	cgi_close(&io.pidfd);
+	cgi_close(&io.fin);
+	if (er == IDEM_OK)
+		cgi_io_complete(&io, st);
+	else
+		cgi_io_abort(&io, er, st);
+	cgi_close(&io.fout);
+	cgi_close(&io.ferr);
 	return er;
 }

@@ -1,4 +1,4 @@
-/* Running legacy CGI programs: environment, script lookup, spawn and I/O. */
+/* Running legacy CGI programs: script lookup, spawn and I/O. */
 #ifndef IDEM_CGI_H
 #define IDEM_CGI_H
 
@@ -7,22 +7,6 @@
 #include <sys/types.h>
 
 #include "err.h"
-
-/*
- * Builds a clean CGI/1.1 environment (RFC 3875 §4.1) from the request's
- * FastCGI params ("NAME=value" strings, NULL-terminated; borrowed).
- * Nothing of the gateway's own environment is passed.  Dropped: HTTP_PROXY
- * (httpoxy), names that are not [A-Za-z0-9_], LD_*, BASH_FUNC_*, BASH_ENV
- * and ENV, entries without '='; a repeated name keeps its last value.
- * Set or replaced: GATEWAY_INTERFACE=CGI/1.1, PATH (a fixed safe default
- * unless params carry one), SCRIPT_FILENAME=script (if not NULL),
- * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
- * CONTENT_LENGTH (chunked transfer).  *out (copied, NULL-terminated) is
- * freed with cgi_env_free().  Set only on success.
- */
-enum idem_err cgi_env_build(char *const *params, const char *script,
-    size_t bodylen, int had_body, char ***out);
-void cgi_env_free(char **env);
 
 /*
  * fcgiwrap-style lookup: script (SCRIPT_FILENAME) must resolve, with
@@ -69,6 +53,28 @@ struct cgi_exchange {
 	int64_t		  tick_ms;
 	void		 *arg;
 };
+
+/*
+ * A run's deadline and tick schedule, from its exchange: both handler
+ * kinds keep time the same way.
+ */
+struct cgi_clock {
+	int64_t	 deadline;	/* -1: none */
+	int64_t	 next_tick;	/* -1: none */
+};
+
+/* Starts c at now (ms, clock_now_ms()) for ex's timeout and tick. */
+void cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
+    int64_t now);
+
+/* IDEM_ETIMEOUT past the deadline; calls ex->tick when it is due and
+ * IDEM_ELEASE if it says stop; else IDEM_OK. */
+enum idem_err cgi_clock_check(struct cgi_clock *c,
+    const struct cgi_exchange *ex, int64_t now);
+
+/* ms until the deadline or the next tick, whichever comes first, at most
+ * INT_MAX; -1 when there is neither (a poll timeout). */
+int64_t cgi_clock_wait(const struct cgi_clock *c, int64_t now);
 
 /* How long a handler stopped by tick() has between SIGTERM and SIGKILL. */
 #define CGI_STOP_GRACE_MS	200

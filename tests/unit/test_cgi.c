@@ -18,6 +18,7 @@
 #include "../lib/sink.h"
 #include "buf.h"
 #include "cgi.h"
+#include "cgi_env.h"
 #include "clock.h"
 #include "linger.h"
 

@@ -1,0 +1,25 @@
+/* The clean CGI/1.1 environment a handler gets from a request's params. */
+#ifndef IDEM_CGI_ENV_H
+#define IDEM_CGI_ENV_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/*
+ * Builds a clean CGI/1.1 environment (RFC 3875 §4.1) from the request's
+ * FastCGI params ("NAME=value" strings, NULL-terminated; borrowed).
+ * Nothing of the gateway's own environment is passed.  Dropped: HTTP_PROXY
+ * (httpoxy), names that are not [A-Za-z0-9_], LD_*, BASH_FUNC_*, BASH_ENV
+ * and ENV, entries without '='; a repeated name keeps its last value.
+ * Set or replaced: GATEWAY_INTERFACE=CGI/1.1, PATH (a fixed safe default
+ * unless params carry one), SCRIPT_FILENAME=script (if not NULL),
+ * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
+ * CONTENT_LENGTH (chunked transfer).  *out (copied, NULL-terminated) is
+ * freed with cgi_env_free().  Set only on success.
+ */
+enum idem_err cgi_env_build(char *const *params, const char *script,
+    size_t bodylen, int had_body, char ***out);
+void cgi_env_free(char **env);
+
+#endif
