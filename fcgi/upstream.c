@@ -40,6 +40,7 @@
 #define UP_CONNECT_MAX_MS	10000	/* connect limit when timeout_ms is 0 */
 #define UP_ERRLINE_MAX		1024	/* STDERR bytes per log line */
 #define UP_ERRLOG_MAX		(64 * 1024)	/* STDERR bytes logged per request */
+#define UP_RBUF			65536	/* bytes read at once */
 
 static const char *
 up_tag(const struct upstream_req *r)
@@ -559,132 +560,162 @@ up_wr_sent(struct up_wr *w, size_t n)
 		w->pad -= n;
 }
 
+/* One request's connection: what is left to send, what came back. */
+struct up_io {
+	const struct upstream_req *r;
+	struct cgi_clock	 clk;
+	int			 fd;
+	int			 wr_open;	/* more to send, the app reads */
+	struct up_wr		 w;
+	struct up_rd		*rd;
+	char			*rbuf;
+};
+
+/*
+ * Encodes the head into head, allocates the reader and connects (by the
+ * deadline, else UP_CONNECT_MAX_MS from start).  IDEM_EHANDLER (logged)
+ * if the app cannot be reached.
+ */
+static enum idem_err
+up_io_open(struct up_io *io, struct buf *head, int64_t start)
+{
+	const struct upstream_req *r = io->r;
+	enum idem_err		 er;
+
+	if ((er = up_encode_head(r, head)) != IDEM_OK)
+		return er;
+	io->rd = calloc(1, sizeof(*io->rd));
+	io->rbuf = malloc(UP_RBUF);
+	if (io->rd == NULL || io->rbuf == NULL)
+		return IDEM_ENOMEM;
+	if ((io->fd = up_connect(r->addr, io->clk.deadline >= 0 ?
+	    io->clk.deadline : start + UP_CONNECT_MAX_MS)) == -1) {
+		log_err("%s: cannot connect to %s: %s", up_tag(r), r->addr,
+		    strerror(errno));
+		return IDEM_EHANDLER;
+	}
+	io->w.head = head->p;
+	io->w.headlen = head->len;
+	io->w.body = r->ex.body;
+	io->w.bodylen = r->ex.body != NULL ? r->ex.bodylen : 0;
+	return IDEM_OK;
+}
+
+/* Sends what the socket takes now; stops sending at the end or when the
+ * app no longer reads. */
+static void
+up_io_send(struct up_io *io)
+{
+	struct iovec	 iov[2];
+	struct msghdr	 mh;
+	ssize_t		 k;
+	int		 niov;
+
+	if ((niov = up_wr_next(&io->w, iov)) == 0) {
+		io->wr_open = 0;
+		return;
+	}
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = (size_t)niov;
+	/* MSG_NOSIGNAL: a closed app is an error code here, never a SIGPIPE. */
+	k = sendmsg(io->fd, &mh, MSG_NOSIGNAL);
+	if (k > 0)
+		up_wr_sent(&io->w, (size_t)k);
+	else if (k == -1 && errno != EAGAIN && errno != EINTR) {
+		/* The app may answer without reading all input; keep
+		 * reading. */
+		log_debug("%s: send: %s", up_tag(io->r), strerror(errno));
+		io->wr_open = 0;
+	}
+}
+
+/* Reads once and parses it.  IDEM_OK, or the error that ends the run. */
+static enum idem_err
+up_io_recv(struct up_io *io)
+{
+	const struct upstream_req *r = io->r;
+	ssize_t			 k;
+
+	k = read(io->fd, io->rbuf, UP_RBUF);
+	if (k == -1 && (errno == EAGAIN || errno == EINTR))
+		return IDEM_OK;
+	if (k <= 0) {
+		log_err("%s: %s closed the connection before END_REQUEST%s%s",
+		    up_tag(r), r->addr, k == -1 ? ": " : "",
+		    k == -1 ? strerror(errno) : "");
+		return IDEM_EHANDLER;
+	}
+	return up_rd_feed(r, io->rd, io->rbuf, (size_t)k);
+}
+
+/*
+ * One round: the deadline and the tick, then a poll and what it allows.
+ * IDEM_OK to go on (the answer is whole when io->rd->done), else the
+ * error that ends the run (on a tick's stop, IDEM_ELEASE: closing the
+ * connection aborts the request).
+ */
+static enum idem_err
+up_io_round(struct up_io *io)
+{
+	const struct upstream_req *r = io->r;
+	struct pollfd		 pfd;
+	int64_t			 now = clock_now_ms();
+	int			 rc;
+	enum idem_err		 er;
+
+	if ((er = cgi_clock_check(&io->clk, &r->ex, now)) != IDEM_OK) {
+		if (er == IDEM_ETIMEOUT)
+			log_warn("%s: %s timed out after %lld ms", up_tag(r),
+			    r->addr, (long long)r->ex.timeout_ms);
+		return er;
+	}
+	pfd.fd = io->fd;
+	pfd.events = POLLIN | (io->wr_open ? POLLOUT : 0);
+	pfd.revents = 0;
+	rc = poll(&pfd, 1, (int)cgi_clock_wait(&io->clk, now));
+	if (rc == -1 && errno == EINTR)
+		return IDEM_OK;
+	if (rc == -1) {
+		log_err("%s: poll: %s", up_tag(r), strerror(errno));
+		return IDEM_ESYS;
+	}
+	if (rc == 0)
+		return IDEM_OK;
+	if (io->wr_open && (pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
+		up_io_send(io);
+	if (pfd.revents & (POLLIN | POLLERR | POLLHUP))
+		return up_io_recv(io);
+	return IDEM_OK;
+}
+
 enum idem_err
 upstream_exec(const struct upstream_req *r, int *app_status)
 {
+	struct up_io	 io;
 	struct buf	 head;
-	struct up_wr	 w;
-	struct up_rd	*rd = NULL;
-	struct pollfd	 pfd;
-	struct iovec	 iov[2];
-	struct msghdr	 mh;
-	char		*rbuf = NULL;
-	int64_t		 now, deadline, cdeadline, next_tick, wait_ms;
-	ssize_t		 k;
-	int		 fd = -1, niov, rc, wr_open = 1;
+	int64_t		 start = clock_now_ms();
 	enum idem_err	 er;
 
+	memset(&io, 0, sizeof(io));
+	io.r = r;
+	io.fd = -1;
+	io.wr_open = 1;
 	buf_init(&head, UP_PARAMS_MAX + UP_PARAMS_MAX / 8 + 64);
-	now = clock_now_ms();
-	deadline = r->ex.timeout_ms > 0 ? now + r->ex.timeout_ms : -1;
-	next_tick = r->ex.tick != NULL && r->ex.tick_ms > 0 ? now + r->ex.tick_ms : -1;
-	if ((er = up_encode_head(r, &head)) != IDEM_OK)
+	cgi_clock_start(&io.clk, &r->ex, start);
+	if ((er = up_io_open(&io, &head, start)) != IDEM_OK)
 		goto out;
-	rd = calloc(1, sizeof(*rd));
-	rbuf = malloc(65536);
-	if (rd == NULL || rbuf == NULL) {
-		er = IDEM_ENOMEM;
-		goto out;
-	}
-	cdeadline = deadline >= 0 ? deadline : now + UP_CONNECT_MAX_MS;
-	if ((fd = up_connect(r->addr, cdeadline)) == -1) {
-		log_err("%s: cannot connect to %s: %s", up_tag(r), r->addr,
-		    strerror(errno));
-		er = IDEM_EHANDLER;
-		goto out;
-	}
-	memset(&w, 0, sizeof(w));
-	w.head = head.p;
-	w.headlen = head.len;
-	w.body = r->ex.body;
-	w.bodylen = r->ex.body != NULL ? r->ex.bodylen : 0;
-	for (;;) {
-		now = clock_now_ms();
-		if (deadline >= 0 && now >= deadline) {
-			log_warn("%s: %s timed out after %lld ms", up_tag(r),
-			    r->addr, (long long)r->ex.timeout_ms);
-			er = IDEM_ETIMEOUT;
-			goto out;
-		}
-		if (next_tick >= 0 && now >= next_tick) {
-			int64_t	 next = r->ex.tick(r->ex.arg);
-
-			if (next < 0) {
-				/* Closing the connection aborts the request. */
-				er = IDEM_ELEASE;
-				goto out;
-			}
-			next_tick = now + next;
-		}
-		pfd.fd = fd;
-		pfd.events = POLLIN | (wr_open ? POLLOUT : 0);
-		pfd.revents = 0;
-		wait_ms = deadline >= 0 ? deadline - now : -1;
-		if (next_tick >= 0 && (wait_ms < 0 || next_tick - now < wait_ms))
-			wait_ms = next_tick - now;
-		if (wait_ms > INT_MAX)
-			wait_ms = INT_MAX;
-		rc = poll(&pfd, 1, (int)wait_ms);
-		if (rc == -1 && errno == EINTR)
-			continue;
-		if (rc == -1) {
-			log_err("%s: poll: %s", up_tag(r), strerror(errno));
-			er = IDEM_ESYS;
-			goto out;
-		}
-		if (rc == 0)
-			continue;
-		if (wr_open && (pfd.revents & (POLLOUT | POLLERR | POLLHUP))) {
-			niov = up_wr_next(&w, iov);
-			if (niov == 0)
-				wr_open = 0;
-			else {
-				memset(&mh, 0, sizeof(mh));
-				mh.msg_iov = iov;
-				mh.msg_iovlen = (size_t)niov;
-				/* MSG_NOSIGNAL: a closed app is an error
-				 * code here, never a SIGPIPE. */
-				k = sendmsg(fd, &mh, MSG_NOSIGNAL);
-				if (k > 0)
-					up_wr_sent(&w, (size_t)k);
-				else if (k == -1 && errno != EAGAIN &&
-				    errno != EINTR) {
-					/* The app may answer without reading
-					 * all input; keep reading. */
-					log_debug("%s: send: %s", up_tag(r),
-					    strerror(errno));
-					wr_open = 0;
-				}
-			}
-		}
-		if (pfd.revents & (POLLIN | POLLERR | POLLHUP)) {
-			k = read(fd, rbuf, 65536);
-			if (k == -1 && (errno == EAGAIN || errno == EINTR))
-				continue;
-			if (k <= 0) {
-				log_err("%s: %s closed the connection before "
-				    "END_REQUEST%s%s", up_tag(r), r->addr,
-				    k == -1 ? ": " : "",
-				    k == -1 ? strerror(errno) : "");
-				er = IDEM_EHANDLER;
-				goto out;
-			}
-			if ((er = up_rd_feed(r, rd, rbuf, (size_t)k)) !=
-			    IDEM_OK)
-				goto out;
-			if (rd->done)
-				break;
-		}
-	}
-	*app_status = rd->app_status;
-	er = IDEM_OK;
+	while ((er = up_io_round(&io)) == IDEM_OK && !io.rd->done)
+		;
+	if (er == IDEM_OK)
+		*app_status = io.rd->app_status;
 out:
-	if (rd != NULL)
-		up_err_flush(r, rd);
-	if (fd != -1)
-		close(fd);
-	free(rbuf);
-	free(rd);
+	if (io.rd != NULL)
+		up_err_flush(r, io.rd);
+	if (io.fd != -1)
+		close(io.fd);
+	free(io.rbuf);
+	free(io.rd);
 	buf_free(&head);
 	return er;
 }
