@@ -126,11 +126,36 @@ sink_feed(void *arg, const void *p, size_t n)
 	return er;
 }
 
-/* Passes output to the sink and ticks to the guard. */
+/*
+ * One handler run, whatever its protocol: the request, its sink and the
+ * guard's tick, what the backend is given (program, env, exchange) and
+ * what it says of the run's end.
+ */
 struct run_ctx {
-	struct sink	*s;
-	int64_t		(*tick)(void *);
-	void		*tick_arg;
+	struct request		*r;
+	struct sink		*s;
+	int64_t			(*tick)(void *);
+	void			*tick_arg;
+
+	const char		*program;	/* CGI: what runs; else NULL */
+	char			**env;
+	struct cgi_exchange	 ex;
+
+	struct cgi_status	 st;		/* CGI: how the program ended */
+	int			 app_status;	/* FastCGI: END_REQUEST's */
+};
+
+/*
+ * A handler protocol, in the spirit of lighttpd's gw_backend: run_backend()
+ * does what every protocol shares, a backend only speaks its own.
+ */
+struct backend {
+	const char	*name;		/* "handler", "upstream": in log lines */
+	const char	*env_what;	/* what a failed cgi_env_build() missed */
+	/* Runs rc's handler.  A timeout is logged here, where it happens. */
+	enum idem_err	(*exec)(struct run_ctx *rc);
+	/* After exec() returned IDEM_OK: the run's verdict, logged. */
+	enum idem_err	(*verdict)(const struct run_ctx *rc);
 };
 
 static enum idem_err
@@ -159,9 +184,11 @@ run_tick(void *arg)
 
 /* The exchange both kinds of handler share: body in, answer out. */
 static void
-exchange_fill(struct cgi_exchange *ex, struct request *r, struct run_ctx *rc,
-    int64_t tick_ms)
+exchange_fill(struct run_ctx *rc, int64_t tick_ms)
 {
+	struct cgi_exchange	*ex = &rc->ex;
+	const struct request	*r = rc->r;
+
 	ex->body = r->body.p;
 	ex->bodylen = r->body.len;
 	ex->timeout_ms = r->route->timeout_ms;
@@ -174,108 +201,124 @@ exchange_fill(struct cgi_exchange *ex, struct request *r, struct run_ctx *rc,
 }
 
 static enum idem_err
-run_cgi(struct request *r, const char *program, struct run_ctx *rc,
-    int64_t tick_ms)
+backend_cgi_exec(struct run_ctx *rc)
 {
-	struct cgi_run		 run;
-	struct cgi_status	 st;
-	char			**env = NULL;
-	enum idem_err		 er;
+	struct cgi_run	 run;
 
-	er = cgi_env_build(r->params, program, r->body.len,
-	    !r->had_length && r->body.len > 0, &env);
-	if (er != IDEM_OK) {
-		log_err("%s: cannot build CGI environment: %s", r->tag,
-		    idem_strerror(er));
-		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
-	}
 	memset(&run, 0, sizeof(run));
-	memset(&st, 0, sizeof(st));
-	run.program = program;
-	run.env = env;
-	run.linger = r->ctx->linger;
-	exchange_fill(&run.ex, r, rc, tick_ms);
-	er = cgi_exec(&run, &st);
-	cgi_env_free(env);
-	if (er == IDEM_ETIMEOUT || st.timed_out) {
-		log_err("%s: handler timed out after %lld ms", r->tag,
-		    (long long)r->route->timeout_ms);
-		return IDEM_ETIMEOUT;
-	}
-	if (er == IDEM_ELEASE)
-		return er;	/* the guard said why */
-	if (er != IDEM_OK) {
-		log_err("%s: handler failed: %s", r->tag, idem_strerror(er));
-		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
-	}
+	run.program = rc->program;
+	run.env = rc->env;
+	run.linger = rc->r->ctx->linger;
+	run.ex = rc->ex;
+	return cgi_exec(&run, &rc->st);
+}
+
+static enum idem_err
+backend_cgi_verdict(const struct run_ctx *rc)
+{
+	const char	*tag = rc->r->tag;
+
 	/* Died by a signal before its answer was whole: a crash. */
-	if (st.signo != 0 && !sink_complete(rc->s)) {
-		log_err("%s: handler killed by signal %d", r->tag, st.signo);
+	if (rc->st.signo != 0 && !sink_complete(rc->s)) {
+		log_err("%s: handler killed by signal %d", tag, rc->st.signo);
 		return IDEM_EHANDLER;
 	}
-	if (st.exited && st.exit_code != 0)
-		log_warn("%s: handler exited with status %d", r->tag,
-		    st.exit_code);
+	if (rc->st.exited && rc->st.exit_code != 0)
+		log_warn("%s: handler exited with status %d", tag,
+		    rc->st.exit_code);
 	return IDEM_OK;
 }
 
 static enum idem_err
-run_upstream(struct request *r, struct run_ctx *rc, int64_t tick_ms)
+fbackend_cgi_exec(struct run_ctx *rc)
 {
 	struct upstream_req	 ur;
-	char			**env = NULL;
-	int			 app_status = 0;
-	enum idem_err		 er;
 
-	er = cgi_env_build(r->params, NULL, r->body.len,
-	    !r->had_length && r->body.len > 0, &env);
+	memset(&ur, 0, sizeof(ur));
+	ur.addr = rc->r->route->upstream;
+	ur.params = rc->env;
+	ur.ex = rc->ex;
+	return upstream_exec(&ur, &rc->app_status);
+}
+
+static enum idem_err
+fbackend_cgi_verdict(const struct run_ctx *rc)
+{
+	if (rc->app_status != 0)
+		log_warn("%s: upstream app status %d", rc->r->tag,
+		    rc->app_status);
+	return IDEM_OK;
+}
+
+static const struct backend backend_cgi = {
+	"handler", "CGI environment", backend_cgi_exec, backend_cgi_verdict
+};
+
+static const struct backend backend_fcgi = {
+	"upstream", "FastCGI params", fbackend_cgi_exec, fbackend_cgi_verdict
+};
+
+/*
+ * Runs rc's request on be: its environment (SCRIPT_FILENAME=program for
+ * a CGI program), the exchange, the run, and the one mapping of how it
+ * ended to what handler_run() returns.
+ */
+static enum idem_err
+run_backend(const struct backend *be, struct run_ctx *rc, int64_t tick_ms)
+{
+	struct request	*r = rc->r;
+	enum idem_err	 er;
+
+	er = cgi_env_build(r->params, rc->program, r->body.len,
+	    !r->had_length && r->body.len > 0, &rc->env);
 	if (er != IDEM_OK) {
-		log_err("%s: cannot build FastCGI params: %s", r->tag,
+		log_err("%s: cannot build %s: %s", r->tag, be->env_what,
 		    idem_strerror(er));
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
 	}
-	memset(&ur, 0, sizeof(ur));
-	ur.addr = r->route->upstream;
-	ur.params = env;
-	exchange_fill(&ur.ex, r, rc, tick_ms);
-	er = upstream_exec(&ur, &app_status);
-	cgi_env_free(env);
-	if (er == IDEM_ETIMEOUT) {
-		log_err("%s: upstream timed out after %lld ms", r->tag,
-		    (long long)r->route->timeout_ms);
-		return er;
-	}
-	if (er == IDEM_ELEASE)
+	exchange_fill(rc, tick_ms);
+	er = be->exec(rc);
+	cgi_env_free(rc->env);
+	rc->env = NULL;
+	/* A timeout was logged where it happened; the guard says why a
+	 * lease was lost. */
+	if (er == IDEM_ETIMEOUT || er == IDEM_ELEASE)
 		return er;
 	if (er != IDEM_OK) {
-		log_err("%s: upstream failed: %s", r->tag, idem_strerror(er));
+		log_err("%s: %s failed: %s", r->tag, be->name,
+		    idem_strerror(er));
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
 	}
-	if (app_status != 0)
-		log_warn("%s: upstream app status %d", r->tag, app_status);
-	return IDEM_OK;
+	return be->verdict(rc);
 }
 
 enum idem_err
 handler_run(struct request *r, struct sink *s, int64_t (*tick)(void *),
     void *tick_arg, int64_t tick_ms)
 {
-	struct run_ctx	 rc = { s, tick, tick_arg };
+	struct run_ctx	 rc;
 	enum idem_err	 er;
 
+	memset(&rc, 0, sizeof(rc));
+	rc.r = r;
+	rc.s = s;
+	rc.tick = tick;
+	rc.tick_arg = tick_arg;
 	switch (r->route->handler) {
 	case HANDLER_CGI:
-		er = run_cgi(r, r->route->program, &rc, tick_ms);
+		rc.program = r->route->program;
+		er = run_backend(&backend_cgi, &rc, tick_ms);
 		break;
 	case HANDLER_SCRIPT:
 		/* route_pick() resolved it, under this route's script_root. */
 		if (r->script == NULL)
 			return r->script_err != IDEM_OK ? r->script_err :
 			    IDEM_ENOTFOUND;
-		er = run_cgi(r, r->script, &rc, tick_ms);
+		rc.program = r->script;
+		er = run_backend(&backend_cgi, &rc, tick_ms);
 		break;
 	case HANDLER_FASTCGI:
-		er = run_upstream(r, &rc, tick_ms);
+		er = run_backend(&backend_fcgi, &rc, tick_ms);
 		break;
 	default:
 		log_err("%s: route %s has no handler", r->tag,

@@ -666,7 +666,7 @@ up_io_round(struct up_io *io)
 
 	if ((er = cgi_clock_check(&io->clk, &r->ex, now)) != IDEM_OK) {
 		if (er == IDEM_ETIMEOUT)
-			log_warn("%s: %s timed out after %lld ms", up_tag(r),
+			log_err("%s: %s timed out after %lld ms", up_tag(r),
 			    r->addr, (long long)r->ex.timeout_ms);
 		return er;
 	}

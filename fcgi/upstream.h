@@ -21,8 +21,8 @@ struct upstream_req {
  * connection and reads STDOUT/STDERR until END_REQUEST, with poll so a
  * large body and a large answer cannot deadlock.  IDEM_EHANDLER if the app
  * cannot be reached or breaks the protocol (502), IDEM_ETIMEOUT past
- * timeout_ms (504), IDEM_OK when END_REQUEST arrived.  OUT: app_status
- * (the END_REQUEST appStatus).  A failed or timed-out connect is
+ * timeout_ms (504; logged here, the one line a timeout gets), IDEM_OK
+ * when END_REQUEST arrived.  OUT: app_status (the END_REQUEST appStatus).  A failed or timed-out connect is
  * IDEM_EHANDLER (with timeout_ms 0, connect waits at most 10 s).  An out()
  * error is returned as is; params encoding past 4 MiB gives IDEM_ETOOBIG.
  * HTTP_PROXY is never forwarded (httpoxy); with a body and no (or an

@@ -763,8 +763,10 @@ cgi_io_abort(struct cgi_io *io, enum idem_err er, struct cgi_status *st)
 		kill(-io->pid, SIGKILL);
 		cgi_status_set(st, cgi_reap(io->pid), er == IDEM_ETIMEOUT);
 	}
+	/* A timeout's one log line; a job's, stopped gently, is a warning. */
 	if (er == IDEM_ETIMEOUT)
-		log_warn("%s: %s timed out after %lld ms; %s", cgi_tag(r),
+		log_msg(graceful ? LOG_LVL_WARN : LOG_LVL_ERR,
+		    "%s: %s timed out after %lld ms; %s", cgi_tag(r),
 		    r->program, (long long)r->ex.timeout_ms,
 		    graceful ? "stopped" : "killed");
 }

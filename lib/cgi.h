@@ -128,9 +128,10 @@ struct cgi_status {
  * r->linger, which kills the group at ex.timeout_ms from the start
  * (st->lingering; without a linger it is killed now).  Otherwise the
  * child is reaped before return.  At ex.timeout_ms before completion the
- * group gets SIGKILL and IDEM_ETIMEOUT is returned; a tick's stop gives
- * IDEM_ELEASE (see tick); IDEM_EHANDLER if it could not be started; an
- * out() error kills the group and is returned.  OUT: st (on every return
+ * group gets SIGKILL and IDEM_ETIMEOUT is returned (logged here, the one
+ * line a timeout gets); a tick's stop gives IDEM_ELEASE (see tick);
+ * IDEM_EHANDLER if it could not be started; an out() error kills the
+ * group and is returned.  OUT: st (on every return
  * but IDEM_EHANDLER).  Needs SIGCHLD not ignored in the calling process
  * (waitpid); the caller ignores SIGPIPE.
  */
