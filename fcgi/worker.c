@@ -58,6 +58,9 @@ struct worker {
 	pthread_mutex_t		 flush_mu;
 	pthread_cond_t		 flush_cv;
 	int			 flush_stop;
+
+	pthread_t		 flusher, keeper;
+	int			 flusher_ok, keeper_ok;	/* started */
 };
 
 static void *
@@ -261,23 +264,23 @@ drain(struct worker *w)
 			pthread_join(w->threads[i].tid, NULL);
 }
 
-int
-worker_run(const struct cfg *cfg, int listen_fd)
+/*
+ * Sets w up for cfg: its names (host, owner) and the drain signals, which
+ * only the main thread takes (sigwait).
+ */
+static void
+worker_init(struct worker *w, const struct cfg *cfg, int listen_fd)
 {
-	struct worker		 w;
-	sigset_t		 set;
-	pthread_t		 flusher, keeper;
-	int			 flusher_ok = 0, keeper_ok = 0, i, sig, rc = 1;
+	sigset_t	 set;
 
-	memset(&w, 0, sizeof(w));
-	w.cfg = cfg;
-	w.listen_fd = listen_fd;
-	w.web_addrs = getenv("FCGI_WEB_SERVER_ADDRS");
-	pthread_mutex_init(&w.flush_mu, NULL);
-	pthread_cond_init(&w.flush_cv, NULL);
+	memset(w, 0, sizeof(*w));
+	w->cfg = cfg;
+	w->listen_fd = listen_fd;
+	w->web_addrs = getenv("FCGI_WEB_SERVER_ADDRS");
+	pthread_mutex_init(&w->flush_mu, NULL);
+	pthread_cond_init(&w->flush_cv, NULL);
 
 	signal(SIGPIPE, SIG_IGN);
-	/* Only the main thread takes the drain signals (sigwait). */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -285,62 +288,95 @@ worker_run(const struct cfg *cfg, int listen_fd)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	if (cfg->host_name != NULL)
-		snprintf(w.host, sizeof(w.host), "%s", cfg->host_name);
-	else if (gethostname(w.host, sizeof(w.host) - 1) != 0)
-		snprintf(w.host, sizeof(w.host), "localhost");
-	snprintf(w.owner, sizeof(w.owner), "%s:%ld", w.host, (long)getpid());
+		snprintf(w->host, sizeof(w->host), "%s", cfg->host_name);
+	else if (gethostname(w->host, sizeof(w->host) - 1) != 0)
+		snprintf(w->host, sizeof(w->host), "localhost");
+	snprintf(w->owner, sizeof(w->owner), "%s:%ld", w->host,
+	    (long)getpid());
+}
+
+/*
+ * Starts what the request threads use: the MySQL library, the counters,
+ * the replay cache and its keeper, the linger, the recorder and the
+ * reader.  0, or -1 (logged).
+ */
+static int
+worker_start_parts(struct worker *w)
+{
+	const struct cfg	*cfg = w->cfg;
 
 	if (store_global_init() != IDEM_OK) {
 		log_err("MySQL client library init failed");
-		goto out;
+		return -1;
 	}
-	if (stats_new(&w.stats) != IDEM_OK) {
+	if (stats_new(&w->stats) != IDEM_OK) {
 		log_err("out of memory");
-		goto out;
+		return -1;
 	}
 	if (cfg->replay_cache > 0) {
-		if (rcache_new(cfg->replay_cache, &w.rc) != IDEM_OK) {
+		if (rcache_new(cfg->replay_cache, &w->rc) != IDEM_OK) {
 			log_err("out of memory");
-			goto out;
+			return -1;
 		}
-		if (pthread_create(&keeper, NULL, keeper_main, &w) == 0)
-			keeper_ok = 1;
+		if (pthread_create(&w->keeper, NULL, keeper_main, w) == 0)
+			w->keeper_ok = 1;
 		else
 			log_err("cannot start replay cache thread: cache off");
 	}
-	if (linger_new(&w.linger) != IDEM_OK) {
+	if (linger_new(&w->linger) != IDEM_OK) {
 		log_err("cannot start the linger thread");
-		goto out;
+		return -1;
 	}
-	if (recorder_new(cfg, &w.rec) != IDEM_OK) {
+	if (recorder_new(cfg, &w->rec) != IDEM_OK) {
 		log_err("cannot start the recorder thread");
-		goto out;
+		return -1;
 	}
-	if (reader_new(cfg, listen_fd, w.web_addrs, &w.reader) != IDEM_OK)
-		goto out;
-	w.nthreads = cfg->threads > 0 ? cfg->threads : 1;
-	if ((w.threads = calloc((size_t)w.nthreads, sizeof(*w.threads))) ==
+	if (reader_new(cfg, w->listen_fd, w->web_addrs, &w->reader) != IDEM_OK)
+		return -1;
+	return 0;
+}
+
+/*
+ * Starts the request threads (as many as start: the scoreboard says how
+ * many) and the counters' flusher.  0, or -1 (logged).
+ */
+static int
+worker_start_threads(struct worker *w)
+{
+	int	 i;
+
+	w->nthreads = w->cfg->threads > 0 ? w->cfg->threads : 1;
+	if ((w->threads = calloc((size_t)w->nthreads, sizeof(*w->threads))) ==
 	    NULL) {
 		log_err("out of memory");
-		goto out;
+		return -1;
 	}
-	for (i = 0; i < w.nthreads; i++) {
-		w.threads[i].w = &w;
-		if (pthread_create(&w.threads[i].tid, NULL, rthread_main,
-		    &w.threads[i]) != 0) {
+	for (i = 0; i < w->nthreads; i++) {
+		w->threads[i].w = w;
+		if (pthread_create(&w->threads[i].tid, NULL, rthread_main,
+		    &w->threads[i]) != 0) {
 			log_err("cannot start request thread %d", i);
 			break;
 		}
-		w.threads[i].started = 1;
+		w->threads[i].started = 1;
 	}
 	if (board_me() != NULL) {
 		atomic_store(&board_me()->threads, i);
 		atomic_store(&board_me()->pid, (int)getpid());
 	}
-	if (pthread_create(&flusher, NULL, flusher_main, &w) == 0)
-		flusher_ok = 1;
+	if (pthread_create(&w->flusher, NULL, flusher_main, w) == 0)
+		w->flusher_ok = 1;
 	else
 		log_err("cannot start counters thread");
+	return 0;
+}
+
+/* Waits for SIGTERM or SIGINT. */
+static void
+worker_wait_stop(void)
+{
+	sigset_t	 set;
+	int		 sig;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -349,29 +385,47 @@ worker_run(const struct cfg *cfg, int listen_fd)
 		if (sigwait(&set, &sig) == 0)
 			break;
 	}
-	drain(&w);
-	rc = 0;
-out:
-	atomic_store(&w.stop, 1);
-	if (keeper_ok)
-		pthread_join(keeper, NULL);
-	if (flusher_ok) {
-		pthread_mutex_lock(&w.flush_mu);
-		w.flush_stop = 1;
-		pthread_cond_signal(&w.flush_cv);
-		pthread_mutex_unlock(&w.flush_mu);
-		pthread_join(flusher, NULL);
+}
+
+/* Stops the keeper and the flusher (a last flush) and frees the rest. */
+static void
+worker_end(struct worker *w)
+{
+	atomic_store(&w->stop, 1);
+	if (w->keeper_ok)
+		pthread_join(w->keeper, NULL);
+	if (w->flusher_ok) {
+		pthread_mutex_lock(&w->flush_mu);
+		w->flush_stop = 1;
+		pthread_cond_signal(&w->flush_cv);
+		pthread_mutex_unlock(&w->flush_mu);
+		pthread_join(w->flusher, NULL);
 	}
-	free(w.threads);
-	reader_free(w.reader);
+	free(w->threads);
+	reader_free(w->reader);
 	/* Outcomes still unwritten keep their keys in progress: give the
 	 * store a while to come back before they are given up. */
-	recorder_free(w.rec, WORKER_DRAIN_RECORD_MS);
-	linger_free(w.linger);
-	rcache_free(w.rc);
-	stats_free(w.stats);
-	pthread_cond_destroy(&w.flush_cv);
-	pthread_mutex_destroy(&w.flush_mu);
+	recorder_free(w->rec, WORKER_DRAIN_RECORD_MS);
+	linger_free(w->linger);
+	rcache_free(w->rc);
+	stats_free(w->stats);
+	pthread_cond_destroy(&w->flush_cv);
+	pthread_mutex_destroy(&w->flush_mu);
 	store_global_end();
+}
+
+int
+worker_run(const struct cfg *cfg, int listen_fd)
+{
+	struct worker	 w;
+	int		 rc = 1;
+
+	worker_init(&w, cfg, listen_fd);
+	if (worker_start_parts(&w) == 0 && worker_start_threads(&w) == 0) {
+		worker_wait_stop();
+		drain(&w);
+		rc = 0;
+	}
+	worker_end(&w);
 	return rc;
 }
