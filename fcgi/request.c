@@ -249,13 +249,88 @@ request_take_body(struct request *r, struct job *j)
 	return 0;
 }
 
+/*
+ * Reads what r needs from its params (envp: borrowed for r's life):
+ * method, query, content type, normalized path and the log tag.  -1 when
+ * out of memory.
+ */
+static int
+request_fill(struct request *r, char **envp)
+{
+	char	*raw;
+
+	r->envp = envp;
+	r->method = request_param(r->envp, "REQUEST_METHOD");
+	if (r->method == NULL || *r->method == '\0')
+		r->method = "GET";
+	r->query = request_param(r->envp, "QUERY_STRING");
+	r->ctype = request_param(r->envp, "CONTENT_TYPE");
+	if ((raw = request_path(r->envp)) == NULL ||
+	    (r->path = path_normalize(raw, strlen(raw))) == NULL) {
+		free(raw);
+		return -1;
+	}
+	free(raw);
+	snprintf(r->tag, sizeof(r->tag), "%.15s %.70s", r->method, r->path);
+	return 0;
+}
+
+/*
+ * Everything before the guard: the gateway's own answers (out of memory,
+ * params too large, the status page, no route, body too large) go out
+ * here.  Returns 0 when r is ready for the guard, 1 when it was answered,
+ * -1 when no answer is possible (the body was cut short).
+ */
+static int
+request_admit(struct gw_ctx *ctx, struct request *r, char **envp,
+    struct job *j)
+{
+	int	 rv;
+
+	if (request_fill(r, envp) != 0) {
+		log_err("out of memory");
+		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
+		return 1;
+	}
+	if (request_params_size(r->envp) > ctx->cfg->max_params) {
+		log_warn("%s: params over %zu bytes", r->tag,
+		    ctx->cfg->max_params);
+		reply_problem(r->out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
+		return 1;
+	}
+	/* The status page is the gateway's own: no route, no key. */
+	if (ctx->cfg->status_path != NULL &&
+	    strcmp(r->path, ctx->cfg->status_path) == 0) {
+		status_serve(r->out, r->method, r->query, ctx->st);
+		return 1;
+	}
+	route_pick(ctx->cfg, r);
+	if (r->route == NULL) {
+		log_info("%s: no route", r->tag);
+		reply_problem(r->out, PROB_NOT_FOUND, 0, 0, NULL);
+		return 1;
+	}
+	if ((r->params = request_params_filter(r->envp)) == NULL) {
+		log_err("%s: out of memory", r->tag);
+		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
+		return 1;
+	}
+	if ((rv = request_take_body(r, j)) == 1) {
+		log_warn("%s: body over %zu bytes", r->tag,
+		    r->route->max_body);
+		reply_problem(r->out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
+		return 1;
+	}
+	return rv < 0 ? -1 : 0;
+}
+
 int
 request_serve(struct gw_ctx *ctx, struct job *j)
 {
 	struct fout	*o;
 	struct reply	 out;
 	struct request	 r;
-	char		**envp = NULL, *raw;
+	char		**envp = NULL;
 	int		 rv, whole = 0;
 
 	if ((o = calloc(1, sizeof(*o))) == NULL) {
@@ -276,57 +351,9 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 		log_warn("invalid FastCGI params; connection closed");
 		goto done;
 	}
-	r.envp = envp;
-	r.method = request_param(r.envp, "REQUEST_METHOD");
-	if (r.method == NULL || *r.method == '\0')
-		r.method = "GET";
-	r.query = request_param(r.envp, "QUERY_STRING");
-	r.ctype = request_param(r.envp, "CONTENT_TYPE");
-	if ((raw = request_path(r.envp)) == NULL ||
-	    (r.path = path_normalize(raw, strlen(raw))) == NULL) {
-		free(raw);
-		log_err("out of memory");
-		reply_problem(&out, PROB_INTERNAL, 0, 0, NULL);
-		goto end;
-	}
-	free(raw);
-	snprintf(r.tag, sizeof(r.tag), "%.15s %.70s", r.method, r.path);
-
-	if (request_params_size(r.envp) > ctx->cfg->max_params) {
-		log_warn("%s: params over %zu bytes", r.tag,
-		    ctx->cfg->max_params);
-		reply_problem(&out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
-		goto end;
-	}
-	/* The status page is the gateway's own: no route, no key. */
-	if (ctx->cfg->status_path != NULL &&
-	    strcmp(r.path, ctx->cfg->status_path) == 0) {
-		status_serve(&out, r.method, r.query, ctx->st);
-		goto end;
-	}
-	route_pick(ctx->cfg, &r);
-	if (r.route == NULL) {
-		log_info("%s: no route", r.tag);
-		reply_problem(&out, PROB_NOT_FOUND, 0, 0, NULL);
-		goto end;
-	}
-	if ((r.params = request_params_filter(r.envp)) == NULL) {
-		log_err("%s: out of memory", r.tag);
-		reply_problem(&out, PROB_INTERNAL, 0, 0, NULL);
-		goto end;
-	}
-	rv = request_take_body(&r, j);
-	if (rv == 1) {
-		log_warn("%s: body over %zu bytes", r.tag,
-		    r.route->max_body);
-		reply_problem(&out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
-		goto end;
-	}
-	if (rv < 0)
-		goto done;
-	guard_serve(&r);
-end:
-	if (!out.failed && fout_end(o) == 0)
+	if ((rv = request_admit(ctx, &r, envp, j)) == 0)
+		guard_serve(&r);
+	if (rv >= 0 && !out.failed && fout_end(o) == 0)
 		whole = 1;
 done:
 	buf_free(&r.body);
