@@ -180,18 +180,31 @@ cgi_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Signals the gateway may ignore or catch; the child gets them default. */
-static void
-cgi_sigdef(sigset_t *set)
+/*
+ * Its own process group (so a timeout kills what it started too), no
+ * signal blocked, and the signals the gateway may ignore or catch back to
+ * their default.  0, or an errno value.
+ */
+static int
+cgi_spawn_attrs(posix_spawnattr_t *at)
 {
 	static const int sigs[] = { SIGPIPE, SIGHUP, SIGINT, SIGQUIT, SIGTERM,
 		SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ, SIGXCPU, SIGTTIN,
 		SIGTTOU, SIGTSTP, SIGURG, SIGWINCH };
-	size_t	 i;
+	sigset_t	 set;
+	size_t		 i;
+	int		 rc;
 
-	sigemptyset(set);
+	if ((rc = posix_spawnattr_setflags(at, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
+	    (rc = posix_spawnattr_setpgroup(at, 0)) != 0)
+		return rc;
+	sigemptyset(&set);
+	if ((rc = posix_spawnattr_setsigmask(at, &set)) != 0)
+		return rc;
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaddset(set, sigs[i]);
+		sigaddset(&set, sigs[i]);
+	return posix_spawnattr_setsigdefault(at, &set);
 }
 
 /*
@@ -208,7 +221,6 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	static char *const	 noenv[] = { NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t	 at;
-	sigset_t		 set;
 	char			 dir[PATH_MAX];
 	char			*argv1[2], *slash;
 	char *const		*argv = r->argv;
@@ -240,18 +252,8 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	    (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) != 0 ||
 	    (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
 	    (!r->keep_cwd &&
-	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0))
-		goto out;
-	/* Its own process group, so a timeout kills what it started too. */
-	if ((rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
-	    (rc = posix_spawnattr_setpgroup(&at, 0)) != 0)
-		goto out;
-	sigemptyset(&set);
-	if ((rc = posix_spawnattr_setsigmask(&at, &set)) != 0)
-		goto out;
-	cgi_sigdef(&set);
-	if ((rc = posix_spawnattr_setsigdefault(&at, &set)) != 0)
+	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0) ||
+	    (rc = cgi_spawn_attrs(&at)) != 0)
 		goto out;
 	if (argv == NULL) {
 		argv1[0] = (char *)r->program;
@@ -466,17 +468,16 @@ struct cgi_io {
 static enum idem_err
 cgi_read_out(struct cgi_io *io)
 {
-	char		 buf[CGI_IOBUF];
-	ssize_t		 k;
-	enum idem_err	 er;
+	const struct cgi_exchange *ex = &io->r->ex;
+	char			 buf[CGI_IOBUF];
+	ssize_t			 k;
+	enum idem_err		 er;
 
 	k = read(io->fout, buf, sizeof(buf));
 	if (k > 0) {
-		if ((er = io->r->ex.out(io->r->ex.arg, buf, (size_t)k)) !=
-		    IDEM_OK)
+		if ((er = ex->out(ex->arg, buf, (size_t)k)) != IDEM_OK)
 			return er;
-		if (io->r->ex.complete != NULL &&
-		    io->r->ex.complete(io->r->ex.arg))
+		if (ex->complete != NULL && ex->complete(ex->arg))
 			io->complete = 1;
 		return IDEM_OK;
 	}
