@@ -1,4 +1,5 @@
 /* idemtop's drawing: title, tabs, the four screens, overlays and the status line. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,19 @@ draw_header(const struct top_ui *ui, struct top_grid *g, int y,
 	}
 }
 
+/* The busiest of the last hour's full minutes, in requests. */
+static uint64_t
+per_min_peak(const struct top_snap *s)
+{
+	uint64_t max = 0;
+	int	 i;
+
+	for (i = 0; i < TOP_MINUTES - 1; i++)
+		if (s->per_min[i].n[TOPC_REQUESTS] > max)
+			max = s->per_min[i].n[TOPC_REQUESTS];
+	return max;
+}
+
 static void
 spark(const struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
     int y, int x)
@@ -67,12 +81,9 @@ spark(const struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		0x2581, 0x2582, 0x2583, 0x2584, 0x2585, 0x2586, 0x2587, 0x2588,
 	};
 	static const char ramp[] = ".:-=+*#%@";
-	uint64_t max = 0, v;
+	uint64_t max = per_min_peak(s), v;
 	int	 i, lvl, n = TOP_MINUTES - 1;
 
-	for (i = 0; i < n; i++)
-		if (s->per_min[i].n[TOPC_REQUESTS] > max)
-			max = s->per_min[i].n[TOPC_REQUESTS];
 	for (i = 0; i < n; i++) {
 		/* oldest on the left, the current minute on the right */
 		v = s->per_min[n - 1 - i].n[TOPC_REQUESTS];
@@ -117,9 +128,10 @@ cleanup_warning(const struct top_ui *ui, const struct top_snap *s, char *out,
 	return 1;
 }
 
-static void
-draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
-    int y)
+/* Draws the fleet reuse line and the counter table for now, 1m, 5m and
+ * 1h from row y; returns the row after the table's blank line. */
+static int
+overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 {
 	static const struct {
 		const char	*label;
@@ -136,10 +148,8 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 	};
 	static const char *const hdr[4] = { "now", "1m", "5m", "1h" };
 	struct top_counts c[4];
-	const struct top_run *r;
-	char	 t[4][32], a[32], b[32], line[512], esc[TOP_TEXT_MAX * 4];
+	char	 t[4][32];
 	int	 i, k, x, attr;
-	uint64_t max = 0;
 
 	top_sum(s, 0, 0, &c[0]);
 	top_sum(s, 1, 1, &c[1]);
@@ -168,11 +178,42 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 			grid_field(g, y + k, 18 + 12 * i, 11, 1, attr, t[i]);
 		}
 	}
-	y += k + 1;
-	for (i = 0; i < TOP_MINUTES - 1; i++)
-		if (s->per_min[i].n[TOPC_REQUESTS] > max)
-			max = s->per_min[i].n[TOPC_REQUESTS];
-	fmt_count(max, a, sizeof(a));
+	return y + k + 1;
+}
+
+/* Draws the newest cleanup run on row y, its outcome colored. */
+static void
+overview_last_run(const struct top_snap *s, struct top_grid *g, int y)
+{
+	const struct top_run *r;
+	char	 a[32], b[32], esc[TOP_TEXT_MAX * 4];
+	int	 x, attr;
+
+	if (s->nruns == 0) {
+		grid_put(g, y, 1, TA_NORMAL, "Last cleanup: none recorded");
+		return;
+	}
+	r = &s->runs[0];
+	fmt_time(r->started, a, sizeof(a));
+	fmt_dur(s->now_ms - r->started * 1000, b, sizeof(b));
+	fmt_escape(r->outcome, strlen(r->outcome), esc, sizeof(esc));
+	attr = strcmp(r->outcome, "ok") == 0 ? TA_OK :
+	    strcmp(r->outcome, "failed") == 0 ? TA_ALERT : TA_WARN;
+	x = grid_printf(g, y, 1, TA_NORMAL, "Last cleanup: %s (%s ago): ", a, b);
+	x = grid_put(g, y, x, attr, esc);
+	grid_printf(g, y, x, TA_NORMAL, ", %llu rows deleted, %llu stale",
+	    (unsigned long long)r->rows_deleted,
+	    (unsigned long long)r->stale_released);
+}
+
+static void
+draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
+    int y)
+{
+	char	 a[32], line[512];
+
+	y = overview_counts(s, g, y);
+	fmt_count(per_min_peak(s), a, sizeof(a));
 	grid_printf(g, y++, 1, TA_NORMAL,
 	    "Requests per minute, last hour (peak %s/min, now on the right):", a);
 	spark(ui, s, g, y++, 1);
@@ -182,23 +223,7 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 	    "oldest %s", (unsigned long long)s->inprog,
 	    s->inprog == 1 ? "" : "s", (unsigned long long)s->waiting,
 	    s->waiting == 1 ? "" : "s", s->inprog > 0 ? a : "-");
-	if (s->nruns == 0) {
-		grid_put(g, y++, 1, TA_NORMAL, "Last cleanup: none recorded");
-	} else {
-		r = &s->runs[0];
-		fmt_time(r->started, a, sizeof(a));
-		fmt_dur(s->now_ms - r->started * 1000, b, sizeof(b));
-		fmt_escape(r->outcome, strlen(r->outcome), esc, sizeof(esc));
-		attr = strcmp(r->outcome, "ok") == 0 ? TA_OK :
-		    strcmp(r->outcome, "failed") == 0 ? TA_ALERT : TA_WARN;
-		x = grid_printf(g, y, 1, TA_NORMAL, "Last cleanup: %s (%s ago): ",
-		    a, b);
-		x = grid_put(g, y, x, attr, esc);
-		grid_printf(g, y++, x, TA_NORMAL, ", %llu rows deleted, "
-		    "%llu stale",
-		    (unsigned long long)r->rows_deleted,
-		    (unsigned long long)r->stale_released);
-	}
+	overview_last_run(s, g, y++);
 	if (cleanup_warning(ui, s, line, sizeof(line)))
 		grid_put(g, y++, 1, TA_ALERT, line);
 }
@@ -435,12 +460,117 @@ draw_help(const struct top_ui *ui, struct top_grid *g)
 	draw_box(g, "idemtop help", lines, n);
 }
 
+/* The details box being filled: its lines and scratch space for the
+ * escaped or formatted value of the line in hand. */
+struct detail {
+	char	 lines[12][200];
+	int	 n;
+	char	 esc[TOP_TEXT_MAX * 4];
+	char	 val[80];
+};
+
+/* Appends a line; past the box's capacity the line is dropped. */
+static void __attribute__((format(printf, 2, 3)))
+detail_add(struct detail *d, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (d->n >= (int)(sizeof(d->lines) / sizeof(d->lines[0])))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(d->lines[d->n++], sizeof(d->lines[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* "label     text", text escaped and clipped to 150 bytes. */
+static void
+detail_text(struct detail *d, const char *label, const char *text)
+{
+	fmt_escape(text, strlen(text), d->esc, sizeof(d->esc));
+	detail_add(d, "%-10s%.150s", label, d->esc);
+}
+
+static void
+detail_num(struct detail *d, const char *label, uint64_t v)
+{
+	detail_add(d, "%-10s%llu", label, (unsigned long long)v);
+}
+
+/* "label     duration" followed by suffix. */
+static void
+detail_dur(struct detail *d, const char *label, int64_t ms,
+    const char *suffix)
+{
+	fmt_dur(ms, d->val, sizeof(d->val));
+	detail_add(d, "%-10s%s%s", label, d->val, suffix);
+}
+
+static void
+detail_key(struct detail *d, const struct top_key *r)
+{
+	detail_num(d, "id", r->id);
+	fmt_mask_key(r->key, r->keylen, d->esc, sizeof(d->esc));
+	detail_add(d, "key       %.120s (%zu bytes)", d->esc, r->keylen);
+	scope_name(r->scope, FP_LEN, d->val, sizeof(d->val));	/* 65 bytes */
+	detail_add(d, "scope     %s", d->val);
+	detail_text(d, "route", r->route);
+	detail_text(d, "owner", r->owner);
+	detail_dur(d, "age", r->age_ms, "");
+	detail_dur(d, "lease", r->lease_left_ms,
+	    r->lease_left_ms < 0 ? " (expired)" : " left");
+	detail_num(d, "waiters", r->waiters);
+}
+
+static void
+detail_route(struct detail *d, const struct top_route *r)
+{
+	size_t	 l;
+	int	 i;
+
+	detail_text(d, "route", r->route);
+	detail_add(d, "requests %llu created %llu reused %llu released %llu",
+	    (unsigned long long)r->c.n[TOPC_REQUESTS],
+	    (unsigned long long)r->c.n[TOPC_CREATED],
+	    (unsigned long long)r->c.n[TOPC_REUSED],
+	    (unsigned long long)r->c.n[TOPC_RELEASED]);
+	detail_add(d, "store errors %llu, waits %llu, wait total %llums, "
+	    "quota 429s %llu", (unsigned long long)r->c.n[TOPC_STORE_ERRORS],
+	    (unsigned long long)r->c.n[TOPC_WAITED],
+	    (unsigned long long)r->wait_sum_ms,
+	    (unsigned long long)r->c.n[TOPC_QUOTA]);
+	d->esc[0] = '\0';
+	for (i = 0; i < STAT_WAIT_BUCKETS; i++) {
+		l = strlen(d->esc);
+		snprintf(d->esc + l, sizeof(d->esc) - l, "%s%llu", i ? " " : "",
+		    (unsigned long long)r->wait_bucket[i]);
+	}
+	detail_add(d, "wait buckets (<=10ms..+Inf): %.150s", d->esc);
+}
+
+static void
+detail_run(struct detail *d, const struct top_run *r)
+{
+	detail_num(d, "run id", r->id);
+	detail_text(d, "host", r->host);
+	fmt_time(r->started, d->val, sizeof(d->val));
+	detail_add(d, "started   %s", d->val);
+	detail_dur(d, "duration", r->duration_ms,
+	    r->running ? " (running)" : "");
+	detail_add(d, "deleted   %llu rows, %llu stale released, %llu batches",
+	    (unsigned long long)r->rows_deleted,
+	    (unsigned long long)r->stale_released,
+	    (unsigned long long)r->batches);
+	detail_text(d, "outcome", r->outcome);
+	detail_text(d, "reason", r->reason);
+}
+
+/* The details box of the selected row; closes itself when there is none. */
 static void
 draw_detail(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 {
-	char	 lines[12][200], a[TOP_TEXT_MAX * 4], b[80];
-	size_t	*idx, n;
-	int	 k = 0, scr = ui->screen;
+	struct detail	 d;
+	size_t		*idx, n, at;
+	int		 scr = ui->screen;
 
 	n = top_view_rows(ui, s, scr, &idx);
 	if (n == 0 || ui->sel[scr] < 0 || (size_t)ui->sel[scr] >= n) {
@@ -448,79 +578,18 @@ draw_detail(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		ui->detail = 0;
 		return;
 	}
-	if (scr == SCR_INPROG) {
-		const struct top_key *r = &s->keys[idx[ui->sel[scr]]];
-
-		snprintf(lines[k++], 200, "id        %llu",
-		    (unsigned long long)r->id);
-		fmt_mask_key(r->key, r->keylen, a, sizeof(a));
-		snprintf(lines[k++], 200, "key       %.120s (%zu bytes)", a,
-		    r->keylen);
-		scope_name(r->scope, FP_LEN, b, sizeof(b));	/* 65 bytes */
-		snprintf(lines[k++], 200, "scope     %s", b);
-		fmt_escape(r->route, strlen(r->route), a, sizeof(a));
-		snprintf(lines[k++], 200, "route     %.150s", a);
-		fmt_escape(r->owner, strlen(r->owner), a, sizeof(a));
-		snprintf(lines[k++], 200, "owner     %.150s", a);
-		fmt_dur(r->age_ms, b, sizeof(b));
-		snprintf(lines[k++], 200, "age       %s", b);
-		fmt_dur(r->lease_left_ms, b, sizeof(b));
-		snprintf(lines[k++], 200, "lease     %s%s", b,
-		    r->lease_left_ms < 0 ? " (expired)" : " left");
-		snprintf(lines[k++], 200, "waiters   %llu",
-		    (unsigned long long)r->waiters);
-	} else if (scr == SCR_ROUTES) {
-		const struct top_route *r = &s->routes[idx[ui->sel[scr]]];
-		int	 i;
-
-		fmt_escape(r->route, strlen(r->route), a, sizeof(a));
-		snprintf(lines[k++], 200, "route     %.150s", a);
-		snprintf(lines[k++], 200, "requests %llu created %llu reused "
-		    "%llu released %llu", (unsigned long long)r->c.n[TOPC_REQUESTS],
-		    (unsigned long long)r->c.n[TOPC_CREATED],
-		    (unsigned long long)r->c.n[TOPC_REUSED],
-		    (unsigned long long)r->c.n[TOPC_RELEASED]);
-		snprintf(lines[k++], 200, "store errors %llu, waits %llu, "
-		    "wait total %llums, quota 429s %llu",
-		    (unsigned long long)r->c.n[TOPC_STORE_ERRORS],
-		    (unsigned long long)r->c.n[TOPC_WAITED],
-		    (unsigned long long)r->wait_sum_ms,
-		    (unsigned long long)r->c.n[TOPC_QUOTA]);
-		a[0] = '\0';
-		for (i = 0; i < STAT_WAIT_BUCKETS; i++) {
-			size_t l = strlen(a);
-
-			snprintf(a + l, sizeof(a) - l, "%s%llu", i ? " " : "",
-			    (unsigned long long)r->wait_bucket[i]);
-		}
-		snprintf(lines[k++], 200, "wait buckets (<=10ms..+Inf): %.150s",
-		    a);
-	} else {
-		const struct top_run *r = &s->runs[idx[ui->sel[scr]]];
-
-		snprintf(lines[k++], 200, "run id    %llu",
-		    (unsigned long long)r->id);
-		fmt_escape(r->host, strlen(r->host), a, sizeof(a));
-		snprintf(lines[k++], 200, "host      %.150s", a);
-		fmt_time(r->started, b, sizeof(b));
-		snprintf(lines[k++], 200, "started   %s", b);
-		fmt_dur(r->duration_ms, b, sizeof(b));
-		snprintf(lines[k++], 200, "duration  %s%s", b,
-		    r->running ? " (running)" : "");
-		snprintf(lines[k++], 200, "deleted   %llu rows, %llu stale "
-		    "released, %llu batches",
-		    (unsigned long long)r->rows_deleted,
-		    (unsigned long long)r->stale_released,
-		    (unsigned long long)r->batches);
-		fmt_escape(r->outcome, strlen(r->outcome), a, sizeof(a));
-		snprintf(lines[k++], 200, "outcome   %.150s", a);
-		fmt_escape(r->reason, strlen(r->reason), a, sizeof(a));
-		snprintf(lines[k++], 200, "reason    %.150s", a);
-	}
-	snprintf(lines[k++], 200, "%s", "");
-	snprintf(lines[k++], 200, "Enter or Esc closes");
+	at = idx[ui->sel[scr]];
 	free(idx);
-	draw_box(g, "details", lines, k);
+	d.n = 0;
+	if (scr == SCR_INPROG)
+		detail_key(&d, &s->keys[at]);
+	else if (scr == SCR_ROUTES)
+		detail_route(&d, &s->routes[at]);
+	else
+		detail_run(&d, &s->runs[at]);
+	detail_add(&d, "%s", "");
+	detail_add(&d, "Enter or Esc closes");
+	draw_box(g, "details", d.lines, d.n);
 }
 
 static void
