@@ -62,6 +62,87 @@ store_word(int up)
 	return up > 0 ? "up" : up == 0 ? "down" : "unknown";
 }
 
+/* Adds one worker's counts to the totals; the oldest request is the
+ * oldest of any worker's. */
+static void
+wstat_add(struct wstat *tot, const struct wstat *w)
+{
+	tot->threads += w->threads;
+	tot->busy += w->busy;
+	tot->queued += w->queued;
+	tot->served += w->served;
+	tot->hits += w->hits;
+	tot->misses += w->misses;
+	if (w->oldest_ms > tot->oldest_ms)
+		tot->oldest_ms = w->oldest_ms;
+}
+
+/* One worker's line, or its JSON object preceded by sep. */
+static void
+render_worker(struct buf *b, int json, const struct wstat *w, long long now,
+    const char *sep)
+{
+	if (json)
+		buf_printf(b, "%s{\"pid\":%d,\"generation\":%d,"
+		    "\"uptime_s\":%lld,\"threads\":%d,\"busy\":%d,"
+		    "\"idle\":%d,\"in_flight\":%d,\"queued\":%d,"
+		    "\"oldest_in_flight_ms\":%lld,\"served\":%llu,"
+		    "\"store\":\"%s\",\"store_errno\":%u,"
+		    "\"replay_cache_hits\":%llu,"
+		    "\"replay_cache_misses\":%llu,"
+		    "\"replay_cache_bytes\":%llu}", sep,
+		    w->pid, w->gen, now - w->started_s, w->threads, w->busy,
+		    w->threads - w->busy, w->busy + w->queued, w->queued,
+		    (long long)w->oldest_ms, w->served,
+		    store_word(w->store_up), w->store_errno, w->hits,
+		    w->misses, w->bytes);
+	else
+		buf_printf(b, "worker %d: generation %d, up %lld s, "
+		    "threads %d busy %d idle %d, queued %d, oldest "
+		    "%lld ms, served %llu, store %s, replay cache "
+		    "hits %llu misses %llu\n", w->pid, w->gen,
+		    now - w->started_s, w->threads, w->busy,
+		    w->threads - w->busy, w->queued,
+		    (long long)w->oldest_ms, w->served,
+		    store_word(w->store_up), w->hits, w->misses);
+}
+
+/* The totals over n workers and the store's state; in JSON this closes
+ * the document. */
+static void
+render_totals(struct buf *b, int json, const struct wstat *tot, int n,
+    int store_now, unsigned store_err)
+{
+	if (json) {
+		buf_printf(b, "],\"total\":{\"workers\":%d,\"threads\":%d,"
+		    "\"busy\":%d,\"idle\":%d,\"in_flight\":%d,\"queued\":%d,"
+		    "\"oldest_in_flight_ms\":%lld,\"served\":%llu,"
+		    "\"replay_cache_hits\":%llu,\"replay_cache_misses\":%llu},"
+		    "\"store\":{\"state\":\"%s\",\"errno\":%u}}\n", n,
+		    tot->threads, tot->busy, tot->threads - tot->busy,
+		    tot->busy + tot->queued, tot->queued,
+		    (long long)tot->oldest_ms, tot->served, tot->hits,
+		    tot->misses, store_word(store_now), store_err);
+		return;
+	}
+	buf_printf(b, "supervisor pid:       %ld\n"
+	    "workers:              %d\n"
+	    "threads:              %d\n"
+	    "busy threads:         %d\n"
+	    "idle threads:         %d\n"
+	    "requests in flight:   %d\n"
+	    "queued requests:      %d\n"
+	    "oldest in flight ms:  %lld\n"
+	    "requests served:      %llu\n"
+	    "replay cache hits:    %llu\n"
+	    "replay cache misses:  %llu\n"
+	    "store:                %s%s\n",
+	    (long)getppid(), n, tot->threads, tot->busy,
+	    tot->threads - tot->busy, tot->busy + tot->queued, tot->queued,
+	    (long long)tot->oldest_ms, tot->served, tot->hits, tot->misses,
+	    store_word(store_now), store_now == 0 ? " (see the log)" : "");
+}
+
 static void
 render(struct buf *b, int json, int store_now, unsigned store_err)
 {
@@ -77,67 +158,11 @@ render(struct buf *b, int json, int store_now, unsigned store_err)
 	for (i = 0; (s = board_slot(i)) != NULL; i++) {
 		if (!read_slot(s, &w))
 			continue;
-		tot.threads += w.threads;
-		tot.busy += w.busy;
-		tot.queued += w.queued;
-		tot.served += w.served;
-		tot.hits += w.hits;
-		tot.misses += w.misses;
-		if (w.oldest_ms > tot.oldest_ms)
-			tot.oldest_ms = w.oldest_ms;
-		if (json)
-			buf_printf(b, "%s{\"pid\":%d,\"generation\":%d,"
-			    "\"uptime_s\":%lld,\"threads\":%d,\"busy\":%d,"
-			    "\"idle\":%d,\"in_flight\":%d,\"queued\":%d,"
-			    "\"oldest_in_flight_ms\":%lld,\"served\":%llu,"
-			    "\"store\":\"%s\",\"store_errno\":%u,"
-			    "\"replay_cache_hits\":%llu,"
-			    "\"replay_cache_misses\":%llu,"
-			    "\"replay_cache_bytes\":%llu}", n > 0 ? "," : "",
-			    w.pid, w.gen, now - w.started_s, w.threads, w.busy,
-			    w.threads - w.busy, w.busy + w.queued, w.queued,
-			    (long long)w.oldest_ms, w.served,
-			    store_word(w.store_up), w.store_errno, w.hits,
-			    w.misses, w.bytes);
-		else
-			buf_printf(b, "worker %d: generation %d, up %lld s, "
-			    "threads %d busy %d idle %d, queued %d, oldest "
-			    "%lld ms, served %llu, store %s, replay cache "
-			    "hits %llu misses %llu\n", w.pid, w.gen,
-			    now - w.started_s, w.threads, w.busy,
-			    w.threads - w.busy, w.queued,
-			    (long long)w.oldest_ms, w.served,
-			    store_word(w.store_up), w.hits, w.misses);
+		wstat_add(&tot, &w);
+		render_worker(b, json, &w, now, n > 0 ? "," : "");
 		n++;
 	}
-	if (json) {
-		buf_printf(b, "],\"total\":{\"workers\":%d,\"threads\":%d,"
-		    "\"busy\":%d,\"idle\":%d,\"in_flight\":%d,\"queued\":%d,"
-		    "\"oldest_in_flight_ms\":%lld,\"served\":%llu,"
-		    "\"replay_cache_hits\":%llu,\"replay_cache_misses\":%llu},"
-		    "\"store\":{\"state\":\"%s\",\"errno\":%u}}\n", n,
-		    tot.threads, tot.busy, tot.threads - tot.busy,
-		    tot.busy + tot.queued, tot.queued,
-		    (long long)tot.oldest_ms, tot.served, tot.hits,
-		    tot.misses, store_word(store_now), store_err);
-		return;
-	}
-	buf_printf(b, "supervisor pid:       %ld\n"
-	    "workers:              %d\n"
-	    "threads:              %d\n"
-	    "busy threads:         %d\n"
-	    "idle threads:         %d\n"
-	    "requests in flight:   %d\n"
-	    "queued requests:      %d\n"
-	    "oldest in flight ms:  %lld\n"
-	    "requests served:      %llu\n"
-	    "replay cache hits:    %llu\n"
-	    "replay cache misses:  %llu\n"
-	    "store:                %s%s\n",
-	    (long)getppid(), n, tot.threads, tot.busy,
-	    tot.threads - tot.busy, tot.busy + tot.queued, tot.queued,
-	    (long long)tot.oldest_ms, tot.served, tot.hits, tot.misses,
-	    store_word(store_now), store_now == 0 ? " (see the log)" : "");
+	render_totals(b, json, &tot, n, store_now, store_err);
 }
 
 void
