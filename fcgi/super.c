@@ -410,25 +410,23 @@ shutdown_all(struct super *s)
 	}
 }
 
-int
-super_run(struct cfg *cfg)
+/*
+ * Opens the signal pipe and the listen socket, becomes the subreaper and
+ * starts the first generation.  0, or 1 after logging why (cfg is freed).
+ */
+static int
+super_start(struct super *s, struct cfg *cfg)
 {
-	struct super	 s;
-	struct pollfd	 pfd;
-	unsigned char	 buf[64];
-	ssize_t		 n, i;
-	int		 term = 0, hup, timeout;
-
-	memset(&s, 0, sizeof(s));
-	s.cfg = cfg;
-	s.listen_fd = -1;
+	memset(s, 0, sizeof(*s));
+	s->cfg = cfg;
+	s->listen_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		log_err("pipe: %s", strerror(errno));
 		cfg_free(cfg);
 		return 1;
 	}
-	if (listen_open(cfg, &s.listen_fd) != IDEM_OK) {
+	if (listen_open(cfg, &s->listen_fd) != IDEM_OK) {
 		close(sig_pipe[0]);
 		close(sig_pipe[1]);
 		cfg_free(cfg);
@@ -445,38 +443,77 @@ super_run(struct cfg *cfg)
 		    "a dead worker", strerror(errno));
 	log_info("listening on %s with %d workers x %d threads",
 	    cfg->listen ? cfg->listen : "fd:0", nworkers(cfg), cfg->threads);
-	spawn_generation(&s);
+	spawn_generation(s);
+	return 0;
+}
 
-	while (!term) {
-		pfd.fd = sig_pipe[0];
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		timeout = s.kill_all_until > 0 ? ORPHAN_FAST_MS :
-		    ORPHAN_SWEEP_MS;
-		if (count_alive(&s, s.gen) < nworkers(s.cfg)) {
-			int64_t	 d = s.restart_at - clock_now_ms();
+/* How long the loop may sleep: until the next orphan sweep, or less when
+ * missing workers may be restarted sooner. */
+static int
+loop_timeout(const struct super *s)
+{
+	int	 timeout;
 
-			if (d < timeout)
-				timeout = d > 0 ? (int)d : 0;
-		}
-		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
-			break;
-		hup = 0;
-		while ((n = read(sig_pipe[0], buf, sizeof(buf))) > 0)
-			for (i = 0; i < n; i++) {
-				if (buf[i] == SIGTERM || buf[i] == SIGINT)
-					term = 1;
-				else if (buf[i] == SIGHUP)
-					hup = 1;
-			}
-		reap(&s, term);
-		orphans_sweep(&s, 0);
-		if (term)
-			break;
-		if (hup)
-			reload(&s);
-		refill(&s);
+	timeout = s->kill_all_until > 0 ? ORPHAN_FAST_MS : ORPHAN_SWEEP_MS;
+	if (count_alive(s, s->gen) < nworkers(s->cfg)) {
+		int64_t	 d = s->restart_at - clock_now_ms();
+
+		if (d < timeout)
+			timeout = d > 0 ? (int)d : 0;
 	}
+	return timeout;
+}
+
+/* Empties the signal pipe: *term is set on SIGTERM or SIGINT; returns 1
+ * on SIGHUP. */
+static int
+read_signals(int *term)
+{
+	unsigned char	 buf[64];
+	ssize_t		 n, i;
+	int		 hup = 0;
+
+	while ((n = read(sig_pipe[0], buf, sizeof(buf))) > 0)
+		for (i = 0; i < n; i++) {
+			if (buf[i] == SIGTERM || buf[i] == SIGINT)
+				*term = 1;
+			else if (buf[i] == SIGHUP)
+				hup = 1;
+		}
+	return hup;
+}
+
+/* One turn of the loop: waits for a signal or the timeout, reaps, sweeps
+ * orphans, reloads on SIGHUP and restarts missing workers.  Returns 0 when
+ * it is time to stop. */
+static int
+super_step(struct super *s)
+{
+	struct pollfd	 pfd = { sig_pipe[0], POLLIN, 0 };
+	int		 term = 0, hup;
+
+	if (poll(&pfd, 1, loop_timeout(s)) < 0 && errno != EINTR)
+		return 0;
+	hup = read_signals(&term);
+	reap(s, term);
+	orphans_sweep(s, 0);
+	if (term)
+		return 0;
+	if (hup)
+		reload(s);
+	refill(s);
+	return 1;
+}
+
+int
+super_run(struct cfg *cfg)
+{
+	struct super	 s;
+
+	if (super_start(&s, cfg) != 0)
+		return 1;
+	while (super_step(&s))
+		continue;
 	log_info("stopping: draining workers");
 	shutdown_all(&s);
 	listen_close(s.cfg, s.listen_fd);
