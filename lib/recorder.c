@@ -107,15 +107,74 @@ rec_try(struct store *st, struct rec_item *it)
 	return er;
 }
 
+/* Takes the oldest item off the queue; rc->mu held, the queue not empty. */
+static struct rec_item *
+rec_pop(struct recorder *rc)
+{
+	struct rec_item	*it = rc->head;
+
+	rc->head = it->next;
+	if (rc->head == NULL)
+		rc->tail = NULL;
+	rc->n--;
+	return it;
+}
+
+/* One attempt at it, no lock held: 1 when it is done with (landed, or
+ * lost for good) and freed, 0 when it waits for another pass. */
+static int
+rec_attempt(struct store *st, struct rec_item *it)
+{
+	if (clock_now_ms() >= it->give_up_ms)
+		log_err("recorder: key's ttl passed before the store "
+		    "answered; its %s is lost", rec_op_name(it->op));
+	else if (st == NULL || rec_try(st, it) != IDEM_OK)
+		return 0;
+	rec_item_free(it);
+	return 1;
+}
+
+/* One pass over what is pending, the lock (held on entry and return)
+ * dropped for I/O.  Returns 1 when some item is still pending. */
+static int
+rec_pass(struct recorder *rc, struct store *st)
+{
+	struct rec_item	*it;
+	size_t		 k;
+	int		 failed = 0, done;
+
+	for (k = rc->n; k > 0 && rc->head != NULL; k--) {
+		it = rec_pop(rc);
+		pthread_mutex_unlock(&rc->mu);
+		done = rec_attempt(st, it);
+		pthread_mutex_lock(&rc->mu);
+		if (!done) {
+			failed = 1;
+			rec_push(rc, it);
+		}
+	}
+	return failed;
+}
+
+/* Sleeps ms on rc->cv (rc->mu held); a new item or a stop wakes it early. */
+static void
+rec_wait(struct recorder *rc, int64_t ms)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&rc->cv, &rc->mu, &ts);
+}
+
 static void *
 rec_main(void *arg)
 {
 	struct recorder	*rc = arg;
-	struct rec_item	*it;
 	struct store	*st = NULL;
-	struct timespec	 ts;
-	int64_t		 backoff = RECORDER_RETRY_MS, now;
-	int		 failed;
+	int64_t		 backoff = RECORDER_RETRY_MS;
 
 	if (store_thread_init() != IDEM_OK)
 		log_err("recorder: MySQL thread init failed");
@@ -131,41 +190,11 @@ rec_main(void *arg)
 		}
 		if (rc->stop && clock_now_ms() >= rc->drain_end_ms)
 			break;
-		/* One pass over what is pending, the lock dropped for I/O. */
-		failed = 0;
-		for (size_t k = rc->n; k > 0 && rc->head != NULL; k--) {
-			it = rc->head;
-			rc->head = it->next;
-			if (rc->head == NULL)
-				rc->tail = NULL;
-			rc->n--;
-			pthread_mutex_unlock(&rc->mu);
-			now = clock_now_ms();
-			if (now >= it->give_up_ms) {
-				log_err("recorder: key's ttl passed before the "
-				    "store answered; its %s is lost",
-				    rec_op_name(it->op));
-				rec_item_free(it);
-				it = NULL;
-			} else if (st != NULL && rec_try(st, it) == IDEM_OK) {
-				rec_item_free(it);
-				it = NULL;
-			}
-			pthread_mutex_lock(&rc->mu);
-			if (it != NULL) {
-				failed = 1;
-				rec_push(rc, it);
-			}
-		}
-		if (!failed) {
+		if (!rec_pass(rc, st)) {
 			backoff = RECORDER_RETRY_MS;
 			continue;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)backoff * 1000000;
-		ts.tv_sec += ts.tv_nsec / 1000000000;
-		ts.tv_nsec %= 1000000000;
-		pthread_cond_timedwait(&rc->cv, &rc->mu, &ts);
+		rec_wait(rc, backoff);
 		backoff = backoff * 2 > RECORDER_RETRY_MAX_MS ?
 		    RECORDER_RETRY_MAX_MS : backoff * 2;
 	}
