@@ -71,6 +71,14 @@ sink_complete(void *arg)
 	return s->have_head && s->clen >= 0 && s->got >= (uint64_t)s->clen;
 }
 
+/* The handler's output cannot be an answer: logged once, here. */
+static enum idem_err
+sink_fail(const struct sink *s, enum idem_err er, const char *what)
+{
+	log_err("%s: %s", s->tag != NULL ? s->tag : "handler", what);
+	return er;
+}
+
 static enum idem_err
 sink_body(struct sink *s, const char *p, size_t n)
 {
@@ -88,6 +96,8 @@ sink_body(struct sink *s, const char *p, size_t n)
 	if (n == 0)
 		return IDEM_OK;
 	er = buf_add(&s->ans.body, p, n);
+	if (er == IDEM_ENOMEM)
+		return sink_fail(s, er, "out of memory for the answer");
 	if (er != IDEM_ETOOBIG)
 		return er;
 	/* Too large to keep: the client gets it once, streamed. */
@@ -109,12 +119,14 @@ sink_feed(void *arg, const void *p, size_t n)
 	if (s->have_head)
 		return sink_body(s, p, n);
 	if (buf_add(&s->raw, p, n) != IDEM_OK)
-		return IDEM_EHANDLER;
+		return sink_fail(s, IDEM_EHANDLER, "the handler's header "
+		    "block is too large");
 	er = resp_parse_cgi(s->raw.p, s->raw.len, &s->ans, &used);
 	if (er == IDEM_EAGAIN)
 		return IDEM_OK;
 	if (er != IDEM_OK)
-		return IDEM_EHANDLER;
+		return sink_fail(s, IDEM_EHANDLER, "the handler's header "
+		    "block is not valid");
 	s->have_head = 1;
 	s->clen = sink_clen(&s->ans);
 	if (s->buffered)
@@ -150,9 +162,9 @@ struct run_ctx {
  * does what every protocol shares, a backend only speaks its own.
  */
 struct backend {
-	const char	*name;		/* "handler", "upstream": in log lines */
 	const char	*env_what;	/* what a failed cgi_env_build() missed */
-	/* Runs rc's handler.  A timeout is logged here, where it happens. */
+	/* Runs rc's handler.  Its failures are logged there, where they
+	 * happen (the sink's, in sink_feed). */
 	enum idem_err	(*exec)(struct run_ctx *rc);
 	/* After exec() returned IDEM_OK: the run's verdict, logged. */
 	enum idem_err	(*verdict)(const struct run_ctx *rc);
@@ -230,7 +242,7 @@ backend_cgi_verdict(const struct run_ctx *rc)
 }
 
 static enum idem_err
-fbackend_cgi_exec(struct run_ctx *rc)
+backend_fcgi_exec(struct run_ctx *rc)
 {
 	struct upstream_req	 ur;
 
@@ -242,7 +254,7 @@ fbackend_cgi_exec(struct run_ctx *rc)
 }
 
 static enum idem_err
-fbackend_cgi_verdict(const struct run_ctx *rc)
+backend_fcgi_verdict(const struct run_ctx *rc)
 {
 	if (rc->app_status != 0)
 		log_warn("%s: upstream app status %d", rc->r->tag,
@@ -251,11 +263,11 @@ fbackend_cgi_verdict(const struct run_ctx *rc)
 }
 
 static const struct backend backend_cgi = {
-	"handler", "CGI environment", backend_cgi_exec, backend_cgi_verdict
+	"CGI environment", backend_cgi_exec, backend_cgi_verdict
 };
 
 static const struct backend backend_fcgi = {
-	"upstream", "FastCGI params", fbackend_cgi_exec, fbackend_cgi_verdict
+	"FastCGI params", backend_fcgi_exec, backend_fcgi_verdict
 };
 
 /*
@@ -280,15 +292,12 @@ run_backend(const struct backend *be, struct run_ctx *rc, int64_t tick_ms)
 	er = be->exec(rc);
 	cgi_env_free(rc->env);
 	rc->env = NULL;
-	/* A timeout was logged where it happened; the guard says why a
-	 * lease was lost. */
+	/* Each failure was logged where it happened (the runner, the
+	 * sink); the guard says why a lease was lost. */
 	if (er == IDEM_ETIMEOUT || er == IDEM_ELEASE)
 		return er;
-	if (er != IDEM_OK) {
-		log_err("%s: %s failed: %s", r->tag, be->name,
-		    idem_strerror(er));
+	if (er != IDEM_OK)
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
-	}
 	return be->verdict(rc);
 }
 
@@ -302,6 +311,7 @@ handler_run(struct request *r, struct sink *s, int64_t (*tick)(void *),
 	memset(&rc, 0, sizeof(rc));
 	rc.r = r;
 	rc.s = s;
+	s->tag = r->tag;
 	rc.tick = tick;
 	rc.tick_arg = tick_arg;
 	switch (r->route->handler) {

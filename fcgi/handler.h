@@ -24,6 +24,7 @@ struct sink {
 	size_t		 max;		/* buffered: max_response */
 	const char	*extra;		/* header lines added when streaming */
 	struct reply	*out;
+	const char	*tag;		/* the request's, for log lines */
 
 	struct buf	 raw;		/* output before the head parsed */
 	struct answer	 ans;		/* the head; buffered: the body too */
@@ -40,7 +41,8 @@ void sink_free(struct sink *s);		/* NULL is a no-op */
 
 /*
  * Feeds n bytes of handler output (signature of cgi_run.out).  IDEM_EHANDLER
- * when the head is invalid or too large (the run is aborted: 502).  A client
+ * when the head is invalid or too large (logged here; the run is aborted:
+ * 502).  A client
  * that went away is never an error here.
  */
 enum idem_err sink_feed(void *arg, const void *p, size_t n);

@@ -582,12 +582,17 @@ up_io_open(struct up_io *io, struct buf *head, int64_t start)
 	const struct upstream_req *r = io->r;
 	enum idem_err		 er;
 
-	if ((er = up_encode_head(r, head)) != IDEM_OK)
+	if ((er = up_encode_head(r, head)) != IDEM_OK) {
+		log_err("%s: cannot encode the FastCGI params: %s", up_tag(r),
+		    idem_strerror(er));
 		return er;
+	}
 	io->rd = calloc(1, sizeof(*io->rd));
 	io->rbuf = malloc(UP_RBUF);
-	if (io->rd == NULL || io->rbuf == NULL)
+	if (io->rd == NULL || io->rbuf == NULL) {
+		log_err("%s: out of memory", up_tag(r));
 		return IDEM_ENOMEM;
+	}
 	if ((io->fd = up_connect(r->addr, io->clk.deadline >= 0 ?
 	    io->clk.deadline : start + UP_CONNECT_MAX_MS)) == -1) {
 		log_err("%s: cannot connect to %s: %s", up_tag(r), r->addr,

@@ -59,6 +59,11 @@ is_problem "garbage output" b 502 bad-gateway
 expect_nomatch "garbage: no internal text" "$T|/tmp/" "$(body b)"
 http c GET "$(url web /payments?crash=1)"
 is_problem "crash" c 502 bad-gateway
+# each failure is one log line, by what saw it
+expect_eq "garbage: one log line saying why" 1 \
+	"$(grep -c "GET /payments: the handler's header block is not valid" "$T/gw.log")"
+expect_eq "crash: one log line" 1 "$(grep -c 'GET /payments: handler killed by signal' "$T/gw.log")"
+expect_eq "bad output: no second, vaguer line" 0 "$(grep -c 'handler failed' "$T/gw.log")"
 
 # Timeout: 504 and the whole process group killed.
 t0=$(now_ms)
@@ -73,6 +78,7 @@ if [ -n "$hpid" ] && wait_until 2 gone "$hpid"; then ok "timeout: handler killed
 	not_ok "timeout: handler killed" "pid $hpid still alive"; fi
 if [ -n "$cpid" ] && wait_until 2 gone "$cpid"; then ok "timeout: handler's child (same group) killed"; else
 	not_ok "timeout: handler's child (same group) killed" "pid '$cpid' still alive"; fi
+expect_eq "timeout: logged once" 1 "$(grep -c 'GET /slow: .* timed out after 1000 ms' "$T/gw.log")"
 
 # max_body: at the limit fine, one byte over refused before the handler runs.
 head -c 1024 /dev/zero | tr '\0' a >"$T/b1024"
