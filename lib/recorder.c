@@ -65,34 +65,41 @@ rec_op_name(enum rec_op op)
 	}
 }
 
+/*
+ * One write of *op.  An answer that cannot fit the server's
+ * max_allowed_packet is kept as a tombstone instead (*op says so); any
+ * other failure (a restart's "shutdown in progress", a lost connection)
+ * is the caller's to retry.
+ */
+static enum idem_err
+rec_write(struct store *st, const struct claim *c, enum rec_op *op,
+    const struct answer *a, int64_t ttl_ms, const char *tag)
+{
+	enum idem_err	 er;
+
+	switch (*op) {
+	case REC_COMPLETE:
+		if ((er = store_complete(st, c, a, ttl_ms)) != IDEM_ETOOBIG)
+			return er;
+		log_err("%s: cannot record answer: %s; keeping the key as a "
+		    "tombstone", tag, store_last_error(st));
+		*op = REC_TOMBSTONE;
+		/* FALLTHROUGH */
+	case REC_TOMBSTONE:
+		return store_tombstone(st, c, a->status, ttl_ms);
+	default:
+		return store_release(st, c);
+	}
+}
+
 /* One write.  IDEM_OK when it landed or can never land. */
 static enum idem_err
 rec_try(struct store *st, struct rec_item *it)
 {
 	enum idem_err	 er;
 
-	switch (it->op) {
-	case REC_COMPLETE:
-		er = store_complete(st, &it->c, &it->c.ans, it->ttl_ms);
-		/* The answer cannot fit the server's max_allowed_packet:
-		 * keep the key as a tombstone.  Any other failure (a
-		 * restart's "shutdown in progress", a lost connection) is
-		 * tried again. */
-		if (er == IDEM_ETOOBIG) {
-			log_err("recorder: cannot record answer: %s; keeping "
-			    "the key as a tombstone", store_last_error(st));
-			it->op = REC_TOMBSTONE;
-			er = store_tombstone(st, &it->c, it->c.ans.status,
-			    it->ttl_ms);
-		}
-		break;
-	case REC_TOMBSTONE:
-		er = store_tombstone(st, &it->c, it->c.ans.status, it->ttl_ms);
-		break;
-	default:
-		er = store_release(st, &it->c);
-		break;
-	}
+	er = rec_write(st, &it->c, &it->op, &it->c.ans, it->ttl_ms,
+	    "recorder");
 	if (er == IDEM_OK) {
 		log_info("recorder: %s recorded after %d tries",
 		    rec_op_name(it->op), it->tries + 1);
@@ -303,25 +310,13 @@ record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
 	enum idem_err	 er;
 
 	for (;;) {
-		if (op == REC_COMPLETE)
-			er = store_complete(st, c, a, ttl_ms);
-		else if (op == REC_TOMBSTONE)
-			er = store_tombstone(st, c, a->status, ttl_ms);
-		else
-			er = store_release(st, c);
-		if (er == IDEM_OK)
+		if ((er = rec_write(st, c, &op, a, ttl_ms, tag)) == IDEM_OK)
 			return (int)op;
 		if (er == IDEM_ENOTFOUND) {
 			log_err("%s: key no longer ours (forgotten or taken "
 			    "over); its %s is not recorded", tag,
 			    rec_op_name(op));
 			return -1;
-		}
-		if (er == IDEM_ETOOBIG && op == REC_COMPLETE) {
-			log_err("%s: cannot record answer: %s; keeping the key "
-			    "as a tombstone", tag, store_last_error(st));
-			op = REC_TOMBSTONE;
-			continue;
 		}
 		/* Whatever else failed (an outage, a restart under way) may
 		 * pass: the recorder tries again until it lands. */
