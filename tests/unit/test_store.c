@@ -1,4 +1,4 @@
-/* Tests of the MySQL store against a real MariaDB (env IDEM_TEST_MYCNF). */
+/* Tests of the store's claim logic against a real MariaDB (env IDEM_TEST_MYCNF): claims, races, takeovers, waits (connections, epoch, counters: test_store_conn.c). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,72 +10,14 @@
 #include <mysql.h>
 
 #include "../lib/check.h"
+#include "clock.h"
 #include "cfg.h"
 #include "fp.h"
 #include "migrations.h"
 #include "stats.h"
 #include "store.h"
 #include "store_int.h"
-
-static struct cfg	 tcfg;
-
-static int64_t
-now_us(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void
-sleep_ms(int ms)
-{
-	usleep((useconds_t)ms * 1000);
-}
-
-static struct store *
-open_store(void)
-{
-	struct store	*st = NULL;
-
-	if (store_new(&tcfg, &st) != IDEM_OK)
-		return NULL;
-	return st;
-}
-
-/* An idem_id for key with a fingerprint over body (strings must live). */
-static void
-mkid(struct idem_id *id, const char *key, const char *body)
-{
-	memset(id, 0, sizeof(*id));
-	fp_scope("none", "", id->scope);
-	id->key = key;
-	id->keylen = strlen(key);
-	fp_request("POST", "/pay", "", "text/plain", body, strlen(body),
-	    id->fp);
-	id->route = "/pay";
-	id->method = "POST";
-	id->owner = "test:1";
-	id->ttl_ms = 60000;
-	id->lease_ms = 5000;
-	idem_id_name_lock(id);
-}
-
-/* A waiter that did not claim first: no nap, it waits on the lock. */
-static const struct claim no_nap;
-
-/* store_complete with the answer's parts (borrowed). */
-static enum idem_err
-complete(struct store *st, const struct claim *c, int status,
-    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen,
-    int64_t ttl_ms)
-{
-	struct answer	 a;
-
-	answer_borrow(&a, status, hdrs, hdrslen, body, bodylen);
-	return store_complete(st, c, &a, ttl_ms);
-}
+#include "store_fixture.h"
 
 static void
 test_migrate(void)
@@ -315,7 +257,7 @@ server_age(int secs)
 		mysql_free_result(res);
 		if (up > secs)
 			break;
-		sleep_ms(100);
+		clock_sleep_ms(100);
 	}
 	CHECK(up > secs);
 	store_free(st);
@@ -341,7 +283,7 @@ test_takeover(void)
 	store_free(a);
 	a = open_store();
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_BUSY);
-	sleep_ms(300);
+	clock_sleep_ms(300);
 	id.lease_ms = 5000;
 	CHECK(race(&id, 6, &w, &busy) == 1);
 	CHECK(busy == 5);
@@ -366,7 +308,7 @@ test_takeover(void)
 	a = open_store();
 	id.lease_ms = 5000;
 	{
-		int64_t		 t0 = now_us(), waited;
+		int64_t		 t0 = clock_now_us(), waited;
 		uint64_t	 rt0 = store_round_trips(b);
 		int		 rounds = 0;
 
@@ -376,7 +318,7 @@ test_takeover(void)
 				break;
 			CHECK(store_wait(b, &id, &d, 5000) == IDEM_OK);
 		}
-		waited = now_us() - t0;
+		waited = clock_now_us() - t0;
 		printf("# dead owner: took over after %lld ms, %d waits, "
 		    "%llu round trips\n", (long long)(waited / 1000), rounds,
 		    (unsigned long long)(store_round_trips(b) - rt0));
@@ -391,7 +333,7 @@ test_takeover(void)
 	mkid(&id, "take-2", "x");
 	id.lease_ms = 100;
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	sleep_ms(200);
+	clock_sleep_ms(200);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK);
 	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
 	CHECK(complete(a, &c, 200, NULL, 0, "slow", 4, 60000) ==
@@ -403,7 +345,7 @@ test_takeover(void)
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
 	CHECK(complete(a, &c, 200, NULL, 0, "old", 3, 100) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	sleep_ms(200);
+	clock_sleep_ms(200);
 	mkid(&id, "ttl-1", "y");
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_NEW);
 	CHECK(d.locked);
@@ -439,7 +381,7 @@ wait_main(void *arg)
 	claim_init(&c);
 	store_connect(st);
 	w->er = store_wait(st, w->id, &no_nap, w->wait_ms);
-	w->woke_us = now_us();
+	w->woke_us = clock_now_us();
 	if (w->er == IDEM_OK && store_claim(st, w->id, &c) == IDEM_OK) {
 		w->state = c.state;
 		w->bodylen = c.ans.body.len;
@@ -468,9 +410,9 @@ test_wait(void)
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
 
 	/* Timeout: fractional seconds are honoured. */
-	t0 = now_us();
+	t0 = clock_now_us();
 	CHECK(store_wait(b, &id, &no_nap, 150) == IDEM_OK);
-	t0 = now_us() - t0;
+	t0 = clock_now_us() - t0;
 	printf("# wait timeout of 150 ms took %lld ms\n",
 	    (long long)(t0 / 1000));
 	CHECK(t0 >= 140000 && t0 < 600000);
@@ -482,11 +424,11 @@ test_wait(void)
 		w[i].wait_ms = 5000;
 		pthread_create(&th[i], NULL, wait_main, &w[i]);
 	}
-	sleep_ms(300);
-	done_us = now_us();
+	clock_sleep_ms(300);
+	done_us = clock_now_us();
 	CHECK(complete(a, &c, 200, NULL, 0, big, sizeof(big), 60000) ==
 	    IDEM_OK);
-	done_us = (done_us + now_us()) / 2;
+	done_us = (done_us + clock_now_us()) / 2;
 	for (i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
 		if (w[i].er != IDEM_OK ||
@@ -507,8 +449,8 @@ test_wait(void)
 	w[0].id = &id;
 	w[0].wait_ms = 5000;
 	pthread_create(&th[0], NULL, wait_main, &w[0]);
-	sleep_ms(300);
-	done_us = now_us();
+	clock_sleep_ms(300);
+	done_us = clock_now_us();
 	store_free(a);
 	a = open_store();
 	pthread_join(th[0], NULL);
@@ -540,7 +482,7 @@ test_speed(void)
 	store_claim(st, &id, &c);
 	complete(st, &c, 200, NULL, 0, "ok", 2, 60000);
 	rt0 = store_round_trips(st);
-	t0 = now_us();
+	t0 = clock_now_us();
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "speed-%d-%d", (int)getpid(), i);
 		mkid(&id, key, "x");
@@ -550,13 +492,13 @@ test_speed(void)
 		    60000) != IDEM_OK)
 			ok = 0;
 	}
-	dt = now_us() - t0;
+	dt = clock_now_us() - t0;
 	CHECK(ok);
 	printf("# claim+complete: %.1f round trips, %lld us per fresh key\n",
 	    (double)(store_round_trips(st) - rt0) / n, (long long)(dt / n));
 	CHECK(store_round_trips(st) - rt0 == (uint64_t)(2 * n));
 	rt0 = store_round_trips(st);
-	t0 = now_us();
+	t0 = clock_now_us();
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "speed-%d-%d", (int)getpid(), i);
 		mkid(&id, key, "x");
@@ -564,7 +506,7 @@ test_speed(void)
 		    c.state != CLAIM_DONE)
 			ok = 0;
 	}
-	dt = now_us() - t0;
+	dt = clock_now_us() - t0;
 	CHECK(ok);
 	printf("# replay: %.1f round trips, %lld us per replay\n",
 	    (double)(store_round_trips(st) - rt0) / n, (long long)(dt / n));
@@ -572,311 +514,21 @@ test_speed(void)
 	store_free(st);
 }
 
-static long long
-sql_int(struct store *st, const char *q)
-{
-	MYSQL_RES	*res;
-	MYSQL_ROW	 row;
-	long long	 v = -1;
-
-	if (mysql_query(store_mysql(st), q) != 0)
-		return -2;
-	if ((res = mysql_store_result(store_mysql(st))) == NULL)
-		return -3;
-	if ((row = mysql_fetch_row(res)) != NULL && row[0] != NULL)
-		v = atoll(row[0]);
-	mysql_free_result(res);
-	return v;
-}
-
-/*
- * A connection that completed or replayed a key reads its retries with one
- * statement; anything but a live completed row with the same fingerprint
- * still takes the full claim.
- */
-static void
-test_seen(void)
-{
-	struct store	*a = open_store(), *b = open_store();
-	struct idem_id	 id, other;
-	struct claim	 c, d;
-	uint64_t	 rt0;
-
-	claim_init(&c);
-	claim_init(&d);
-	mkid(&id, "seen-1", "amount=5");
-	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(complete(a, &c, 201, "X-A: 1\r\n", 8, "paid", 4,
-	    60000) == IDEM_OK);
-	rt0 = store_round_trips(a);
-	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_DONE);
-	CHECK(store_round_trips(a) - rt0 == 1);
-	CHECK(c.ans.status == 201 && c.ans.body.len == 4 &&
-	    memcmp(c.ans.body.p, "paid", 4) == 0);
-	CHECK(c.ans.hdrs.len == 8 && memcmp(c.ans.hdrs.p, "X-A: 1\r\n", 8) == 0);
-
-	/* Another connection: two statements first, one once it has seen. */
-	rt0 = store_round_trips(b);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	CHECK(store_round_trips(b) - rt0 == 2);
-	rt0 = store_round_trips(b);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	CHECK(store_round_trips(b) - rt0 == 1);
-
-	/* Seen, but a different body: still 422. */
-	mkid(&other, "seen-1", "amount=6");
-	CHECK(store_claim(a, &other, &c) == IDEM_OK &&
-	    c.state == CLAIM_MISMATCH);
-
-	/* Seen, then forgotten by an operator: new again, and a second
-	 * seen connection finds it in progress. */
-	CHECK(sql_int(a, "DELETE FROM idem_keys WHERE idem_key = 'seen-1'")
-	    == -3);
-	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(c.locked == 1);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_BUSY);
-	CHECK(store_release(a, &c) == IDEM_OK);
-
-	claim_reset(&c);
-	claim_reset(&d);
-	store_free(a);
-	store_free(b);
-}
-
-/* The replay-cache epoch moves only when a live answer is deleted or
- * edited; the claim reports how long a replayed answer has left. */
-static void
-test_epoch(void)
-{
-	struct store	*a = open_store(), *b = open_store();
-	struct idem_id	 id, gone;
-	struct claim	 c, d;
-	uint64_t	 e0 = 0, e1 = 0;
-	time_t		 t0;
-	char		 q[128];
-
-	claim_init(&c);
-	claim_init(&d);
-	CHECK(store_epoch(a, &e0) == IDEM_OK);
-	mkid(&id, "epoch-1", "amount=1");
-	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_renew(a, &c, 5000) == IDEM_OK);
-	CHECK(complete(a, &c, 200, NULL, 0, "ok", 2, 60000) == IDEM_OK);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	printf("# ttl left on replay: %lld us\n", (long long)d.expires_in_us);
-	CHECK(d.expires_in_us > 55000000 && d.expires_in_us <= 60000000);
-	/* A released key and an expired one taken over: no change. */
-	mkid(&gone, "epoch-2", "amount=2");
-	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_release(a, &c) == IDEM_OK);
-	gone.ttl_ms = 1;
-	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(complete(a, &c, 200, NULL, 0, "x", 1, 1) == IDEM_OK);
-	usleep(20000);
-	CHECK(store_claim(b, &gone, &d) == IDEM_OK && d.state == CLAIM_NEW);
-	CHECK(complete(b, &d, 200, NULL, 0, "y", 1, 1) == IDEM_OK);
-	usleep(20000);
-	/* The waiters count of a live answer, and an expired row's delete. */
-	CHECK(sql_int(a, "UPDATE idem_keys SET waiters = waiters + 1 WHERE"
-	    " idem_key = 'epoch-1'") == -3);
-	CHECK(sql_int(a, "DELETE FROM idem_keys WHERE idem_key = 'epoch-2'")
-	    == -3);
-	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0);
-	/* Edit a live answer, then delete it: one bump each. */
-	CHECK(sql_int(a, "UPDATE idem_keys SET resp_body = 'no' WHERE"
-	    " idem_key = 'epoch-1'") == -3);
-	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 1);
-	/* Everyday writes take no lock on the epoch row: a complete left
-	 * open in a transaction does not hold up the epoch read. */
-	mkid(&gone, "epoch-3", "amount=3");
-	CHECK(store_claim(a, &gone, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(sql_int(a, "START TRANSACTION") == -3);
-	CHECK(sql_int(a, "UPDATE idem_keys SET state = 1, resp_status = 200,"
-	    " expires_at = NOW(6) + INTERVAL 1 DAY WHERE idem_key = 'epoch-3'")
-	    == -3);
-	e1 = 0;
-	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 1);
-	CHECK(sql_int(a, "COMMIT") == -3);
-	snprintf(q, sizeof(q), "DO RELEASE_LOCK('%s')", c.lockname);
-	CHECK(sql_int(a, q) == -3);
-	/* A delete not yet committed: the epoch read waits for it (a
-	 * locking read: no walk through a long undo chain, and never the
-	 * value from before a bump as if it were current). */
-	CHECK(sql_int(a, "START TRANSACTION") == -3);
-	CHECK(sql_int(a, "DELETE FROM idem_keys WHERE idem_key = 'epoch-1'")
-	    == -3);
-	e1 = 0;
-	t0 = time(NULL);
-	CHECK(store_epoch(b, &e1) == IDEM_ESTORE && e1 == 0);
-	CHECK(time(NULL) - t0 <= 3);	/* gives up after a second */
-	CHECK(sql_int(a, "COMMIT") == -3);
-	CHECK(store_epoch(b, &e1) == IDEM_OK && e1 == e0 + 2);
-	claim_reset(&c);
-	claim_reset(&d);
-	store_free(a);
-	store_free(b);
-}
-
-static void
-test_counters(void)
-{
-	struct store	*st = open_store();
-	struct stat_row	 r[2];
-	struct stats	*s = NULL;
-
-	CHECK(store_connect(st) == IDEM_OK);
-	memset(r, 0, sizeof(r));
-	r[0].minute = 1700000040;
-	r[0].route = "/pay";
-	r[0].n[STAT_REQUESTS] = 3;
-	r[0].n[STAT_PASSTHROUGH] = 1;
-	r[0].wait_bucket[9] = 2;
-	r[0].wait_sum_ms = 20000;
-	r[1] = r[0];
-	r[1].route = "/other";
-	CHECK(store_counters_add(st, "h1", r, 2) == IDEM_OK);
-	CHECK(store_counters_add(st, "h1", r, 1) == IDEM_OK);
-	CHECK(sql_int(st, "SELECT requests FROM idem_counters WHERE "
-	    "host='h1' AND route='/pay' AND minute='2023-11-14 22:14:00'") == 6);
-	CHECK(sql_int(st, "SELECT passthrough + wait_b9 FROM idem_counters "
-	    "WHERE host='h1' AND route='/pay'") == 6);
-	CHECK(sql_int(st, "SELECT wait_sum_ms FROM idem_counters WHERE "
-	    "host='h1' AND route='/other'") == 20000);
-
-	/* stats: accumulate, flush, flush again adds nothing */
-	CHECK(stats_new(&s) == IDEM_OK);
-	stats_add(s, "/s", STAT_REQUESTS, 5);
-	stats_add(s, "/s", STAT_CREATED, 2);
-	stats_wait(s, "/s", 7);
-	stats_wait(s, "/s", 70000);
-	CHECK(stats_flush(s, st, "h2") == IDEM_OK);
-	CHECK(stats_flush(s, st, "h2") == IDEM_OK);
-	CHECK(sql_int(st, "SELECT SUM(requests) FROM idem_counters WHERE "
-	    "host='h2' AND route='/s'") == 5);
-	CHECK(sql_int(st, "SELECT SUM(waited), SUM(wait_b0) FROM "
-	    "idem_counters WHERE host='h2' AND route='/s'") == 2);
-	CHECK(sql_int(st, "SELECT SUM(wait_b0) + 10 * SUM(wait_b9) FROM "
-	    "idem_counters WHERE host='h2' AND route='/s'") == 11);
-	CHECK(sql_int(st, "SELECT SUM(wait_sum_ms) FROM idem_counters WHERE "
-	    "host='h2' AND route='/s'") == 70007);
-	stats_free(s);
-	store_free(st);
-}
-
-/* Kills st's connection from another session (as a server restart would). */
-static void
-kill_conn(struct store *killer, struct store *st)
-{
-	char	 q[64];
-
-	snprintf(q, sizeof(q), "KILL CONNECTION %lu",
-	    mysql_thread_id(store_mysql(st)));
-	CHECK(mysql_query(store_mysql(killer), q) == 0);
-}
-
-static void
-test_reconnect(void)
-{
-	struct store	*a = open_store(), *k = open_store(), *b = open_store();
-	struct idem_id	 id;
-	struct claim	 c, d;
-	unsigned long	 gen;
-
-	claim_init(&c);
-	claim_init(&d);
-	CHECK(store_connect(a) == IDEM_OK && store_connect(k) == IDEM_OK);
-
-	/* A dead connection is noticed, reopened, statements re-prepared
-	 * and the claim repeated once: the caller sees no error. */
-	mkid(&id, "reconn-1", "x");
-	gen = store_generation(a);
-	kill_conn(k, a);
-	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_generation(a) == gen + 1);
-
-	/* The owner's connection dies mid-request: its lock is gone; a
-	 * renew reconnects and takes the lock back, so the key is not
-	 * taken over and a waiter keeps sleeping. */
-	kill_conn(k, a);
-	CHECK(store_renew(a, &c, 200) == IDEM_OK);
-	sleep_ms(300);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK);
-	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
-	CHECK(complete(a, &c, 200, NULL, 0, "r", 1, 60000) == IDEM_OK);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-
-	/* complete on a killed connection is repeated on a fresh one. */
-	mkid(&id, "reconn-2", "x");
-	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	kill_conn(k, a);
-	CHECK(complete(a, &c, 200, NULL, 0, "r2", 2, 60000) == IDEM_OK);
-	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	CHECK(d.ans.body.len == 2);
-
-	claim_reset(&c);
-	claim_reset(&d);
-	store_free(a);
-	store_free(b);
-	store_free(k);
-}
-
-static void
-test_unreachable(void)
-{
-	struct cfg	 bad;
-	struct store	*st = NULL;
-	struct idem_id	 id;
-	struct claim	 c;
-	char		 path[] = "/tmp/idem-test-XXXXXX";
-	int		 fd;
-	int64_t		 t0;
-
-	fd = mkstemp(path);
-	CHECK(fd >= 0);
-	dprintf(fd, "[idemgate]\nsocket=/nonexistent/mysql.sock\n"
-	    "user=nobody\n");
-	close(fd);
-	memset(&bad, 0, sizeof(bad));
-	bad.mysql_defaults_file = path;
-	bad.mysql_group = "idemgate";
-	CHECK(store_new(&bad, &st) == IDEM_OK);
-	claim_init(&c);
-	mkid(&id, "down", "x");
-	t0 = now_us();
-	CHECK(store_claim(st, &id, &c) == IDEM_ESTORE);
-	CHECK(now_us() - t0 < 3000000);
-	CHECK(strlen(store_last_error(st)) > 0);
-	claim_reset(&c);
-	store_free(st);
-	unlink(path);
-}
-
 int
 main(void)
 {
-	const char	*cnf = getenv("IDEM_TEST_MYCNF");
-
-	if (cnf == NULL || *cnf == '\0') {
-		printf("FAIL: IDEM_TEST_MYCNF is not set\n");
+	if (store_fixture_init() != 0)
 		return 1;
-	}
 	CHECK(store_global_init() == IDEM_OK);
-	tcfg.mysql_defaults_file = (char *)cnf;
-	tcfg.mysql_group = "idemgate";
 
 	test_migrate();
 	test_basic();
-	test_seen();
-	test_epoch();
 	test_tombstone_release();
 	test_race();
 	server_age(6);
 	test_takeover();
 	test_wait();
 	test_speed();
-	test_counters();
-	test_reconnect();
-	test_unreachable();
 	store_global_end();
 	return CHECK_DONE();
 }

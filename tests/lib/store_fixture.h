@@ -1,0 +1,76 @@
+/* Unit-test fixture for the store against a real MariaDB: its config, stores, request identities, completes. */
+#ifndef IDEM_TEST_STORE_FIXTURE_H
+#define IDEM_TEST_STORE_FIXTURE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "answer.h"
+#include "cfg.h"
+#include "fp.h"
+#include "ident.h"
+#include "store.h"
+
+/* The store's config: IDEM_TEST_MYCNF's option file (store_fixture_init). */
+static struct cfg	 tcfg;
+
+static inline struct store *
+open_store(void)
+{
+	struct store	*st = NULL;
+
+	if (store_new(&tcfg, &st) != IDEM_OK)
+		return NULL;
+	return st;
+}
+
+/* An idem_id for key with a fingerprint over body (strings must live). */
+static inline void
+mkid(struct idem_id *id, const char *key, const char *body)
+{
+	memset(id, 0, sizeof(*id));
+	fp_scope("none", "", id->scope);
+	id->key = key;
+	id->keylen = strlen(key);
+	fp_request("POST", "/pay", "", "text/plain", body, strlen(body),
+	    id->fp);
+	id->route = "/pay";
+	id->method = "POST";
+	id->owner = "test:1";
+	id->ttl_ms = 60000;
+	id->lease_ms = 5000;
+	idem_id_name_lock(id);
+}
+
+/* A waiter that did not claim first: no nap, it waits on the lock. */
+static const struct claim no_nap;
+
+/* store_complete with the answer's parts (borrowed). */
+static inline enum idem_err
+complete(struct store *st, const struct claim *c, int status,
+    const void *hdrs, size_t hdrslen, const void *body, size_t bodylen,
+    int64_t ttl_ms)
+{
+	struct answer	 a;
+
+	answer_borrow(&a, status, hdrs, hdrslen, body, bodylen);
+	return store_complete(st, c, &a, ttl_ms);
+}
+
+/* Reads IDEM_TEST_MYCNF into tcfg; -1 (a FAIL printed) when unset. */
+static inline int
+store_fixture_init(void)
+{
+	const char	*cnf = getenv("IDEM_TEST_MYCNF");
+
+	if (cnf == NULL || *cnf == '\0') {
+		printf("FAIL: IDEM_TEST_MYCNF is not set\n");
+		return -1;
+	}
+	tcfg.mysql_defaults_file = (char *)cnf;
+	tcfg.mysql_group = "idemgate";
+	return 0;
+}
+
+#endif
