@@ -509,9 +509,8 @@ store_admin_mode(struct store *st, struct admin_mode *m)
 	int		 found;
 
 	memset(m, 0, sizeof(*m));
-	if (!store_connected(st))
-		return store_fail(st, IDEM_ESTORE,
-		    "not connected to the database");
+	if (store_need_conn(st) != IDEM_OK)
+		return IDEM_ESTORE;
 	snprintf(m->group, sizeof(m->group), "%s", st->group);
 	if (!(m->galera = st->galera))
 		return IDEM_OK;
@@ -539,9 +538,8 @@ store_admin_privileges(struct store *st, struct admin_priv *privs, size_t max,
 	MYSQL_STMT	*s;
 	size_t		 i, k = 0;
 
-	if (!store_connected(st))
-		return store_fail(st, IDEM_ESTORE,
-		    "not connected to the database");
+	if (store_need_conn(st) != IDEM_OK)
+		return IDEM_ESTORE;
 	for (i = 0; i < sizeof(probes) / sizeof(probes[0]) && k < max; i++) {
 		privs[k].table = probes[i].table;
 		privs[k].what = probes[i].what;

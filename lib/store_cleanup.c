@@ -425,9 +425,8 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->outcome, sizeof(out->outcome), "failed");
-	if (!store_connected(st))
-		return store_fail(st, IDEM_ESTORE,
-		    "not connected to the database");
+	if (store_need_conn(st) != IDEM_OK)
+		return IDEM_ESTORE;
 	if (o->batch < 1)
 		return store_fail(st, IDEM_EINVAL,
 		    "batch size must be at least 1");

@@ -131,6 +131,9 @@ void store_row_end(MYSQL_STMT *s);
  * store_fetch: 0 a row, 1 no more rows, -1 error.
  */
 MYSQL_STMT *store_prepare(struct store *st, const char *sql);
+/* IDEM_OK while connected, else IDEM_ESTORE with "not connected" as the
+ * error: the one-off statements' precondition. */
+enum idem_err store_need_conn(struct store *st);
 enum idem_err store_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in,
     MYSQL_BIND *out);
 int store_fetch(struct store *st, MYSQL_STMT *s);

@@ -254,15 +254,21 @@ store_row_end(MYSQL_STMT *s)
 
 /* --- one-off statements (the operator modules) ---------------------------- */
 
+enum idem_err
+store_need_conn(struct store *st)
+{
+	if (st->my != NULL)
+		return IDEM_OK;
+	return store_fail(st, IDEM_ESTORE, "not connected to the database");
+}
+
 MYSQL_STMT *
 store_prepare(struct store *st, const char *sql)
 {
 	MYSQL_STMT	*s;
 
-	if (st->my == NULL) {
-		store_fail(st, IDEM_ESTORE, "not connected to the database");
+	if (store_need_conn(st) != IDEM_OK)
 		return NULL;
-	}
 	if ((s = mysql_stmt_init(st->my)) == NULL) {
 		store_set_error(st, CR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
@@ -328,9 +334,8 @@ store_query(struct store *st, const char *sql, size_t len)
 {
 	MYSQL	*my = st->my;
 
-	if (my == NULL)
-		return store_fail(st, IDEM_ESTORE,
-		    "not connected to the database");
+	if (store_need_conn(st) != IDEM_OK)
+		return IDEM_ESTORE;
 	if (mysql_real_query(my, sql, len) == 0) {
 		MYSQL_RES *res = mysql_store_result(my);
 
@@ -352,9 +357,8 @@ store_query_int(struct store *st, const char *sql, long long *v)
 	MYSQL_ROW	 row;
 	enum idem_err	 er = IDEM_OK;
 
-	if (my == NULL)
-		return store_fail(st, IDEM_ESTORE,
-		    "not connected to the database");
+	if (store_need_conn(st) != IDEM_OK)
+		return IDEM_ESTORE;
 	if (mysql_query(my, sql) != 0 || (res = mysql_store_result(my)) == NULL) {
 		store_set_error(st, mysql_errno(my), mysql_error(my));
 		if (store_conn_lost(st->errnum))
