@@ -104,6 +104,47 @@ key_decode(struct key_row *r)
 		k->state = AKEY_TOMBSTONE;
 }
 
+/*
+ * Prepares sql, runs it with in (may be NULL) and fetches its first row
+ * into res.  OUT: *open, the statement with its row, for the caller to
+ * close (set only on IDEM_OK).  IDEM_ENOTFOUND if there is no row.
+ */
+static enum idem_err
+first_row(struct store *st, const char *sql, MYSQL_BIND *in,
+    MYSQL_BIND *res, MYSQL_STMT **open)
+{
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+	int		 rc;
+
+	if ((s = store_prepare(st, sql)) == NULL)
+		return IDEM_ESTORE;
+	if ((er = store_run(st, s, in, res)) == IDEM_OK &&
+	    (rc = store_fetch(st, s)) != 0)
+		er = rc == 1 ? IDEM_ENOTFOUND : IDEM_ESTORE;
+	if (er != IDEM_OK) {
+		store_stmt_close(s);
+		return er;
+	}
+	*open = s;
+	return IDEM_OK;
+}
+
+/* The same for a read of at most one row, closed at once; OUT: *found
+ * whether it returned one.  The gauges are a handful of such reads. */
+static enum idem_err
+one_row(struct store *st, const char *sql, MYSQL_BIND *res, int *found)
+{
+	MYSQL_STMT	*s;
+	enum idem_err	 er;
+
+	er = first_row(st, sql, NULL, res, &s);
+	*found = er == IDEM_OK;
+	if (er == IDEM_OK)
+		store_stmt_close(s);
+	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+}
+
 /* The stored body of row id into body (bounded by body->max). */
 static enum idem_err
 key_body(struct store *st, uint64_t id, struct buf *body)
@@ -113,27 +154,21 @@ key_body(struct store *st, uint64_t id, struct buf *body)
 	unsigned long	 blen = 0;
 	my_bool		 bnull = 0;
 	enum idem_err	 er;
-	int		 rc;
 
-	if ((s = store_prepare(st, "SELECT resp_body FROM idem_keys WHERE "
-	    "id = ?")) == NULL)
-		return IDEM_ESTORE;
 	/* The length first, then the bytes into a buffer sized for them. */
 	memset(b, 0, sizeof(b));
 	b[0].buffer_type = MYSQL_TYPE_BLOB;
 	b[0].length = &blen;
 	b[0].is_null = &bnull;
 	store_bind_u64(&in[0], &id);
-	if ((er = store_run(st, s, in, b)) != IDEM_OK)
-		goto out;
-	if ((rc = store_fetch(st, s)) != 0) {
-		er = rc == 1 ? store_fail(st, IDEM_ENOTFOUND, "no such key") :
-		    IDEM_ESTORE;
-		goto out;
-	}
+	er = first_row(st, "SELECT resp_body FROM idem_keys WHERE id = ?", in,
+	    b, &s);
+	if (er == IDEM_ENOTFOUND)
+		return store_fail(st, er, "no such key");
+	if (er != IDEM_OK)
+		return er;
 	if (!bnull && blen > 0)
 		er = store_row_blob(st, s, &b[0], 0, blen, body);
-out:
 	store_stmt_close(s);
 	return er;
 }
@@ -146,28 +181,22 @@ store_admin_key_get(struct store *st, const unsigned char scope[FP_LEN],
 	MYSQL_BIND	 in[2], res[15];
 	struct key_row	 r;
 	enum idem_err	 er;
-	int		 rc;
 
 	memset(&r, 0, sizeof(r));
-	if ((s = store_prepare(st, SQL_KEY_GET)) == NULL)
-		return IDEM_ESTORE;
 	store_bind_blob(&in[0], scope, FP_LEN);
 	store_bind_blob(&in[1], key, keylen);
 	key_bind(res, &r);
-	if ((er = store_run(st, s, in, res)) != IDEM_OK)
-		goto out;
-	if ((rc = store_fetch(st, s)) != 0) {
-		er = rc == 1 ? store_fail(st, IDEM_ENOTFOUND, "no such key") :
-		    IDEM_ESTORE;
-		goto out;
-	}
+	er = first_row(st, SQL_KEY_GET, in, res, &s);
+	if (er == IDEM_ENOTFOUND)
+		return store_fail(st, er, "no such key");
+	if (er != IDEM_OK)
+		return er;
+	store_stmt_close(s);
 	key_decode(&r);
 	if (body != NULL && (er = key_body(st, r.k.id, body)) != IDEM_OK)
-		goto out;
+		return er;
 	*out = r.k;
-out:
-	store_stmt_close(s);
-	return er;
+	return IDEM_OK;
 }
 
 /*
@@ -327,28 +356,6 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 	}
 out:
 	free(v);
-	store_stmt_close(s);
-	return er;
-}
-
-/*
- * Runs sql, which returns at most one row, into res; OUT: *found whether
- * it did.  The gauges are a handful of such one-row reads.
- */
-static enum idem_err
-one_row(struct store *st, const char *sql, MYSQL_BIND *res, int *found)
-{
-	MYSQL_STMT	*s;
-	enum idem_err	 er;
-	int		 rc;
-
-	if ((s = store_prepare(st, sql)) == NULL)
-		return IDEM_ESTORE;
-	if ((er = store_run(st, s, NULL, res)) == IDEM_OK) {
-		if ((rc = store_fetch(st, s)) < 0)
-			er = IDEM_ESTORE;
-		*found = rc == 0;
-	}
 	store_stmt_close(s);
 	return er;
 }
