@@ -369,29 +369,37 @@ reload(struct super *s)
 	log_info("config reloaded from %s", nc->path);
 }
 
+/* Waits up to ms for a child's exit or a signal; what the signal pipe
+ * holds is dropped (shutting down already). */
+static void
+sig_nap(int ms)
+{
+	struct pollfd	 pfd = { sig_pipe[0], POLLIN, 0 };
+	unsigned char	 buf[64];
+
+	if (poll(&pfd, 1, ms) > 0)
+		(void)!read(sig_pipe[0], buf, sizeof(buf));
+}
+
 /* SIGTERM to every worker, wait (bounded), SIGKILL the rest. */
 static void
 shutdown_all(struct super *s)
 {
 	int64_t		 deadline;
-	struct pollfd	 pfd = { sig_pipe[0], POLLIN, 0 };
-	unsigned char	 buf[64];
 	int		 i;
 
 	signal_gen(s, -1, SIGTERM, -1);
 	deadline = clock_now_ms() + longest_timeout(s->cfg) + 5000;
 	reap(s, 1);
 	while (count_alive(s, -1) > 0 && clock_now_ms() < deadline) {
-		if (poll(&pfd, 1, 100) > 0)
-			(void)!read(sig_pipe[0], buf, sizeof(buf));
+		sig_nap(100);
 		reap(s, 1);
 	}
 	if (count_alive(s, -1) > 0) {
 		log_warn("workers did not drain in time; killing them");
 		signal_gen(s, -1, SIGKILL, -1);
 		while (count_alive(s, -1) > 0) {
-			if (poll(&pfd, 1, 100) > 0)
-				(void)!read(sig_pipe[0], buf, sizeof(buf));
+			sig_nap(100);
 			reap(s, 1);
 		}
 	}
@@ -405,8 +413,7 @@ shutdown_all(struct super *s)
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 &&
 		    errno == ECHILD)
 			break;
-		if (poll(&pfd, 1, 50) > 0)
-			(void)!read(sig_pipe[0], buf, sizeof(buf));
+		sig_nap(50);
 	}
 }
 
