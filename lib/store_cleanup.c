@@ -93,20 +93,38 @@ static void hold_keep(struct hold *h);
 /* A string literal and its length, for store_query. */
 #define STRLEN(lit)	lit, sizeof(lit) - 1
 
-/* Executes one batch; a batch that lost a deadlock to the gateway is
- * simply repeated: autocommit means nothing of it was applied. */
+/* Repeats of cleanup's work that lost to another transaction. */
+#define LOST_REPEATS	3
+#define LOST_PAUSE_MS	50
+
+/*
+ * After work that ended with er: 1 if it lost to another transaction (a
+ * deadlock or lock wait with the gateway, a Galera certification), so
+ * nothing of it was applied and it may simply be repeated, after a pause;
+ * *tries counts the repeats.
+ */
+static int
+lost_repeat(struct store *st, enum idem_err er, int *tries)
+{
+	if (er != IDEM_ESTORE || *tries >= LOST_REPEATS ||
+	    !store_lost_to_other(store_errno(st)))
+		return 0;
+	(*tries)++;
+	clock_sleep_ms(LOST_PAUSE_MS);
+	return 1;
+}
+
+/* Executes one batch (autocommitted), repeated if it lost. */
 static enum idem_err
 batch_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in)
 {
-	int	 tries;
+	enum idem_err	 er;
+	int		 tries = 0;
 
-	for (tries = 0;; tries++) {
-		if (store_run(st, s, in, NULL) == IDEM_OK)
-			return IDEM_OK;
-		if (tries >= 3 || !store_lost_to_other(store_errno(st)))
-			return IDEM_ESTORE;
-		clock_sleep_ms(50);
-	}
+	do
+		er = store_run(st, s, in, NULL);
+	while (lost_repeat(st, er, &tries));
+	return er;
 }
 
 /* Before a batch: the lock row renewed, and o->pause (the replica gate)
@@ -178,11 +196,10 @@ phase_delete(struct store *st, int p, int64_t age_ms,
  * metrics report (retained rows + totals) never go down.  OUT: *n rows.
  */
 static enum idem_err
-counters_fold(struct store *st, int64_t age_ms, uint64_t *n)
+fold_once(struct store *st, int64_t age_ms, uint64_t *n)
 {
 	MYSQL_BIND	 in[1];
 	char		*sql = NULL;
-	uint64_t	 rows = 0;
 	enum idem_err	 er;
 
 	if ((er = store_query(st, STRLEN("START TRANSACTION"))) != IDEM_OK)
@@ -197,15 +214,32 @@ counters_fold(struct store *st, int64_t age_ms, uint64_t *n)
 	}
 	if ((er = store_query(st, sql, strlen(sql))) != IDEM_OK ||
 	    (er = store_simple(st, "DELETE FROM idem_counters WHERE minute < "
-	    "@idem_cut", NULL, &rows)) != IDEM_OK)
+	    "@idem_cut", NULL, n)) != IDEM_OK ||
+	    (er = store_query(st, STRLEN("COMMIT"))) != IDEM_OK)
 		goto fail;
 	free(sql);
-	*n += rows;
-	return store_query(st, STRLEN("COMMIT"));
+	return IDEM_OK;
 fail:
 	free(sql);
 	store_rollback(st);
 	return IDEM_ESTORE;
+}
+
+/* The fold, repeated whole if it lost to another transaction (on Galera,
+ * to a gateway's counters flush on another node).  Adds to *n. */
+static enum idem_err
+counters_fold(struct store *st, int64_t age_ms, uint64_t *n)
+{
+	enum idem_err	 er;
+	uint64_t	 rows = 0;
+	int		 tries = 0;
+
+	do
+		er = fold_once(st, age_ms, &rows);
+	while (lost_repeat(st, er, &tries));
+	if (er == IDEM_OK)
+		*n += rows;
+	return er;
 }
 
 
@@ -417,10 +451,10 @@ enum idem_err
 store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
     struct cleanup_result *out)
 {
-	enum idem_err	 er;
+	enum idem_err	 er, fer;
 	int64_t		 start = clock_now_ms();
 	struct hold	 h;
-	int		 p, locked;
+	int		 p, locked, tries = 0;
 	char		 saved[sizeof(st->err)];
 
 	memset(out, 0, sizeof(*out));
@@ -437,7 +471,10 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	if (locked == 0)
 		return store_fail(st, IDEM_EBUSY,
 		    "cleanup already running on another connection");
-	if ((er = run_start(st, o, &out->run_id)) != IDEM_OK)
+	do
+		er = run_start(st, o, &out->run_id);
+	while (lost_repeat(st, er, &tries));
+	if (er != IDEM_OK)
 		goto unlock;
 	er = run_phases(st, o, &h, o->max_ms > 0 ? start + o->max_ms : 0, out,
 	    &p);
@@ -445,7 +482,11 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	out->elapsed_ms = clock_now_ms() - start;
 	/* Keep the first error's text if recording the end fails too. */
 	memcpy(saved, st->err, sizeof(saved));
-	if (run_finish(st, out) != IDEM_OK && er == IDEM_OK)
+	tries = 0;
+	do
+		fer = run_finish(st, out);
+	while (lost_repeat(st, fer, &tries));
+	if (fer != IDEM_OK && er == IDEM_OK)
 		er = IDEM_ESTORE;
 	else
 		memcpy(st->err, saved, sizeof(saved));

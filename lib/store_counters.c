@@ -167,12 +167,7 @@ store_counters_add(struct store *st, const char *host,
 	if (nrows == 1 || (er = store_query(st, "COMMIT", 6)) == IDEM_OK)
 		return IDEM_OK;
 fail:
-	/* A lost connection took the transaction with it. */
-	if (nrows == 1)
-		return er;
-	if (store_connected(st) && !store_conn_lost(store_errno(st)))
-		(void)store_query(st, "ROLLBACK", 8);
-	else
-		store_disconnect(st);
+	if (nrows > 1)
+		store_rollback(st);
 	return er;
 }

@@ -148,7 +148,8 @@ enum idem_err store_simple(struct store *st, const char *sql, MYSQL_BIND *in,
  * current connection, its result discarded. */
 enum idem_err store_query(struct store *st, const char *sql, size_t len);
 
-/* Rolls the open transaction back, keeping the error that ended it. */
+/* Rolls the open transaction back, keeping the error that ended it (a
+ * lost connection, which took it along, is closed). */
 void store_rollback(struct store *st);
 
 /* A text query returning one integer: *v (NULL as -1); IDEM_ENOTFOUND if

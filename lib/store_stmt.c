@@ -376,8 +376,13 @@ store_query_int(struct store *st, const char *sql, long long *v)
 void
 store_rollback(struct store *st)
 {
+	if (st->my == NULL)
+		return;
+	/* A lost connection took the transaction with it. */
+	if (store_conn_lost(st->errnum))
+		store_disconnect(st);
 	/* A failed ROLLBACK must not hide why the transaction ended. */
-	if (st->my != NULL)
+	else
 		(void)mysql_query(st->my, "ROLLBACK");
 }
 

@@ -251,6 +251,26 @@ run -c "$CONF" cleanup
 eq "lock free again: exit 0" 0 "$RC"
 eq "lock free again: rows gone" 0 "$(count dry)"
 
+# ---------------------------------------------------------------- lost to another transaction
+# Cleanup's writes that lose a lock wait (or deadlock, or a Galera
+# certification) applied nothing and are repeated: here its connection
+# waits 1 s for a lock, and another transaction holds the run rows 1.6 s.
+{ cat "$TESTROOT/$DB.cnf"; echo "init-command=SET SESSION innodb_lock_wait_timeout = 1"; } >"$T/wait1.cnf"
+chmod 600 "$T/wait1.cnf"
+mkconf "$T/wait1.conf" "$T/wait1.cnf" ""
+seed lost 5 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" -e "START TRANSACTION;
+	SELECT COUNT(*) FROM idem_cleanup_runs FOR UPDATE; DO SLEEP(1.6); COMMIT" >/dev/null 2>&1 &
+BG=$!
+sleep 0.3
+run -c "$T/wait1.conf" cleanup
+wait "$BG" 2>/dev/null
+BG=
+eq "a run that lost a lock wait is repeated: exit 0" 0 "$RC"
+eq "... quiet" "" "$(cat "$T/err")"
+eq "... and it did its work" 0 "$(count lost)"
+eq "... recorded ok" ok "$(sq "SELECT outcome FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1")"
+
 # ---------------------------------------------------------------- time limit
 seed part 3000 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
 start=$(date +%s%N)
