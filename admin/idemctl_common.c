@@ -230,6 +230,8 @@ ctl_connect(struct ctl *c)
 			ctl_err("database: %s", idem_strerror(er));
 			return CTL_ESTORE;
 		}
+		if (!c->quick)
+			store_set_patient(c->st);
 	}
 	if (store_connect(c->st) != IDEM_OK) {
 		const char	*e = store_last_error(c->st);

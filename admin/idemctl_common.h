@@ -36,6 +36,9 @@ struct ctl {
 	int		 verbose;	/* -v / --verbose */
 	struct cfg	*cfg;		/* owned; ctl_close() frees */
 	struct store	*st;		/* owned; ctl_close() frees */
+	/* 1: the store keeps the gateway's short deadlines (run owns keys
+	 * under a lease); else it is patient (long operator statements). */
+	int		 quick;
 };
 
 /* Prints "idemctl: " + the message + newline on stderr. */

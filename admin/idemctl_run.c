@@ -234,6 +234,11 @@ run_identify(const struct run_args *a, const struct buf *in,
 	id->method = "RUN";
 	id->ttl_ms = a->ttl_ms;
 	id->lease_ms = a->lease_ms;
+	/* COMMAND is our child: stopped at --timeout (SIGTERM, then SIGKILL),
+	 * before its lease ends when renewals fail, and with us by the
+	 * keeper; without --timeout the lease alone bounds it. */
+	id->run_ms = a->timeout_ms > 0 ? a->timeout_ms + RUN_STOP_GRACE_MS +
+	    CFG_KILL_GRACE_MS : 0;
 	return IDEM_OK;
 }
 
@@ -243,12 +248,17 @@ run_identify(const struct run_args *a, const struct buf *in,
  * then kept as a tombstone: never run again, nothing to replay); and the
  * lease, renewed when due.
  */
+struct keeper;
+
 struct run_io {
 	struct buf	 b;
 	int		 oversized;
 	struct lease	 l;
 	int64_t		 next_renew;	/* CLOCK_MONOTONIC ms */
+	struct keeper	*k;
 };
+
+static void keeper_check(struct keeper *k);
 
 static void
 write_all(const void *vp, size_t n)
@@ -293,6 +303,7 @@ run_tick(void *arg)
 
 	if (run_signal != 0)
 		return -1;
+	keeper_check(t->k);
 	if (now >= t->next_renew) {
 		if ((next = lease_tick(&t->l)) < 0)
 			return -1;
@@ -304,20 +315,25 @@ run_tick(void *arg)
 	return next < 1 ? 1 : next;
 }
 
-/* Our environment for COMMAND, without what only idemctl may read. */
+/* Our environment for COMMAND, without what only idemctl may read, with
+ * IDEMGATE_FENCE=fence (set in fencebuf, which env borrows). */
 static char **
-run_env(void)
+run_env(uint64_t fence, char *fencebuf, size_t fencelen)
 {
 	char	**env;
 	size_t	 i, n = 0;
 
 	for (i = 0; environ[i] != NULL; i++)
 		;
-	if ((env = calloc(i + 1, sizeof(*env))) == NULL)
+	if ((env = calloc(i + 2, sizeof(*env))) == NULL)
 		return NULL;
 	for (i = 0; environ[i] != NULL; i++)
-		if (strncmp(environ[i], "MYSQL_PWD=", 10) != 0)
+		if (strncmp(environ[i], "MYSQL_PWD=", 10) != 0 &&
+		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0)
 			env[n++] = environ[i];
+	snprintf(fencebuf, fencelen, "IDEMGATE_FENCE=%llu",
+	    (unsigned long long)fence);
+	env[n] = fencebuf;
 	return env;
 }
 
@@ -346,6 +362,7 @@ run_signals(void)
 struct keeper {
 	int	 fd;
 	pid_t	 pid;
+	int64_t	 pg;	/* COMMAND's group, once it runs */
 };
 
 static void
@@ -407,6 +424,10 @@ keeper_start(struct keeper *k)
 		return -1;
 	}
 	if (k->pid == 0) {
+		/* Out of our process group: a kill of the group we are in
+		 * (timeout -s KILL, a cron or service stop) leaves it to end
+		 * COMMAND's. */
+		setpgid(0, 0);
 		close(p[1]);
 		keeper_main(p[0]);
 	}
@@ -417,17 +438,42 @@ keeper_start(struct keeper *k)
 
 /* cgi_run.started: tells the keeper which group to end. */
 static void
+keeper_tell(struct keeper *k)
+{
+	unsigned char	 msg[1 + sizeof(int64_t)];
+
+	if (k->fd < 0 || k->pg <= 0)
+		return;
+	msg[0] = 'P';
+	memcpy(msg + 1, &k->pg, sizeof(k->pg));
+	(void)!write(k->fd, msg, sizeof(msg));
+}
+
+static void
 keeper_watch(pid_t pid, void *arg)
 {
 	struct keeper	*k = arg;
-	unsigned char	 msg[1 + sizeof(int64_t)];
-	int64_t		 pg = pid;
 
-	if (k->fd < 0)
+	k->pg = pid;
+	keeper_tell(k);
+}
+
+/* The keeper died (killed on its own): a new one takes its place, so
+ * COMMAND still cannot outlive us. */
+static void
+keeper_check(struct keeper *k)
+{
+	if (k == NULL || k->pid <= 0 || waitpid(k->pid, NULL, WNOHANG) !=
+	    k->pid)
 		return;
-	msg[0] = 'P';
-	memcpy(msg + 1, &pg, sizeof(pg));
-	(void)!write(k->fd, msg, sizeof(msg));
+	if (k->fd >= 0)
+		close(k->fd);
+	if (keeper_start(k) != 0) {
+		ctl_err("run: keeper died and none could be started (%s)",
+		    strerror(errno));
+		return;
+	}
+	keeper_tell(k);
 }
 
 /* COMMAND is reaped: the keeper may go. */
@@ -457,15 +503,17 @@ run_command(struct ctl *c, const struct run_args *a, const struct buf *in,
 	struct cgi_run		 r;
 	struct cgi_status	 st;
 	struct keeper		 k;
-	char			**env;
+	char			**env, fence[48];
 	enum idem_err		 er;
 
-	if ((env = run_env()) == NULL)
+	if ((env = run_env(cl->fence, fence, sizeof(fence))) == NULL)
 		return IDEM_ENOMEM;
+	k.pg = 0;
 	if (keeper_start(&k) != 0)
 		ctl_err("run: no keeper process (%s): COMMAND would outlive a "
 		    "killed run", strerror(errno));
-	lease_init(&o->l, c->st, cl, a->lease_ms, claimed_ms, "run");
+	o->k = &k;
+	lease_init(&o->l, c->st, cl, a->lease_ms, claimed_ms, 1, "run");
 	o->next_renew = claimed_ms + lease_tick_ms(a->lease_ms);
 	memset(&r, 0, sizeof(r));
 	memset(&st, 0, sizeof(st));
@@ -488,6 +536,7 @@ run_command(struct ctl *c, const struct run_args *a, const struct buf *in,
 	r.started_arg = &k;
 	er = cgi_exec(&r, &st);
 	keeper_done(&k);
+	o->k = NULL;
 	free(env);
 	if (er == IDEM_EHANDLER)
 		*status = RUN_CANNOT_START;
@@ -667,6 +716,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	id.owner = owner;
 	run_signals();
 	/* Store unreachable: COMMAND does not run (ctl_connect said why). */
+	c->quick = 1;
 	if (ctl_connect(c) != CTL_OK) {
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;

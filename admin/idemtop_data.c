@@ -14,9 +14,13 @@ struct src_mysql {
 static enum idem_err
 mysql_open(struct src_mysql *m)
 {
+	enum idem_err	 er;
+
 	if (m->st != NULL)
 		return IDEM_OK;
-	return store_new(m->cfg, &m->st);
+	if ((er = store_new(m->cfg, &m->st)) == IDEM_OK)
+		store_set_patient(m->st);
+	return er;
 }
 
 /* A failed statement may mean the server went away: start over next time. */

@@ -59,7 +59,7 @@ guard_plain(struct request *r)
 	enum idem_err	 er;
 
 	sink_init(&s, 0, 0, NULL, r->out);
-	er = handler_run(r, &s, NULL, NULL, 0);
+	er = handler_run(r, &s, NULL);
 	if (er != IDEM_OK) {
 		/* Once the head is out, only a broken transfer tells the
 		 * client that the rest is missing. */
@@ -191,7 +191,13 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er)
 
 	answer_init(&made, 4096, 4096);
 	made.status = problem_status(prob);
-	if (er == IDEM_ELEASE || cfg_releases(r->route, made.status)) {
+	if (er == IDEM_EBROKEN) {
+		/* An upstream that may have done the work: never run again. */
+		count(r, STAT_TOMBSTONED);
+		guard_record(r, c, REC_TOMBSTONE, &made);
+		reply_problem(r->out, prob, 0, 0, NULL);
+	} else if (er == IDEM_ELEASE || cfg_releases(r->route,
+	    made.status)) {
 		count(r, STAT_RELEASED);
 		guard_record(r, c, REC_RELEASE, NULL);
 		reply_problem(r->out, prob, er == IDEM_ELEASE ? STORE_RETRY_S :
@@ -210,21 +216,66 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er)
 	answer_free(&made);
 }
 
-/* We own the key: run the handler once, record the outcome, answer. */
+/* An owned upstream run passed the route's timeout: the client gets its
+ * 504 now; the run goes on and its answer is recorded for the retries. */
+struct overdue {
+	struct request	*r;
+	int64_t		 left_ms;	/* to the run's end, at most */
+};
+
+static void
+guard_overdue(void *arg)
+{
+	struct overdue	*o = arg;
+	struct request	*r = o->r;
+
+	log_warn("%s: no answer after %lld ms; the client gets 504, the "
+	    "upstream run goes on and its answer will be kept", r->tag,
+	    (long long)r->route->timeout_ms);
+	reply_problem(r->out, PROB_HANDLER_TIMEOUT,
+	    lease_retry_after(o->left_ms), 0, NULL);
+	reply_finish(r->out);
+}
+
+/*
+ * We own the key: run the handler once, record the outcome, answer.  An
+ * upstream run is read to its end (END_REQUEST) or to the run deadline
+ * the claim recorded, whatever the client's timeout: it cannot be stopped,
+ * so its key is never free while it may still run.  Without run_limit it
+ * is read until the key's ttl.
+ */
 static void
 guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 {
 	const struct route	*rt = r->route;
 	struct lease		 l;
 	struct sink		 s;
+	struct run_hooks	 h;
+	struct overdue		 od;
 	char			 created[GUARD_EXTRA_MAX];
+	int64_t			 run_ms = cfg_run_ms(rt);
 	enum idem_err		 er;
 
 	/* Only a streamed answer's head goes out before it is recorded. */
 	guard_created(r, created, sizeof(created));
-	lease_init(&l, r->ctx->st, c, rt->lease_ms, claimed_ms, r->tag);
+	lease_init(&l, r->ctx->st, c, rt->lease_ms, claimed_ms,
+	    rt->handler != HANDLER_FASTCGI, r->tag);
 	sink_init(&s, 1, rt->max_response, created, r->out);
-	er = handler_run(r, &s, lease_tick, &l, lease_tick_ms(rt->lease_ms));
+	memset(&h, 0, sizeof(h));
+	h.tick = lease_tick;
+	h.tick_arg = &l;
+	h.tick_ms = lease_tick_ms(rt->lease_ms);
+	h.fence = c->fence;
+	od.r = r;
+	od.left_ms = (run_ms < 0 ? rt->ttl_ms : run_ms) -
+	    (clock_now_ms() - claimed_ms);
+	if (od.left_ms < 1)
+		od.left_ms = 1;
+	h.overdue = guard_overdue;
+	h.overdue_arg = &od;
+	h.run_limit_ms = od.left_ms;
+	od.left_ms -= rt->timeout_ms;
+	er = handler_run(r, &s, &h);
 	if (s.streaming)
 		guard_streamed(r, c, &s, er);
 	else if (er == IDEM_OK)
@@ -402,6 +453,7 @@ guard_identify(struct guarded *g)
 	g->id.owner = r->ctx->owner;
 	g->id.ttl_ms = rt->ttl_ms;
 	g->id.lease_ms = rt->lease_ms;
+	g->id.run_ms = cfg_run_ms(rt);
 	return 0;
 }
 

@@ -146,8 +146,7 @@ sink_feed(void *arg, const void *p, size_t n)
 struct run_ctx {
 	struct request		*r;
 	struct sink		*s;
-	int64_t			(*tick)(void *);
-	void			*tick_arg;
+	const struct run_hooks	*h;		/* NULL: unprotected */
 
 	const char		*program;	/* CGI: what runs; else NULL */
 	char			**env;
@@ -163,6 +162,7 @@ struct run_ctx {
  */
 struct backend {
 	const char	*env_what;	/* what a failed cgi_env_build() missed */
+	int		 outlives;	/* its run goes on when we stop reading */
 	/* Runs rc's handler.  Its failures are logged there, where they
 	 * happen (the sink's, in sink_feed). */
 	enum idem_err	(*exec)(struct run_ctx *rc);
@@ -191,15 +191,25 @@ run_tick(void *arg)
 {
 	struct run_ctx	*rc = arg;
 
-	return rc->tick(rc->tick_arg);
+	return rc->h->tick(rc->h->tick_arg);
 }
 
-/* The exchange both kinds of handler share: body in, answer out. */
 static void
-exchange_fill(struct run_ctx *rc, int64_t tick_ms)
+run_overdue(void *arg)
+{
+	struct run_ctx	*rc = arg;
+
+	rc->h->overdue(rc->h->overdue_arg);
+}
+
+/* The exchange both kinds of handler share: body in, answer out; the
+ * owner's hooks (overdue only where be_outlives: an upstream). */
+static void
+exchange_fill(struct run_ctx *rc, int outlives)
 {
 	struct cgi_exchange	*ex = &rc->ex;
 	const struct request	*r = rc->r;
+	const struct run_hooks	*h = rc->h;
 
 	ex->body = r->body.p;
 	ex->bodylen = r->body.len;
@@ -207,9 +217,15 @@ exchange_fill(struct run_ctx *rc, int64_t tick_ms)
 	ex->tag = r->tag;
 	ex->out = run_out;
 	ex->complete = run_complete;
-	ex->tick = rc->tick != NULL ? run_tick : NULL;
-	ex->tick_ms = tick_ms;
 	ex->arg = rc;
+	if (h == NULL)
+		return;
+	ex->tick = h->tick != NULL ? run_tick : NULL;
+	ex->tick_ms = h->tick_ms;
+	if (outlives && h->overdue != NULL) {
+		ex->overdue = run_overdue;
+		ex->run_limit_ms = h->run_limit_ms;
+	}
 }
 
 static enum idem_err
@@ -263,11 +279,11 @@ backend_fcgi_verdict(const struct run_ctx *rc)
 }
 
 static const struct backend backend_cgi = {
-	"CGI environment", backend_cgi_exec, backend_cgi_verdict
+	"CGI environment", 0, backend_cgi_exec, backend_cgi_verdict
 };
 
 static const struct backend backend_fcgi = {
-	"FastCGI params", backend_fcgi_exec, backend_fcgi_verdict
+	"FastCGI params", 1, backend_fcgi_exec, backend_fcgi_verdict
 };
 
 /*
@@ -276,25 +292,26 @@ static const struct backend backend_fcgi = {
  * ended to what handler_run() returns.
  */
 static enum idem_err
-run_backend(const struct backend *be, struct run_ctx *rc, int64_t tick_ms)
+run_backend(const struct backend *be, struct run_ctx *rc)
 {
 	struct request	*r = rc->r;
 	enum idem_err	 er;
 
 	er = cgi_env_build(r->params, rc->program, r->body.len,
-	    !r->had_length && r->body.len > 0, &rc->env);
+	    !r->had_length && r->body.len > 0, rc->h != NULL ? rc->h->fence :
+	    0, &rc->env);
 	if (er != IDEM_OK) {
 		log_err("%s: cannot build %s: %s", r->tag, be->env_what,
 		    idem_strerror(er));
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
 	}
-	exchange_fill(rc, tick_ms);
+	exchange_fill(rc, be->outlives);
 	er = be->exec(rc);
 	cgi_env_free(rc->env);
 	rc->env = NULL;
 	/* Each failure was logged where it happened (the runner, the
 	 * sink); the guard says why a lease was lost. */
-	if (er == IDEM_ETIMEOUT || er == IDEM_ELEASE)
+	if (er == IDEM_ETIMEOUT || er == IDEM_ELEASE || er == IDEM_EBROKEN)
 		return er;
 	if (er != IDEM_OK)
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
@@ -302,8 +319,7 @@ run_backend(const struct backend *be, struct run_ctx *rc, int64_t tick_ms)
 }
 
 enum idem_err
-handler_run(struct request *r, struct sink *s, int64_t (*tick)(void *),
-    void *tick_arg, int64_t tick_ms)
+handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 {
 	struct run_ctx	 rc;
 	enum idem_err	 er;
@@ -312,12 +328,11 @@ handler_run(struct request *r, struct sink *s, int64_t (*tick)(void *),
 	rc.r = r;
 	rc.s = s;
 	s->tag = r->tag;
-	rc.tick = tick;
-	rc.tick_arg = tick_arg;
+	rc.h = h;
 	switch (r->route->handler) {
 	case HANDLER_CGI:
 		rc.program = r->route->program;
-		er = run_backend(&backend_cgi, &rc, tick_ms);
+		er = run_backend(&backend_cgi, &rc);
 		break;
 	case HANDLER_SCRIPT:
 		/* route_pick() resolved it, under this route's script_root. */
@@ -325,10 +340,10 @@ handler_run(struct request *r, struct sink *s, int64_t (*tick)(void *),
 			return r->script_err != IDEM_OK ? r->script_err :
 			    IDEM_ENOTFOUND;
 		rc.program = r->script;
-		er = run_backend(&backend_cgi, &rc, tick_ms);
+		er = run_backend(&backend_cgi, &rc);
 		break;
 	case HANDLER_FASTCGI:
-		er = run_backend(&backend_fcgi, &rc, tick_ms);
+		er = run_backend(&backend_fcgi, &rc);
 		break;
 	default:
 		log_err("%s: route %s has no handler", r->tag,

@@ -51,15 +51,35 @@ enum idem_err sink_feed(void *arg, const void *p, size_t n);
  * answer is whole even if the handler goes on). */
 int sink_complete(void *arg);
 
+/* What the owner of a claimed key adds to a run (fcgi/guard.c). */
+struct run_hooks {
+	/* Called every tick_ms (lease renewal; see cgi_exchange.tick). */
+	int64_t		(*tick)(void *);
+	void		 *tick_arg;
+	int64_t		  tick_ms;
+	uint64_t	  fence;	/* IDEMGATE_FENCE; 0: none */
+	/*
+	 * An upstream's run outlives the client's wait: at the route's
+	 * timeout, overdue(overdue_arg) answers the client, and the run goes
+	 * on until END_REQUEST or run_limit_ms from its start (see
+	 * cgi_exchange.overdue).  Not used for CGI programs.
+	 */
+	void		(*overdue)(void *);
+	void		 *overdue_arg;
+	int64_t		  run_limit_ms;
+};
+
 /*
- * Runs r's route handler with r's body and params, output into s, tick
- * every tick_ms (0: none).  Returns IDEM_OK when s holds (or streamed) a
- * complete answer with a valid head, else the error to answer with (see
- * problem_from_err): IDEM_ENOTFOUND / IDEM_EFORBIDDEN (script lookup),
- * IDEM_ETIMEOUT, IDEM_EHANDLER (bad output, crash, cannot start, upstream
- * down), IDEM_ENOMEM.  Logs what went wrong.
+ * Runs r's route handler with r's body and params, output into s, with
+ * the owner's hooks h (NULL: an unprotected run).  Returns IDEM_OK when s
+ * holds (or streamed) a complete answer with a valid head, else the error
+ * to answer with (see problem_from_err): IDEM_ENOTFOUND / IDEM_EFORBIDDEN
+ * (script lookup), IDEM_ETIMEOUT, IDEM_EHANDLER (bad output, crash,
+ * cannot start, upstream down or refusing), IDEM_EBROKEN (an upstream
+ * that may have run broke off without END_REQUEST, or ran past
+ * run_limit), IDEM_ELEASE, IDEM_ENOMEM.  Logs what went wrong.
  */
 enum idem_err handler_run(struct request *r, struct sink *s,
-    int64_t (*tick)(void *), void *tick_arg, int64_t tick_ms);
+    const struct run_hooks *h);
 
 #endif

@@ -78,6 +78,7 @@ main(int argc, char *argv[])
 			cfg_free(cfg);
 			return 1;
 		}
+		(void)cfg_warnings(cfg, stderr);
 		cfg_free(cfg);
 		printf("syntax ok\n");
 		return 0;

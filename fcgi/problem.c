@@ -65,6 +65,10 @@ static const struct {
 	[PROB_GATEWAY_TIMEOUT] = { 504, "gateway-timeout",
 	    "Gateway timeout",
 	    "The application did not answer in time." },
+	[PROB_HANDLER_TIMEOUT] = { 504, "handler-timeout",
+	    "Handler timeout",
+	    "The application did not answer in time and is still running; "
+	    "retry with the same key to get its answer." },
 };
 
 static const char *problem_base;

@@ -25,6 +25,7 @@ enum problem {
 	PROB_BAD_GATEWAY,	/* 502 */
 	PROB_STORE_UNAVAILABLE,	/* 503 + Retry-After */
 	PROB_GATEWAY_TIMEOUT,	/* 504 */
+	PROB_HANDLER_TIMEOUT,	/* 504 + Retry-After: an upstream still runs */
 	PROB__MAX
 };
 

@@ -7,13 +7,23 @@
 void
 reply_bytes(struct reply *o, const void *p, size_t n)
 {
-	if (o->failed || n == 0)
+	if (o->failed || o->finished || n == 0)
 		return;
 	if (o->write(o->arg, p, n) != 0) {
 		o->failed = 1;
 		return;
 	}
 	o->sent += n;
+}
+
+void
+reply_finish(struct reply *o)
+{
+	if (o->failed || o->finished)
+		return;
+	if (o->end != NULL && o->end(o->arg) != 0)
+		o->failed = 1;
+	o->finished = 1;
 }
 
 void

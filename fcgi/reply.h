@@ -20,6 +20,10 @@ struct reply {
 	void	 *arg;
 	int	  failed;
 	size_t	  sent;		/* bytes accepted by write */
+	/* Ends the exchange properly now (NULL: nothing to do); see
+	 * reply_finish. */
+	int	(*end)(void *arg);
+	int	  finished;	/* the exchange is over: writes are dropped */
 };
 
 /*
@@ -28,6 +32,14 @@ struct reply {
  * calls write nothing.
  */
 void reply_abort(struct reply *o);
+
+/*
+ * Ends the client's exchange with what was written so far, whole (a
+ * gateway answer given before the run is over: the owner goes on reading
+ * the handler and recording its answer).  Later reply_* calls write
+ * nothing.
+ */
+void reply_finish(struct reply *o);
 
 /* Writes n bytes unless the client already went away. */
 void reply_bytes(struct reply *o, const void *p, size_t n);

@@ -204,6 +204,18 @@ fout_end(struct fout *o)
 	return fout_send(o, o->recs.p, o->recs.len);
 }
 
+/* reply.end: the answer ends here; the connection is not kept, since
+ * this thread stays busy with the run. */
+static int
+fout_finish(void *arg)
+{
+	struct fout	*o = arg;
+	int		 rc = fout_end(o);
+
+	shutdown(o->fd, SHUT_RDWR);
+	return rc;
+}
+
 /*
  * Breaks the connection off with no END_REQUEST: the web server sees its
  * backend fail mid-answer and breaks off the client's transfer.
@@ -342,7 +354,8 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	o->timeout_ms = ctx->cfg->client_timeout_ms > 0 ?
 	    ctx->cfg->client_timeout_ms : 30000;
 	buf_init(&o->recs, 2 * FOUT_CHUNK);
-	out = (struct reply){ fout_write, fout_abort, o, 0, 0 };
+	out = (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
+	    0 };
 	memset(&r, 0, sizeof(r));
 	r.ctx = ctx;
 	r.out = &out;
@@ -353,7 +366,7 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	}
 	if ((rv = request_admit(ctx, &r, envp, j)) == 0)
 		guard_serve(&r);
-	if (rv >= 0 && !out.failed && fout_end(o) == 0)
+	if (rv >= 0 && !out.failed && !out.finished && fout_end(o) == 0)
 		whole = 1;
 done:
 	buf_free(&r.body);

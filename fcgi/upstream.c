@@ -349,9 +349,11 @@ up_rd_header(const struct upstream_req *r, struct up_rd *rd)
 	const unsigned char *h = rd->hdr;
 	int	 id = (h[2] << 8) | h[3];
 
+	/* Past here the app may have run: a broken exchange is
+	 * IDEM_EBROKEN, never "nothing happened". */
 	if (h[0] != FCGI_VERSION_1) {
 		log_err("%s: bad FastCGI version %d", up_tag(r), h[0]);
-		return IDEM_EHANDLER;
+		return IDEM_EBROKEN;
 	}
 	rd->type = h[1];
 	rd->content_left = ((size_t)h[4] << 8) | h[5];
@@ -364,11 +366,11 @@ up_rd_header(const struct upstream_req *r, struct up_rd *rd)
 	case FCGI_END_REQUEST:
 		if (id != UP_REQ_ID) {
 			log_err("%s: record for request %d", up_tag(r), id);
-			return IDEM_EHANDLER;
+			return IDEM_EBROKEN;
 		}
 		if (rd->type == FCGI_END_REQUEST && rd->content_left < 8) {
 			log_err("%s: short END_REQUEST", up_tag(r));
-			return IDEM_EHANDLER;
+			return IDEM_EBROKEN;
 		}
 		break;
 	case FCGI_BEGIN_REQUEST:
@@ -379,7 +381,7 @@ up_rd_header(const struct upstream_req *r, struct up_rd *rd)
 	case FCGI_GET_VALUES:
 		/* Only a web server sends these. */
 		log_err("%s: unexpected record type %d", up_tag(r), rd->type);
-		return IDEM_EHANDLER;
+		return IDEM_EBROKEN;
 	default:
 		/* GET_VALUES_RESULT, UNKNOWN_TYPE or a future type:
 		 * nothing we asked for, so it is skipped. */
@@ -649,7 +651,7 @@ up_io_recv(struct up_io *io)
 		log_err("%s: %s closed the connection before END_REQUEST%s%s",
 		    up_tag(r), r->addr, k == -1 ? ": " : "",
 		    k == -1 ? strerror(errno) : "");
-		return IDEM_EHANDLER;
+		return IDEM_EBROKEN;
 	}
 	return up_rd_feed(r, io->rd, io->rbuf, (size_t)k);
 }
@@ -673,6 +675,10 @@ up_io_round(struct up_io *io)
 		if (er == IDEM_ETIMEOUT)
 			log_err("%s: %s timed out after %lld ms", up_tag(r),
 			    r->addr, (long long)r->ex.timeout_ms);
+		else if (er == IDEM_EBROKEN)
+			log_err("%s: %s still running at its run limit (%lld "
+			    "ms); its answer is given up", up_tag(r), r->addr,
+			    (long long)r->ex.run_limit_ms);
 		return er;
 	}
 	pfd.fd = io->fd;

@@ -19,15 +19,19 @@ struct upstream_req {
 /*
  * Sends one FCGI_RESPONDER request (BEGIN_REQUEST, PARAMS, STDIN) on a new
  * connection and reads STDOUT/STDERR until END_REQUEST, with poll so a
- * large body and a large answer cannot deadlock.  IDEM_EHANDLER if the app
- * cannot be reached or breaks the protocol (502), IDEM_ETIMEOUT past
- * timeout_ms (504; logged here, the one line a timeout gets), IDEM_OK
- * when END_REQUEST arrived.  OUT: app_status (the END_REQUEST appStatus).  A failed or timed-out connect is
- * IDEM_EHANDLER (with timeout_ms 0, connect waits at most 10 s).  An out()
- * error is returned as is; params encoding past 4 MiB gives IDEM_ETOOBIG.
- * HTTP_PROXY is never forwarded (httpoxy); with a body and no (or an
- * empty) CONTENT_LENGTH, CONTENT_LENGTH=bodylen is sent.  STDERR is logged
- * line by line under tag, at most 64 KiB per request.
+ * large body and a large answer cannot deadlock.  IDEM_OK when
+ * END_REQUEST arrived.  IDEM_EHANDLER when the app surely did not run the
+ * request: it cannot be reached (a failed or timed-out connect; with
+ * timeout_ms 0, connect waits at most 10 s) or refused it (END_REQUEST
+ * with a protocolStatus other than REQUEST_COMPLETE).  IDEM_EBROKEN when
+ * it may have: it closed the connection without END_REQUEST or broke the
+ * protocol, or it still ran at ex.run_limit_ms (with ex.overdue).
+ * IDEM_ETIMEOUT past timeout_ms without ex.overdue (504; logged here, the
+ * one line a timeout gets).  OUT: app_status (the END_REQUEST appStatus).
+ * An out() error is returned as is; params encoding past 4 MiB gives
+ * IDEM_ETOOBIG.  HTTP_PROXY is never forwarded (httpoxy); with a body and
+ * no (or an empty) CONTENT_LENGTH, CONTENT_LENGTH=bodylen is sent.  STDERR
+ * is logged line by line under tag, at most 64 KiB per request.
  */
 enum idem_err upstream_exec(const struct upstream_req *r, int *app_status);
 

@@ -3,6 +3,7 @@
 #define IDEM_CFG_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -53,6 +54,8 @@ struct route {
 	char			*script_root;	/* HANDLER_SCRIPT: realpath'd */
 	char			*upstream;	/* HANDLER_FASTCGI: "unix:/p" or "tcp:h:p" */
 	int64_t			 timeout_ms;	/* handler timeout, default 30s */
+	int64_t			 run_limit_ms;	/* HANDLER_FASTCGI: the upstream's
+						 * own hard limit; 0 unset */
 
 	int			 idempotency;	/* 1 on (default), 0 off */
 	char			*key_header;	/* default "Idempotency-Key" */
@@ -182,6 +185,30 @@ int cfg_protects(const struct route *r, const char *method);
 /* 1 if an answer with this status frees the key (release_statuses, less
  * 5xx under store_5xx = yes): delivered, never replayed. */
 int cfg_releases(const struct route *r, int status);
+
+/* What a CGI run is given past its timeout to be gone: SIGTERM, SIGKILL
+ * 200 ms later, and the reaping. */
+#define CFG_KILL_GRACE_MS	1000
+
+/*
+ * How long after its claim a run of route r can still be executing (its
+ * run deadline): timeout + CFG_KILL_GRACE_MS for a CGI program (idemgate
+ * kills it), run_limit for an upstream, -1 for an upstream without
+ * run_limit (no bound known: its keys are never taken over).
+ */
+int64_t cfg_run_ms(const struct route *r);
+
+/* How long before its lease ends an owner that could not renew stops a
+ * handler it can stop: a fifth of the lease, within 300 ms .. 5 s, at
+ * most half.  Every store call's deadline is shorter (lib/store.h). */
+int64_t cfg_lease_margin_ms(int64_t lease_ms);
+
+/*
+ * Writes one "FILE:LINE:COL: warning: ..." line to f for each setting
+ * that is valid but weakens the guarantee (a protected fastcgi: route
+ * without run_limit).  Returns the count.
+ */
+int cfg_warnings(const struct cfg *c, FILE *f);
 
 /* 1 if key (len bytes, already through key_parse) has the route's
  * key_format. */

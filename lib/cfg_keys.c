@@ -624,6 +624,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	    "exact canonical", "fingerprint", " (exact or canonical)"),
 	[K_NEW_KEYS_PER_MINUTE] = OWN("new_keys_per_minute", RI,
 	    cfg_set_new_keys, ROUTE(new_keys_per_minute)),
+	[K_RUN_LIMIT] = DUR("run_limit", RI, ROUTE(run_limit_ms), POSITIVE),
 
 	/* [route] only */
 	[K_HANDLER] = OWN("handler", SECT_ROUTE, set_handler, 0),

@@ -36,6 +36,51 @@ next_item(const char **v, size_t *n)
 	return *n > 0 ? p : NULL;
 }
 
+int64_t
+cfg_run_ms(const struct route *r)
+{
+	if (r->handler != HANDLER_FASTCGI)
+		return r->timeout_ms + CFG_KILL_GRACE_MS;
+	return r->run_limit_ms > 0 ? r->run_limit_ms : -1;
+}
+
+int64_t
+cfg_lease_margin_ms(int64_t lease_ms)
+{
+	int64_t	 m = lease_ms / 5;
+
+	if (m < 300)
+		m = 300;
+	if (m > 5000)
+		m = 5000;
+	if (m > lease_ms / 2)
+		m = lease_ms / 2;
+	return m;
+}
+
+int
+cfg_warnings(const struct cfg *c, FILE *f)
+{
+	const struct route	*r;
+	size_t			 i;
+	int			 n = 0;
+
+	for (i = 0; i < c->nroutes; i++) {
+		r = &c->routes[i];
+		if (r->handler != HANDLER_FASTCGI || !r->idempotency ||
+		    r->run_limit_ms > 0)
+			continue;
+		fprintf(f, "%s:%d:%d: warning: route %s: fastcgi: upstream "
+		    "without run_limit: its runs count as unbounded and its "
+		    "keys are never taken over; set run_limit to the "
+		    "application's hard limit (PHP-FPM: "
+		    "request_terminate_timeout)\n", c->path, r->handler_line,
+		    r->handler_col, r->prefix);
+		n++;
+	}
+	return n;
+}
+
 int
 cfg_releases(const struct route *r, int status)
 {

@@ -416,6 +416,8 @@ void
 cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
     int64_t now)
 {
+	c->start = now;
+	c->overdue = 0;
 	c->deadline = ex->timeout_ms > 0 ? now + ex->timeout_ms : -1;
 	c->next_tick = ex->tick != NULL && ex->tick_ms > 0 ?
 	    now + ex->tick_ms : -1;
@@ -427,8 +429,18 @@ cgi_clock_check(struct cgi_clock *c, const struct cgi_exchange *ex,
 {
 	int64_t	 next;
 
-	if (c->deadline >= 0 && now >= c->deadline)
-		return IDEM_ETIMEOUT;
+	if (c->deadline >= 0 && now >= c->deadline) {
+		if (ex->overdue == NULL)
+			return IDEM_ETIMEOUT;
+		if (c->overdue)
+			return IDEM_EBROKEN;
+		c->overdue = 1;
+		ex->overdue(ex->arg);
+		c->deadline = ex->run_limit_ms > 0 ? c->start +
+		    ex->run_limit_ms : -1;
+		if (c->deadline >= 0 && now >= c->deadline)
+			return IDEM_EBROKEN;
+	}
 	if (c->next_tick >= 0 && now >= c->next_tick) {
 		if ((next = ex->tick(ex->arg)) < 0)
 			return IDEM_ELEASE;

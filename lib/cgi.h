@@ -52,6 +52,16 @@ struct cgi_exchange {
 	int64_t		(*tick)(void *arg);
 	int64_t		  tick_ms;
 	void		 *arg;
+
+	/*
+	 * If set (a run idemgate cannot stop: an upstream), reaching
+	 * timeout_ms is not the run's end: overdue(arg) is called once (the
+	 * client gets its answer) and the run goes on until it ends by
+	 * itself or run_limit_ms from the start passes (0: no limit), which
+	 * returns IDEM_EBROKEN.
+	 */
+	void		(*overdue)(void *arg);
+	int64_t		  run_limit_ms;
 };
 
 /*
@@ -59,16 +69,19 @@ struct cgi_exchange {
  * kinds keep time the same way.
  */
 struct cgi_clock {
+	int64_t	 start;
 	int64_t	 deadline;	/* -1: none */
 	int64_t	 next_tick;	/* -1: none */
+	int	 overdue;	/* past timeout_ms, ex->overdue called */
 };
 
 /* Starts c at now (ms, clock_now_ms()) for ex's timeout and tick. */
 void cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
     int64_t now);
 
-/* IDEM_ETIMEOUT past the deadline; calls ex->tick when it is due and
- * IDEM_ELEASE if it says stop; else IDEM_OK. */
+/* IDEM_ETIMEOUT past the deadline (with ex->overdue: calls it at
+ * timeout_ms, then IDEM_EBROKEN past run_limit_ms); calls ex->tick when
+ * it is due and IDEM_ELEASE if it says stop; else IDEM_OK. */
 enum idem_err cgi_clock_check(struct cgi_clock *c,
     const struct cgi_exchange *ex, int64_t now);
 

@@ -97,6 +97,7 @@ cgi_env_take(char **env, size_t *n, char *const *params, size_t np,
 		    !cgi_env_name_ok(e, (size_t)(eq - e)))
 			continue;
 		if (cgi_env_is(e, "GATEWAY_INTERFACE") ||
+		    cgi_env_is(e, "IDEMGATE_FENCE") ||
 		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
 			continue;
 		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown". */
@@ -132,7 +133,7 @@ cgi_env_script(char **env, size_t *n, const char *script)
 
 enum idem_err
 cgi_env_build(char *const *params, const char *script, size_t bodylen,
-    int had_body, char ***out)
+    int had_body, uint64_t fence, char ***out)
 {
 	char		**env;
 	char		  tmp[64];
@@ -161,6 +162,12 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 	}
 	if (script != NULL && (er = cgi_env_script(env, &n, script)) != IDEM_OK)
 		goto fail;
+	if (fence != 0) {
+		snprintf(tmp, sizeof(tmp), "IDEMGATE_FENCE=%llu",
+		    (unsigned long long)fence);
+		if ((er = cgi_env_put(env, &n, tmp, 14)) != IDEM_OK)
+			goto fail;
+	}
 	*out = env;
 	return IDEM_OK;
 fail:

@@ -3,6 +3,7 @@
 #define IDEM_CGI_ENV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -15,11 +16,13 @@
  * Set or replaced: GATEWAY_INTERFACE=CGI/1.1, PATH (a fixed safe default
  * unless params carry one), SCRIPT_FILENAME=script (if not NULL),
  * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
- * CONTENT_LENGTH (chunked transfer).  *out (copied, NULL-terminated) is
- * freed with cgi_env_free().  Set only on success.
+ * CONTENT_LENGTH (chunked transfer).  IDEMGATE_FENCE from params is
+ * always dropped; fence, when not 0, is set as IDEMGATE_FENCE (the run of
+ * a claimed key: lib/store.h).  *out (copied, NULL-terminated) is freed
+ * with cgi_env_free().  Set only on success.
  */
 enum idem_err cgi_env_build(char *const *params, const char *script,
-    size_t bodylen, int had_body, char ***out);
+    size_t bodylen, int had_body, uint64_t fence, char ***out);
 void cgi_env_free(char **env);
 
 #endif

@@ -18,6 +18,7 @@ static const char *const texts[IDEM_ERR__MAX] = {
 	[IDEM_ESCHEMA] = "database schema not current",
 	[IDEM_EAGAIN] = "incomplete input",
 	[IDEM_ELEASE] = "lease lost",
+	[IDEM_EBROKEN] = "run ended without a whole answer",
 };
 
 const char *

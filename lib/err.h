@@ -19,6 +19,9 @@ enum idem_err {
 	IDEM_ESCHEMA,	/* database schema missing or older than this build */
 	IDEM_EAGAIN,	/* incomplete input: feed more bytes */
 	IDEM_ELEASE,	/* the key's lease could not be kept: handler stopped */
+	IDEM_EBROKEN,	/* a run we could not stop ended without a whole answer
+			 * (upstream broke off, or ran past run_limit): its
+			 * work may have happened */
 	IDEM_ERR__MAX
 };
 

@@ -23,6 +23,9 @@ struct idem_id {
 	const char	*owner;		/* "host:pid" of this gateway */
 	int64_t		 ttl_ms;
 	int64_t		 lease_ms;
+	/* How long a run of this key can go on after its claim, at most
+	 * (the run deadline); -1: no bound is known (never taken over). */
+	int64_t		 run_ms;
 };
 
 /* Names id's lock (fp_lockname) once scope, key and keylen are set. */

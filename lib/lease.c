@@ -1,17 +1,19 @@
 /* Keeping the lease of an owned key while its handler or job runs. */
+#include "cfg.h"
 #include "clock.h"
 #include "lease.h"
 #include "log.h"
 
 void
 lease_init(struct lease *l, struct store *st, const struct claim *c,
-    int64_t lease_ms, int64_t claimed_ms, const char *tag)
+    int64_t lease_ms, int64_t claimed_ms, int stoppable, const char *tag)
 {
 	l->st = st;
 	l->c = c;
 	l->lease_ms = lease_ms;
 	l->ok_until = claimed_ms + lease_ms;
-	l->margin = lease_stop_margin(lease_ms);
+	l->margin = cfg_lease_margin_ms(lease_ms);
+	l->stoppable = stoppable;
 	l->tag = tag;
 }
 
@@ -21,20 +23,6 @@ lease_tick_ms(int64_t lease_ms)
 	int64_t	 t = lease_ms / 3;
 
 	return t < 100 ? 100 : t;
-}
-
-int64_t
-lease_stop_margin(int64_t lease_ms)
-{
-	int64_t	 m = lease_ms / 5;
-
-	if (m < 300)
-		m = 300;
-	if (m > 5000)
-		m = 5000;
-	if (m > lease_ms / 2)
-		m = lease_ms / 2;
-	return m;
 }
 
 int
@@ -49,14 +37,32 @@ lease_retry_after(int64_t lease_left_ms)
 	return (int)s;
 }
 
+/* The stop point passed without a renewal: a stoppable run ends now. */
+static int64_t
+lease_lost(struct lease *l)
+{
+	log_err("%s: lease not renewed in time (%s); stopping the handler "
+	    "before it ends", l->tag, store_last_error(l->st));
+	return -1;
+}
+
 int64_t
 lease_tick(void *arg)
 {
 	struct lease	*l = arg;
-	int64_t		 t0, left;
+	int64_t		 t0 = clock_now_ms(), left, budget;
 	enum idem_err	 er;
 
-	t0 = clock_now_ms();
+	left = l->ok_until - l->margin - t0;
+	if (l->stoppable && left <= 0)
+		return lease_lost(l);
+	/* A stoppable run's renewal must answer before the stop point.  No
+	 * renewal holds the run's I/O up longer than a reconnect and a
+	 * statement take. */
+	budget = STORE_CONNECT_MS + STORE_CALL_MAX_MS;
+	if (l->stoppable && left < budget)
+		budget = left;
+	store_deadline(l->st, budget);
 	er = store_renew(l->st, l->c, l->lease_ms);
 	if (er == IDEM_OK) {
 		/* The server's lease starts after t0: ours is shorter. */
@@ -69,11 +75,13 @@ lease_tick(void *arg)
 		return -1;
 	}
 	left = l->ok_until - l->margin - clock_now_ms();
-	if (left <= 0) {
-		log_err("%s: lease not renewed in time (%s); stopping the "
-		    "handler before it ends", l->tag,
+	if (l->stoppable && left <= 0)
+		return lease_lost(l);
+	if (!l->stoppable) {
+		log_warn("%s: lease renewal failed: %s; the upstream run goes "
+		    "on and its key stays in progress", l->tag,
 		    store_last_error(l->st));
-		return -1;
+		return LEASE_UPSTREAM_RETRY_MS;
 	}
 	log_warn("%s: lease renewal failed: %s; %lld ms left", l->tag,
 	    store_last_error(l->st), (long long)left);

@@ -17,32 +17,43 @@ struct lease {
 	int64_t			 lease_ms;
 	int64_t			 ok_until;	/* CLOCK_MONOTONIC ms */
 	int64_t			 margin;	/* stop this much before */
+	int			 stoppable;	/* 1: a child of ours (CGI, job) */
 	const char		*tag;		/* for log lines */
 };
 
 /* While renewals fail, try again this often. */
 #define LEASE_RETRY_MS	250
+/* The same for an upstream run, which nothing stops. */
+#define LEASE_UPSTREAM_RETRY_MS	1000
 
-/* Starts keeping c, claimed at claimed_ms (CLOCK_MONOTONIC, taken before
- * the claim's statement: the server's lease ends after ours). */
+/*
+ * Starts keeping c, claimed at claimed_ms (CLOCK_MONOTONIC, taken before
+ * the claim's statement: the server's lease ends after ours).  stoppable:
+ * the run is a child of ours that lease_tick may have stopped (a CGI
+ * program, a job); 0 for an upstream run, which goes on whatever we do.
+ */
 void lease_init(struct lease *l, struct store *st, const struct claim *c,
-    int64_t lease_ms, int64_t claimed_ms, const char *tag);
+    int64_t lease_ms, int64_t claimed_ms, int stoppable, const char *tag);
 
 /*
  * Renews the lease (signature of cgi_exchange.tick).  Returns the ms
  * until the next call: lease_tick_ms after a renewal; while renewals fail,
- * LEASE_RETRY_MS or what is left.  Returns -1 (stop the handler now) when
- * the lease is about to end without a renewal, or the row is no longer
- * ours, so a takeover never runs beside the handler.
+ * LEASE_RETRY_MS or what is left.
+ *
+ * What it decides, it decides by this process's monotonic clock from the
+ * last renewal the store acknowledged, never by a call that may block: a
+ * renewal is given only the time left before the stop point (ok_until -
+ * margin; store_deadline), and a reconnect that could outlast it is not
+ * begun.  A stoppable run gets -1 (stop it now) at the stop point, so it
+ * is gone (SIGTERM, SIGKILL CGI_STOP_GRACE_MS later) before the lease
+ * ends; an upstream run is never stopped for that (it could not be): its
+ * key stays in progress until its run deadline (lib/store.h).  Either
+ * gets -1 when the row is no longer ours (forgotten, taken over).
  */
 int64_t lease_tick(void *lease);
 
 /* Period of lease renewals: lease / 3, at least 100 ms. */
 int64_t lease_tick_ms(int64_t lease_ms);
-
-/* How long before its lease ends an owner that could not renew stops its
- * handler: a fifth of the lease, within 300 ms .. 5 s, at most half. */
-int64_t lease_stop_margin(int64_t lease_ms);
 
 /* Retry-After seconds for a key in progress: the lease left rounded up,
  * at least 1, at most a day. */

@@ -149,6 +149,17 @@ ms_to_us(int64_t ms)
 	return ms * 1000;
 }
 
+/* The run deadline's offset from the claim: run_us, or SQL NULL (no
+ * bound: the run is never judged over) when id->run_ms is negative. */
+static void
+run_bind(MYSQL_BIND *b, const struct idem_id *id, int64_t *run_us)
+{
+	if (id->run_ms < 0)
+		store_bind_in(b, MYSQL_TYPE_NULL, NULL, 0);
+	else
+		store_bind_i64(b, run_us);
+}
+
 /* Unix second before which no lapsed lease may be taken over: a lease
  * after the server started (0 when its start is unknown). */
 static int64_t
@@ -159,6 +170,8 @@ takeover_floor(const struct store *st, int64_t lease_ms)
 		return 0;
 	return st->boot_s + (lease_ms < 0 ? 0 : lease_ms + 999) / 1000;
 }
+
+#define READ_COLS	13
 
 /* What STMT_READ saw, bound straight to its columns; the stored answer
  * goes to the claim. */
@@ -173,8 +186,9 @@ struct row {
 	int64_t		 lease_left_us;
 	int64_t		 kept;		/* 1: we still hold the named lock */
 	int64_t		 expires_left_us;	/* ttl left (<= 0: passed) */
+	int64_t		 takeovers;
 	unsigned long	 hlen, blen;
-	my_bool		 nul[12];
+	my_bool		 nul[READ_COLS];
 };
 
 /* Binds STMT_READ's result columns to r and c's status. */
@@ -183,8 +197,8 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
 {
 	int	 i;
 
-	memset(res, 0, 12 * sizeof(*res));
-	for (i = 0; i < 12; i++)
+	memset(res, 0, READ_COLS * sizeof(*res));
+	for (i = 0; i < READ_COLS; i++)
 		res[i].is_null = &r->nul[i];
 	store_bind_out(&res[0], MYSQL_TYPE_LONGLONG, &r->id, 1);
 	res[1].buffer_type = MYSQL_TYPE_BLOB;
@@ -203,6 +217,7 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
 	res[9].length = &r->blen;
 	store_bind_out(&res[10], MYSQL_TYPE_LONGLONG, &r->kept, 0);
 	store_bind_out(&res[11], MYSQL_TYPE_LONGLONG, &r->expires_left_us, 0);
+	store_bind_out(&res[12], MYSQL_TYPE_LONGLONG, &r->takeovers, 0);
 }
 
 /*
@@ -215,7 +230,7 @@ static enum idem_err
 store_read(struct store *st, const struct idem_id *id, struct claim *c,
     int held, uint64_t mytoken, int causal, struct row *r)
 {
-	MYSQL_BIND	 par[11], res[12];
+	MYSQL_BIND	 par[11], res[READ_COLS];
 	MYSQL_STMT	*s;
 	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
 	int32_t		 heldv = held;
@@ -250,6 +265,8 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 	r->kept = held && !r->nul[10] && r->kept == 1;
 	if (r->nul[11])
 		r->expires_left_us = 0;
+	if (r->nul[12])
+		r->takeovers = 0;
 	if (!r->nul[8] && (er = store_row_blob(st, s, &res[8], 8, r->hlen,
 	    &c->ans.hdrs)) != IDEM_OK)
 		return er;
@@ -268,6 +285,7 @@ store_takeover(struct store *st, const struct idem_id *id, uint64_t rowid,
 	MYSQL_BIND	 par[12];
 	MYSQL_STMT	*s;
 	int64_t		 lease_us = ms_to_us(id->lease_ms);
+	int64_t		 run_us = ms_to_us(id->run_ms);
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
 	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
 	enum idem_err	 er;
@@ -278,11 +296,12 @@ store_takeover(struct store *st, const struct idem_id *id, uint64_t rowid,
 	store_bind_str(&par[3], id->owner);
 	store_bind_u64(&par[4], &token);
 	store_bind_i64(&par[5], &lease_us);
-	store_bind_i64(&par[6], &ttl_us);
-	store_bind_u64(&par[7], &rowid);
-	store_bind_u64(&par[8], &seen_token);
-	store_bind_i64(&par[9], &floor_s);
-	store_bind_u64(&par[10], &token);
+	run_bind(&par[6], id, &run_us);
+	store_bind_i64(&par[7], &ttl_us);
+	store_bind_u64(&par[8], &rowid);
+	store_bind_u64(&par[9], &seen_token);
+	store_bind_i64(&par[10], &floor_s);
+	store_bind_u64(&par[11], &token);
 	if ((er = store_exec(st, STMT_TAKEOVER, par, 0, &s)) != IDEM_OK) {
 		/* Galera: another node's write to the row won. */
 		if (st->galera && (st->errnum == ER_LOCK_DEADLOCK ||
@@ -296,14 +315,16 @@ store_takeover(struct store *st, const struct idem_id *id, uint64_t rowid,
 	return IDEM_OK;
 }
 
-/* Marks c as ours: the row id, our token, the lock on this connection. */
+/* Marks c as ours: the row id, our token, the lock on this connection,
+ * the fence of this claim (takeovers: the row's count with ours). */
 static enum idem_err
 claim_won(struct store *st, struct claim *c, uint64_t rowid,
-    uint64_t token)
+    uint64_t token, uint64_t takeovers)
 {
 	c->state = CLAIM_NEW;
 	c->id = rowid;
 	c->token = token;
+	c->fence = rowid * STORE_FENCE_STEP + takeovers;
 	c->locked = !st->galera;
 	c->conn_gen = st->generation;
 	return IDEM_OK;
@@ -341,9 +362,10 @@ static enum idem_err
 claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
     uint64_t token, int *held, int *other)
 {
-	MYSQL_BIND	 par[10];
+	MYSQL_BIND	 par[11];
 	MYSQL_STMT	*s;
 	int64_t		 lease_us = ms_to_us(id->lease_ms);
+	int64_t		 run_us = ms_to_us(id->run_ms);
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
 	enum idem_err	 er;
 
@@ -355,8 +377,9 @@ claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
 	store_bind_str(&par[5], id->owner);
 	store_bind_u64(&par[6], &token);
 	store_bind_i64(&par[7], &lease_us);
-	store_bind_i64(&par[8], &ttl_us);
-	store_bind_str(&par[9], id->lockname);
+	run_bind(&par[8], id, &run_us);
+	store_bind_i64(&par[9], &ttl_us);
+	store_bind_str(&par[10], id->lockname);
 	/*
 	 * Repeatable after a reconnect: the token stays the same, so if the
 	 * first INSERT did land, the retry finds our own row and takes it
@@ -365,7 +388,7 @@ claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
 	er = store_exec(st, STMT_CLAIM, par, 1, &s);
 	*other = 0;
 	if (er == IDEM_OK && stmt_rows(s) == 1)
-		return claim_won(st, c, mysql_stmt_insert_id(s), token);
+		return claim_won(st, c, mysql_stmt_insert_id(s), token, 0);
 	if (er == IDEM_OK)
 		*held = 0;	/* someone else holds the lock */
 	else if (st->errnum == ER_DUP_ENTRY)
@@ -463,7 +486,8 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	    IDEM_OK)
 		goto out;
 	if (won && st->generation == gen)
-		return claim_won(st, c, r.id, token);
+		return claim_won(st, c, r.id, token,
+		    (uint64_t)r.takeovers + 1);
 	if ((er = store_unlock(st, id->lockname)) != IDEM_OK)
 		goto out;
 	c->state = CLAIM_AGAIN;
@@ -506,7 +530,12 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 		if (nap_us > 0)
 			usleep((useconds_t)nap_us);
 	} else {
+		/* In slices, so its read deadline stays short; the caller
+		 * claims again after each. */
+		if (wait_ms > STORE_WAIT_SLICE_MS)
+			wait_ms = STORE_WAIT_SLICE_MS;
 		secs = (double)wait_ms / 1000.0;  /* MariaDB takes fractions */
+		store_deadline(st, wait_ms + st->call_ms);
 		store_bind_str(&wpar[0], id->lockname);
 		store_bind_in(&wpar[1], MYSQL_TYPE_DOUBLE, &secs, sizeof(secs));
 		store_bind_str(&wpar[2], id->lockname);

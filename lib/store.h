@@ -53,6 +53,30 @@ void store_free(struct store *st);		/* NULL is a no-op */
 /* Connects now if not connected.  IDEM_ESTORE if unreachable. */
 enum idem_err store_connect(struct store *st);
 
+/*
+ * Deadlines.  A connect takes at most STORE_CONNECT_MS (connect, then the
+ * handshake under the read timeout).  Every statement of the hot path
+ * must answer within the store's call budget: three quarters of the
+ * shortest configured lease's stop margin (cfg_lease_margin_ms), at most
+ * STORE_CALL_MAX_MS; past it the call fails as a lost connection
+ * (IDEM_ESTORE), however the network behaves (a partition that drops
+ * packets blocks a read for ever).  A call cut off is never repeated.
+ */
+#define STORE_CONNECT_TIMEOUT_S	1
+/* The client library's own read timeout: a fallback only, above the
+ * longest GET_LOCK slice (STORE_WAIT_SLICE_MS); deadlines are ours. */
+#define STORE_READ_TIMEOUT_S	5
+#define STORE_CONNECT_MS	3000
+#define STORE_CALL_MAX_MS	2000
+
+/* The next statement (and a connect it needs) gets ms instead of the
+ * call budget. */
+void store_deadline(struct store *st, int64_t ms);
+
+/* For operator commands (migrate, cleanup): the client library's long
+ * read timeout, set before connecting, for statements that take long. */
+void store_set_patient(struct store *st);
+
 
 /* The server's last error text, for logs only (never for clients). */
 const char *store_last_error(const struct store *st);
@@ -92,16 +116,22 @@ struct claim {
 	struct answer	 ans;
 	char		 lockname[FP_LOCKNAME_LEN];
 	unsigned long	 conn_gen;	/* store connection the lock is on */
+	/* CLAIM_NEW: IDEMGATE_FENCE, larger at each claim or takeover of
+	 * the key (row id * STORE_FENCE_STEP + takeovers). */
+	uint64_t	 fence;
 };
+
+#define STORE_FENCE_STEP	1000000u
 
 void claim_init(struct claim *c);
 void claim_reset(struct claim *c);
 
 /*
  * One claim attempt.  An INSERT whose duplicate-key error is the normal
- * path for a retry (no SELECT-then-INSERT window).  A row whose ttl
- * passed, or an in-progress row whose lease expired and whose owner no
- * longer holds the named lock, is taken over by exactly one caller
+ * path for a retry (no SELECT-then-INSERT window).  A finished row whose
+ * ttl passed, or an in-progress row whose lease expired, whose owner no
+ * longer holds the named lock and whose run deadline (claim + id->run_ms,
+ * on the server's clock) passed, is taken over by exactly one caller
  * (conditional UPDATE) and reported as CLAIM_NEW; a lapsed lease counts
  * only once the server has been up for id->lease_ms (a restart drops live
  * owners' locks too).  On CLAIM_NEW the caller holds the key's named lock

@@ -1,4 +1,7 @@
 /* The store's connection: client library set-up, connect and reconnect across option-file groups, what an error means. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +15,51 @@
 #include "store.h"
 #include "store_int.h"
 
+static int64_t store_call_budget(const struct cfg *cfg);
+static unsigned store_read_timeout(const struct cfg *cfg);
+
 static pthread_once_t	 global_once = PTHREAD_ONCE_INIT;
 static int		 global_ok;
+
+/*
+ * Deadlines.  The client library waits for its socket through io_wait
+ * (MARIADB_OPT_IO_WAIT) whenever a connect, a read or a write would block;
+ * io_wait gives up at the calling thread's deadline, so no call outlasts
+ * it, whatever the network does (a partition that drops packets blocks a
+ * read for ever, and the library's own timeouts count whole seconds).  A
+ * store is used by one thread at a time: the deadline is per thread.
+ */
+static __thread int64_t	 io_deadline;	/* CLOCK_MONOTONIC ms; 0: none */
+
+void
+store_io_deadline(int64_t deadline)
+{
+	io_deadline = deadline;
+}
+
+static int
+io_wait(my_socket fd, my_bool is_read, int timeout)
+{
+	struct pollfd	 pfd;
+	int64_t		 left, start = clock_now_ms();
+	int		 rc;
+
+	for (;;) {
+		left = timeout < 0 ? INT_MAX : timeout - (clock_now_ms() -
+		    start);
+		if (io_deadline > 0 && io_deadline - clock_now_ms() < left)
+			left = io_deadline - clock_now_ms();
+		if (left <= 0)
+			return 0;
+		pfd.fd = (int)fd;
+		pfd.events = is_read ? POLLIN : POLLOUT;
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (rc == -1 && errno == EINTR)
+			continue;
+		return rc;
+	}
+}
 
 static void
 global_init_once(void)
@@ -58,8 +104,23 @@ store_new(const struct cfg *cfg, struct store **out)
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return IDEM_ENOMEM;
 	st->cfg = cfg;
+	st->call_ms = store_call_budget(cfg);
+	st->read_timeout_s = STORE_READ_TIMEOUT_S;
 	*out = st;
 	return IDEM_OK;
+}
+
+void
+store_deadline(struct store *st, int64_t ms)
+{
+	st->next_ms = ms < 1 ? 1 : ms;
+}
+
+void
+store_set_patient(struct store *st)
+{
+	st->read_timeout_s = store_read_timeout(st->cfg);
+	st->call_ms = (int64_t)st->read_timeout_s * 1000;
 }
 
 void
@@ -117,7 +178,32 @@ store_lost_to_other(unsigned errnum)
 	return errnum == ER_LOCK_DEADLOCK || errnum == ER_LOCK_WAIT_TIMEOUT;
 }
 
-/* Read timeout: GET_LOCK in store_wait blocks up to the longest wait. */
+/*
+ * Every kept statement's deadline: shorter than the stop margin of the
+ * shortest lease configured (cfg_lease_margin_ms), so an owner learns of
+ * a partition while it can still act; at most STORE_CALL_MAX_MS.
+ */
+static int64_t
+store_call_budget(const struct cfg *cfg)
+{
+	int64_t	 ms = STORE_CALL_MAX_MS, m;
+	size_t	 i;
+
+	for (i = 0; cfg != NULL && i < cfg->nroutes; i++) {
+		m = cfg_lease_margin_ms(cfg->routes[i].lease_ms) * 3 / 4;
+		if (m < ms)
+			ms = m;
+	}
+	if (cfg != NULL) {
+		m = cfg_lease_margin_ms(cfg->defaults.lease_ms) * 3 / 4;
+		if (m < ms)
+			ms = m;
+	}
+	return ms < 100 ? 100 : ms;
+}
+
+/* A patient connection's read timeout (operator commands): long
+ * statements, and GET_LOCK up to the longest wait. */
 static unsigned
 store_read_timeout(const struct cfg *cfg)
 {
@@ -139,7 +225,7 @@ store_mysql_init(const struct cfg *cfg, const char *group,
     unsigned read_timeout_s)
 {
 	MYSQL		*my;
-	unsigned	 cto = 2;
+	unsigned	 cto = STORE_CONNECT_TIMEOUT_S;
 	my_bool		 off = 0;
 
 	if ((my = mysql_init(NULL)) == NULL)
@@ -151,6 +237,7 @@ store_mysql_init(const struct cfg *cfg, const char *group,
 	mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &cto);
 	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &read_timeout_s);
 	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
+	mysql_optionsv(my, MARIADB_OPT_IO_WAIT, io_wait);
 	return my;
 }
 
@@ -195,7 +282,7 @@ connect_group(struct store *st, const char *group)
 	int64_t		 facts[3];
 	uint64_t	 trips;
 
-	my = store_mysql_init(st->cfg, group, store_read_timeout(st->cfg));
+	my = store_mysql_init(st->cfg, group, st->read_timeout_s);
 	if (my == NULL) {
 		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
 		return IDEM_ENOMEM;

@@ -65,7 +65,23 @@ struct store {
 	 * a truth: a hit only decides which statement goes first). */
 	uint64_t		 seen[STORE_SEEN_SLOTS];
 	char			 err[512];
+
+	/* Deadlines (lib/store.h): every kept statement's budget, the
+	 * next one's (store_deadline; 0: call_ms), the read timeout the
+	 * client library is given at connect. */
+	int64_t			 call_ms;
+	int64_t			 next_ms;
+	unsigned		 read_timeout_s;
 };
+
+/* This thread's store calls give up at deadline (CLOCK_MONOTONIC ms;
+ * 0: no deadline): every wait of the client library on its socket ends
+ * by then (lib/store_conn.c). */
+void store_io_deadline(int64_t deadline);
+
+/* A waiter's GET_LOCK waits this long at most per statement: a read
+ * deadline then stays short, and the waiter claims again after it. */
+#define STORE_WAIT_SLICE_MS	2000
 
 /*
  * The one statement layer (lib/store_stmt.c).  Every store module speaks

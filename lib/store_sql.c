@@ -4,6 +4,16 @@
 #include "store_int.h"
 
 #define LEASE_US	"DATE_ADD(NOW(6), INTERVAL ? MICROSECOND)"
+/*
+ * An in-progress row's run is surely over and its owner judged gone: the
+ * lease lapsed, at least a lease after the server started (a restart
+ * drops live owners' locks too: ? is that floor), and the run deadline
+ * passed (NULL, unbounded: never).  A lapsed lease alone never is: an
+ * upstream run (PHP-FPM) goes on after its owner stopped reading it.
+ */
+#define RUN_OVER							\
+	"(lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?)"		\
+	" AND run_deadline <= NOW(6))"
 
 /*
  * One text per statement for both modes.  On Galera (lib/store.h, "Two
@@ -14,9 +24,9 @@
 #define CLAIM_SQL(TAKE)							\
 	"INSERT INTO idem_keys (scope, idem_key, route, method,"	\
 	" fingerprint, state, owner, owner_token, waiters, created_at,"	\
-	" lease_until, expires_at)"					\
+	" lease_until, run_deadline, expires_at)"			\
 	" SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
-	LEASE_US " FROM DUAL WHERE " TAKE
+	LEASE_US ", " LEASE_US " FROM DUAL WHERE " TAKE
 #define READ_SQL(DROP)							\
 	"SELECT id, fingerprint, state, owner_token,"			\
 	" lease_until > NOW(6), expires_at > NOW(6),"			\
@@ -24,11 +34,11 @@
 	" IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"	\
 	" IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"	\
 	" IF(state = 1 AND fingerprint = ?, resp_body, NULL),"		\
-	" IF(?, IF(expires_at <= NOW(6) OR (state = 0 AND fingerprint = ?" \
-	"   AND ((lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?))" \
-	"   OR owner_token = ?)), 1,"					\
+	" IF(?, IF((state <> 0 AND expires_at <= NOW(6)) OR (state = 0"	\
+	"   AND (((fingerprint = ? OR expires_at <= NOW(6)) AND " RUN_OVER	\
+	"   ) OR owner_token = ?)), 1,"					\
 	"   " DROP "), 0),"						\
-	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)"		\
+	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at), takeovers"	\
 	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
 /* waiters first: MariaDB's SET sees values assigned before it. */
 #define TAKEOVER_SQL							\
@@ -36,12 +46,13 @@
 	" waiters = IF(expires_at <= NOW(6), 0, waiters),"		\
 	" state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"	\
 	" owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","	\
+	" run_deadline = " LEASE_US ", takeovers = takeovers + 1,"	\
 	" expires_at = " LEASE_US ", completed_at = NULL,"		\
 	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
 	" resp_size = NULL"						\
-	" WHERE id = ? AND (expires_at <= NOW(6) OR (state = 0 AND"	\
-	" owner_token = ? AND ((lease_until <= NOW(6) AND"		\
-	" NOW(6) >= FROM_UNIXTIME(?)) OR owner_token = ?)))"
+	" WHERE id = ? AND ((state <> 0 AND expires_at <= NOW(6)) OR"	\
+	" (state = 0 AND owner_token = ? AND (" RUN_OVER " OR"		\
+	" owner_token = ?)))"
 #define COMPLETE_SQL(DROP)						\
 	"UPDATE idem_keys SET"						\
 	" waiters = waiters + " DROP ","				\
@@ -65,9 +76,9 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_CLAIM] = CLAIM_SQL("GET_LOCK(?, 0) = 1"),
 	/*
 	 * kept: when we hold the lock (first ? = 1) and the row may be taken
-	 * over (ttl passed; or in progress, same fingerprint, and its lease
-	 * lapsed at least a lease after the server started, or the token is
-	 * ours from before a reconnect) the lock is kept for the takeover;
+	 * over (finished and its ttl passed; or in progress, same fingerprint
+	 * or ttl passed, and its run over (RUN_OVER), or the token is ours
+	 * from before a reconnect) the lock is kept for the takeover;
 	 * otherwise it is dropped right here.
 	 */
 	[STMT_READ] = READ_SQL(DROP_LOCK),

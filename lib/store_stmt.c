@@ -118,20 +118,43 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 {
 	MYSQL_STMT	*s;
 	enum idem_err	 er;
+	int		 bound = st->next_ms > 0;	/* store_deadline */
+	int64_t		 budget = bound ? st->next_ms : st->call_ms;
+	int64_t		 deadline = clock_now_ms() + budget;
 	int		 attempt, fresh, cert = 0;
 
 	st->errnum = 0;
+	st->next_ms = 0;
 	for (attempt = 0; attempt < 2; attempt++) {
 		fresh = st->my == NULL;
-		if ((er = store_connect(st)) != IDEM_OK)
-			return er;
+		/* Under store_deadline a reconnect shares the deadline;
+		 * otherwise it has its own, and the statement its budget. */
+		store_io_deadline(bound ? deadline : clock_now_ms() +
+		    STORE_CONNECT_MS);
+		er = store_connect(st);
+		if (!bound)
+			deadline = clock_now_ms() + budget;
+		store_io_deadline(deadline);
+		if (er != IDEM_OK)
+			goto out;
 		if ((er = stmt_get(st, sid, sql, &s)) == IDEM_OK) {
 			st->round_trips++;
-			if (stmt_execute(s, par) == 0) {
+			/* The rows are read whole while the deadline holds. */
+			if (stmt_execute(s, par) == 0 &&
+			    (mysql_stmt_field_count(s) == 0 ||
+			    mysql_stmt_store_result(s) == 0)) {
 				*out = s;
-				return IDEM_OK;
+				goto out;
 			}
 			er = store_stmt_fail(st, s);
+		}
+		if (er == IDEM_ESTORE && clock_now_ms() >= deadline) {
+			/* Cut off: the statement may or may not have run, and
+			 * the connection is in no known state. */
+			store_disconnect(st);
+			er = store_fail(st, IDEM_ESTORE, "no answer from the "
+			    "database within %lld ms", (long long)budget);
+			goto out;
 		}
 		if ((retry & STORE_RETRY_CERT) && st->galera &&
 		    store_lost_to_other(st->errnum) && cert < CERT_RETRIES) {
@@ -142,15 +165,20 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 			continue;
 		}
 		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
-			return er;
+			goto out;
 		store_disconnect(st);
 		/* A lost node: the next connect tries the next group. */
 		st->group_next = st->group_cur + 1;
 		/* A connection that just came up and failed: do not hammer. */
-		if (!retry || fresh)
-			return IDEM_ESTORE;
+		if (!retry || fresh) {
+			er = IDEM_ESTORE;
+			goto out;
+		}
 	}
-	return IDEM_ESTORE;
+	er = IDEM_ESTORE;
+out:
+	store_io_deadline(0);
+	return er;
 }
 
 enum idem_err

@@ -16,6 +16,7 @@ wait = 1s
 [route /lease]
 handler = cgi:$LE
 lease = 1s
+timeout = 3s
 wait = 8s" || { done_testing; exit 1; }
 
 # A waiter gets the owner's answer, soon after the owner finishes.
@@ -67,7 +68,8 @@ expect_eq "lease renewal: retry after the lease replays" reused "$(hdr r2 Idempo
 expect_file_eq "lease renewal: same body" "$T/r1.b" "$T/r2.b"
 expect_eq "lease renewal: handler ran once" 1 "$(runs lease)"
 
-# The owner worker dies (kill -9): after the lease exactly one retry takes over.
+# The owner worker dies (kill -9): after the lease and the run deadline
+# (timeout 3 s + kill grace) exactly one retry takes over.
 K=$(new_key)
 n0=$(runs lease)
 http_bg k1 POST "$(url web /lease?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'k'

@@ -17,7 +17,8 @@ mysql_defaults_file = $DBCNF
 [route /pay]
 handler = cgi:$P
 lease = 2s
-timeout = 60s
+timeout = 10s
+wait = 15s
 EOF
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
@@ -53,12 +54,18 @@ bg_wait
 expect_lt "worker killed: the client is not kept waiting" "$(($(cat "$T/a.end") - t0))" 5000
 expect_match "worker killed: the supervisor said so" 'left behind by a handler' "$(cat "$T/gw.log")"
 
-# After the lease, a retry takes the key over: it runs alone (an orphan
-# would still hold the handler's lock for the rest of its 8 s).
+# After the lease and the run deadline (timeout + kill grace: 11 s from
+# the claim), a retry takes the key over: it waits for that, then runs
+# alone (an orphan would still hold the handler's lock for the rest of
+# its 8 s).
 wait_until 10 gw_has_workers gw
 sleep 2.5
+t1=$(now_ms)
 http c POST "$(url web '/pay?sleep=8000&child=1&exclusive=1')" -H "Idempotency-Key: $K" --data-binary x
 expect_eq "after the lease: the retry runs" created "$(hdr c Idempotency-Result)"
+# Taken over at the lease it would have run 8 s; it waited for the run
+# deadline first.
+expect_lt "the retry waited for the run deadline" 10000 "$(($(now_ms) - t1))"
 expect_eq "never two at once" 0 "$(cat "$P.overlap" 2>/dev/null | wc -l)"
 
 # Stopping the gateway kills what handlers left behind.

@@ -287,6 +287,52 @@ runs() {
 	if [ -f "$T/cgi/$1.runs" ]; then wc -l <"$T/cgi/$1.runs" | tr -d ' '; else echo 0; fi
 }
 
+# fpm_start NAME [DIRECTIVES]: Debian's PHP-FPM with a pool of its own,
+# run as www-data, on unix:$T/NAME.sock, serving $T/www; DIRECTIVES are
+# added to the pool (request_terminate_timeout = ..., say).  The handler
+# tests/it/php/pay.php is installed as $T/www/pay.php; fpm_runs and
+# fpm_overlaps count from its own log.
+fpm_start() {
+	local name=$1 extra=${2:-} d="$T/$1" bin
+	bin=$(command -v php-fpm8.2 php-fpm 2>/dev/null | head -1)
+	[ -n "$bin" ] || bin=$(ls /usr/sbin/php-fpm* 2>/dev/null | head -1)
+	if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+		not_ok "$name: php-fpm installed" "no php-fpm binary"
+		return 1
+	fi
+	mkdir -p "$d" "$T/www/runs"
+	chmod 0755 "$T/www"
+	chown www-data "$T/www/runs" "$d" 2>/dev/null
+	cp "$IDEM_ROOT/tests/it/php/pay.php" "$T/www/pay.php"
+	chmod 0644 "$T/www/pay.php"
+	cat >"$d/php-fpm.conf" <<EOF
+[global]
+pid = $d/fpm.pid
+error_log = $d/fpm.log
+daemonize = no
+[$name]
+user = www-data
+group = www-data
+listen = $T/$name.sock
+listen.owner = root
+listen.group = root
+listen.mode = 0660
+pm = static
+pm.max_children = 6
+catch_workers_output = yes
+$extra
+EOF
+	"$bin" -R -F -y "$d/php-fpm.conf" >"$d/stdout.log" 2>&1 &
+	H_BGPIDS+=($!)
+	if ! wait_until 10 test -S "$T/$name.sock"; then
+		not_ok "$name: php-fpm listens" "$(tail -3 "$d/fpm.log" "$d/stdout.log" 2>/dev/null | tr '\n' ' ')"
+		return 1
+	fi
+}
+
+fpm_runs() { if [ -f "$T/www/runs/pay.runs" ]; then grep -c '^start ' "$T/www/runs/pay.runs"; else echo 0; fi; }
+fpm_overlaps() { if [ -f "$T/www/runs/pay.overlap" ]; then wc -l <"$T/www/runs/pay.overlap" | tr -d ' '; else echo 0; fi; }
+
 # ---------------------------------------------------------------- web servers
 
 # fcgi target: "unix:/path" (or a bare path) or "tcp:host:port"
@@ -356,9 +402,10 @@ EOF
 	ws_launch "$name" h_lighttpd_conf lighttpd -D -f "$d/lighttpd.conf"
 }
 
-# apache_start NAME SOCK [files]: mod_proxy_fcgi to idemgate's unix socket,
-# for every path (ProxyPass), or with "files" for the *.cgi files under the
-# document root $T/www (SetHandler; SCRIPT_FILENAME is the file).  Apache
+# apache_start NAME SOCK [files [EXT]]: mod_proxy_fcgi to idemgate's unix
+# socket, for every path (ProxyPass), or with "files" for the *.EXT (cgi)
+# files under the document root $T/www (FilesMatch + SetHandler, the way
+# Debian's php8.2-fpm.conf mounts PHP-FPM; SCRIPT_FILENAME is the file).  Apache
 # refuses to serve as root, so its children run as www-data; the gateway's
 # socket must be group www-data (socket_owner) and $T traversable.
 apache_start() {
@@ -369,7 +416,7 @@ apache_start() {
 <Directory \"$T/www\">
     Require all granted
 </Directory>
-<FilesMatch \"\\.cgi\$\">
+<FilesMatch \"\\.${4:-cgi}\$\">
     SetHandler \"proxy:unix:$sock|fcgi://localhost/\"
 </FilesMatch>"
 	else

@@ -65,7 +65,7 @@ test_env(void)
 
 	setenv("IDEM_TEST_LEAK_SENTINEL", "leaked", 1);
 	setenv("HTTP_PROXY", "http://from-environ.test", 1);
-	CHECK(cgi_env_build(params, "/srv/cgi/x.cgi", 1234, 1, &env) ==
+	CHECK(cgi_env_build(params, "/srv/cgi/x.cgi", 1234, 1, 0, &env) ==
 	    IDEM_OK);
 	CHECK(env != NULL);
 	if (env == NULL)
@@ -105,16 +105,32 @@ test_env(void)
 
 	/* A given CONTENT_LENGTH and PATH are kept; no script, no body. */
 	env = NULL;
-	CHECK(cgi_env_build(withlen, NULL, 99, 1, &env) == IDEM_OK);
+	CHECK(cgi_env_build(withlen, NULL, 99, 1, 0, &env) == IDEM_OK);
 	CHECK(env && strcmp(env_get(env, "CONTENT_LENGTH"), "17") == 0);
 	CHECK(env && strcmp(env_get(env, "PATH"), "/opt/bin") == 0);
 	CHECK(env && env_get(env, "SCRIPT_FILENAME") == NULL);
 	cgi_env_free(env);
 	env = NULL;
-	CHECK(cgi_env_build(NULL, NULL, 0, 0, &env) == IDEM_OK);
+	CHECK(cgi_env_build(NULL, NULL, 0, 0, 0, &env) == IDEM_OK);
 	CHECK(env && env_get(env, "CONTENT_LENGTH") == NULL);
 	CHECK(env && env_get(env, "GATEWAY_INTERFACE") != NULL);
 	cgi_env_free(env);
+	/* The fence is ours: a param of that name never reaches the run. */
+	{
+		char *const spoof[] = { "IDEMGATE_FENCE=999999999999",
+			"REQUEST_METHOD=POST", NULL };
+
+		env = NULL;
+		CHECK(cgi_env_build(spoof, NULL, 0, 0, 0, &env) == IDEM_OK);
+		CHECK(env && env_get(env, "IDEMGATE_FENCE") == NULL);
+		cgi_env_free(env);
+		env = NULL;
+		CHECK(cgi_env_build(spoof, NULL, 0, 0, 42000003ull, &env) ==
+		    IDEM_OK);
+		CHECK(env && env_count(env, "IDEMGATE_FENCE") == 1 &&
+		    strcmp(env_get(env, "IDEMGATE_FENCE"), "42000003") == 0);
+		cgi_env_free(env);
+	}
 	cgi_env_free(NULL);
 	unsetenv("HTTP_PROXY");
 	unsetenv("IDEM_TEST_LEAK_SENTINEL");
@@ -248,7 +264,7 @@ run(const char *name, const void *body, size_t bodylen, int64_t tmo,
 	enum idem_err	 er;
 
 	snprintf(prog, sizeof(prog), "%s/cgi/%s", tmpdir, name);
-	if (cgi_env_build(params, NULL, bodylen, bodylen > 0, &env) != IDEM_OK)
+	if (cgi_env_build(params, NULL, bodylen, bodylen > 0, 0, &env) != IDEM_OK)
 		return IDEM_ENOMEM;
 	memset(&r, 0, sizeof(r));
 	r.program = prog;

@@ -90,10 +90,10 @@ test_guard_helpers(void)
 	CHECK(lease_retry_after(59500) == 60);
 	CHECK(lease_tick_ms(60000) == 20000);
 	CHECK(lease_tick_ms(30) == 100);
-	CHECK(lease_stop_margin(60000) == 5000);
-	CHECK(lease_stop_margin(3000) == 600);
-	CHECK(lease_stop_margin(1000) == 300);
-	CHECK(lease_stop_margin(400) == 200);
+	CHECK(cfg_lease_margin_ms(60000) == 5000);
+	CHECK(cfg_lease_margin_ms(3000) == 600);
+	CHECK(cfg_lease_margin_ms(1000) == 300);
+	CHECK(cfg_lease_margin_ms(400) == 200);
 	{
 		char	 l[64];
 

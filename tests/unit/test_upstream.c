@@ -492,45 +492,47 @@ test_fake_protocol(void)
 	    IDEM_OK);
 	CHECK(s.b.len == 15);
 
-	/* Bad version. */
+	/* Once connected, the app may have run: a broken exchange is
+	 * IDEM_EBROKEN (its key is kept as a tombstone), never "nothing
+	 * happened".  Bad version. */
 	buf_reset(&r);
 	buf_reset(&s.b);
 	rec(&r, 2, 6, 1, "x", 1, 0);
 	end_rec(&r, 0, 0);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 
 	/* Another request id. */
 	buf_reset(&r);
 	rec(&r, 1, 6, 2, "x", 1, 0);
 	end_rec(&r, 0, 0);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 
 	/* A record type only web servers send. */
 	buf_reset(&r);
 	rec(&r, 1, 5, 1, "x", 1, 0);
 	end_rec(&r, 0, 0);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 
 	/* Closed before END_REQUEST, also mid-record. */
 	buf_reset(&r);
 	rec(&r, 1, 6, 1, "Content-Type: a/b\r\n\r\n", 21, 0);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 	buf_reset(&r);
 	buf_add(&r, "\1\6\0\1\1\0\0\0abc", 11);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 	CHECK(fake_run(NULL, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 
 	/* Short END_REQUEST; overloaded app. */
 	buf_reset(&r);
 	rec(&r, 1, 3, 1, "\0\0\0\0", 4, 4);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
-	    IDEM_EHANDLER);
+	    IDEM_EBROKEN);
 	buf_reset(&r);
 	end_rec(&r, 0, 2);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==

@@ -1,0 +1,29 @@
+<?php
+// The payments handler as a PHP app under PHP-FPM, for tests/it: it counts
+// its own runs in runs/pay.runs ("start"/"end" lines with timestamps and
+// the IDEMGATE_FENCE it got) and logs a line to runs/pay.overlap when it
+// starts while another run still holds its lock: never trust the
+// gateway's word for how often a handler ran.  It keeps running after its
+// client went away (ignore_user_abort), as payment code does.
+ignore_user_abort(true);
+$dir = __DIR__ . '/runs';
+$ms = (int)($_GET['sleep'] ?? 0);
+$id = bin2hex(random_bytes(4));
+$fence = $_SERVER['IDEMGATE_FENCE'] ?? '-';
+$log = function ($what) use ($dir, $id, $fence) {
+	file_put_contents("$dir/pay.runs", sprintf("%s %.3f %s fence=%s\n",
+	    $what, microtime(true), $id, $fence), FILE_APPEND | LOCK_EX);
+};
+$lk = fopen("$dir/pay.lock", 'c');
+$alone = flock($lk, LOCK_EX | LOCK_NB);
+if (!$alone)
+	file_put_contents("$dir/pay.overlap", sprintf("%.3f %s\n",
+	    microtime(true), $id), FILE_APPEND | LOCK_EX);
+$log('start');
+usleep($ms * 1000);
+$log('end');
+http_response_code(201);
+header('Content-Type: application/json');
+header('Location: /payments/' . $id);
+echo json_encode(['id' => $id, 'fence' => $fence,
+    'body' => file_get_contents('php://input')]), "\n";
