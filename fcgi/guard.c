@@ -198,10 +198,14 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er)
 		reply_problem(r->out, prob, 0, 0, NULL);
 	} else if (er == IDEM_ELEASE || cfg_releases(r->route,
 	    made.status)) {
+		/* The client need not wait for a store that may be gone: a
+		 * retry meanwhile gets 409, never a run. */
 		count(r, STAT_RELEASED);
-		guard_record(r, c, REC_RELEASE, NULL);
 		reply_problem(r->out, prob, er == IDEM_ELEASE ? STORE_RETRY_S :
 		    0, 0, NULL);
+		if (er == IDEM_ELEASE)
+			reply_finish(r->out);
+		guard_record(r, c, REC_RELEASE, NULL);
 	} else if (problem_render(prob, 0, 0, &made.hdrs, &made.body) !=
 	    IDEM_OK) {
 		guard_record(r, c, REC_RELEASE, NULL);

@@ -632,6 +632,29 @@ cgi_io_wait(struct cgi_io *io, int64_t now)
 }
 
 /*
+ * A last look without waiting, before a stop: takes what stdout holds;
+ * 1 when the answer is complete (the program exited, closed stdout, or
+ * reached its Content-Length), so it is kept rather than stopped.
+ */
+static int
+cgi_io_last_look(struct cgi_io *io)
+{
+	enum idem_err	 er = IDEM_OK;
+	int		 i;
+
+	if (!io->exited && cgi_exited(io->pid, &io->ws))
+		return cgi_io_exited(io) == IDEM_OK;
+	for (i = 0; i < 64 && io->fout >= 0 && !io->complete &&
+	    (er = cgi_read_out(io)) == IDEM_OK; i++)
+		;
+	if (er != IDEM_OK && er != IDEM_EAGAIN)
+		return 0;
+	if (io->fout < 0 && !io->r->until_exit)
+		io->complete = 1;
+	return io->complete;
+}
+
+/*
  * Runs the spawned child's I/O until its answer is complete (stdout EOF,
  * the program's exit, or the announced Content-Length reached), the
  * deadline, a tick's stop, or an out() failure.
@@ -650,8 +673,13 @@ cgi_io_run(struct cgi_io *io)
 		cgi_close(&io->fin);
 	while (!io->complete) {
 		now = clock_now_ms();
-		if ((er = cgi_clock_check(&io->clk, ex, now)) != IDEM_OK)
+		if ((er = cgi_clock_check(&io->clk, ex, now)) != IDEM_OK) {
+			/* Told to stop: the answer may be whole already (the
+			 * program finished while the tick waited). */
+			if (er == IDEM_ELEASE && cgi_io_last_look(io))
+				return IDEM_OK;
 			return er;
+		}
 		if (!io->exited && cgi_exited(io->pid, &io->ws))
 			return cgi_io_exited(io);
 		if (cgi_io_eof(io, now))

@@ -59,7 +59,7 @@ lease_tick(void *arg)
 	/* A stoppable run's renewal must answer before the stop point.  No
 	 * renewal holds the run's I/O up longer than a reconnect and a
 	 * statement take. */
-	budget = STORE_CONNECT_MS + STORE_CALL_MAX_MS;
+	budget = LEASE_RENEW_MAX_MS;
 	if (l->stoppable && left < budget)
 		budget = left;
 	store_deadline(l->st, budget);

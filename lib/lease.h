@@ -21,6 +21,9 @@ struct lease {
 	const char		*tag;		/* for log lines */
 };
 
+/* A renewal holds the run's I/O up this long at most (a partition). */
+#define LEASE_RENEW_MAX_MS	1000
+
 /* While renewals fail, try again this often. */
 #define LEASE_RETRY_MS	250
 /* The same for an upstream run, which nothing stops. */

@@ -105,6 +105,9 @@ store_new(const struct cfg *cfg, struct store **out)
 		return IDEM_ENOMEM;
 	st->cfg = cfg;
 	st->call_ms = store_call_budget(cfg);
+	/* A connect is a few round trips: twice a call, 1 to 3 s. */
+	st->connect_ms = st->call_ms * 2 < 1000 ? 1000 : st->call_ms * 2 >
+	    STORE_CONNECT_MS ? STORE_CONNECT_MS : st->call_ms * 2;
 	st->read_timeout_s = STORE_READ_TIMEOUT_S;
 	*out = st;
 	return IDEM_OK;
@@ -121,6 +124,7 @@ store_set_patient(struct store *st)
 {
 	st->read_timeout_s = store_read_timeout(st->cfg);
 	st->call_ms = (int64_t)st->read_timeout_s * 1000;
+	st->connect_ms = st->call_ms;
 }
 
 void

@@ -70,6 +70,7 @@ struct store {
 	 * next one's (store_deadline; 0: call_ms), the read timeout the
 	 * client library is given at connect. */
 	int64_t			 call_ms;
+	int64_t			 connect_ms;	/* a reconnect's budget */
 	int64_t			 next_ms;
 	unsigned		 read_timeout_s;
 };

@@ -130,7 +130,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 		/* Under store_deadline a reconnect shares the deadline;
 		 * otherwise it has its own, and the statement its budget. */
 		store_io_deadline(bound ? deadline : clock_now_ms() +
-		    STORE_CONNECT_MS);
+		    st->connect_ms);
 		er = store_connect(st);
 		if (!bound)
 			deadline = clock_now_ms() + budget;

@@ -402,10 +402,11 @@ EOF
 	ws_launch "$name" h_lighttpd_conf lighttpd -D -f "$d/lighttpd.conf"
 }
 
-# apache_start NAME SOCK [files [EXT]]: mod_proxy_fcgi to idemgate's unix
-# socket, for every path (ProxyPass), or with "files" for the *.EXT (cgi)
-# files under the document root $T/www (FilesMatch + SetHandler, the way
-# Debian's php8.2-fpm.conf mounts PHP-FPM; SCRIPT_FILENAME is the file).  Apache
+# apache_start NAME SOCK [files|php]: mod_proxy_fcgi to idemgate's unix
+# socket, for every path (ProxyPass), or with "files" for the *.cgi files
+# under the document root $T/www (SetHandler; SCRIPT_FILENAME is the
+# file), or with "php" for its PHP files, exactly as Debian's
+# php8.2-fpm.conf mounts PHP-FPM (FilesMatch + SetHandler).  Apache
 # refuses to serve as root, so its children run as www-data; the gateway's
 # socket must be group www-data (socket_owner) and $T traversable.
 apache_start() {
@@ -416,8 +417,16 @@ apache_start() {
 <Directory \"$T/www\">
     Require all granted
 </Directory>
-<FilesMatch \"\\.${4:-cgi}\$\">
+<FilesMatch \"\\.cgi\$\">
     SetHandler \"proxy:unix:$sock|fcgi://localhost/\"
+</FilesMatch>"
+	elif [ "${3:-}" = php ]; then
+		mount="DocumentRoot \"$T/www\"
+<Directory \"$T/www\">
+    Require all granted
+</Directory>
+<FilesMatch \".+\\.ph(?:ar|p|tml)\$\">
+    SetHandler \"proxy:unix:$sock|fcgi://localhost\"
 </FilesMatch>"
 	else
 		mount="ProxyPass \"/\" \"unix:$sock|fcgi://localhost/\""

@@ -1,0 +1,171 @@
+#!/bin/bash
+# Partitions, on loopback: each of two gateways reaches MariaDB over TCP
+# through a relay of its own (socat).  The test freezes the owner's relay
+# (SIGSTOP: packets go unanswered, nothing is refused or reset) for longer
+# than the lease while the other gateway keeps its path, then heals it.
+# The server ends the cut-off gateway's sessions meanwhile (as its own
+# timeouts or TCP keepalive would), so the named locks they held are gone.
+#   A. a CGI owner cut off mid-run stops its handler before its lease ends
+#      (its own clock, no blocking call); the other gateway never runs the
+#      key beside it;
+#   B. a CGI that finishes while its owner is cut off: the answer is kept,
+#      written after the heal, and replayed; never run again;
+#   C. the same for a PHP-FPM upstream, which nothing stops.
+# Runs and overlaps are counted from the handlers' own logs.
+. "$(dirname "$0")/../lib/harness.sh"
+
+if ! command -v socat >/dev/null; then
+	not_ok "socat installed"
+	done_testing
+	exit 1
+fi
+MDB_PORT=$(free_port)
+export MDB_PORT
+db_private || { done_testing; exit 1; }
+db_new "$TNAME" || { done_testing; exit 1; }
+# One MySQL user per gateway, so the server can tell their sessions apart.
+h_sqlroot -e "CREATE USER 'idem1'@'127.0.0.1' IDENTIFIED BY 'idem-test-secret';
+	GRANT ALL ON \`$TNAME\`.* TO 'idem1'@'127.0.0.1';
+	CREATE USER 'idem2'@'127.0.0.1' IDENTIFIED BY 'idem-test-secret';
+	GRANT ALL ON \`$TNAME\`.* TO 'idem2'@'127.0.0.1'" || not_ok "TCP users"
+P=$(cgi_install pay)
+fpm_start fpm "request_terminate_timeout = 12s" || { done_testing; exit 1; }
+
+# relay_start N: a relay to MariaDB in a process group of its own (it
+# forks a child per connection): RPORT[N], RPG[N].
+declare -A RPORT=() RPG=()
+relay_start() {
+	RPORT[$1]=$(free_port)
+	setsid socat "TCP-LISTEN:${RPORT[$1]},bind=127.0.0.1,reuseaddr,fork" \
+		"TCP:127.0.0.1:$MDB_PORT" >"$T/relay-$1.log" 2>&1 &
+	RPG[$1]=$!
+	wait_until 5 port_open "${RPORT[$1]}" || not_ok "relay $1 listens"
+}
+freeze() { # freeze N: relay N stops; the server drops gateway N's sessions
+	local id
+	kill -STOP -- "-${RPG[$1]}"
+	for id in $(h_sqlroot -e "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'idem$1'"); do
+		h_sqlroot -e "KILL $id" 2>/dev/null
+	done
+}
+heal() { kill -CONT -- "-${RPG[$1]}"; }
+relays_stop() {
+	local n
+	for n in "${!RPG[@]}"; do
+		kill -CONT -- "-${RPG[$n]}" 2>/dev/null
+		kill -- "-${RPG[$n]}" 2>/dev/null
+	done
+}
+
+gw_setup() { # gw_setup N: gateway gwN and lighttpd webN via relay N
+	local n=$1
+	relay_start "$n"
+	printf '[idemgate]\nhost=127.0.0.1\nport=%s\nuser=idem%s\npassword=idem-test-secret\ndatabase=%s\n' \
+		"${RPORT[$n]}" "$n" "$TNAME" >"$T/tcp$n.cnf"
+	chmod 600 "$T/tcp$n.cnf"
+	gw_conf "$T/gw$n.conf" "unix:$T/gw$n.sock" "$T/tcp$n.cnf"
+	cat >>"$T/gw$n.conf" <<EOF
+
+[route /pay]
+handler = cgi:$P
+lease = 3s
+timeout = 10s
+wait = 1s
+
+[route /pay.php]
+handler = fastcgi:unix:$T/fpm.sock
+lease = 3s
+timeout = 30s
+wait = 1s
+run_limit = 12s
+EOF
+	gw_start "gw$n" "$T/gw$n.conf" || return 1
+	lighttpd_start "web$n" "unix:$T/gw$n.sock" "$T/www"
+}
+gw_setup 1 || { relays_stop; done_testing; exit 1; }
+gw_setup 2 || { relays_stop; done_testing; exit 1; }
+overlaps() { if [ -f "$P.overlap" ]; then wc -l <"$P.overlap" | tr -d ' '; else echo 0; fi; }
+
+# retry_through2 FILE URL KEY BODY UNTIL_MS: retries via the other gateway
+# every 0.5 s until UNTIL_MS (now_ms); one line per answer in FILE.
+retry_through2() {
+	local i=0
+	while [ "$(now_ms)" -lt "$5" ] && [ "$i" -lt 40 ]; do
+		i=$((i + 1))
+		http rr POST "$(url web2 "$2")" -H "Idempotency-Key: $3" --data-binary "$4"
+		echo "$HS $(hdr rr Idempotency-Result)" >>"$1"
+		sleep 0.5
+	done
+}
+
+# --- A. A CGI owner cut off mid-run (8 s handler, lease 3 s).
+K=$(new_key)
+n0=$(runs pay)
+http_bg a1 POST "$(url web1 '/pay?sleep=8000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'a=1'
+wait_until 5 sh -c "[ \$(grep -c . '$P.runs' 2>/dev/null || echo 0) -gt $n0 ]" || not_ok "A: the handler started"
+sleep 0.5
+t_cut=$(now_ms)
+freeze 1
+retry_through2 "$T/A" '/pay?sleep=8000&exclusive=1' "$K" 'a=1' $((t_cut + 6000))
+heal 1
+bg_wait
+HS=$(st a1)
+is_problem "A: the cut-off owner's client" a1 503 store-unavailable
+expect_lt "A: the owner stopped its handler before the lease ended" "$(($(cat "$T/a1.end") - t_cut))" 3000
+expect_match "A: logged" 'stopping the handler before it ends' "$(cat "$T/gw1.log")"
+expect_eq "A: no retry ran it during the partition" 0 "$(grep -c created "$T/A")"
+# After the heal the owner's release lands: one retry runs the key again.
+sleep 1.5
+http a2 POST "$(url web2 '/pay?sleep=1000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'a=1'
+expect_match "A: after the heal, the key is someone's" '^(201|409|422)$' "$HS"
+expect_eq "A: never two at once" 0 "$(overlaps)"
+
+# --- B. A CGI that finishes while its owner is cut off.
+K=$(new_key)
+n0=$(runs pay)
+http_bg b1 POST "$(url web1 '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'b=1'
+sleep 0.5
+t_cut=$(now_ms)
+freeze 1
+retry_through2 "$T/B" '/pay?sleep=1500&exclusive=1' "$K" 'b=1' $((t_cut + 6000))
+heal 1
+bg_wait
+expect_eq "B: the owner's client got the answer" 201 "$(st b1)"
+expect_eq "B: created" created "$(hdr b1 Idempotency-Result)"
+expect_eq "B: no retry ran it during the partition" 0 "$(grep -c created "$T/B")"
+expect_eq "B: retries meanwhile got 409" 0 "$(grep -vc '^409 $' "$T/B")"
+ok_replay() {
+	http b2 POST "$(url web2 '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'b=1'
+	[ "$(hdr b2 Idempotency-Result)" = reused ]
+}
+wait_until 5 ok_replay
+expect_eq "B: after the heal, the kept answer replays" reused "$(hdr b2 Idempotency-Result)"
+expect_file_eq "B: the same answer" "$T/b1.b" "$T/b2.b"
+expect_eq "B: one run" 1 $(($(runs pay) - n0))
+expect_match "B: the owner kept the answer" 'answer is kept' "$(cat "$T/gw1.log")"
+expect_eq "B: never two at once" 0 "$(overlaps)"
+
+# --- C. A PHP-FPM run (5 s) whose owner is cut off for 6 s.
+K=$(new_key)
+n0=$(fpm_runs)
+http_bg c1 POST "$(url web1 '/pay.php?sleep=5000')" -H "Idempotency-Key: $K" --data-binary 'c=1'
+sleep 1
+t_cut=$(now_ms)
+freeze 1
+retry_through2 "$T/C" '/pay.php?sleep=5000' "$K" 'c=1' $((t_cut + 6000))
+heal 1
+bg_wait
+expect_eq "C: the owner's client got PHP's answer" 201 "$(st c1)"
+expect_eq "C: created" created "$(hdr c1 Idempotency-Result)"
+expect_eq "C: no retry ran it during the partition" 0 "$(grep -c created "$T/C")"
+ok_replay_c() {
+	http c2 POST "$(url web2 '/pay.php?sleep=5000')" -H "Idempotency-Key: $K" --data-binary 'c=1'
+	[ "$(hdr c2 Idempotency-Result)" = reused ]
+}
+wait_until 5 ok_replay_c
+expect_eq "C: after the heal, the kept answer replays" reused "$(hdr c2 Idempotency-Result)"
+expect_file_eq "C: the same answer" "$T/c1.b" "$T/c2.b"
+expect_eq "C: one run" 1 $(($(fpm_runs) - n0))
+expect_eq "C: never two at once" 0 "$(fpm_overlaps)"
+relays_stop
+done_testing

@@ -1,0 +1,179 @@
+#!/bin/bash
+# In front of a real PHP-FPM (Debian's, its own pool as www-data): a PHP
+# run goes on after idemgate stops reading it, so its key stays in
+# progress until the run is over.  Runs and overlaps are counted from the
+# PHP script's own log (tests/it/php/pay.php), never from idemgate's.
+#   - the client's timeout is not the run's life: 504 handler-timeout,
+#     retries wait or get 409, then replay the run's answer;
+#   - a dead owner's upstream run is not taken over before run_limit;
+#   - a store outage longer than the lease does not stop (or double) it;
+#   - the fence reaches PHP and grows with each claim;
+#   - Apache wired like Debian's php8.2-fpm.conf (FilesMatch + SetHandler);
+#   - idemgate -t warns about a fastcgi: route without run_limit.
+. "$(dirname "$0")/../lib/harness.sh"
+
+db_private || { done_testing; exit 1; }
+db_new "$TNAME" || { done_testing; exit 1; }
+fpm_start fpm "request_terminate_timeout = 8s" || { done_testing; exit 1; }
+
+routes() { # routes TIMEOUT: the PHP route, run_limit as PHP-FPM's limit
+	cat <<EOF
+
+[route /pay.php]
+handler = fastcgi:unix:$T/fpm.sock
+timeout = $1
+lease = 3s
+wait = 1s
+run_limit = 8s
+EOF
+}
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+routes 2s >>"$T/gw.conf"
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+# A second gateway on the same database, with its own web server.
+gw_conf "$T/gw2.conf" "unix:$T/gw2.sock" "$DBCNF"
+routes 30s >>"$T/gw2.conf"
+gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" "$T/www" || { done_testing; exit 1; }
+lighttpd_start web2 "unix:$T/gw2.sock" "$T/www" || { done_testing; exit 1; }
+
+# Every run's "start" to its "end", as the script logged them.
+last_fence() { sed -n 's/^start .* fence=\([0-9-]*\)$/\1/p' "$T/www/runs/pay.runs" | tail -1; }
+
+# --- A plain protected POST through PHP-FPM: once, replayed, fenced.
+K=$(new_key)
+http p1 POST "$(url web2 /pay.php)" -H "Idempotency-Key: $K" --data-binary 'amount=5'
+expect_eq "php: created" created "$(hdr p1 Idempotency-Result)"
+expect_eq "php: PHP's status" 201 "$HS"
+expect_match "php: PHP read the body" '"body":"amount=5"' "$(body p1)"
+http p2 POST "$(url web2 /pay.php)" -H "Idempotency-Key: $K" --data-binary 'amount=5'
+expect_eq "php: reused" reused "$(hdr p2 Idempotency-Result)"
+expect_file_eq "php: byte-for-byte" "$T/p1.b" "$T/p2.b"
+expect_eq "php: one run" 1 "$(fpm_runs)"
+f1=$(last_fence)
+expect_match "php: IDEMGATE_FENCE reached PHP" '^[0-9]+$' "$f1"
+K=$(new_key)
+http p3 POST "$(url web2 /pay.php)" -H "Idempotency-Key: $K" -H 'Idemgate-Fence: 99999999999999' --data-binary 'amount=6'
+f2=$(last_fence)
+expect_lt "php: a later claim has a larger fence" "${f1:-0}" "${f2:-0}"
+expect_ne "php: a client's header is no fence" 99999999999999 "$f2"
+
+# --- 1. The client's timeout (2 s) is shorter than the run (5 s).  The
+# client gets 504 handler-timeout; retries every 0.4 s never start a
+# second run, and once the run is over they replay its answer.
+K=$(new_key)
+n0=$(fpm_runs)
+t0=$(now_ms)
+http_bg t1 POST "$(url web '/pay.php?sleep=5000')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+sleep 0.5
+i=0
+while [ "$(($(now_ms) - t0))" -lt 9000 ] && [ "$i" -lt 30 ]; do
+	i=$((i + 1))
+	http r$i POST "$(url web '/pay.php?sleep=5000')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+	echo "$HS $(hdr r$i Idempotency-Result)" >>"$T/retries"
+	sleep 0.4
+done
+bg_wait
+HS=$(st t1)
+is_problem "timeout: the first client" t1 504 handler-timeout
+expect_match "timeout: with Retry-After" '^[0-9]+$' "$(hdr t1 Retry-After)"
+expect_lt "timeout: answered at the timeout, not the run's end" "$(($(cat "$T/t1.end") - t0))" 4500
+expect_eq "timeout: one run" 1 $(($(fpm_runs) - n0))
+expect_eq "timeout: never two at once" 0 "$(fpm_overlaps)"
+expect_eq "timeout: no retry ran it" 0 "$(grep -c created "$T/retries")"
+expect_eq "timeout: retries got 409 or the replay, nothing else" 0 "$(grep -Evc '^(409 |201 reused)$' "$T/retries")"
+expect_match "timeout: retries after the run replay it" '201 reused' "$(tail -1 "$T/retries")"
+run_id=$(sed -n 's/^end [0-9.]* \([0-9a-f]*\) .*/\1/p' "$T/www/runs/pay.runs" | tail -1)
+expect_match "timeout: the replay is that run's answer" "\"id\":\"$run_id\".*\"body\":\"amount=7\"" "$(body r$i)"
+
+# --- 2. The owner dies (kill -9) while PHP runs on (6 s); lease 3 s,
+# run_limit 8 s.  A retry through the other gateway must not take the
+# key over while the run may still go on.
+K=$(new_key)
+n0=$(fpm_runs)
+t0=$(now_ms)
+http_bg o1 POST "$(url web2 '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=8'
+started() { [ "$(fpm_runs)" -gt "$n0" ]; }
+wait_until 5 started || not_ok "dead owner: PHP started"
+sleep 1
+kill -9 $(gw_workers gw2)
+rm -f "$T/dead"
+# Each retry waits up to 1 s: the last starts well before the run deadline.
+while [ "$(($(now_ms) - t0))" -lt 6500 ]; do
+	http d POST "$(url web '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=8'
+	echo "$(($(now_ms) - t0)) $HS $(hdr d Idempotency-Result)" >>"$T/dead"
+	sleep 0.5
+done
+bg_wait
+expect_eq "dead owner: no takeover before run_limit" 0 "$(grep -c created "$T/dead")"
+expect_eq "dead owner: the run went on alone" 1 $(($(fpm_runs) - n0))
+# Past run_limit (8 s from the claim, on the server's clock) the key may
+# run again: the first run is surely over.
+wait_until 5 gw_has_workers gw2 || true
+while [ "$(($(now_ms) - t0))" -lt 8500 ]; do sleep 0.1; done
+http d2 POST "$(url web2 '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=8'
+expect_eq "dead owner: after run_limit the key is taken over" created "$(hdr d2 Idempotency-Result)"
+expect_eq "dead owner: two runs in all, one after the other" 2 $(($(fpm_runs) - n0))
+expect_eq "dead owner: never two at once" 0 "$(fpm_overlaps)"
+expect_eq "dead owner: every run ended" "$(grep -c '^start ' "$T/www/runs/pay.runs")" "$(grep -c '^end ' "$T/www/runs/pay.runs")"
+
+# --- 3. MariaDB is stopped for 5 s, longer than the lease, during a 6 s
+# run.  The owner does not stop what it cannot stop; it records the run's
+# answer when the store is back; retries then replay it.
+K=$(new_key)
+n0=$(fpm_runs)
+http_bg s1 POST "$(url web2 '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=9'
+wait_until 5 started || not_ok "outage: PHP started"
+sleep 0.5
+mariadb_stop
+sleep 5
+mariadb_start || not_ok "MariaDB restarts"
+for i in 1 2 3 4; do
+	http_bg s2_$i POST "$(url web '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=9'
+done
+bg_wait
+expect_eq "outage: the owner's client got PHP's answer" 201 "$(st s1)"
+expect_eq "outage: as created" created "$(hdr s1 Idempotency-Result)"
+sleep 1.5
+http s3 POST "$(url web '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=9'
+expect_eq "outage: a retry after the run replays it" reused "$(hdr s3 Idempotency-Result)"
+expect_file_eq "outage: the same answer" "$T/s1.b" "$T/s3.b"
+expect_eq "outage: no retry meanwhile ran it" 0 "$(for i in 1 2 3 4; do hdr s2_$i Idempotency-Result; done | grep -c created)"
+expect_eq "outage: one run" 1 $(($(fpm_runs) - n0))
+expect_eq "outage: never two at once" 0 "$(fpm_overlaps)"
+
+# --- An upstream that dies mid-run (PHP-FPM's request_terminate_timeout
+# kills it: no END_REQUEST): the key is a tombstone, never run again.
+K=$(new_key)
+n0=$(fpm_runs)
+http k1 POST "$(url web2 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --data-binary 'amount=10'
+expect_match "killed run: the client gets a 5xx" '^5' "$HS"
+http k2 POST "$(url web2 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --data-binary 'amount=10'
+is_problem "killed run: a retry" k2 410 response-not-stored
+expect_eq "killed run: one run" 1 $(($(fpm_runs) - n0))
+
+# --- Apache in front, wired as Debian's php8.2-fpm.conf wires PHP-FPM:
+# FilesMatch + SetHandler "proxy:unix:...|fcgi://localhost".
+chgrp www-data "$T/gw2.sock" 2>/dev/null
+chmod 0660 "$T/gw2.sock"
+if apache_start apache "unix:$T/gw2.sock" php; then
+	K=$(new_key)
+	n0=$(fpm_runs)
+	http a1 POST "$(url apache /pay.php)" -H "Idempotency-Key: $K" --data-binary 'amount=11'
+	expect_eq "apache: created" created "$(hdr a1 Idempotency-Result)"
+	expect_match "apache: PHP found its script" '"body":"amount=11"' "$(body a1)"
+	http a2 POST "$(url apache /pay.php)" -H "Idempotency-Key: $K" --data-binary 'amount=11'
+	expect_eq "apache: reused" reused "$(hdr a2 Idempotency-Result)"
+	expect_file_eq "apache: byte-for-byte" "$T/a1.b" "$T/a2.b"
+	expect_eq "apache: one run" 1 $(($(fpm_runs) - n0))
+fi
+
+# --- idemgate -t: a protected fastcgi: route without run_limit.
+sed '/^run_limit/d' "$T/gw.conf" >"$T/nolimit.conf"
+out=$("$IDEMGATE" -t -c "$T/nolimit.conf" 2>&1)
+expect_eq "-t: still valid" 0 $?
+expect_eq "-t: one warning" 1 "$(printf '%s\n' "$out" | grep -c 'warning')"
+expect_match "-t: names request_terminate_timeout" "nolimit.conf:[0-9]+:[0-9]+: warning: .*run_limit.*request_terminate_timeout" "$out"
+out=$("$IDEMGATE" -t -c "$T/gw.conf" 2>&1)
+expect_eq "-t: with run_limit, no warning" "syntax ok" "$out"
+done_testing
