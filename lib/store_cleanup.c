@@ -33,21 +33,26 @@ struct phase {
 
 static const struct phase phases[] = {
 	/* An in-progress row goes only once its run is surely over (its
-	 * run deadline passed; never for an unbounded run, NULL): deleted,
-	 * its key could run again beside it. */
+	 * run deadline passed; never for an unbounded run; NULL: a row from
+	 * before migration 006, the lease alone): deleted, its key could
+	 * run again beside it. */
 	{ "expired",
 	  "DELETE FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  "(state <> 0 OR (lease_until < NOW(6) AND run_deadline < NOW(6)))"
+	  "(state <> 0 OR (lease_until < NOW(6) AND "
+	  "(run_deadline < NOW(6) OR run_deadline IS NULL)))"
 	  " ORDER BY expires_at LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  "(state <> 0 OR (lease_until < NOW(6) AND run_deadline < NOW(6)))",
+	  "(state <> 0 OR (lease_until < NOW(6) AND "
+	  "(run_deadline < NOW(6) OR run_deadline IS NULL)))",
 	  0 },
 	{ "stale",
 	  "DELETE FROM idem_keys WHERE state = 0 AND lease_until < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND run_deadline < NOW(6)"
+	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND "
+	  "(run_deadline < NOW(6) OR run_deadline IS NULL)"
 	  " ORDER BY lease_until LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_keys WHERE state = 0 AND lease_until < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND run_deadline < NOW(6)",
+	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND "
+	  "(run_deadline < NOW(6) OR run_deadline IS NULL)",
 	  1 },
 	{ "counters",
 	  "DELETE FROM idem_counters WHERE minute < "

@@ -8,12 +8,18 @@
  * An in-progress row's run is surely over and its owner judged gone: the
  * lease lapsed, at least a lease after the server started (a restart
  * drops live owners' locks too: ? is that floor), and the run deadline
- * passed (NULL, unbounded: never).  A lapsed lease alone never is: an
+ * passed (an unbounded run's is the end of time).  A lapsed lease alone never is: an
  * upstream run (PHP-FPM) goes on after its owner stopped reading it.
  */
 #define RUN_OVER							\
 	"(lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?)"		\
-	" AND run_deadline <= NOW(6))"
+	" AND (run_deadline <= NOW(6) OR run_deadline IS NULL))"
+/* A run deadline ? µs from now; SQL NULL for ?: unbounded, the end of
+ * time (a NULL column is a row from before migration 006: the lease
+ * alone). */
+#define RUN_US								\
+	"COALESCE(DATE_ADD(NOW(6), INTERVAL ? MICROSECOND),"		\
+	" TIMESTAMP'9999-12-31 23:59:59')"
 
 /*
  * One text per statement for both modes.  On Galera (lib/store.h, "Two
@@ -26,7 +32,7 @@
 	" fingerprint, state, owner, owner_token, waiters, created_at,"	\
 	" lease_until, run_deadline, expires_at)"			\
 	" SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
-	LEASE_US ", " LEASE_US " FROM DUAL WHERE " TAKE
+	RUN_US ", " LEASE_US " FROM DUAL WHERE " TAKE
 #define READ_SQL(DROP)							\
 	"SELECT id, fingerprint, state, owner_token,"			\
 	" lease_until > NOW(6), expires_at > NOW(6),"			\
@@ -46,7 +52,7 @@
 	" waiters = IF(expires_at <= NOW(6), 0, waiters),"		\
 	" state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"	\
 	" owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","	\
-	" run_deadline = " LEASE_US ", takeovers = takeovers + 1,"	\
+	" run_deadline = " RUN_US ", takeovers = takeovers + 1,"	\
 	" expires_at = " LEASE_US ", completed_at = NULL,"		\
 	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
 	" resp_size = NULL"						\

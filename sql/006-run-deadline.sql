@@ -2,8 +2,11 @@
 --
 -- run_deadline: the latest moment the run of an in-progress key can still
 -- be executing, on the server's clock (claim time + the route's timeout
--- and kill grace for a CGI, + run_limit for a FastCGI upstream; NULL: no
--- bound is known, as for an upstream route without run_limit).  A key
+-- and kill grace for a CGI, + run_limit for a FastCGI upstream; the end
+-- of time, 9999-12-31, when no bound is known, as for an upstream route
+-- without run_limit).  NULL: a row claimed before this migration (or by
+-- an older gateway during an upgrade), judged by its lease alone, as it
+-- was then.  A key
 -- whose owner died or whose lease lapsed is taken over only once its
 -- run_deadline has passed: a PHP-FPM script goes on after its connection
 -- closed, and a lease says nothing about that.

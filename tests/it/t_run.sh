@@ -135,8 +135,11 @@ expect_eq "cleanup: an expired job key is gone" 0 "$(db_query "$TNAME" "SELECT C
 run a t1 --key k7 --timeout 500ms -- sh -c 'echo $$ >"$JOBLOG.t"; sleep 30 & sleep 30'
 expect_eq "timeout: status 124" 124 "$(rc t1)"
 pg=$(cat "$LOG.t" 2>/dev/null)
-living() { ps -o pid=,stat=,comm= -g "$1" 2>/dev/null | grep -v ' Z' | tr -s ' \n' ' '; }
-wait_until 3 sh -c "! ps -o stat= -g $pg | grep -qv Z"
+# living PGID: the live members of process group PGID ("ps -g" selects a
+# session, not a group)
+living() { ps -e -o pgid=,pid=,stat=,comm= | awk -v g="$1" '$1 == g && $3 !~ /^Z/ { printf "%s %s ", $2, $4 }'; }
+group_gone() { [ -z "$(living "$1")" ]; }
+wait_until 3 group_gone "$pg"
 expect_eq "timeout: nothing of its group runs" "" "$(living "$pg")"
 run a t2 --key k7 --timeout 5s -- sh -c 'echo again'
 expect_eq "timeout: released, the next run executes" "0 again" "$(rc t2) $(cat "$T/t2.o")"
@@ -151,7 +154,7 @@ wait_until 5 test -s "$LOG.k"
 pg=$(cat "$LOG.k")
 kill -9 "$runner"
 wait "$runner" 2>/dev/null
-wait_until 5 sh -c "! ps -o stat= -g $pg | grep -qv Z"
+wait_until 5 group_gone "$pg"
 expect_eq "kill -9: COMMAND's group did not outlive its run" "" "$(living "$pg")"
 before=$(starts)
 t0=$(now_ms)
@@ -159,6 +162,48 @@ run b k2 --key k8 --wait 10s -- sh -c "$K8"
 took=$(($(now_ms) - t0))
 expect_eq "kill -9: the next run takes over and runs" "0 took-over $((before + 1))" "$(rc k2) $(cat "$T/k2.o") $(starts)"
 expect_lt "kill -9: within a lease and a little (${took} ms)" "$took" 8000
+
+# timeout -s KILL idemctl run ... (cron wrappers, systemd) kills run's
+# whole process group: COMMAND, in a group of its own, must die with it
+# all the same, or the redelivery after the lease runs beside it.
+K13='echo $$ >"$JOBLOG.g"; echo "start $$" >>"$JOBLOG.13"; if [ -n "${SLOW:-}" ]; then sleep 30 & sleep 30; fi; echo "end $$" >>"$JOBLOG.13"; echo ran'
+SLOW=1 timeout -s KILL 1 "$IDEMCTL" -c "$T/a.conf" run --key k13 -- sh -c "$K13" >/dev/null 2>&1
+wait_until 3 test -s "$LOG.g"
+pg=$(cat "$LOG.g")
+# Its keeper ends it: SIGTERM at once, SIGKILL 2 s later at the latest.
+wait_until 4 group_gone "$pg"
+expect_eq "group kill: COMMAND's group did not outlive run" "" "$(living "$pg")"
+run b g2 --key k13 --wait 10s -- sh -c "$K13"
+expect_eq "group kill: the redelivery runs it after the lease" "0 ran" "$(rc g2) $(cat "$T/g2.o")"
+expect_eq "group kill: the first never ended, the second did" "1 2" "$(grep -c '^end' "$LOG.13") $(grep -c '^start' "$LOG.13")"
+[ -n "$(living "$pg")" ] && kill -9 -- "-$pg" 2>/dev/null
+
+# The keeper killed on its own, then run: a new keeper took its place.
+K14='echo $$ >"$JOBLOG.kk"; if [ -n "${SLOW:-}" ]; then sleep 30 & sleep 30; fi; echo x'
+SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k14 -- sh -c "$K14" >/dev/null 2>&1 &
+runner=$!
+wait_until 5 test -s "$LOG.kk"
+pg=$(cat "$LOG.kk")
+keeper=$(ps -o pid=,comm= --ppid "$runner" | awk '$2 == "idemctl" { print $1 }' | head -1)
+if [ -n "$keeper" ]; then
+	kill -9 "$keeper"
+	sleep 0.5
+	expect_ne "keeper killed: run started another" "" "$(ps -o pid=,comm= --ppid "$runner" | awk '$2 == "idemctl" { print $1 }')"
+else
+	not_ok "keeper killed: run has a keeper" "$(ps -o pid=,comm= --ppid "$runner")"
+fi
+kill -9 "$runner"
+wait "$runner" 2>/dev/null
+wait_until 5 group_gone "$pg"
+expect_eq "keeper killed, then run: COMMAND's group is gone" "" "$(living "$pg")"
+
+# The fence: COMMAND gets IDEMGATE_FENCE, larger for a later claim; one
+# from run's own environment is not passed on.
+IDEMGATE_FENCE=7 "$IDEMCTL" -c "$T/a.conf" run --key k15 -- sh -c 'echo "$IDEMGATE_FENCE"' >"$T/f1.o" 2>/dev/null
+"$IDEMCTL" -c "$T/a.conf" run --key k16 -- sh -c 'echo "$IDEMGATE_FENCE"' >"$T/f2.o" 2>/dev/null
+expect_match "fence: COMMAND has one" '^[0-9]+$' "$(cat "$T/f1.o")"
+expect_ne "fence: not run's own" 7 "$(cat "$T/f1.o")"
+expect_lt "fence: a later claim's is larger" "$(cat "$T/f1.o")" "$(cat "$T/f2.o")"
 
 # COMMAND inherits fds 0, 1 and 2 only: not run's MySQL connection.
 run a fd1 --key k11 -- sh -c 'exec ls /proc/self/fd'
@@ -175,7 +220,7 @@ pg=$(cat "$LOG.term")
 kill -TERM "$runner"
 wait "$runner"
 expect_eq "SIGTERM: run exits 128+15" 143 "$?"
-wait_until 5 sh -c "! ps -o stat= -g $pg | grep -qv Z"
+wait_until 5 group_gone "$pg"
 expect_eq "SIGTERM: COMMAND's group is gone" "" "$(living "$pg")"
 run a term2 --key k12 -- sh -c "$K12"
 expect_eq "SIGTERM: released, the next delivery runs it" "0 done" "$(rc term2) $(cat "$T/term2.o")"
