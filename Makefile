@@ -21,7 +21,7 @@ CURSES_LIBS	:= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw
 WARN	= -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS	+= $(CPPFLAGS) -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) $(MYSQL_CFLAGS) $(SAN)
 LDFLAGS	+= -pthread $(SAN)
-LIBS	= $(MYSQL_LIBS) -ljansson -lssl -lcrypto
+LIBS	= $(MYSQL_LIBS) -lssl -lcrypto
 
 LIB_SRC		:= $(sort $(wildcard lib/*.c))
 FCGI_SRC	:= $(sort $(wildcard fcgi/*.c))

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "canon.h"
@@ -327,10 +328,64 @@ struct guarded {
 	int64_t		 waited_ms;
 };
 
-/* The scope: its kind ("none", "remote_user", "header:name" in lower
- * case) in kind and its value, or NULL when the request has none. */
+/*
+ * An Authorization value by meaning (RFC 9110 section 11.1): the scheme
+ * is case-insensitive and the space after it may repeat, so "Bearer abc",
+ * "bearer abc" and "Bearer  abc" are one client.  The credentials are
+ * left as they are.  Returns a new string (free()), or NULL.
+ */
+char *
+guard_auth_norm(const char *v)
+{
+	size_t	 n = strlen(v), s, c;
+	char	*out;
+
+	if ((out = malloc(n + 1)) == NULL)
+		return NULL;
+	for (s = 0; s < n && v[s] != ' ' && v[s] != '\t'; s++)
+		out[s] = (char)tolower((unsigned char)v[s]);
+	for (c = s; c < n && (v[c] == ' ' || v[c] == '\t'); c++)
+		;
+	if (c == n) {
+		out[s] = '\0';
+		return out;
+	}
+	out[s] = ' ';
+	memcpy(out + s + 1, v + c, n - c + 1);
+	return out;
+}
+
+/* The name of a header that identifies the request (the key, a scope
+ * header, a fingerprint header) and arrived more than once, or NULL. */
 static const char *
-guard_scope(const struct request *r, char *kind, size_t kindlen)
+guard_ambiguous(const struct request *r)
+{
+	const struct route	*rt = r->route;
+	char			 pname[300];
+	size_t			 i;
+
+	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0 &&
+	    request_param_count(r->envp, pname) > 1)
+		return rt->key_header;
+	if (rt->scope == SCOPE_HEADER && guard_header_param(rt->scope_header,
+	    pname, sizeof(pname)) == 0 && request_param_count(r->envp,
+	    pname) > 1)
+		return rt->scope_header;
+	for (i = 0; i < rt->nfp_headers; i++)
+		if (guard_header_param(rt->fp_headers[i], pname,
+		    sizeof(pname)) == 0 && request_param_count(r->envp,
+		    pname) > 1)
+			return rt->fp_headers[i];
+	return NULL;
+}
+
+/* The scope: its kind ("none", "remote_user", "header:name" in lower
+ * case) in kind and its value, or NULL when the request has none.  An
+ * Authorization value is read by meaning (guard_auth_norm; *owned is
+ * then the string to free). */
+static const char *
+guard_scope(const struct request *r, char *kind, size_t kindlen,
+    char **owned)
 {
 	const struct route	*rt = r->route;
 	char			 pname[300];
@@ -348,6 +403,10 @@ guard_scope(const struct request *r, char *kind, size_t kindlen)
 		if (guard_header_param(rt->scope_header, pname,
 		    sizeof(pname)) == 0)
 			v = request_param(r->envp, pname);
+		if (v != NULL && strcasecmp(rt->scope_header,
+		    "authorization") == 0 && (*owned = guard_auth_norm(v)) !=
+		    NULL)
+			v = *owned;
 		break;
 	default:
 		snprintf(kind, kindlen, "none");
@@ -408,10 +467,19 @@ guard_identify(struct guarded *g)
 {
 	struct request		*r = g->r;
 	const struct route	*rt = r->route;
-	char			 pname[300], kind[600];
-	const char		*raw = NULL, *sval;
+	char			 pname[300], kind[600], *owned = NULL;
+	const char		*raw = NULL, *sval, *dup;
 	size_t			 keylen, n;
 
+	/* One header given twice: which one the handler reads is anyone's
+	 * guess (lighttpd passes X-Tenant and X_Tenant both as
+	 * HTTP_X_TENANT), so nothing runs under either. */
+	if ((dup = guard_ambiguous(r)) != NULL) {
+		count(r, STAT_INVALID_KEY);
+		log_info("%s: header %s given more than once", r->tag, dup);
+		reply_problem(r->out, PROB_AMBIGUOUS_HEADER, 0, 0, NULL);
+		return -1;
+	}
 	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0)
 		raw = request_param(r->envp, pname);
 	if (raw == NULL && !rt->require_key) {
@@ -433,7 +501,8 @@ guard_identify(struct guarded *g)
 		return -1;
 	}
 	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
-	if ((sval = guard_scope(r, kind, sizeof(kind))) == NULL) {
+	if ((sval = guard_scope(r, kind, sizeof(kind), &owned)) == NULL) {
+		free(owned);
 		count(r, STAT_MISSING_KEY);
 		log_info("%s: key %s without scope value", r->tag, g->lkey);
 		reply_problem(r->out, PROB_MISSING_SCOPE, 0, 0, NULL);
@@ -445,6 +514,7 @@ guard_identify(struct guarded *g)
 		snprintf(kind + n, sizeof(kind) - n, " route:%s", rt->prefix);
 	}
 	fp_scope(kind, sval, g->id.scope);
+	free(owned);
 	if (guard_fingerprint(r, g->id.fp) != IDEM_OK) {
 		log_err("%s: out of memory", r->tag);
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);

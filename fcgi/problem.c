@@ -12,6 +12,11 @@ static const struct {
 	[PROB_MISSING_KEY] = { 400, "missing-key",
 	    "Idempotency key required",
 	    "This endpoint requires an Idempotency-Key header." },
+	[PROB_AMBIGUOUS_HEADER] = { 400, "ambiguous-header",
+	    "Ambiguous request header",
+	    "A header that identifies this request (the idempotency key, "
+	    "its scope, or a header that is part of the request) arrived "
+	    "more than once." },
 	[PROB_INVALID_KEY] = { 400, "invalid-key",
 	    "Invalid idempotency key",
 	    "The idempotency key must be 1 to 255 visible ASCII characters, "

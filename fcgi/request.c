@@ -34,6 +34,17 @@ request_param(char *const *envp, const char *name)
 }
 
 size_t
+request_param_count(char *const *envp, const char *name)
+{
+	size_t	 nl = strlen(name), n = 0;
+
+	for (; envp != NULL && *envp != NULL; envp++)
+		if (strncmp(*envp, name, nl) == 0 && (*envp)[nl] == '=')
+			n++;
+	return n;
+}
+
+size_t
 request_params_size(char *const *envp)
 {
 	size_t	 n = 0;

@@ -11,21 +11,29 @@
 
 /*
  * The canonical form of body (len bytes) declared as ctype, so that two
- * requests that mean the same give the same bytes:
- * - JSON (application/json, any +json): parsed by jansson and written back
- *   with object keys sorted, no insignificant whitespace, every number as
- *   the double it denotes (1, 1.0 and 1e0 are one value) and strings as
- *   code points (escapes decoded); duplicate keys or nesting deeper than
- *   jansson's limit do not parse.
+ * requests that mean the same give the same bytes, and two that a common
+ * parser (PHP, Python, Node) reads differently never do:
+ * - JSON (application/json, any +json), parsed strictly (RFC 8259) and
+ *   written back with object names sorted (by their bytes), no
+ *   insignificant whitespace, strings as UTF-8 (escapes decoded) and
+ *   every number as the exact decimal it denotes (1 = 1.0 = 1e0 = 10e-1;
+ *   9007199254740993 is not 9007199254740992; never through a double).
+ *   Not parsed: a name twice (however escaped), invalid UTF-8, a lone
+ *   surrogate, nesting deeper than 128, an exponent over 10^8.
  * - application/x-www-form-urlencoded: the pairs percent-decoded ('+' is
- *   a space) and sorted, length-prefixed.
+ *   a space), length-prefixed, in a stable sort by the variable PHP
+ *   reads each into (leading spaces dropped, ' ' and '.' as '_', up to
+ *   the first '['): pairs of one name, or of names PHP reads as one
+ *   variable (a[] and a[x], a.b and a_b), keep their order.
  * - multipart/form-data: its parts in order, each with its header lines
  *   (names lower-cased, values trimmed) and its body, length-prefixed;
- *   the boundary is not part of it.
+ *   the boundary is not part of it.  Anything but white space before the
+ *   first delimiter or after the closing one does not parse.
  * Returns 1 with out filled and *ctype_out the bare media type (its
  * parameters, a boundary say, are no longer part of the request); 0 when
  * the type is none of these or the body does not parse as it (the caller
- * keeps the exact bytes).  Time and memory are linear in len.
+ * keeps the exact bytes).  Time is linear in len times the nesting depth;
+ * memory is linear in len.
  */
 int canon_body(const char *ctype, const void *body, size_t len,
     struct buf *out, const char **ctype_out);

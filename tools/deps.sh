@@ -2,7 +2,7 @@
 # Installs the Debian packages idemgate builds and tests with, if missing.
 set -eu
 pkgs="build-essential pkg-config clang libclang-rt-14-dev libfcgi-dev libfcgi-bin
-default-libmysqlclient-dev libssl-dev libncurses-dev libjansson-dev mariadb-server mariadb-client
+default-libmysqlclient-dev libssl-dev libncurses-dev mariadb-server mariadb-client
 lighttpd apache2 libapache2-mod-fcgid nginx-light spawn-fcgi fcgiwrap wrk tmux curl
 procps iproute2 python3 clang-format debhelper lintian python3-prometheus-client
 galera-4 rsync php-fpm php-cli socat iptables"

@@ -63,8 +63,58 @@ test_json(void)
 	CHECK(!parses(js, "{\"a\":1,\"a\":2}", 13));
 	CHECK(!parses(js, "{} x", 4));
 	CHECK(!parses(js, "", 0));
-	/* a number too large for a double, nesting too deep: bounded, exact */
-	CHECK(!parses(js, "[1e999]", 7));
+	/* Numbers are exact decimals, never doubles: a double (PHP's) reads
+	 * these pairs alike, Python's Decimal and big ints do not. */
+	CHECK(same(js, "[1]", "[1.0]") == 1);
+	CHECK(same(js, "[1]", "[1e0]") == 1);
+	CHECK(same(js, "[1]", "[10e-1]") == 1);
+	CHECK(same(js, "[1]", "[0.1e1]") == 1);
+	CHECK(same(js, "[-1.50]", "[-15E-1]") == 1);
+	CHECK(same(js, "[0]", "[0.000e7]") == 1);
+	CHECK(same(js, "[0]", "[-0]") == 0);
+	CHECK(same(js, "{\"to\":9007199254740993}",
+	    "{\"to\":9007199254740992}") == 0);
+	CHECK(same(js, "[0.1000000000000000055511151231257827]", "[0.1]") ==
+	    0);
+	CHECK(same(js, "[1e999]", "[2e999]") == 0);
+	CHECK(same(js, "[1e-999]", "[0]") == 0);
+	CHECK(same(js, "[1.2345678901234567890123456789e29]",
+	    "[123456789012345678901234567890e0]") == 1);
+	/* From 2^53 an integer is not the same number written as a float:
+	 * PHP reads the one exactly, the other as a double. */
+	CHECK(same(js, "[123456789012345678901234567890]",
+	    "[1.2345678901234567890123456789e29]") == 0);
+	CHECK(same(js, "[9007199254740993]", "[9007199254740993.0]") == 0);
+	CHECK(same(js, "[9007199254740991]", "[9007199254740991.0]") == 1);
+	CHECK(same(js, "[-9007199254740992]", "[-9007199254740992]") == 1);
+	CHECK(same(js, "[5]", "[5.0]") == 1);
+	/* Not JSON numbers: leading zeros, a bare point, a plus, hex. */
+	CHECK(!parses(js, "[01]", 4));
+	CHECK(!parses(js, "[1.]", 4));
+	CHECK(!parses(js, "[.5]", 4));
+	CHECK(!parses(js, "[+1]", 4));
+	CHECK(!parses(js, "[1e]", 4));
+	CHECK(!parses(js, "[0x1]", 5));
+	/* an exponent past 10^8: bounded, exact */
+	CHECK(!parses(js, "[1e999999999]", 13));
+	/* Strings: escapes decoded; invalid UTF-8 (overlong, a surrogate,
+	 * cut short) and lone surrogates fall back to the exact bytes. */
+	CHECK(same(js, "[\"\\ud83d\\ude00\"]", "[\"\xf0\x9f\x98\x80\"]") == 1);
+	CHECK(same(js, "[\"a\\/b\"]", "[\"a/b\"]") == 1);
+	CHECK(!parses(js, "[\"\xc0\xaf\"]", 6));
+	CHECK(!parses(js, "[\"\xed\xa0\x80\"]", 7));
+	CHECK(!parses(js, "[\"\xe2\x82\"]", 6));
+	CHECK(!parses(js, "[\"\xff\"]", 5));
+	CHECK(!parses(js, "[\"\\ud83d\"]", 10));
+	CHECK(!parses(js, "[\"\\ude00x\"]", 11));
+	CHECK(!parses(js, "[\"a\tb\"]", 7));
+	/* A name twice, even spelled with an escape. */
+	CHECK(!parses(js, "{\"a\":1,\"\\u0061\":2}", 18));
+	CHECK(same(js, "{\"b\":{\"d\":1,\"c\":2},\"a\":[]}",
+	    "{\"a\":[],\"b\":{\"c\":2,\"d\":1}}") == 1);
+	CHECK(same(js, "true", " true ") == 1);
+	CHECK(!parses(js, "tru", 3));
+	CHECK(!parses(js, "\xef\xbb\xbf{}", 5));	/* a BOM */
 	deep = malloc(n);
 	for (i = 0; i < n; i++)
 		deep[i] = '[';
@@ -81,7 +131,18 @@ test_form(void)
 	const char	*f = "application/x-www-form-urlencoded";
 
 	CHECK(same(f, "a=1&b=x%20y", "b=x+y&a=1") == 1);
-	CHECK(same(f, "a=1&a=2", "a=2&a=1") == 1);
+	/* One name twice keeps its order: PHP reads the last. */
+	CHECK(same(f, "amount=1&amount=1000", "amount=1000&amount=1") == 0);
+	CHECK(same(f, "a=1&a=2", "a=2&a=1") == 0);
+	CHECK(same(f, "a[]=1&a[]=2", "a[]=2&a[]=1") == 0);
+	CHECK(same(f, "a=1&b=2&a=3", "b=2&a=1&a=3") == 1);
+	/* Names PHP reads as one variable keep their order too. */
+	CHECK(same(f, "a[0]=2&a[]=1", "a[]=1&a[0]=2") == 0);
+	CHECK(same(f, "a=1&a[]=2", "a[]=2&a=1") == 0);
+	CHECK(same(f, "a.b=1&a_b=2", "a_b=2&a.b=1") == 0);
+	CHECK(same(f, "a+b=1&a_b=2", "a_b=2&a+b=1") == 0);
+	CHECK(same(f, "%20a=1&a=2", "a=2&%20a=1") == 0);
+	CHECK(same(f, "card_number=4&cvc=1", "cvc=1&card_number=4") == 1);
 	CHECK(same(f, "a=1&&b=2", "b=2&a=1") == 1);
 	CHECK(same(f, "a=1&b=2", "a=1&b=3") == 0);
 	CHECK(same(f, "a=1", "a=1&b") == 0);
@@ -101,7 +162,7 @@ test_multipart(void)
 	    "filename=\"x\"\r\nContent-Type: application/octet-stream\r\n\r\n"
 	    "bytes\r\n--XyZ--\r\n";
 	const char *b =
-	    "preamble\r\n--other-7\r\ncontent-disposition:   form-data; "
+	    "\r\n--other-7\r\ncontent-disposition:   form-data; "
 	    "name=\"a\"\r\n\r\n1\r\n--other-7\r\nContent-Disposition: "
 	    "form-data; name=\"f\"; filename=\"x\"\r\nContent-Type: "
 	    "application/octet-stream\r\n\r\nbytes\r\n--other-7--";
@@ -128,6 +189,22 @@ test_multipart(void)
 	CHECK(x.len != y.len || memcmp(x.p, y.p, x.len) != 0);
 	buf_free(&x);
 	buf_free(&y);
+	/* Text before the first delimiter or after the closing one (PHP
+	 * reads a part there): exact.  White space there is nothing. */
+	{
+		char	 pre[1024], post[1024];
+
+		snprintf(pre, sizeof(pre), "preamble\r\n%s", a);
+		snprintf(post, sizeof(post), "%s--XyZ\r\nContent-Disposition: "
+		    "form-data; name=\"a\"\r\n\r\n2\r\n--XyZ--\r\n", a);
+		CHECK(!parses("multipart/form-data; boundary=XyZ", pre,
+		    strlen(pre)));
+		CHECK(!parses("multipart/form-data; boundary=XyZ", post,
+		    strlen(post)));
+		snprintf(post, sizeof(post), "%s \r\n\r\n", a);
+		CHECK(parses("multipart/form-data; boundary=XyZ", post,
+		    strlen(post)));
+	}
 	/* no closing delimiter, no boundary, wrong boundary: exact */
 	CHECK(!parses("multipart/form-data; boundary=XyZ", a, strlen(a) - 9));
 	CHECK(!parses("multipart/form-data", a, strlen(a)));

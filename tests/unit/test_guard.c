@@ -83,6 +83,31 @@ test_guard_helpers(void)
 	/* "HTTP_" + 26 + NUL == 32 fits; one more does not. */
 	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz", p, sizeof(p)) == 0);
 	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz1", p, sizeof(p)) == -1);
+	/* Authorization by meaning: scheme case and repeated spaces. */
+	{
+		static const char *const same[] = { "Bearer abc",
+			"bearer abc", "Bearer  abc", "BEARER \t abc" };
+		char	*n;
+		size_t	 i;
+
+		for (i = 0; i < 4; i++) {
+			n = guard_auth_norm(same[i]);
+			CHECK(n != NULL && strcmp(n, "bearer abc") == 0);
+			free(n);
+		}
+		n = guard_auth_norm("Bearer ABC");
+		CHECK(n != NULL && strcmp(n, "bearer ABC") == 0);
+		free(n);
+		n = guard_auth_norm("Basic dXNlcjpw YQ==");
+		CHECK(n != NULL && strcmp(n, "basic dXNlcjpw YQ==") == 0);
+		free(n);
+		n = guard_auth_norm("Negotiate");
+		CHECK(n != NULL && strcmp(n, "negotiate") == 0);
+		free(n);
+	}
+	CHECK(problem_status(PROB_AMBIGUOUS_HEADER) == 400);
+	CHECK(strcmp(problem_slug(PROB_AMBIGUOUS_HEADER), "ambiguous-header") ==
+	    0);
 	CHECK(lease_retry_after(0) == 1);
 	CHECK(lease_retry_after(-5) == 1);
 	CHECK(lease_retry_after(1000) == 1);
