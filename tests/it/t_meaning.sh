@@ -112,6 +112,18 @@ expect_nomatch "tenant: Bob never gets Alice's answer" 'pay=alice|body_sha256' "
 expect_eq "tenant: nothing ran for Bob" 1 $(($(runs pay) - n0))
 http t3 POST "$(url bob /tenant)" -H "Idempotency-Key: $K" --data-binary 'pay=alice'
 expect_eq "tenant: Bob's own scope is another key" created "$(hdr t3 Idempotency-Result)"
+# The README's lighttpd lines for such a site: the client's copy is
+# refused before it reaches idemgate.
+LIGHTTPD_EXTRA='server.modules += ( "mod_setenv", "mod_access" )
+setenv.set-request-header = ( "X-Tenant" => "bob" )
+$REQUEST_HEADER["X_Tenant"] != "" { url.access-deny = ( "" ) }' \
+	lighttpd_start guarded "unix:$T/gw.sock" || { done_testing; exit 1; }
+n0=$(runs pay)
+http t4 POST "$(url guarded /tenant)" -H "Idempotency-Key: $K" -H 'X_Tenant: alice' --data-binary 'pay=alice'
+expect_eq "tenant: lighttpd refuses the client's X_Tenant" 403 "$HS"
+http t5 POST "$(url guarded /tenant)" -H "Idempotency-Key: $K" --data-binary 'pay=alice'
+expect_eq "tenant: without it, Bob's key replays Bob's answer" reused "$(hdr t5 Idempotency-Result)"
+expect_eq "tenant: nothing more ran" 0 $(($(runs pay) - n0))
 # The client sends both spellings of a scope header, or of a fingerprint
 # header: refused, nothing runs.
 n0=$(runs pay)
