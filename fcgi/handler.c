@@ -203,7 +203,8 @@ run_overdue(void *arg)
 }
 
 /* The exchange both kinds of handler share: body in, answer out; the
- * owner's hooks (overdue only where be_outlives: an upstream). */
+ * owner's hooks (overdue only for a run that outlives our reading it:
+ * an upstream's). */
 static void
 exchange_fill(struct run_ctx *rc, int outlives)
 {

@@ -147,6 +147,8 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 				goto out;
 			}
 			er = store_stmt_fail(st, s);
+			/* A result read half: ready for the next execute. */
+			mysql_stmt_free_result(s);
 		}
 		if (er == IDEM_ESTORE && clock_now_ms() >= deadline) {
 			/* Cut off: the statement may or may not have run, and

@@ -204,9 +204,26 @@ def fingerprints(cases):
 
 # ---------------------------------------------------------------- the run
 
+stats = {}  # kind -> [pairs, read differently by some parser, alike, alike with one fingerprint]
+violations = 0
+
+
+def account(kind, alike, same_fp, a, b):
+    """Counts one pair; a pair read differently with one fingerprint is a violation."""
+    global violations
+    st = stats.setdefault(kind, [0, 0, 0, 0])
+    st[0] += 1
+    if alike:
+        st[2] += 1
+        st[3] += same_fp
+        return
+    st[1] += 1
+    if same_fp:
+        violations += 1
+        print(f"VIOLATION {kind}: read differently, one fingerprint:\n  A={a!r}\n  B={b!r}")
+
+
 def run():
-    violations = 0
-    stats = {}  # kind -> [pairs, differ-by-some-parser, alike, alike-and-same-fp]
     batch = 400
     while time.monotonic() < deadline:
         pairs = []
@@ -223,18 +240,8 @@ def run():
         php = php_readings(cases)
         fps = fingerprints(cases)
         for i, (kind, ta, a, tb, b) in enumerate(pairs):
-            st = stats.setdefault(kind, [0, 0, 0, 0])
-            st[0] += 1
             alike = php[2 * i] == php[2 * i + 1] and py_reading(ta, a) == py_reading(tb, b)
-            same_fp = fps[2 * i].split()[-1] == fps[2 * i + 1].split()[-1]
-            if not alike:
-                st[1] += 1
-                if same_fp:
-                    violations += 1
-                    print(f"VIOLATION {kind}: read differently, one fingerprint:\n  A={a!r}\n  B={b!r}")
-            else:
-                st[2] += 1
-                st[3] += same_fp
+            account(kind, alike, fps[2 * i].split()[-1] == fps[2 * i + 1].split()[-1], a, b)
     if fpm:
         n = 0
         end = time.monotonic() + max(3.0, seconds / 4)
@@ -245,17 +252,7 @@ def run():
             tb = f"multipart/form-data; boundary={bb}"
             ra, rb = fpm_reading(ta, a.encode()), fpm_reading(tb, b.encode())
             fa, fb = fingerprints([(ta, a.encode()), (tb, b.encode())])
-            st = stats.setdefault("multipart", [0, 0, 0, 0])
-            st[0] += 1
-            same_fp = fa.split()[-1] == fb.split()[-1]
-            if ra != rb:
-                st[1] += 1
-                if same_fp:
-                    violations += 1
-                    print(f"VIOLATION multipart: PHP reads them differently, one fingerprint:\n  A={a!r}\n  B={b!r}")
-            else:
-                st[2] += 1
-                st[3] += same_fp
+            account("multipart", ra == rb, fa.split()[-1] == fb.split()[-1], a, b)
     for kind, (n, differ, alike, agree) in sorted(stats.items()):
         rate = f"{100.0 * agree / alike:.1f}%" if alike else "-"
         print(f"{kind}: {n} pairs, {differ} read differently by some parser (all fingerprints differ: "

@@ -98,6 +98,35 @@ retry_through2() {
 	done
 }
 
+# cut_off L URL BODY BEFORE: a run through gateway 1 under a new key K,
+# its relay frozen BEFORE s after the start and for 6 s while gateway 2
+# retries (answers in $T/L), then healed; the owner's answer in $T/L1.*.
+cut_off() {
+	local l=$1 path=$2 data=$3 t_cut
+	K=$(new_key)
+	http_bg "${l}1" POST "$(url web1 "$path")" -H "Idempotency-Key: $K" --data-binary "$data"
+	sleep "$4"
+	t_cut=$(now_ms)
+	freeze 1
+	retry_through2 "$T/$l" "$path" "$K" "$data" $((t_cut + 6000))
+	heal 1
+	bg_wait
+}
+
+# kept L URL BODY: after the heal, a retry through gateway 2 replays the
+# answer the cut-off owner gave its client.
+kept() {
+	local l=$1
+	replayed() {
+		http "${l}2" POST "$(url web2 "$2")" -H "Idempotency-Key: $K" --data-binary "$3"
+		[ "$(hdr "${l}2" Idempotency-Result)" = reused ]
+	}
+	wait_until 5 replayed "$@"
+	expect_eq "$l: after the heal, the kept answer replays" reused "$(hdr "${l}2" Idempotency-Result)"
+	expect_file_eq "$l: the same answer" "$T/${l}1.b" "$T/${l}2.b"
+	expect_eq "$l: no retry ran it during the partition" 0 "$(grep -c created "$T/$l")"
+}
+
 # --- A. A CGI owner cut off mid-run (8 s handler, lease 3 s).
 K=$(new_key)
 n0=$(runs pay)
@@ -121,50 +150,22 @@ expect_match "A: after the heal, the key is someone's" '^(201|409|422)$' "$HS"
 expect_eq "A: never two at once" 0 "$(overlaps)"
 
 # --- B. A CGI that finishes while its owner is cut off.
-K=$(new_key)
 n0=$(runs pay)
-http_bg b1 POST "$(url web1 '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'b=1'
-sleep 0.5
-t_cut=$(now_ms)
-freeze 1
-retry_through2 "$T/B" '/pay?sleep=1500&exclusive=1' "$K" 'b=1' $((t_cut + 6000))
-heal 1
-bg_wait
-expect_eq "B: the owner's client got the answer" 201 "$(st b1)"
-expect_eq "B: created" created "$(hdr b1 Idempotency-Result)"
-expect_eq "B: no retry ran it during the partition" 0 "$(grep -c created "$T/B")"
+cut_off B '/pay?sleep=1500&exclusive=1' 'b=1' 0.5
+expect_eq "B: the owner's client got the answer" 201 "$(st B1)"
+expect_eq "B: created" created "$(hdr B1 Idempotency-Result)"
 expect_eq "B: retries meanwhile got 409" 0 "$(grep -vc '^409 $' "$T/B")"
-ok_replay() {
-	http b2 POST "$(url web2 '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'b=1'
-	[ "$(hdr b2 Idempotency-Result)" = reused ]
-}
-wait_until 5 ok_replay
-expect_eq "B: after the heal, the kept answer replays" reused "$(hdr b2 Idempotency-Result)"
-expect_file_eq "B: the same answer" "$T/b1.b" "$T/b2.b"
+kept B '/pay?sleep=1500&exclusive=1' 'b=1'
 expect_eq "B: one run" 1 $(($(runs pay) - n0))
 expect_match "B: the owner kept the answer" 'answer is kept' "$(cat "$T/gw1.log")"
 expect_eq "B: never two at once" 0 "$(overlaps)"
 
 # --- C. A PHP-FPM run (5 s) whose owner is cut off for 6 s.
-K=$(new_key)
 n0=$(fpm_runs)
-http_bg c1 POST "$(url web1 '/pay.php?sleep=5000')" -H "Idempotency-Key: $K" --data-binary 'c=1'
-sleep 1
-t_cut=$(now_ms)
-freeze 1
-retry_through2 "$T/C" '/pay.php?sleep=5000' "$K" 'c=1' $((t_cut + 6000))
-heal 1
-bg_wait
-expect_eq "C: the owner's client got PHP's answer" 201 "$(st c1)"
-expect_eq "C: created" created "$(hdr c1 Idempotency-Result)"
-expect_eq "C: no retry ran it during the partition" 0 "$(grep -c created "$T/C")"
-ok_replay_c() {
-	http c2 POST "$(url web2 '/pay.php?sleep=5000')" -H "Idempotency-Key: $K" --data-binary 'c=1'
-	[ "$(hdr c2 Idempotency-Result)" = reused ]
-}
-wait_until 5 ok_replay_c
-expect_eq "C: after the heal, the kept answer replays" reused "$(hdr c2 Idempotency-Result)"
-expect_file_eq "C: the same answer" "$T/c1.b" "$T/c2.b"
+cut_off C '/pay.php?sleep=5000' 'c=1' 1
+expect_eq "C: the owner's client got PHP's answer" 201 "$(st C1)"
+expect_eq "C: created" created "$(hdr C1 Idempotency-Result)"
+kept C '/pay.php?sleep=5000' 'c=1'
 expect_eq "C: one run" 1 $(($(fpm_runs) - n0))
 expect_eq "C: never two at once" 0 "$(fpm_overlaps)"
 relays_stop
