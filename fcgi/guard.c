@@ -355,26 +355,38 @@ guard_auth_norm(const char *v)
 	return out;
 }
 
+/* 1 if header name is in r's params more than once. */
+static int
+guard_twice(const struct request *r, const char *name)
+{
+	char	 pname[300];
+	int	 twice = 0;
+
+	if (guard_header_param(name, pname, sizeof(pname)) == 0)
+		(void)request_param_once(r->envp, pname, &twice);
+	return twice;
+}
+
 /* The name of a header that identifies the request (the key, a scope
- * header, a fingerprint header) and arrived more than once, or NULL. */
+ * header, a fingerprint header) and arrived more than once, or NULL;
+ * raw gets the key header's value (NULL when absent). */
 static const char *
-guard_ambiguous(const struct request *r)
+guard_ambiguous(const struct request *r, const char **raw)
 {
 	const struct route	*rt = r->route;
 	char			 pname[300];
 	size_t			 i;
+	int			 twice = 0;
 
-	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0 &&
-	    request_param_count(r->envp, pname) > 1)
+	*raw = NULL;
+	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0)
+		*raw = request_param_once(r->envp, pname, &twice);
+	if (twice)
 		return rt->key_header;
-	if (rt->scope == SCOPE_HEADER && guard_header_param(rt->scope_header,
-	    pname, sizeof(pname)) == 0 && request_param_count(r->envp,
-	    pname) > 1)
+	if (rt->scope == SCOPE_HEADER && guard_twice(r, rt->scope_header))
 		return rt->scope_header;
 	for (i = 0; i < rt->nfp_headers; i++)
-		if (guard_header_param(rt->fp_headers[i], pname,
-		    sizeof(pname)) == 0 && request_param_count(r->envp,
-		    pname) > 1)
+		if (guard_twice(r, rt->fp_headers[i]))
 			return rt->fp_headers[i];
 	return NULL;
 }
@@ -467,21 +479,19 @@ guard_identify(struct guarded *g)
 {
 	struct request		*r = g->r;
 	const struct route	*rt = r->route;
-	char			 pname[300], kind[600], *owned = NULL;
-	const char		*raw = NULL, *sval, *dup;
+	char			 kind[600], *owned = NULL;
+	const char		*raw, *sval, *dup;
 	size_t			 keylen, n;
 
 	/* One header given twice: which one the handler reads is anyone's
 	 * guess (lighttpd passes X-Tenant and X_Tenant both as
 	 * HTTP_X_TENANT), so nothing runs under either. */
-	if ((dup = guard_ambiguous(r)) != NULL) {
+	if ((dup = guard_ambiguous(r, &raw)) != NULL) {
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: header %s given more than once", r->tag, dup);
 		reply_problem(r->out, PROB_AMBIGUOUS_HEADER, 0, 0, NULL);
 		return -1;
 	}
-	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0)
-		raw = request_param(r->envp, pname);
 	if (raw == NULL && !rt->require_key) {
 		count(r, STAT_PASSTHROUGH);
 		guard_plain(r);

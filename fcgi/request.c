@@ -33,15 +33,23 @@ request_param(char *const *envp, const char *name)
 	return NULL;
 }
 
-size_t
-request_param_count(char *const *envp, const char *name)
+const char *
+request_param_once(char *const *envp, const char *name, int *twice)
 {
-	size_t	 nl = strlen(name), n = 0;
+	size_t		 nl = strlen(name);
+	const char	*v = NULL;
 
-	for (; envp != NULL && *envp != NULL; envp++)
-		if (strncmp(*envp, name, nl) == 0 && (*envp)[nl] == '=')
-			n++;
-	return n;
+	*twice = 0;
+	for (; envp != NULL && *envp != NULL; envp++) {
+		if (strncmp(*envp, name, nl) != 0 || (*envp)[nl] != '=')
+			continue;
+		if (v != NULL) {
+			*twice = 1;
+			break;
+		}
+		v = *envp + nl + 1;
+	}
+	return v;
 }
 
 size_t

@@ -47,9 +47,11 @@ struct request {
 /* Value of param name in envp (NULL-terminated "NAME=value"), or NULL. */
 const char *request_param(char *const *envp, const char *name);
 
-/* How many times param name is in envp: a web server that maps both
- * X-Tenant and X_Tenant to HTTP_X_TENANT (lighttpd) sends both. */
-size_t request_param_count(char *const *envp, const char *name);
+/* request_param, and *twice = 1 when name is in envp more than once: a
+ * web server that maps both X-Tenant and X_Tenant to HTTP_X_TENANT
+ * (lighttpd) sends both. */
+const char *request_param_once(char *const *envp, const char *name,
+    int *twice);
 
 /* Sum of the lengths of all params (names and values). */
 size_t request_params_size(char *const *envp);
