@@ -236,9 +236,10 @@ run_identify(const struct run_args *a, const struct buf *in,
 	id->lease_ms = a->lease_ms;
 	/* COMMAND is our child: stopped at --timeout (SIGTERM, then SIGKILL),
 	 * before its lease ends when renewals fail, and with us by the
-	 * keeper; without --timeout the lease alone bounds it. */
-	id->run_ms = a->timeout_ms > 0 ? a->timeout_ms + RUN_STOP_GRACE_MS +
-	    CFG_KILL_GRACE_MS : 0;
+	 * keeper (SIGTERM, SIGKILL RUN_STOP_GRACE_MS later); without
+	 * --timeout the lease and that grace bound it. */
+	id->run_ms = (a->timeout_ms > 0 ? a->timeout_ms : 0) +
+	    RUN_STOP_GRACE_MS + CFG_KILL_GRACE_MS;
 	return IDEM_OK;
 }
 

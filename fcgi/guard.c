@@ -225,6 +225,7 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er)
  * 504 now; the run goes on and its answer is recorded for the retries. */
 struct overdue {
 	struct request	*r;
+	struct sink	*s;
 	int64_t		 left_ms;	/* to the run's end, at most */
 };
 
@@ -237,6 +238,12 @@ guard_overdue(void *arg)
 	log_warn("%s: no answer after %lld ms; the client gets 504, the "
 	    "upstream run goes on and its answer will be kept", r->tag,
 	    (long long)r->route->timeout_ms);
+	/* Part of an answer too large to keep already went out: broken
+	 * off, it must look broken. */
+	if (o->s->streaming) {
+		reply_abort(r->out);
+		return;
+	}
 	reply_problem(r->out, PROB_HANDLER_TIMEOUT,
 	    lease_retry_after(o->left_ms), 0, NULL);
 	reply_finish(r->out);
@@ -272,6 +279,7 @@ guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 	h.tick_ms = lease_tick_ms(rt->lease_ms);
 	h.fence = c->fence;
 	od.r = r;
+	od.s = &s;
 	od.left_ms = (run_ms < 0 ? rt->ttl_ms : run_ms) -
 	    (clock_now_ms() - claimed_ms);
 	if (od.left_ms < 1)
@@ -347,7 +355,9 @@ guard_auth_norm(const char *v)
 	for (c = s; c < n && (v[c] == ' ' || v[c] == '\t'); c++)
 		;
 	if (c == n) {
-		out[s] = '\0';
+		/* No scheme, or no credentials: the value is all there is
+		 * (a bare API key), case and all. */
+		memcpy(out, v, n + 1);
 		return out;
 	}
 	out[s] = ' ';

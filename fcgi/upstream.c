@@ -298,6 +298,7 @@ struct up_rd {
 	unsigned char	 end[8];
 	size_t		 end_have;
 	int		 done;		/* END_REQUEST seen */
+	int		 refused;	/* ...saying the app did not take it */
 	int		 app_status;
 	char		 errline[UP_ERRLINE_MAX];
 	size_t		 errlen;
@@ -407,6 +408,7 @@ up_rd_record_end(const struct upstream_req *r, struct up_rd *rd)
 	if (e[4] != FCGI_REQUEST_COMPLETE) {
 		log_err("%s: request refused (protocolStatus %d)", up_tag(r),
 		    e[4]);
+		rd->refused = 1;
 		return IDEM_EHANDLER;
 	}
 	return IDEM_OK;
@@ -720,6 +722,11 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 		;
 	if (er == IDEM_OK)
 		*app_status = io.rd->app_status;
+	/* Connected and not refused, the app may have run: whatever ended
+	 * the exchange early (an answer the sink refused, no memory, a
+	 * failed poll), its key must not be freed. */
+	else if (er != IDEM_ETIMEOUT && er != IDEM_ELEASE && !io.rd->refused)
+		er = IDEM_EBROKEN;
 out:
 	if (io.rd != NULL)
 		up_err_flush(r, io.rd);

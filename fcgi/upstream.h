@@ -25,11 +25,11 @@ struct upstream_req {
  * timeout_ms 0, connect waits at most 10 s) or refused it (END_REQUEST
  * with a protocolStatus other than REQUEST_COMPLETE).  IDEM_EBROKEN when
  * it may have: it closed the connection without END_REQUEST or broke the
- * protocol, or it still ran at ex.run_limit_ms (with ex.overdue).
+ * protocol, out() refused its answer, a poll failed, or it still ran at
+ * ex.run_limit_ms (with ex.overdue).
  * IDEM_ETIMEOUT past timeout_ms without ex.overdue (504; logged here, the
  * one line a timeout gets).  OUT: app_status (the END_REQUEST appStatus).
- * An out() error is returned as is; params encoding past 4 MiB gives
- * IDEM_ETOOBIG.  HTTP_PROXY is never forwarded (httpoxy); with a body and
+ * Params encoding past 4 MiB gives IDEM_ETOOBIG (nothing sent).  HTTP_PROXY is never forwarded (httpoxy); with a body and
  * no (or an empty) CONTENT_LENGTH, CONTENT_LENGTH=bodylen is sent.  STDERR
  * is logged line by line under tag, at most 64 KiB per request.
  */

@@ -9,7 +9,9 @@
 #include "canon.h"
 #include "path.h"
 
-#define CANON_MAX_PAIRS		10000	/* form fields */
+/* Form fields: PHP (max_input_vars) and Node's qs read 1000; past that
+ * a reorder changes which ones they drop. */
+#define CANON_MAX_PAIRS		1000
 #define CANON_MAX_PARTS		1000	/* multipart parts */
 
 enum media { MEDIA_OTHER, MEDIA_JSON, MEDIA_FORM, MEDIA_MULTIPART };
@@ -40,7 +42,11 @@ media_of(const char *ctype, const char **boundary, size_t *blen)
 	if (n != 19 || strncasecmp(ctype, "multipart/form-data", 19) != 0 ||
 	    semi == NULL)
 		return MEDIA_OTHER;
-	/* boundary=... or boundary="..." among the parameters */
+	/* boundary=... or boundary="..." among the parameters, and the word
+	 * nowhere else (PHP finds it by strstr) */
+	if (strcasestr(semi, "boundary") == NULL ||
+	    strcasestr(strcasestr(semi, "boundary") + 8, "boundary") != NULL)
+		return MEDIA_OTHER;
 	for (p = semi; (p = strchr(p, ';')) != NULL;) {
 		p++;
 		while (*p == ' ' || *p == '\t')
@@ -55,7 +61,8 @@ media_of(const char *ctype, const char **boundary, size_t *blen)
 		} else
 			for (end = p; *end != '\0' && *end != ';' &&
 			    *end != ' ' && *end != '\t'; end++)
-				;
+				if (*end == ',')	/* PHP ends it there */
+					return MEDIA_OTHER;
 		if (end == p || end - p > 70)
 			return MEDIA_OTHER;
 		*boundary = p;
@@ -63,6 +70,26 @@ media_of(const char *ctype, const char **boundary, size_t *blen)
 		return MEDIA_MULTIPART;
 	}
 	return MEDIA_OTHER;
+}
+
+/* The bare media type of ctype, lower-cased, into t (tlen bytes): what
+ * the canonical form keeps of the type.  -1 if it does not fit. */
+static int
+media_name(const char *ctype, char *t, size_t tlen)
+{
+	size_t	 n, i;
+
+	while (*ctype == ' ' || *ctype == '\t')
+		ctype++;
+	n = strcspn(ctype, ";");
+	while (n > 0 && (ctype[n - 1] == ' ' || ctype[n - 1] == '\t'))
+		n--;
+	if (n >= tlen)
+		return -1;
+	for (i = 0; i < n; i++)
+		t[i] = (char)tolower((unsigned char)ctype[i]);
+	t[n] = '\0';
+	return 0;
 }
 
 /* Appends p (n bytes) with its length as 8 bytes big-endian. */
@@ -583,13 +610,20 @@ struct pair {
 static void
 pair_var(struct pair *pr)
 {
-	const char	*n = pr->p, *e = pr->p + pr->nlen;
+	const char	*n = pr->p, *e = pr->p + pr->nlen, *br, *nul;
 	size_t		 k = 0;
+	int		 plain;
 
+	if ((nul = memchr(n, '\0', pr->nlen)) != NULL)
+		e = nul;
 	while (n < e && *n == ' ')
 		n++;
-	for (; n < e && *n != '[' && *n != '\0'; n++)
-		pr->var[k++] = *n == ' ' || *n == '.' ? '_' : *n;
+	/* A '[' without a ']' after it is no array: PHP reads it, and any
+	 * later ' ', '.' or '[', as '_', all one plain name. */
+	br = n < e ? memchr(n, '[', (size_t)(e - n)) : NULL;
+	plain = br == NULL || memchr(br, ']', (size_t)(e - br)) == NULL;
+	for (; n < e && (plain || *n != '['); n++)
+		pr->var[k++] = *n == ' ' || *n == '.' || *n == '[' ? '_' : *n;
 	pr->varlen = k;
 }
 
@@ -669,6 +703,13 @@ out:
 	return rc;
 }
 
+/* 1 if c may stand in an HTTP token (a header name). */
+static int
+token_char(char c)
+{
+	return c > 32 && c < 127 && strchr("()<>@,;:\\\"/[]?={}", c) == NULL;
+}
+
 /* One part's header block p[0..n): each line "Name: value", names
  * lower-cased and values trimmed, length-prefixed. */
 static int
@@ -682,9 +723,17 @@ part_headers(const char *p, size_t n, struct buf *out)
 		eol = memmem(p, n, "\r\n", 2);
 		ll = eol != NULL ? (size_t)(eol - p) : n;
 		colon = memchr(p, ':', ll);
-		if (colon == NULL || (size_t)(colon - p) >= sizeof(line) / 2)
+		if (colon == NULL || colon == p ||
+		    (size_t)(colon - p) >= sizeof(line) / 2)
 			return -1;
 		nl = (size_t)(colon - p);
+		/* A token for a name, no bare CR or LF anywhere: a folded
+		 * line or a lone LF is read as a value by some parsers and
+		 * as a new header by others. */
+		for (i = 0; i < ll; i++)
+			if (p[i] == '\r' || p[i] == '\n' || (i < nl &&
+			    !token_char(p[i])))
+				return -1;
 		for (i = 0; i < nl; i++)
 			line[i] = (char)tolower((unsigned char)p[i]);
 		line[nl] = ':';
@@ -721,8 +770,8 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
     struct buf *out)
 {
 	char		 delim[80];
-	const char	*p, *end = body + len, *next, *hend;
-	size_t		 dlen, parts = 0;
+	const char	*p, *end = body + len, *next, *hend, *q;
+	size_t		 dlen, parts = 0, marks = 0;
 
 	/* "--" boundary, then "\r\n--" boundary between parts */
 	delim[0] = '\r';
@@ -731,6 +780,12 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
 	delim[3] = '-';
 	memcpy(delim + 4, b, blen);
 	dlen = 4 + blen;
+	/* "--boundary" where it is no delimiter (after a lone LF, say,
+	 * which PHP takes for one): read differently by different parsers.
+	 * Every mark must be a delimiter we use. */
+	for (q = body; (q = memmem(q, (size_t)(end - q), delim + 2,
+	    dlen - 2)) != NULL; q += dlen - 2)
+		marks++;
 	/* The first delimiter opens the body, or follows white space only:
 	 * a preamble of text is read by some parsers and not others. */
 	if (len >= dlen - 2 && memcmp(body, delim + 2, dlen - 2) == 0)
@@ -744,7 +799,8 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
 		/* The close delimiter; after it, white space only (PHP reads
 		 * a part that follows it). */
 		if (end - p >= 2 && p[0] == '-' && p[1] == '-')
-			return parts > 0 && only_space(p + 2, end);
+			return parts > 0 && marks == parts + 1 &&
+			    only_space(p + 2, end);
 		/* transport padding, then CRLF */
 		while (p < end && (*p == ' ' || *p == '\t'))
 			p++;
@@ -776,6 +832,7 @@ canon_body(const char *ctype, const void *body, size_t len,
 {
 	const char	*b = NULL;
 	size_t		 blen = 0;
+	char		 media[256];
 	int		 ok = 0;
 
 	buf_reset(out);
@@ -783,22 +840,24 @@ canon_body(const char *ctype, const void *body, size_t len,
 		body = "";
 	switch (media_of(ctype, &b, &blen)) {
 	case MEDIA_JSON:
-		ok = canon_json(body, len, out);
-		*ctype_out = ok ? "application/json" : *ctype_out;
+		ok = media_name(ctype, media, sizeof(media)) == 0 &&
+		    put_field(out, media, strlen(media)) == 0 &&
+		    canon_json(body, len, out);
 		break;
 	case MEDIA_FORM:
-		ok = canon_form(body, len, out);
-		*ctype_out = ok ? "application/x-www-form-urlencoded" :
-		    *ctype_out;
+		ok = put_field(out, "form", 4) == 0 &&
+		    canon_form(body, len, out);
 		break;
 	case MEDIA_MULTIPART:
-		ok = canon_multipart(body, len, b, blen, out);
-		*ctype_out = ok ? "multipart/form-data" : *ctype_out;
+		ok = put_field(out, "multipart", 9) == 0 &&
+		    canon_multipart(body, len, b, blen, out);
 		break;
 	default:
 		break;
 	}
 	if (!ok)
 		buf_reset(out);
+	else
+		*ctype_out = CANON_CTYPE;
 	return ok;
 }

@@ -6,6 +6,9 @@
 
 #include "buf.h"
 
+/* The content type a canonical form is fingerprinted under. */
+#define CANON_CTYPE	" canonical"
+
 /* Room a canonical form of a len-byte body may take (out's max). */
 #define CANON_MAX(len)	(4 * (len) + 4096)
 
@@ -23,16 +26,25 @@
  * - application/x-www-form-urlencoded: the pairs percent-decoded ('+' is
  *   a space), length-prefixed, in a stable sort by the variable PHP
  *   reads each into (leading spaces dropped, ' ' and '.' as '_', up to
- *   the first '['): pairs of one name, or of names PHP reads as one
- *   variable (a[] and a[x], a.b and a_b), keep their order.
+ *   the first '[' that a ']' closes; an unclosed '[' is a '_' too): pairs
+ *   of one name, or of names PHP reads as one variable (a[] and a[x],
+ *   a.b and a_b, a[b and a_b), keep their order.  More than 1000 pairs
+ *   (PHP's max_input_vars) do not parse.
  * - multipart/form-data: its parts in order, each with its header lines
  *   (names lower-cased, values trimmed) and its body, length-prefixed;
- *   the boundary is not part of it.  Anything but white space before the
- *   first delimiter or after the closing one does not parse.
- * Returns 1 with out filled and *ctype_out the bare media type (its
- * parameters, a boundary say, are no longer part of the request); 0 when
- * the type is none of these or the body does not parse as it (the caller
- * keeps the exact bytes).  Time is linear in len times the nesting depth;
+ *   the boundary is not part of it.  Not parsed: anything but white space
+ *   before the first delimiter or after the closing one, the boundary
+ *   string anywhere but in a delimiter, a folded header line, a bare CR
+ *   or LF in a header block, a header name that is no token, a content
+ *   type naming "boundary" twice or a boundary with a comma.
+ * The canonical form starts with the media type it was read as (the
+ * bare type of a JSON body, so application/merge-patch+json is not
+ * application/json-patch+json).  Returns 1 with out filled and
+ * *ctype_out set to CANON_CTYPE, which no Content-Type can be (web
+ * servers trim the space it starts with), so a canonical form never
+ * meets the exact bytes of another body; 0 when the type is none of
+ * these or the body does not parse as it (the caller keeps the exact
+ * bytes and its type).  Time is linear in len times the nesting depth;
  * memory is linear in len.
  */
 int canon_body(const char *ctype, const void *body, size_t len,

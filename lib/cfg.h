@@ -186,15 +186,18 @@ int cfg_protects(const struct route *r, const char *method);
  * 5xx under store_5xx = yes): delivered, never replayed. */
 int cfg_releases(const struct route *r, int status);
 
-/* What a CGI run is given past its timeout to be gone: SIGTERM, SIGKILL
- * 200 ms later, and the reaping. */
-#define CFG_KILL_GRACE_MS	1000
+/* What a run is given past its limit to be gone: its start may come up
+ * to a store call (2 s) after the claim's statement, then SIGTERM,
+ * SIGKILL, the reaping. */
+#define CFG_KILL_GRACE_MS	3000
 
 /*
  * How long after its claim a run of route r can still be executing (its
  * run deadline): timeout + CFG_KILL_GRACE_MS for a CGI program (idemgate
- * kills it), run_limit for an upstream, -1 for an upstream without
- * run_limit (no bound known: its keys are never taken over).
+ * kills it); for an upstream run_limit, a third more (PHP-FPM enforces
+ * request_terminate_timeout on a heartbeat of a third of it) and
+ * CFG_KILL_GRACE_MS; -1 for an upstream without run_limit (no bound
+ * known: its keys are never taken over).
  */
 int64_t cfg_run_ms(const struct route *r);
 

@@ -41,7 +41,9 @@ cfg_run_ms(const struct route *r)
 {
 	if (r->handler != HANDLER_FASTCGI)
 		return r->timeout_ms + CFG_KILL_GRACE_MS;
-	return r->run_limit_ms > 0 ? r->run_limit_ms : -1;
+	if (r->run_limit_ms <= 0)
+		return -1;
+	return r->run_limit_ms + r->run_limit_ms / 3 + CFG_KILL_GRACE_MS;
 }
 
 int64_t

@@ -31,10 +31,13 @@ static int		 global_ok;
  */
 static __thread int64_t	 io_deadline;	/* CLOCK_MONOTONIC ms; 0: none */
 
-void
+int64_t
 store_io_deadline(int64_t deadline)
 {
+	int64_t	 was = io_deadline;
+
 	io_deadline = deadline;
+	return was;
 }
 
 static int

@@ -77,8 +77,8 @@ struct store {
 
 /* This thread's store calls give up at deadline (CLOCK_MONOTONIC ms;
  * 0: no deadline): every wait of the client library on its socket ends
- * by then (lib/store_conn.c). */
-void store_io_deadline(int64_t deadline);
+ * by then (lib/store_conn.c).  Returns the deadline it replaces. */
+int64_t store_io_deadline(int64_t deadline);
 
 /* A waiter's GET_LOCK waits this long at most per statement: a read
  * deadline then stays short, and the waiter claims again after it. */

@@ -118,11 +118,16 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 {
 	MYSQL_STMT	*s;
 	enum idem_err	 er;
-	int		 bound = st->next_ms > 0;	/* store_deadline */
-	int64_t		 budget = bound ? st->next_ms : st->call_ms;
+	/* A statement run while connecting (STMT_BOOT) keeps the deadline
+	 * of the call that connects. */
+	int64_t		 outer = store_io_deadline(0);
+	int		 bound = st->next_ms > 0 || outer > 0;
+	int64_t		 budget = st->next_ms > 0 ? st->next_ms : st->call_ms;
 	int64_t		 deadline = clock_now_ms() + budget;
 	int		 attempt, fresh, cert = 0;
 
+	if (outer > 0 && outer < deadline)
+		deadline = outer;
 	st->errnum = 0;
 	st->next_ms = 0;
 	for (attempt = 0; attempt < 2; attempt++) {
@@ -179,7 +184,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 	}
 	er = IDEM_ESTORE;
 out:
-	store_io_deadline(0);
+	store_io_deadline(outer);
 	return er;
 }
 

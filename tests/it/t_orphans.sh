@@ -54,7 +54,7 @@ bg_wait
 expect_lt "worker killed: the client is not kept waiting" "$(($(cat "$T/a.end") - t0))" 5000
 expect_match "worker killed: the supervisor said so" 'left behind by a handler' "$(cat "$T/gw.log")"
 
-# After the lease and the run deadline (timeout + kill grace: 11 s from
+# After the lease and the run deadline (timeout + kill grace: 13 s from
 # the claim), a retry takes the key over: it waits for that, then runs
 # alone (an orphan would still hold the handler's lock for the rest of
 # its 8 s).

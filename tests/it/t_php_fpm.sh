@@ -107,10 +107,12 @@ done
 bg_wait
 expect_eq "dead owner: no takeover before run_limit" 0 "$(grep -c created "$T/dead")"
 expect_eq "dead owner: the run went on alone" 1 $(($(fpm_runs) - n0))
-# Past run_limit (8 s from the claim, on the server's clock) the key may
-# run again: the first run is surely over.
+# Past its run deadline (on the server's clock) the key may run again:
+# the first run is surely over.
 wait_until 5 gw_has_workers gw2 || true
-while [ "$(($(now_ms) - t0))" -lt 8500 ]; do sleep 0.1; done
+# The run deadline: run_limit 8 s, a third more for PHP-FPM's heartbeat,
+# 3 s of kill grace.
+while [ "$(($(now_ms) - t0))" -lt 14200 ]; do sleep 0.1; done
 http d2 POST "$(url web2 '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=8'
 expect_eq "dead owner: after run_limit the key is taken over" created "$(hdr d2 Idempotency-Result)"
 expect_eq "dead owner: two runs in all, one after the other" 2 $(($(fpm_runs) - n0))
@@ -151,6 +153,16 @@ expect_match "killed run: the client gets a 5xx" '^5' "$HS"
 http k2 POST "$(url web2 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --data-binary 'amount=10'
 is_problem "killed run: a retry" k2 410 response-not-stored
 expect_eq "killed run: one run" 1 $(($(fpm_runs) - n0))
+
+# --- An answer idemgate cannot take (Status 1xx) after PHP ran: the
+# client gets 502, and the key is kept, not freed for a second run.
+K=$(new_key)
+n0=$(fpm_runs)
+http b1 POST "$(url web2 '/pay.php?status1xx=1')" -H "Idempotency-Key: $K" --data-binary 'amount=12'
+is_problem "bad answer: the client" b1 502 bad-gateway
+http b2 POST "$(url web2 '/pay.php?status1xx=1')" -H "Idempotency-Key: $K" --data-binary 'amount=12'
+is_problem "bad answer: a retry" b2 410 response-not-stored
+expect_eq "bad answer: one run" 1 $(($(fpm_runs) - n0))
 
 # --- Apache in front, wired as Debian's php8.2-fpm.conf wires PHP-FPM:
 # FilesMatch + SetHandler "proxy:unix:...|fcgi://localhost".

@@ -113,6 +113,23 @@ test_json(void)
 	CHECK(same(js, "{\"b\":{\"d\":1,\"c\":2},\"a\":[]}",
 	    "{\"a\":[],\"b\":{\"c\":2,\"d\":1}}") == 1);
 	CHECK(same(js, "true", " true ") == 1);
+	/* The media type is part of it: a merge patch is no JSON patch. */
+	CHECK(same("application/merge-patch+json", "[]", "[]") == 1);
+	{
+		struct buf	 x, y;
+		const char	*ca = "application/merge-patch+json";
+		const char	*cb = "application/json-patch+json";
+
+		buf_init(&x, 8192);
+		buf_init(&y, 8192);
+		CHECK(canon_body(ca, "[]", 2, &x, &ca) == 1);
+		CHECK(canon_body(cb, "[]", 2, &y, &cb) == 1);
+		CHECK(x.len != y.len || memcmp(x.p, y.p, x.len) != 0);
+		/* and no Content-Type is the canonical one */
+		CHECK(strcmp(ca, CANON_CTYPE) == 0 && ca[0] == ' ');
+		buf_free(&x);
+		buf_free(&y);
+	}
 	CHECK(!parses(js, "tru", 3));
 	CHECK(!parses(js, "\xef\xbb\xbf{}", 5));	/* a BOM */
 	deep = malloc(n);
@@ -143,6 +160,23 @@ test_form(void)
 	CHECK(same(f, "a+b=1&a_b=2", "a_b=2&a+b=1") == 0);
 	CHECK(same(f, "%20a=1&a=2", "a=2&%20a=1") == 0);
 	CHECK(same(f, "card_number=4&cvc=1", "cvc=1&card_number=4") == 1);
+	/* An unclosed '[' is a '_' to PHP: a[b is a_b. */
+	CHECK(same(f, "a[b=1&a_b=2", "a_b=2&a[b=1") == 0);
+	CHECK(same(f, "a[b.c=1&a_b_c=2", "a_b_c=2&a[b.c=1") == 0);
+	CHECK(same(f, "x[b]=1&y=2", "y=2&x[b]=1") == 1);
+	/* Past 1000 pairs PHP drops the rest: exact bytes. */
+	{
+		struct buf	 big;
+		size_t		 i;
+
+		buf_init(&big, 1 << 20);
+		for (i = 0; i < 1000; i++)
+			buf_addstr(&big, i ? "&v=1" : "v=1");
+		CHECK(parses(f, big.p, big.len));
+		buf_addstr(&big, "&v=1");
+		CHECK(!parses(f, big.p, big.len));
+		buf_free(&big);
+	}
 	CHECK(same(f, "a=1&&b=2", "b=2&a=1") == 1);
 	CHECK(same(f, "a=1&b=2", "a=1&b=3") == 0);
 	CHECK(same(f, "a=1", "a=1&b") == 0);
@@ -204,6 +238,30 @@ test_multipart(void)
 		snprintf(post, sizeof(post), "%s \r\n\r\n", a);
 		CHECK(parses("multipart/form-data; boundary=XyZ", post,
 		    strlen(post)));
+	}
+	/* A folded header line, a bare LF in the headers, a non-token
+	 * name, the boundary string where it is no delimiter (PHP takes
+	 * "\n--XyZ" for one), "boundary" twice in the type: exact. */
+	{
+		const char *const bad[] = {
+		    "--XyZ\r\nContent-Disposition: form-data;\r\n\tname=\"a\""
+		    "\r\n\r\n1\r\n--XyZ--\r\n",
+		    "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\nX: y"
+		    "\r\n\r\n1\r\n--XyZ--\r\n",
+		    "--XyZ\r\nContent Disposition: form-data; name=\"a\""
+		    "\r\n\r\n1\r\n--XyZ--\r\n",
+		    "--XyZ\r\nContent-Disposition: form-data; name=\"a\""
+		    "\r\n\r\n1\n--XyZ\r\nX: y\r\n\r\n2\r\n--XyZ--\r\n",
+		};
+		size_t	 i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			CHECK(!parses("multipart/form-data; boundary=XyZ", bad[i],
+			    strlen(bad[i])));
+		CHECK(!parses("multipart/form-data; xboundary=Q; boundary=XyZ",
+		    a, strlen(a)));
+		CHECK(!parses("multipart/form-data; boundary=XyZ,Q", a,
+		    strlen(a)));
 	}
 	/* no closing delimiter, no boundary, wrong boundary: exact */
 	CHECK(!parses("multipart/form-data; boundary=XyZ", a, strlen(a) - 9));

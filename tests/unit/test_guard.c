@@ -101,8 +101,9 @@ test_guard_helpers(void)
 		n = guard_auth_norm("Basic dXNlcjpw YQ==");
 		CHECK(n != NULL && strcmp(n, "basic dXNlcjpw YQ==") == 0);
 		free(n);
-		n = guard_auth_norm("Negotiate");
-		CHECK(n != NULL && strcmp(n, "negotiate") == 0);
+		/* A bare key has no scheme: its case is its meaning. */
+		n = guard_auth_norm("AbC123");
+		CHECK(n != NULL && strcmp(n, "AbC123") == 0);
 		free(n);
 	}
 	CHECK(problem_status(PROB_AMBIGUOUS_HEADER) == 400);

@@ -22,8 +22,10 @@ if (!$alone)
 $log('start');
 usleep($ms * 1000);
 $log('end');
-http_response_code(201);
+// status1xx=1: an answer that is no answer (a CGI may not give 1xx)
+http_response_code(isset($_GET['status1xx']) ? 103 : 201);
 header('Content-Type: application/json');
-header('Location: /payments/' . $id);
+if (!isset($_GET['status1xx']))
+	header('Location: /payments/' . $id);
 echo json_encode(['id' => $id, 'fence' => $fence,
     'body' => file_get_contents('php://input')]), "\n";
