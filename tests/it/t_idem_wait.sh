@@ -17,7 +17,7 @@ wait = 1s
 handler = cgi:$LE
 lease = 1s
 timeout = 3s
-wait = 8s" || { done_testing; exit 1; }
+wait = 12s" || { done_testing; exit 1; }
 
 # A waiter gets the owner's answer, soon after the owner finishes.
 K=$(new_key)
