@@ -56,9 +56,9 @@ lease_tick(void *arg)
 	left = l->ok_until - l->margin - t0;
 	if (l->stoppable && left <= 0)
 		return lease_lost(l);
-	/* A stoppable run's renewal must answer before the stop point.  No
-	 * renewal holds the run's I/O up longer than a reconnect and a
-	 * statement take. */
+	/* A stoppable run's renewal must answer before the stop point, and
+	 * none holds the run's I/O up longer than LEASE_RENEW_MAX_MS (a
+	 * reconnect shares that deadline). */
 	budget = LEASE_RENEW_MAX_MS;
 	if (l->stoppable && left < budget)
 		budget = left;
