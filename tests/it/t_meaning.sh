@@ -8,11 +8,7 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 P=$(cgi_install pay)
-db_new "$TNAME" || { done_testing; exit 1; }
-gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
-cat >>"$T/gw.conf" <<EOF
-
-[route /pay]
+std_setup "[route /pay]
 handler = cgi:$P
 fingerprint = canonical
 
@@ -28,10 +24,7 @@ scope = header:X-Tenant
 [route /apikey]
 handler = cgi:$P
 scope = header:X-Api-Key
-fingerprint_headers = Api-Version
-EOF
-gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
-lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+fingerprint_headers = Api-Version" || { done_testing; exit 1; }
 # Two more lighttpds that set the tenant themselves, as a site would
 # (setenv.set-request-header replaces the client's X-Tenant).
 LIGHTTPD_EXTRA='server.modules += ( "mod_setenv" )
