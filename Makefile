@@ -23,7 +23,8 @@ CFLAGS	+= $(CPPFLAGS) -std=c11 -D_GNU_SOURCE $(OPT) -g -pthread $(WARN) $(MYSQL_
 LDFLAGS	+= -pthread $(SAN)
 LIBS	= $(MYSQL_LIBS) -lssl -lcrypto
 
-LIB_SRC		:= $(sort $(wildcard lib/*.c))
+LIB_DIRS	:= base cfg ident store run idem
+LIB_SRC		:= $(sort $(wildcard $(LIB_DIRS:%=lib/%/*.c)))
 FCGI_SRC	:= $(sort $(wildcard fcgi/*.c))
 CTL_SRC		:= $(sort $(wildcard admin/idemctl*.c))
 TOP_SRC		:= $(sort $(wildcard admin/idemtop*.c))
@@ -58,26 +59,36 @@ UNITDIR		?= $(PREFIX)/lib/systemd/system
 all: $(PROGS)
 tests: $(PROGS) $(UNIT_BIN) $(ITBIN)
 
-# Each folder sees its own headers and lib/'s, no more: lib/ cannot reach
-# up into fcgi/ or admin/, and neither program sees the other's.
-INC_lib		:= -Ilib
-INC_fcgi	:= -Ilib -Ifcgi
-INC_admin	:= -Ilib -Iadmin $(CURSES_CFLAGS)
-INC_tests	:= -Ilib -Ifcgi -Iadmin -Itests/lib $(CURSES_CFLAGS)
+# Each folder sees its own headers and those below it, no more.  lib/ is
+# layered (ARCHITECTURE.md): base; cfg and ident on base; store on cfg
+# and ident; run on ident; idem on all of them.  lib/ cannot reach up
+# into fcgi/ or admin/, and neither program sees the other's.
+INC_base	:= -Ilib/base
+INC_cfg		:= $(INC_base) -Ilib/cfg
+INC_ident	:= $(INC_base) -Ilib/ident
+INC_store	:= $(INC_cfg) -Ilib/ident -Ilib/store
+INC_run		:= $(INC_ident) -Ilib/run
+INC_idem	:= $(INC_store) -Ilib/run -Ilib/idem
+INC_lib		:= $(INC_idem)
+INC_fcgi	:= $(INC_lib) -Ifcgi
+INC_admin	:= $(INC_lib) -Iadmin $(CURSES_CFLAGS)
+INC_tests	:= $(INC_lib) -Ifcgi -Iadmin -Itests/lib $(CURSES_CFLAGS)
+LIB_H		:= $(wildcard $(LIB_DIRS:%=lib/%/*.h))
 
-$(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
+# $* is "store/store_sql": the folder names the wall.
+$(B)/lib/%.o: lib/%.c $(LIB_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INC_lib) -c -o $@ $<
+	$(CC) $(CFLAGS) $(INC_$(patsubst %/,%,$(dir $*))) -c -o $@ $<
 
-$(B)/fcgi/%.o: fcgi/%.c $(wildcard lib/*.h fcgi/*.h)
+$(B)/fcgi/%.o: fcgi/%.c $(LIB_H) $(wildcard fcgi/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_fcgi) -c -o $@ $<
 
-$(B)/admin/%.o: admin/%.c $(wildcard lib/*.h admin/*.h)
+$(B)/admin/%.o: admin/%.c $(LIB_H) $(wildcard admin/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_admin) -c -o $@ $<
 
-$(B)/tests/%.o: tests/%.c $(wildcard lib/*.h fcgi/*.h admin/*.h tests/lib/*.h)
+$(B)/tests/%.o: tests/%.c $(LIB_H) $(wildcard fcgi/*.h admin/*.h tests/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_tests) -c -o $@ $<
 
@@ -85,15 +96,15 @@ $(B)/gen/migrations.c: $(sort $(wildcard sql/[0-9]*.sql)) tools/embed_sql.sh
 	@mkdir -p $(dir $@)
 	sh tools/embed_sql.sh $(sort $(wildcard sql/[0-9]*.sql)) > $@
 
-$(B)/gen/migrations.o: $(B)/gen/migrations.c lib/migrations.h
-	$(CC) $(CFLAGS) $(INC_lib) -c -o $@ $<
+$(B)/gen/migrations.o: $(B)/gen/migrations.c lib/store/migrations.h
+	$(CC) $(CFLAGS) $(INC_store) -c -o $@ $<
 
 $(B)/gen/grants.c: sql/grants.sql tools/embed_grants.sh
 	@mkdir -p $(dir $@)
 	sh tools/embed_grants.sh sql/grants.sql > $@
 
-$(B)/gen/grants.o: $(B)/gen/grants.c lib/grants.h
-	$(CC) $(CFLAGS) $(INC_lib) -c -o $@ $<
+$(B)/gen/grants.o: $(B)/gen/grants.c lib/store/grants.h
+	$(CC) $(CFLAGS) $(INC_store) -c -o $@ $<
 
 $(B)/libidem.a: $(LIB_OBJ)
 	rm -f $@
@@ -141,7 +152,7 @@ fuzz:
 	@mkdir -p build-fuzz/fuzz
 	for f in $(FUZZ_SRC); do \
 		n=$$(basename $$f .c); \
-		clang -std=c11 -D_GNU_SOURCE -O1 -g -Ilib $(MYSQL_CFLAGS) -fsanitize=fuzzer,address,undefined \
+		clang -std=c11 -D_GNU_SOURCE -O1 -g $(INC_lib) -Ifcgi $(MYSQL_CFLAGS) -fsanitize=fuzzer,address,undefined \
 			-o build-fuzz/fuzz/$$n $$f build-fuzz/libidem.a $(LIBS) -lpthread || exit 1; \
 	done
 
@@ -181,7 +192,7 @@ install-files:
 	done
 
 format:
-	clang-format -i $(wildcard lib/*.[ch] fcgi/*.[ch] admin/*.[ch] tests/*/*.[ch])
+	clang-format -i $(wildcard lib/*/*.[ch] fcgi/*.[ch] admin/*.[ch] tests/*/*.[ch])
 
 clean:
 	rm -rf build build-asan build-fuzz

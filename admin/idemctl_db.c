@@ -96,7 +96,7 @@ fmt_age(double secs, char *out, size_t len)
 
 /*
  * The programs one config file may serve with a least-privilege user;
- * what each needs comes from sql/grants.sql (lib/grants.h).
+ * what each needs comes from sql/grants.sql (lib/store/grants.h).
  */
 static const struct {
 	const char	*name;

@@ -577,7 +577,7 @@ run_count(struct ctl *c, const char *host, const char *route,
 }
 
 /* Records the outcome of the run we own; returns what was written or
- * kept (lib/recorder.h), -1 if nothing could be. */
+ * kept (lib/idem/recorder.h), -1 if nothing could be. */
 static int
 run_record(struct ctl *c, const struct run_args *a, const struct claim *cl,
     enum rec_op op, const struct answer *ans)
@@ -586,7 +586,7 @@ run_record(struct ctl *c, const struct run_args *a, const struct claim *cl,
 	int		 done;
 
 	/* An outage at this moment: keep trying for a lease (nobody takes
-	 * the key over meanwhile: lib/store.c). */
+	 * the key over meanwhile: lib/store/store.c). */
 	if (recorder_new(c->cfg, &rec) != IDEM_OK)
 		rec = NULL;
 	done = record_outcome(c->st, rec, cl, op, ans, a->ttl_ms, "run");

@@ -76,7 +76,7 @@ guard_plain(struct request *r)
 
 
 
-/* Writes the outcome of an owned key (lib/recorder.h: record_outcome),
+/* Writes the outcome of an owned key (lib/idem/recorder.h: record_outcome),
  * counting a refused answer kept as a tombstone. */
 static void
 guard_record(struct request *r, struct claim *c, enum rec_op op,
@@ -439,7 +439,7 @@ guard_scope(const struct request *r, char *kind, size_t kindlen,
 
 /*
  * The request's fingerprint: method, path, query, content type and body
- * (fingerprint = canonical: the body's meaning, lib/canon.h), and the
+ * (fingerprint = canonical: the body's meaning, lib/ident/canon.h), and the
  * headers fingerprint_headers names, each as "name=value" ("name" when
  * absent).
  */

@@ -195,7 +195,7 @@ board_cache(struct rcache *rc)
 
 /*
  * Vouches for the replay cache: reads the store's epoch every
- * RCACHE_POLL_MS (lib/rcache.h says why that makes replays from memory
+ * RCACHE_POLL_MS (lib/ident/rcache.h says why that makes replays from memory
  * safe).  Stops with the request threads.
  */
 static void *

@@ -234,7 +234,7 @@ test_race(void)
 
 /*
  * A restart drops every named lock, so a lapsed lease may be taken over
- * only once the server has been up a whole lease (lib/store.c).  The
+ * only once the server has been up a whole lease (lib/store/store.c).  The
  * test server has just started: let it age past the 5 s leases below.
  */
 static void
