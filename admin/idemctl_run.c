@@ -15,6 +15,7 @@
 #include "idemctl_run.h"
 #include "lease.h"
 #include "log.h"
+#include "once.h"
 #include "recorder.h"
 #include "store.h"
 
@@ -61,6 +62,16 @@ struct run_args {
 	int64_t		 ttl_ms, lease_ms, wait_ms, timeout_ms;
 	int		 store_failures;
 	char		**cmd;		/* COMMAND [ARG...], NULL-terminated */
+};
+
+/* One job on its way through the run core (lib/idem/once.h). */
+struct run_job {
+	struct ctl		*c;
+	const struct run_args	*a;
+	const struct buf	*in;	/* stdin, whole */
+	struct once		 o;
+	enum stat_id		 what;	/* the counter it adds to */
+	int			 rc;	/* our exit code */
 };
 
 static volatile sig_atomic_t run_signal;
@@ -222,7 +233,8 @@ run_identify(const struct run_args *a, const struct buf *in,
 		buf_free(&fpin);
 		return er;
 	}
-	fp_request("RUN", "", NULL, NULL, fpin.p, fpin.len, id->fp);
+	fp_request(&(struct fp_req){ .method = "RUN", .path = "",
+	    .body = fpin.p, .bodylen = fpin.len }, id->fp);
 	buf_free(&fpin);
 	id->key = a->key;
 	id->keylen = a->keylen;
@@ -367,7 +379,7 @@ struct keeper {
 };
 
 static void
-keeper_main(int fd)
+keeper_loop(int fd)
 {
 	unsigned char	 tag;
 	int64_t		 pg = 0;
@@ -430,7 +442,7 @@ keeper_start(struct keeper *k)
 		 * COMMAND's. */
 		setpgid(0, 0);
 		close(p[1]);
-		keeper_main(p[0]);
+		keeper_loop(p[0]);
 	}
 	close(p[0]);
 	k->fd = p[1];
@@ -491,31 +503,30 @@ keeper_done(struct keeper *k)
 }
 
 /*
- * Runs COMMAND under the lease of the key c owns.  OUT: o (its stdout),
+ * Runs COMMAND under the lease of the key j owns.  OUT: o (its stdout),
  * *status (its exit status as a shell reports it).  Returns what cgi_exec
  * did: IDEM_OK (it exited), IDEM_ETIMEOUT, IDEM_ELEASE (stopped: a signal
  * to us or a lost lease), IDEM_EHANDLER (not started).
  */
 static enum idem_err
-run_command(struct ctl *c, const struct run_args *a, const struct buf *in,
-    const struct claim *cl, int64_t claimed_ms, struct run_io *o,
-    int *status)
+run_command(struct run_job *j, struct run_io *o, int *status)
 {
+	const struct run_args	*a = j->a;
 	struct cgi_run		 r;
 	struct cgi_status	 st;
 	struct keeper		 k;
 	char			**env, fence[48];
 	enum idem_err		 er;
 
-	if ((env = run_env(cl->fence, fence, sizeof(fence))) == NULL)
+	if ((env = run_env(j->o.c.fence, fence, sizeof(fence))) == NULL)
 		return IDEM_ENOMEM;
 	k.pg = 0;
 	if (keeper_start(&k) != 0)
 		ctl_err("run: no keeper process (%s): COMMAND would outlive a "
 		    "killed run", strerror(errno));
 	o->k = &k;
-	lease_init(&o->l, c->st, cl, a->lease_ms, claimed_ms, 1, "run");
-	o->next_renew = claimed_ms + lease_tick_ms(a->lease_ms);
+	lease_init(&o->l, &j->o, 1);
+	o->next_renew = once_claimed_ms(&j->o) + lease_tick_ms(a->lease_ms);
 	memset(&r, 0, sizeof(r));
 	memset(&st, 0, sizeof(st));
 	r.program = a->cmd[0];
@@ -525,8 +536,8 @@ run_command(struct ctl *c, const struct run_args *a, const struct buf *in,
 	r.err_through = 1;
 	r.until_exit = 1;
 	r.stop_grace_ms = RUN_STOP_GRACE_MS;
-	r.ex.body = in->p;
-	r.ex.bodylen = in->len;
+	r.ex.body = j->in->p;
+	r.ex.bodylen = j->in->len;
 	r.ex.timeout_ms = a->timeout_ms;
 	r.ex.tag = "run";
 	r.ex.out = run_out;
@@ -576,41 +587,43 @@ run_count(struct ctl *c, const char *host, const char *route,
 		ctl_err("run: counters not added: %s", store_last_error(c->st));
 }
 
-/* Records the outcome of the run we own; returns what was written or
- * kept (lib/idem/recorder.h), -1 if nothing could be. */
-static int
-run_record(struct ctl *c, const struct run_args *a, const struct claim *cl,
-    enum rec_op op, const struct answer *ans)
+/* Records the outcome of the run we own (once_record); IDEM_OK, or
+ * nothing could be. */
+static enum idem_err
+run_record(struct run_job *j, enum rec_op op, const struct answer *ans)
 {
 	struct recorder	*rec = NULL;
-	int		 done;
+	enum rec_op	 done;
+	enum idem_err	 er;
 
 	/* An outage at this moment: keep trying for a lease (nobody takes
 	 * the key over meanwhile: lib/store/store.c). */
-	if (recorder_new(c->cfg, &rec) != IDEM_OK)
+	if (recorder_new(j->c->cfg, &rec) != IDEM_OK)
 		rec = NULL;
-	done = record_outcome(c->st, rec, cl, op, ans, a->ttl_ms, "run");
+	j->o.rec = rec;
+	er = once_record(&j->o, op, ans, &done);
 	if (rec != NULL && recorder_pending(rec) > 0)
 		ctl_err("run: store unreachable; waiting up to %lld ms to "
-		    "record the outcome", (long long)a->lease_ms);
-	recorder_free(rec, a->lease_ms);
-	return done;
+		    "record the outcome", (long long)j->a->lease_ms);
+	recorder_free(rec, j->a->lease_ms);
+	j->o.rec = NULL;
+	return er;
 }
 
 /* The key is ours: run COMMAND, record its outcome, give it back. */
-static int
-run_owned(struct ctl *c, const struct run_args *a, const struct buf *in,
-    const struct claim *cl, int64_t claimed_ms, enum stat_id *what)
+static void
+run_owned(struct run_job *j)
 {
 	struct run_io	 o;
 	struct answer	 ans;
+	struct once_end	 e = { IDEM_OK, 1, 0 };
 	enum idem_err	 er;
 	enum rec_op	 op;
 	int		 status = 0;
 
 	memset(&o, 0, sizeof(o));
-	buf_init(&o.b, c->cfg->defaults.max_response);
-	er = run_command(c, a, in, cl, claimed_ms, &o, &status);
+	buf_init(&o.b, j->c->cfg->defaults.max_response);
+	er = run_command(j, &o, &status);
 	if (er == IDEM_ENOMEM) {
 		ctl_err("run: out of memory");
 		status = RUN_CANNOT_START;
@@ -619,91 +632,114 @@ run_owned(struct ctl *c, const struct run_args *a, const struct buf *in,
 		/* The lease is lost: someone else may own the key now. */
 		ctl_err("run: lease lost; COMMAND stopped, outcome not "
 		    "recorded");
-		(void)store_release(c->st, cl);
+		(void)store_release(j->o.st, &j->o.c);
 		buf_free(&o.b);
-		*what = STAT_RELEASED;
-		return CTL_RUN_TEMPFAIL;
+		j->what = STAT_RELEASED;
+		j->rc = CTL_RUN_TEMPFAIL;
+		return;
 	}
+	/* Any other end is an exit status (124 timed out, 127 not started,
+	 * 128+N a signal): it is the answer, released unless it is 0 or
+	 * --store-failures keeps it. */
 	answer_borrow(&ans, status, NULL, 0, o.b.p, o.b.len);
-	if (status != 0 && !a->store_failures)
-		op = REC_RELEASE;
-	else if (o.oversized)
-		op = REC_TOMBSTONE;
-	else
-		op = REC_COMPLETE;
-	*what = op == REC_RELEASE ? STAT_RELEASED : op == REC_TOMBSTONE ?
-	    STAT_TOMBSTONED : STAT_CREATED;
-	if (run_record(c, a, cl, op, op == REC_RELEASE ? NULL : &ans) < 0)
+	e.whole = !o.oversized;
+	e.released = status != 0 && !j->a->store_failures;
+	op = once_outcome(&e);
+	j->what = once_stat(op);
+	if (run_record(j, op, op == REC_RELEASE ? NULL : &ans) != IDEM_OK)
 		ctl_err("run: outcome not recorded: a retry may run COMMAND "
 		    "again");
 	if (!o.oversized)
 		write_all(o.b.p, o.b.len);
 	buf_free(&o.b);
-	return status;
+	j->rc = status;
 }
 
-/* What the claim on the key says: run COMMAND (the key is ours), replay
- * the recorded run, or refuse.  Returns the exit code.  OUT: *what. */
-static int
-run_claimed(struct ctl *c, const struct run_args *a, const struct buf *in,
-    struct claim *cl, int64_t claimed_ms, int64_t waited_ms,
-    enum stat_id *what)
+/*
+ * What the claim on the key says (once_dispatch): run COMMAND (the key is
+ * ours), replay the recorded run, or refuse.  Each sets j's exit code and
+ * counter.
+ */
+static void
+run_claimed_new(struct once *o, void *arg)
 {
-	int	 rc;
+	struct run_job	*j = arg;
 
-	switch (cl->state) {
-	case CLAIM_NEW:
-		if (run_signal != 0) {
-			/* Told to stop while it waited: COMMAND never starts. */
-			(void)store_release(c->st, cl);
-			rc = 128 + run_signal;
-			*what = STAT_RELEASED;
-			break;
-		}
-		rc = run_owned(c, a, in, cl, claimed_ms, what);
-		break;
-	case CLAIM_DONE:
-		write_all(cl->ans.body.p, cl->ans.body.len);
-		rc = cl->ans.status;
-		*what = STAT_REUSED;
-		break;
-	case CLAIM_MISMATCH:
-		ctl_err("run: key already used with other arguments or stdin");
-		rc = CTL_RUN_DATAERR;
-		*what = STAT_MISMATCHED;
-		break;
-	case CLAIM_TOMBSTONE:
-		ctl_err("run: key already ran (status %d); its output was too "
-		    "large to keep", cl->ans.status);
-		rc = cl->ans.status;
-		break;
-	default:	/* CLAIM_BUSY */
-		ctl_err("run: key still running elsewhere after %lld ms; try "
-		    "again later", (long long)waited_ms);
-		rc = CTL_RUN_TEMPFAIL;
-		*what = STAT_CONFLICTED;
-		break;
+	if (run_signal != 0) {
+		/* Told to stop while it waited: COMMAND never starts. */
+		(void)store_release(o->st, &o->c);
+		j->rc = 128 + run_signal;
+		j->what = STAT_RELEASED;
+		return;
 	}
-	return rc;
+	run_owned(j);
 }
+
+static void
+run_replay(struct once *o, void *arg)
+{
+	struct run_job	*j = arg;
+
+	write_all(o->c.ans.body.p, o->c.ans.body.len);
+	j->rc = o->c.ans.status;
+	j->what = STAT_REUSED;
+}
+
+static void
+run_mismatch(struct once *o, void *arg)
+{
+	struct run_job	*j = arg;
+
+	ctl_err("run: key already used with other arguments or stdin");
+	j->rc = CTL_RUN_DATAERR;
+	j->what = STAT_MISMATCHED;
+}
+
+static void
+run_tombstone(struct once *o, void *arg)
+{
+	struct run_job	*j = arg;
+
+	ctl_err("run: key already ran (status %d); its output was too "
+	    "large to keep", o->c.ans.status);
+	j->rc = o->c.ans.status;
+}
+
+static void
+run_busy(struct once *o, void *arg)
+{
+	struct run_job	*j = arg;
+
+	ctl_err("run: key still running elsewhere after %lld ms; try "
+	    "again later", (long long)o->waited_ms);
+	j->rc = CTL_RUN_TEMPFAIL;
+	j->what = STAT_CONFLICTED;
+}
+
+static const struct once_ops run_ops = {
+	.run = run_claimed_new,
+	.replay = run_replay,
+	.mismatch = run_mismatch,
+	.tombstone = run_tombstone,
+	.busy = run_busy,
+};
 
 int
 ctl_run(struct ctl *c, int argc, char **argv)
 {
 	struct run_args	 a;
+	struct run_job	 j = { .c = c, .a = &a, .what = STAT_REQUESTS };
 	struct idem_id	 id;
-	struct claim	 cl;
 	struct buf	 in;
 	char		 route[RUN_ROUTE_MAX + 8], owner[300];
-	int64_t		 read_us = 0, waited_ms = 0;
-	enum stat_id	 what = STAT_REQUESTS;
 	int		 rc;
 
 	memset(&a, 0, sizeof(a));
 	if ((rc = run_opts(c, argc, argv, &a)) != CTL_OK)
 		return rc < 0 ? CTL_OK : rc;
 	buf_init(&in, c->cfg->defaults.max_body);
-	claim_init(&cl);
+	j.in = &in;
+	once_init(&j.o, NULL, &id, "run");
 	if ((rc = run_stdin(&in)) != CTL_OK)
 		goto out;
 	if (run_identify(&a, &in, &id, route, sizeof(route)) != IDEM_OK) {
@@ -722,17 +758,18 @@ ctl_run(struct ctl *c, int argc, char **argv)
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
-	if (store_claim_wait(c->st, &id, a.wait_ms, &cl, &read_us,
-	    &waited_ms) != IDEM_OK) {
+	j.o.st = c->st;
+	if (once_claim(&j.o, a.wait_ms) != IDEM_OK) {
 		ctl_err("run: store unavailable (%s); COMMAND not run",
 		    store_last_error(c->st));
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
-	rc = run_claimed(c, &a, &in, &cl, read_us / 1000, waited_ms, &what);
-	run_count(c, c->cfg->host_name, route, what, waited_ms);
+	once_dispatch(&j.o, &run_ops, &j);
+	rc = j.rc;
+	run_count(c, c->cfg->host_name, route, j.what, j.o.waited_ms);
 out:
-	claim_reset(&cl);
+	once_reset(&j.o);
 	buf_free(&in);
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include "handler.h"
 #include "lease.h"
 #include "log.h"
+#include "once.h"
 #include "rcache.h"
 #include "recorder.h"
 #include "request.h"
@@ -76,18 +77,32 @@ guard_plain(struct request *r)
 
 
 
-/* Writes the outcome of an owned key (lib/idem/recorder.h: record_outcome),
+/* One protected request on its way through the guard. */
+struct guarded {
+	struct request	*r;
+	struct idem_id	 id;
+	char		 key[FP_KEY_MAX + 1];
+	char		 lkey[40];	/* the key as logs show it */
+	struct once	 o;
+	uint64_t	 gen;		/* replay cache's, before the read */
+};
+
+/* Where a step left the request: answered already, or to go on. */
+enum guard_next {
+	GUARD_ANSWERED,
+	GUARD_GO_ON,
+};
+
+/* Writes the outcome of the key g owns (lib/idem/once.h: once_record),
  * counting a refused answer kept as a tombstone. */
 static void
-guard_record(struct request *r, struct claim *c, enum rec_op op,
-    const struct answer *a)
+guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 {
-	int	 done;
+	enum rec_op	 done;
 
-	done = record_outcome(r->ctx->st, r->ctx->rec, c, op, a,
-	    r->route->ttl_ms, r->tag);
-	if (op == REC_COMPLETE && done == REC_TOMBSTONE)
-		count(r, STAT_TOMBSTONED);
+	if (once_record(&g->o, op, a, &done) == IDEM_OK &&
+	    op == REC_COMPLETE && done == REC_TOMBSTONE)
+		count(g->r, STAT_TOMBSTONED);
 }
 
 /* The extra header lines of an answer: result and when the key may run
@@ -135,35 +150,34 @@ guard_created(const struct request *r, char *out, size_t outlen)
  * again; whole, it is run again only for a failure a retry may repeat.
  */
 static void
-guard_streamed(struct request *r, struct claim *c, struct sink *s,
-    enum idem_err er)
+guard_streamed(struct guarded *g, struct sink *s, enum idem_err er)
 {
-	if (er != IDEM_OK) {
-		reply_abort(r->out);
-		count(r, STAT_TOMBSTONED);
-		guard_record(r, c, REC_TOMBSTONE, &s->ans);
-	} else if (cfg_releases(r->route, s->ans.status)) {
-		count(r, STAT_RELEASED);
-		guard_record(r, c, REC_RELEASE, NULL);
-	} else {
-		count(r, STAT_TOMBSTONED);
-		guard_record(r, c, REC_TOMBSTONE, &s->ans);
-	}
+	const struct once_end	 e = { er, 0,
+	    cfg_releases(g->r->route, s->ans.status) };
+	enum rec_op		 op = once_outcome(&e);
+
+	if (er != IDEM_OK)
+		reply_abort(g->r->out);
+	count(g->r, once_stat(op));
+	guard_record(g, op, op == REC_RELEASE ? NULL : &s->ans);
 }
 
 /* The handler answered (whole, kept): it is delivered all the same, and
  * kept for retries unless release_statuses frees its status (5xx by
  * default: a retry may do better). */
 static void
-guard_handled(struct request *r, struct claim *c, const struct answer *a)
+guard_handled(struct guarded *g, const struct answer *a)
 {
-	char		 created[GUARD_EXTRA_MAX];
-	struct answer	 kept;
-	struct buf	 rh;
+	struct request		*r = g->r;
+	const struct once_end	 e = { IDEM_OK, 1,
+	    cfg_releases(r->route, a->status) };
+	char			 created[GUARD_EXTRA_MAX];
+	struct answer		 kept;
+	struct buf		 rh;
 
-	if (cfg_releases(r->route, a->status)) {
+	if (once_outcome(&e) == REC_RELEASE) {
 		count(r, STAT_RELEASED);
-		guard_record(r, c, REC_RELEASE, NULL);
+		guard_record(g, REC_RELEASE, NULL);
 		reply_answer(r->out, a, NULL);
 		return;
 	}
@@ -172,33 +186,36 @@ guard_handled(struct request *r, struct claim *c, const struct answer *a)
 	if (resp_hdrs_for_replay(&a->hdrs, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
-		guard_record(r, c, REC_COMPLETE, &kept);
+		guard_record(g, REC_COMPLETE, &kept);
 	} else
-		guard_record(r, c, REC_TOMBSTONE, a);
+		guard_record(g, REC_TOMBSTONE, a);
 	guard_created(r, created, sizeof(created));
 	reply_answer(r->out, a, created);
 	buf_free(&rh);
 }
 
-/* The handler gave no answer (er): ours is a problem.  A lost lease is
- * never stored (the next owner runs it), nor a status release_statuses
- * frees. */
+/* The handler gave no answer (er): ours is a problem.  An upstream that
+ * may have done the work is never run again; a lost lease is never
+ * stored (the next owner runs it), nor a status release_statuses frees. */
 static void
-guard_failed(struct request *r, struct claim *c, enum idem_err er)
+guard_failed(struct guarded *g, enum idem_err er)
 {
+	struct request	*r = g->r;
 	enum problem	 prob = problem_from_err(er);
 	struct answer	 made;
+	struct once_end	 e = { er, 1, 0 };
 	char		 created[GUARD_EXTRA_MAX];
 
 	answer_init(&made, 4096, 4096);
 	made.status = problem_status(prob);
-	if (er == IDEM_EBROKEN) {
-		/* An upstream that may have done the work: never run again. */
+	e.released = cfg_releases(r->route, made.status);
+	switch (once_outcome(&e)) {
+	case REC_TOMBSTONE:
 		count(r, STAT_TOMBSTONED);
-		guard_record(r, c, REC_TOMBSTONE, &made);
+		guard_record(g, REC_TOMBSTONE, &made);
 		reply_problem(r->out, prob, 0, 0, NULL);
-	} else if (er == IDEM_ELEASE || cfg_releases(r->route,
-	    made.status)) {
+		break;
+	case REC_RELEASE:
 		/* The client need not wait for a store that may be gone: a
 		 * retry meanwhile gets 409, never a run. */
 		count(r, STAT_RELEASED);
@@ -206,17 +223,21 @@ guard_failed(struct request *r, struct claim *c, enum idem_err er)
 		    0, 0, NULL);
 		if (er == IDEM_ELEASE)
 			reply_finish(r->out);
-		guard_record(r, c, REC_RELEASE, NULL);
-	} else if (problem_render(prob, 0, 0, &made.hdrs, &made.body) !=
-	    IDEM_OK) {
-		guard_record(r, c, REC_RELEASE, NULL);
-		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-	} else {
+		guard_record(g, REC_RELEASE, NULL);
+		break;
+	default:
 		/* store_5xx = yes, or a 4xx of our own (script lookup). */
+		if (problem_render(prob, 0, 0, &made.hdrs, &made.body) !=
+		    IDEM_OK) {
+			guard_record(g, REC_RELEASE, NULL);
+			reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
+			break;
+		}
 		count(r, STAT_CREATED);
-		guard_record(r, c, REC_COMPLETE, &made);
+		guard_record(g, REC_COMPLETE, &made);
 		guard_created(r, created, sizeof(created));
 		reply_answer(r->out, &made, created);
+		break;
 	}
 	answer_free(&made);
 }
@@ -257,8 +278,9 @@ guard_overdue(void *arg)
  * is read until the key's ttl.
  */
 static void
-guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
+guard_run_owned(struct guarded *g)
 {
+	struct request		*r = g->r;
 	const struct route	*rt = r->route;
 	struct lease		 l;
 	struct sink		 s;
@@ -270,18 +292,17 @@ guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 
 	/* Only a streamed answer's head goes out before it is recorded. */
 	guard_created(r, created, sizeof(created));
-	lease_init(&l, r->ctx->st, c, rt->lease_ms, claimed_ms,
-	    rt->handler != HANDLER_FASTCGI, r->tag);
+	lease_init(&l, &g->o, rt->handler != HANDLER_FASTCGI);
 	sink_init(&s, 1, rt->max_response, created, r->out);
 	memset(&h, 0, sizeof(h));
 	h.tick = lease_tick;
 	h.tick_arg = &l;
 	h.tick_ms = lease_tick_ms(rt->lease_ms);
-	h.fence = c->fence;
+	h.fence = g->o.c.fence;
 	od.r = r;
 	od.s = &s;
 	od.left_ms = (run_ms < 0 ? rt->ttl_ms : run_ms) -
-	    (clock_now_ms() - claimed_ms);
+	    (clock_now_ms() - once_claimed_ms(&g->o));
 	if (od.left_ms < 1)
 		od.left_ms = 1;
 	h.overdue = guard_overdue;
@@ -290,11 +311,11 @@ guard_run_owned(struct request *r, struct claim *c, int64_t claimed_ms)
 	od.left_ms -= rt->timeout_ms;
 	er = handler_run(r, &s, &h);
 	if (s.streaming)
-		guard_streamed(r, c, &s, er);
+		guard_streamed(g, &s, er);
 	else if (er == IDEM_OK)
-		guard_handled(r, c, &s.ans);
+		guard_handled(g, &s.ans);
 	else
-		guard_failed(r, c, er);
+		guard_failed(g, er);
 	if (r->out->failed)
 		log_info("%s: client went away; answer recorded", r->tag);
 	sink_free(&s);
@@ -323,18 +344,6 @@ guard_key_for_log(const char *key, size_t keylen, char *out, size_t outlen)
 		shown = 8;
 	snprintf(out, outlen, "%.*s...(%zu bytes)", (int)shown, key, keylen);
 }
-
-/* One protected request on its way through the guard. */
-struct guarded {
-	struct request	*r;
-	struct idem_id	 id;
-	char		 key[FP_KEY_MAX + 1];
-	char		 lkey[40];	/* the key as logs show it */
-	struct claim	 c;
-	uint64_t	 gen;		/* replay cache's, before the read */
-	int64_t		 read_us;	/* when the last claim started */
-	int64_t		 waited_ms;
-};
 
 /*
  * An Authorization value by meaning (RFC 9110 section 11.1): the scheme
@@ -469,9 +478,11 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 	whole = er == IDEM_OK && rt->fingerprint == FPMODE_CANONICAL &&
 	    canon_body(r->ctype, r->body.p, r->body.len, &canon, &ctype);
 	if (er == IDEM_OK)
-		fp_request_more(r->method, r->path, r->query, ctype,
-		    whole ? canon.p : r->body.p, whole ? canon.len :
-		    r->body.len, (const char *const *)more, n, fp);
+		fp_request(&(struct fp_req){ .method = r->method,
+		    .path = r->path, .query = r->query, .ctype = ctype,
+		    .body = whole ? canon.p : r->body.p,
+		    .bodylen = whole ? canon.len : r->body.len,
+		    .more = (const char *const *)more, .nmore = n }, fp);
 	buf_free(&canon);
 	for (i = 0; i < n; i++)
 		free(more[i]);
@@ -480,11 +491,11 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 
 /*
  * Step 1, identify: the key, the scope and the fingerprint, into g->id.
- * 0 when the request is to be protected; -1 when it is answered already
- * (a missing or invalid key or scope, or no key where none is required:
- * run straight through).
+ * GUARD_GO_ON when the request is to be protected; GUARD_ANSWERED when a
+ * missing or invalid key or scope answered it already, or no key where
+ * none is required ran it straight through.
  */
-static int
+static enum guard_next
 guard_identify(struct guarded *g)
 {
 	struct request		*r = g->r;
@@ -500,25 +511,25 @@ guard_identify(struct guarded *g)
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: header %s given more than once", r->tag, dup);
 		reply_problem(r->out, PROB_AMBIGUOUS_HEADER, 0, 0, NULL);
-		return -1;
+		return GUARD_ANSWERED;
 	}
 	if (raw == NULL && !rt->require_key) {
 		count(r, STAT_PASSTHROUGH);
 		guard_plain(r);
-		return -1;
+		return GUARD_ANSWERED;
 	}
 	if (raw == NULL) {
 		count(r, STAT_MISSING_KEY);
 		log_info("%s: no idempotency key", r->tag);
 		reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
-		return -1;
+		return GUARD_ANSWERED;
 	}
 	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK ||
 	    !cfg_key_format_ok(rt, g->key, keylen)) {
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: invalid idempotency key", r->tag);
 		reply_problem(r->out, PROB_INVALID_KEY, 0, 0, NULL);
-		return -1;
+		return GUARD_ANSWERED;
 	}
 	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
 	if ((sval = guard_scope(r, kind, sizeof(kind), &owned)) == NULL) {
@@ -526,7 +537,7 @@ guard_identify(struct guarded *g)
 		count(r, STAT_MISSING_KEY);
 		log_info("%s: key %s without scope value", r->tag, g->lkey);
 		reply_problem(r->out, PROB_MISSING_SCOPE, 0, 0, NULL);
-		return -1;
+		return GUARD_ANSWERED;
 	}
 	if (rt->keys_per_route) {
 		/* The same key on another route is another key. */
@@ -538,7 +549,7 @@ guard_identify(struct guarded *g)
 	if (guard_fingerprint(r, g->id.fp) != IDEM_OK) {
 		log_err("%s: out of memory", r->tag);
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-		return -1;
+		return GUARD_ANSWERED;
 	}
 	g->id.key = g->key;
 	g->id.keylen = keylen;
@@ -548,20 +559,19 @@ guard_identify(struct guarded *g)
 	g->id.ttl_ms = rt->ttl_ms;
 	g->id.lease_ms = rt->lease_ms;
 	g->id.run_ms = cfg_run_ms(rt);
-	return 0;
+	return GUARD_GO_ON;
 }
 
 /*
  * Step 2, look up: the replay cache, then the store (claim, and while
- * another owner runs the key, wait and claim again).  1 when the cache
- * answered; 0 when g->c says what the store found; -1 when the store
- * failed (answered).
+ * another owner runs the key, wait and claim again).  GUARD_GO_ON when
+ * g->o.c says what the store found; GUARD_ANSWERED when the cache
+ * answered or the store failed.
  */
-static int
+static enum guard_next
 guard_lookup(struct guarded *g)
 {
 	struct request	*r = g->r;
-	struct store	*st = r->ctx->st;
 	struct rcache_hit hit;
 	char		 extra[GUARD_EXTRA_MAX];
 
@@ -572,29 +582,28 @@ guard_lookup(struct guarded *g)
 			    hit.ans->expires_s);
 			reply_answer(r->out, hit.ans, extra);
 			rcache_release(r->ctx->rc, &hit);
-			return 1;
+			return GUARD_ANSWERED;
 		}
 		/* Before the store read: a flush after it voids our put. */
 		g->gen = rcache_gen(r->ctx->rc);
 	}
 	/* Only the store needs the lock name: a cache hit never does. */
 	idem_id_name_lock(&g->id);
-	if (store_claim_wait(st, &g->id, r->route->wait_ms, &g->c,
-	    &g->read_us, &g->waited_ms) != IDEM_OK) {
+	if (once_claim(&g->o, r->route->wait_ms) != IDEM_OK) {
 		guard_store_error(r);
-		return -1;
+		return GUARD_ANSWERED;
 	}
-	if (g->waited_ms > 0 && r->ctx->stats != NULL)
-		stats_wait(r->ctx->stats, r->route->prefix, g->waited_ms);
-	return 0;
+	if (g->o.waited_ms > 0 && r->ctx->stats != NULL)
+		stats_wait(r->ctx->stats, r->route->prefix, g->o.waited_ms);
+	return GUARD_GO_ON;
 }
 
 /*
  * new_keys_per_minute: counts this new key of its scope, fleet-wide.
  * Over the limit (or when it cannot be counted) the key is released
- * unrun and the request answered here: 1.  0: go on.
+ * unrun and the request answered here.
  */
-static int
+static enum guard_next
 guard_over_quota(struct guarded *g)
 {
 	struct request		*r = g->r;
@@ -603,66 +612,90 @@ guard_over_quota(struct guarded *g)
 	int			 wait_s;
 
 	if (rt->new_keys_per_minute == 0)
-		return 0;
+		return GUARD_GO_ON;
 	if (store_quota_take(r->ctx->st, g->id.scope, &n) != IDEM_OK) {
-		guard_record(r, &g->c, REC_RELEASE, NULL);
+		guard_record(g, REC_RELEASE, NULL);
 		guard_store_error(r);
-		return 1;
+		return GUARD_ANSWERED;
 	}
 	if (n <= rt->new_keys_per_minute)
-		return 0;
+		return GUARD_GO_ON;
 	count(r, STAT_QUOTA_REJECTED);
 	log_info("%s: key %s over new_keys_per_minute (%u)", r->tag, g->lkey,
 	    rt->new_keys_per_minute);
-	guard_record(r, &g->c, REC_RELEASE, NULL);
+	guard_record(g, REC_RELEASE, NULL);
 	/* The window is the server's minute; ours is within a second. */
 	wait_s = 60 - (int)(time(NULL) % 60);
 	reply_problem(r->out, PROB_TOO_MANY_KEYS, wait_s, 0, NULL);
-	return 1;
+	return GUARD_ANSWERED;
 }
 
-/* Step 3, answer: run the handler if the key is ours, else say what the
- * store found. */
+/* Step 3, answer (once_dispatch): the key is ours, so run the handler;
+ * or say what the store found. */
 static void
-guard_answer(struct guarded *g)
+guard_owned(struct once *o, void *arg)
 {
+	struct guarded	*g = arg;
+
+	if (guard_over_quota(g) == GUARD_GO_ON)
+		guard_run_owned(g);
+}
+
+static void
+guard_replay(struct once *o, void *arg)
+{
+	struct guarded	*g = arg;
 	struct request	*r = g->r;
 	char		 extra[GUARD_EXTRA_MAX];
 
-	switch (g->c.state) {
-	case CLAIM_NEW:
-		if (!guard_over_quota(g))
-			guard_run_owned(r, &g->c, g->read_us / 1000);
-		break;
-	case CLAIM_DONE:
-		count(r, STAT_REUSED);
-		g->c.ans.expires_s = guard_expiry_s(g->c.expires_in_us);
-		guard_extra(extra, sizeof(extra), HDR_REUSED, g->c.ans.expires_s);
-		reply_answer(r->out, &g->c.ans, extra);
-		/* A replayed key is a retried key: keep it for the next. */
-		if (r->ctx->rc != NULL)
-			rcache_put(r->ctx->rc, g->gen, &g->id, &g->c.ans,
-			    g->read_us + g->c.expires_in_us, clock_now_us());
-		break;
-	case CLAIM_MISMATCH:
-		count(r, STAT_MISMATCHED);
-		log_info("%s: key %s reused for a different request", r->tag,
-		    g->lkey);
-		reply_problem(r->out, PROB_KEY_MISMATCH, 0, 0, NULL);
-		break;
-	case CLAIM_TOMBSTONE:
-		reply_problem(r->out, PROB_NOT_STORED, 0, g->c.ans.status,
-		    NULL);
-		break;
-	default:	/* CLAIM_BUSY */
-		count(r, STAT_CONFLICTED);
-		log_info("%s: key %s still in progress after %lld ms", r->tag,
-		    g->lkey, (long long)g->waited_ms);
-		reply_problem(r->out, PROB_KEY_IN_PROGRESS,
-		    lease_retry_after(g->c.lease_left_ms), 0, NULL);
-		break;
-	}
+	count(r, STAT_REUSED);
+	o->c.ans.expires_s = guard_expiry_s(o->c.expires_in_us);
+	guard_extra(extra, sizeof(extra), HDR_REUSED, o->c.ans.expires_s);
+	reply_answer(r->out, &o->c.ans, extra);
+	/* A replayed key is a retried key: keep it for the next. */
+	if (r->ctx->rc != NULL)
+		rcache_put(r->ctx->rc, g->gen, &g->id, &o->c.ans,
+		    o->read_us + o->c.expires_in_us, clock_now_us());
 }
+
+static void
+guard_mismatch(struct once *o, void *arg)
+{
+	struct guarded	*g = arg;
+
+	count(g->r, STAT_MISMATCHED);
+	log_info("%s: key %s reused for a different request", g->r->tag,
+	    g->lkey);
+	reply_problem(g->r->out, PROB_KEY_MISMATCH, 0, 0, NULL);
+}
+
+static void
+guard_tombstone(struct once *o, void *arg)
+{
+	struct guarded	*g = arg;
+
+	reply_problem(g->r->out, PROB_NOT_STORED, 0, o->c.ans.status, NULL);
+}
+
+static void
+guard_busy(struct once *o, void *arg)
+{
+	struct guarded	*g = arg;
+
+	count(g->r, STAT_CONFLICTED);
+	log_info("%s: key %s still in progress after %lld ms", g->r->tag,
+	    g->lkey, (long long)o->waited_ms);
+	reply_problem(g->r->out, PROB_KEY_IN_PROGRESS,
+	    lease_retry_after(o->c.lease_left_ms), 0, NULL);
+}
+
+static const struct once_ops guard_ops = {
+	.run = guard_owned,
+	.replay = guard_replay,
+	.mismatch = guard_mismatch,
+	.tombstone = guard_tombstone,
+	.busy = guard_busy,
+};
 
 void
 guard_serve(struct request *r)
@@ -676,11 +709,12 @@ guard_serve(struct request *r)
 	}
 	memset(&g, 0, sizeof(g));
 	g.r = r;
-	if (guard_identify(&g) != 0)
+	if (guard_identify(&g) != GUARD_GO_ON)
 		return;
 	count(r, STAT_REQUESTS);
-	claim_init(&g.c);
-	if (guard_lookup(&g) == 0)
-		guard_answer(&g);
-	claim_reset(&g.c);
+	once_init(&g.o, r->ctx->st, &g.id, r->tag);
+	g.o.rec = r->ctx->rec;
+	if (guard_lookup(&g) == GUARD_GO_ON)
+		once_dispatch(&g.o, &guard_ops, &g);
+	once_reset(&g.o);
 }

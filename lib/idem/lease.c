@@ -5,16 +5,15 @@
 #include "log.h"
 
 void
-lease_init(struct lease *l, struct store *st, const struct claim *c,
-    int64_t lease_ms, int64_t claimed_ms, int stoppable, const char *tag)
+lease_init(struct lease *l, const struct once *o, int stoppable)
 {
-	l->st = st;
-	l->c = c;
-	l->lease_ms = lease_ms;
-	l->ok_until = claimed_ms + lease_ms;
-	l->margin = cfg_lease_margin_ms(lease_ms);
+	l->st = o->st;
+	l->c = &o->c;
+	l->lease_ms = o->id->lease_ms;
+	l->ok_until = once_claimed_ms(o) + l->lease_ms;
+	l->margin = cfg_lease_margin_ms(l->lease_ms);
 	l->stoppable = stoppable;
-	l->tag = tag;
+	l->tag = o->tag;
 }
 
 int64_t

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "once.h"
 #include "store.h"
 
 /*
@@ -30,13 +31,13 @@ struct lease {
 #define LEASE_UPSTREAM_RETRY_MS	1000
 
 /*
- * Starts keeping c, claimed at claimed_ms (CLOCK_MONOTONIC, taken before
- * the claim's statement: the server's lease ends after ours).  stoppable:
- * the run is a child of ours that lease_tick may have stopped (a CGI
- * program, a job); 0 for an upstream run, which goes on whatever we do.
+ * Starts keeping the key o owns (once_dispatch's run), for its identity's
+ * lease from when its claim began (once_claimed_ms: the server's lease
+ * ends after ours).  stoppable: the run is a child of ours that lease_tick
+ * may have stopped (a CGI program, a job); 0 for an upstream run, which
+ * goes on whatever we do.  o must outlive l.
  */
-void lease_init(struct lease *l, struct store *st, const struct claim *c,
-    int64_t lease_ms, int64_t claimed_ms, int stoppable, const char *tag);
+void lease_init(struct lease *l, const struct once *o, int stoppable);
 
 /*
  * Renews the lease (signature of cgi_exchange.tick).  Returns the ms
@@ -50,7 +51,7 @@ void lease_init(struct lease *l, struct store *st, const struct claim *c,
  * begun.  A stoppable run gets -1 (stop it now) at the stop point, so it
  * is gone (SIGTERM, SIGKILL CGI_STOP_GRACE_MS later) before the lease
  * ends; an upstream run is never stopped for that (it could not be): its
- * key stays in progress until its run deadline (lib/store.h).  Either
+ * key stays in progress until its run deadline (lib/store/store.h).  Either
  * gets -1 when the row is no longer ours (forgotten, taken over).
  */
 int64_t lease_tick(void *lease);

@@ -52,7 +52,7 @@ rec_push(struct recorder *rc, struct rec_item *it)
 	rc->n++;
 }
 
-static const char *
+const char *
 rec_op_name(enum rec_op op)
 {
 	switch (op) {
@@ -65,30 +65,25 @@ rec_op_name(enum rec_op op)
 	}
 }
 
-/*
- * One write of *op.  An answer that cannot fit the server's
- * max_allowed_packet is kept as a tombstone instead (*op says so); any
- * other failure (a restart's "shutdown in progress", a lost connection)
- * is the caller's to retry.
- */
-static enum idem_err
-rec_write(struct store *st, const struct claim *c, enum rec_op *op,
-    const struct answer *a, int64_t ttl_ms, const char *tag)
+enum idem_err
+recorder_write(const struct rec_write *w, enum rec_op *op,
+    const struct answer *a)
 {
 	enum idem_err	 er;
 
 	switch (*op) {
 	case REC_COMPLETE:
-		if ((er = store_complete(st, c, a, ttl_ms)) != IDEM_ETOOBIG)
+		if ((er = store_complete(w->st, w->c, a, w->ttl_ms)) !=
+		    IDEM_ETOOBIG)
 			return er;
 		log_err("%s: cannot record answer: %s; keeping the key as a "
-		    "tombstone", tag, store_last_error(st));
+		    "tombstone", w->tag, store_last_error(w->st));
 		*op = REC_TOMBSTONE;
 		/* FALLTHROUGH */
 	case REC_TOMBSTONE:
-		return store_tombstone(st, c, a->status, ttl_ms);
+		return store_tombstone(w->st, w->c, a->status, w->ttl_ms);
 	default:
-		return store_release(st, c);
+		return store_release(w->st, w->c);
 	}
 }
 
@@ -96,10 +91,10 @@ rec_write(struct store *st, const struct claim *c, enum rec_op *op,
 static enum idem_err
 rec_try(struct store *st, struct rec_item *it)
 {
-	enum idem_err	 er;
+	const struct rec_write	 w = { st, &it->c, it->ttl_ms, "recorder" };
+	enum idem_err		 er;
 
-	er = rec_write(st, &it->c, &it->op, &it->c.ans, it->ttl_ms,
-	    "recorder");
+	er = recorder_write(&w, &it->op, &it->c.ans);
 	if (er == IDEM_OK) {
 		log_info("recorder: %s recorded after %d tries",
 		    rec_op_name(it->op), it->tries + 1);
@@ -301,38 +296,4 @@ recorder_free(struct recorder *rc, int64_t drain_ms)
 	pthread_cond_destroy(&rc->cv);
 	pthread_mutex_destroy(&rc->mu);
 	free(rc);
-}
-
-int
-record_outcome(struct store *st, struct recorder *rc, const struct claim *c,
-    enum rec_op op, const struct answer *a, int64_t ttl_ms, const char *tag)
-{
-	enum idem_err	 er;
-
-	for (;;) {
-		if ((er = rec_write(st, c, &op, a, ttl_ms, tag)) == IDEM_OK)
-			return (int)op;
-		if (er == IDEM_ENOTFOUND) {
-			log_err("%s: key no longer ours (forgotten or taken "
-			    "over); its %s is not recorded", tag,
-			    rec_op_name(op));
-			return -1;
-		}
-		/* Whatever else failed (an outage, a restart under way) may
-		 * pass: the recorder tries again until it lands. */
-		if (er == IDEM_ESTORE && rc != NULL &&
-		    recorder_add(rc, op, c, a, ttl_ms) == IDEM_OK) {
-			log_warn("%s: store failed (%s); the %s is kept and "
-			    "written when it can be", tag,
-			    store_last_error(st), rec_op_name(op));
-			return (int)op;
-		}
-		log_err("%s: cannot record %s: %s", tag, rec_op_name(op),
-		    er == IDEM_ESTORE ? store_last_error(st) :
-		    idem_strerror(er));
-		if (op != REC_COMPLETE)
-			return -1;
-		op = REC_TOMBSTONE;
-		log_info("%s: keeping the key as a tombstone", tag);
-	}
 }

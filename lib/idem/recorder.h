@@ -17,8 +17,9 @@
  * at first, then less often) until it lands, the row is no longer the
  * claim's (forgotten, or taken over after the owner was judged dead), or
  * the key's ttl passes.  Meanwhile the row stays in progress: retries wait
- * or get 409, and lib/store.c lets nobody take it over while its server
- * has been up less than a lease, so the write lands first after a restart.
+ * or get 409, and lib/store/store.c lets nobody take it over while its
+ * server has been up less than a lease, so the write lands first after a
+ * restart.
  */
 struct recorder;
 
@@ -43,19 +44,27 @@ enum idem_err recorder_new(const struct cfg *cfg, struct recorder **out);
 enum idem_err recorder_add(struct recorder *rc, enum rec_op op,
     const struct claim *c, const struct answer *a, int64_t ttl_ms);
 
+/* Where one write of an outcome goes: the key c owns, kept ttl_ms. */
+struct rec_write {
+	struct store		*st;
+	const struct claim	*c;
+	int64_t			 ttl_ms;
+	const char		*tag;	/* for log lines */
+};
+
 /*
- * Writes the outcome of the key c owns: op, with answer a (NULL for a
- * release).  When the store fails (down, restarting, connection lost),
- * rc (if not NULL) keeps it and writes it when it can: the key stays in
- * progress meanwhile, never free for a second run.  An answer that cannot
- * fit the server's max_allowed_packet leaves a tombstone: in progress,
- * the key would be taken over once its lease lapsed.  Returns the op written or kept
- * (REC_TOMBSTONE after a refused answer), or -1 if none could be (logged
- * under tag).
+ * One write of *op, with answer a (NULL for a release).  An answer that
+ * cannot fit the server's max_allowed_packet is kept as a tombstone
+ * instead (*op says so); any other failure (a restart's "shutdown in
+ * progress", a lost connection) is the caller's to retry
+ * (lib/idem/once.h: once_record).  IDEM_ENOTFOUND: the row is no longer
+ * the claim's.
  */
-int record_outcome(struct store *st, struct recorder *rc,
-    const struct claim *c, enum rec_op op, const struct answer *a,
-    int64_t ttl_ms, const char *tag);
+enum idem_err recorder_write(const struct rec_write *w, enum rec_op *op,
+    const struct answer *a);
+
+/* "answer", "tombstone" or "release", for log lines. */
+const char *rec_op_name(enum rec_op op);
 
 /* Outcomes not yet written. */
 size_t recorder_pending(struct recorder *rc);

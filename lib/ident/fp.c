@@ -132,40 +132,25 @@ sha_end(EVP_MD_CTX *ctx, unsigned char out[FP_LEN])
 }
 
 void
-fp_request(const char *method, const char *path, const char *query,
-    const char *ctype, const void *body, size_t bodylen,
-    unsigned char fp[FP_LEN])
-{
-	EVP_MD_CTX	*ctx = sha_begin();
-
-	sha_add_str(ctx, method);
-	sha_add_str(ctx, path);
-	sha_add_str(ctx, query);
-	sha_add_str(ctx, ctype);
-	sha_add_field(ctx, body != NULL ? body : "", body != NULL ? bodylen : 0);
-	sha_end(ctx, fp);
-}
-
-void
-fp_request_more(const char *method, const char *path, const char *query,
-    const char *ctype, const void *body, size_t bodylen,
-    const char *const *more, size_t nmore, unsigned char fp[FP_LEN])
+fp_request(const struct fp_req *q, unsigned char fp[FP_LEN])
 {
 	EVP_MD_CTX	*ctx = sha_begin();
 	unsigned char	 n[8];
 	size_t		 i;
 
-	sha_add_str(ctx, method);
-	sha_add_str(ctx, path);
-	sha_add_str(ctx, query);
-	sha_add_str(ctx, ctype);
-	sha_add_field(ctx, body != NULL ? body : "", body != NULL ? bodylen : 0);
-	if (nmore > 0) {
+	sha_add_str(ctx, q->method);
+	sha_add_str(ctx, q->path);
+	sha_add_str(ctx, q->query);
+	sha_add_str(ctx, q->ctype);
+	sha_add_field(ctx, q->body != NULL ? q->body : "",
+	    q->body != NULL ? q->bodylen : 0);
+	if (q->nmore > 0) {
 		for (i = 0; i < 8; i++)
-			n[i] = (unsigned char)((uint64_t)nmore >> (56 - 8 * i));
+			n[i] = (unsigned char)((uint64_t)q->nmore >>
+			    (56 - 8 * i));
 		EVP_DigestUpdate(ctx, n, sizeof(n));
-		for (i = 0; i < nmore; i++)
-			sha_add_str(ctx, more[i]);
+		for (i = 0; i < q->nmore; i++)
+			sha_add_str(ctx, q->more[i]);
 	}
 	sha_end(ctx, fp);
 }

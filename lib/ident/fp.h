@@ -22,22 +22,25 @@ enum idem_err key_parse(const char *raw, size_t rawlen, char *out,
     size_t *outlen);
 
 /*
- * SHA-256 over method, path, query, content type and body, each prefixed
- * with its length as 8 bytes big-endian, so no two different requests can
- * share an input.  NULL strings count as empty.  OUT: fp.
+ * What a request's fingerprint covers: method, path, query, content type
+ * and body, and the request headers a route names as part of it
+ * (fingerprint_headers, each "name=value"; nmore may be 0).  NULL strings
+ * count as empty.  All borrowed.
  */
-void fp_request(const char *method, const char *path, const char *query,
-    const char *ctype, const void *body, size_t bodylen,
-    unsigned char fp[FP_LEN]);
+struct fp_req {
+	const char		*method, *path, *query, *ctype;
+	const void		*body;
+	size_t			 bodylen;
+	const char *const	*more;
+	size_t			 nmore;
+};
 
 /*
- * fp_request, then (when nmore > 0) their count and each of more[],
- * length-prefixed: the request headers a route names as part of it
- * (fingerprint_headers).  With nmore = 0 the same as fp_request.
+ * SHA-256 over q's fields, each prefixed with its length as 8 bytes
+ * big-endian, so no two different requests can share an input; then, when
+ * nmore > 0, their count and each of more[], length-prefixed.  OUT: fp.
  */
-void fp_request_more(const char *method, const char *path,
-    const char *query, const char *ctype, const void *body, size_t bodylen,
-    const char *const *more, size_t nmore, unsigned char fp[FP_LEN]);
+void fp_request(const struct fp_req *q, unsigned char fp[FP_LEN]);
 
 /*
  * Scope hash: SHA-256 over kind ("none", "remote_user" or "header:name" in

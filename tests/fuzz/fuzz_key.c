@@ -37,6 +37,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fp_lockname(scope, key, n, lock);
 	if (strlen(lock) != FP_LOCKNAME_LEN - 1)
 		abort();
-	fp_request("POST", "/", NULL, NULL, data, size, fp);
+	fp_request(&(struct fp_req){ .method = "POST", .path = "/",
+	    .body = data, .bodylen = size }, fp);
 	return 0;
 }

@@ -34,8 +34,9 @@ main(void)
 		buf_init(&canon, CANON_MAX(len));
 		ct = ctype;
 		whole = canon_body(ctype, body, len, &canon, &ct);
-		fp_request("POST", "/", "", ct, whole ? canon.p : body,
-		    whole ? canon.len : len, fp);
+		fp_request(&(struct fp_req){ .method = "POST", .path = "/",
+		    .query = "", .ctype = ct, .body = whole ? canon.p : body,
+		    .bodylen = whole ? canon.len : len }, fp);
 		for (i = 0; i < FP_LEN; i++)
 			snprintf(hex + 2 * i, 3, "%02x", fp[i]);
 		printf("%c %s\n", whole ? 'C' : 'X', hex);

@@ -68,8 +68,9 @@ main(int argc, char **argv)
 			id.key = key;
 			id.keylen = strlen(key);
 			idem_id_name_lock(&id);
-			fp_request("POST", "/probe", "", "", body, strlen(body),
-			    id.fp);
+			fp_request(&(struct fp_req){ .method = "POST",
+			    .path = "/probe", .query = "", .ctype = "",
+			    .body = body, .bodylen = strlen(body) }, id.fp);
 			id.route = "/probe";
 			id.method = "POST";
 			id.owner = "probe";

@@ -33,8 +33,9 @@ mkid(struct idem_id *id, const char *key, const char *body)
 	fp_scope("none", "", id->scope);
 	id->key = key;
 	id->keylen = strlen(key);
-	fp_request("POST", "/pay", "", "text/plain", body, strlen(body),
-	    id->fp);
+	fp_request(&(struct fp_req){ .method = "POST", .path = "/pay",
+	    .query = "", .ctype = "text/plain", .body = body,
+	    .bodylen = strlen(body) }, id->fp);
 	id->route = "/pay";
 	id->method = "POST";
 	id->owner = "test:1";

@@ -140,6 +140,11 @@ sha(const void *p, size_t n, unsigned char out[FP_LEN])
 }
 
 /* Appends an 8-byte big-endian length and the bytes. */
+/* fp_request over a request without fingerprint headers. */
+#define fp_of(m, p, q, t, b, n, out) \
+	fp_request(&(struct fp_req){ .method = (m), .path = (p), \
+	    .query = (q), .ctype = (t), .body = (b), .bodylen = (n) }, (out))
+
 static size_t
 field(unsigned char *dst, const char *s, size_t n)
 {
@@ -163,36 +168,57 @@ test_request(void)
 	n += field(in + n, "application/json", 16);
 	n += field(in + n, "{\"a\":1}", 7);
 	sha(in, n, want);
-	fp_request("POST", "/pay", "x=1", "application/json", "{\"a\":1}", 7, a);
+	fp_of("POST", "/pay", "x=1", "application/json", "{\"a\":1}", 7, a);
 	CHECK(memcmp(a, want, FP_LEN) == 0);
 
 	/* Same input, same fingerprint. */
-	fp_request("POST", "/pay", "x=1", "application/json", "{\"a\":1}", 7, b);
+	fp_of("POST", "/pay", "x=1", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) == 0);
 	/* Every field counts. */
-	fp_request("PATCH", "/pay", "x=1", "application/json", "{\"a\":1}", 7, b);
+	fp_of("PATCH", "/pay", "x=1", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
-	fp_request("POST", "/pay/", "x=1", "application/json", "{\"a\":1}", 7, b);
+	fp_of("POST", "/pay/", "x=1", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
-	fp_request("POST", "/pay", "x=2", "application/json", "{\"a\":1}", 7, b);
+	fp_of("POST", "/pay", "x=2", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
-	fp_request("POST", "/pay", "x=1", "text/plain", "{\"a\":1}", 7, b);
+	fp_of("POST", "/pay", "x=1", "text/plain", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
-	fp_request("POST", "/pay", "x=1", "application/json", "{\"a\":2}", 7, b);
+	fp_of("POST", "/pay", "x=1", "application/json", "{\"a\":2}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
 	/* Moving bytes between fields changes the fingerprint. */
-	fp_request("POST", "/pa", "yx=1", "application/json", "{\"a\":1}", 7, b);
+	fp_of("POST", "/pa", "yx=1", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
-	fp_request("POST", "/pay", "x=1application/json", "", "{\"a\":1}", 7, b);
+	fp_of("POST", "/pay", "x=1application/json", "", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
 	/* NULL counts as empty; bodies are binary-safe. */
-	fp_request(NULL, NULL, NULL, NULL, NULL, 0, a);
-	fp_request("", "", "", "", "", 0, b);
+	fp_of(NULL, NULL, NULL, NULL, NULL, 0, a);
+	fp_of("", "", "", "", "", 0, b);
 	CHECK(memcmp(a, b, FP_LEN) == 0);
-	fp_request("POST", "/", "", "", "a\0b", 3, a);
-	fp_request("POST", "/", "", "", "a\0c", 3, b);
+	fp_of("POST", "/", "", "", "a\0b", 3, a);
+	fp_of("POST", "/", "", "", "a\0c", 3, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
-	fp_request("POST", "/", "", "", "a\0b", 2, b);
+	fp_of("POST", "/", "", "", "a\0b", 2, b);
+	CHECK(memcmp(a, b, FP_LEN) != 0);
+}
+
+/* Fingerprint headers: none is the plain request; each one counts. */
+static void
+test_request_more(void)
+{
+	const char	*more[] = { "x-tenant=a", "x-tenant=b" };
+	struct fp_req	 q = { .method = "POST", .path = "/pay",
+	    .ctype = "text/plain", .body = "x", .bodylen = 1 };
+	unsigned char	 plain[FP_LEN], a[FP_LEN], b[FP_LEN];
+
+	fp_request(&q, plain);
+	q.more = more;
+	fp_request(&q, a);
+	CHECK(memcmp(plain, a, FP_LEN) == 0);
+	q.nmore = 1;
+	fp_request(&q, a);
+	CHECK(memcmp(plain, a, FP_LEN) != 0);
+	q.more = more + 1;
+	fp_request(&q, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
 }
 
@@ -262,6 +288,7 @@ main(void)
 {
 	test_key();
 	test_request();
+	test_request_more();
 	test_scope_lock();
 	return CHECK_DONE();
 }
