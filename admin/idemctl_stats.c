@@ -188,12 +188,12 @@ cell(const struct admin_stat *r, int col, enum stats_format fmt, char *out,
 		    (double)r->n[STAT_REQUESTS]);
 		return 1;
 	}
-	ms = admin_wait_percentile(r->wait_bucket, col_pct[col]);
-	if (ms == -2) {
+	ms = stat_wait_percentile(r->wait_bucket, col_pct[col]);
+	if (ms == STAT_WAIT_NONE) {
 		snprintf(out, len, "%s", fmt == STATS_JSON ? "null" : "-");
 		return 1;
 	}
-	if (ms == -1) {
+	if (ms == STAT_WAIT_INF) {
 		snprintf(out, len, "%s", fmt == STATS_TABLE ? ">10s" : "+Inf");
 		return 0;
 	}

@@ -264,6 +264,14 @@ scope_name(const unsigned char scope[FP_LEN], size_t hexbytes, char *out,
 	fp_hex(scope, hexbytes, out);
 }
 
+/* Route r's wait percentile p as text, bounded by the route's wait. */
+static void
+route_q_text(const struct top_route *r, double p, char *out, size_t cap)
+{
+	fmt_quantile(top_route_q(r, p), stat_wait_le_ms[STAT_WAIT_BUCKETS - 2],
+	    r->wait_ms, out, cap);
+}
+
 static int
 row_cells(const struct top_snap *s, int screen, size_t i,
     char (*c)[TOP_TEXT_MAX * 4])
@@ -293,10 +301,8 @@ row_cells(const struct top_snap *s, int screen, size_t i,
 		fmt_count(r->c.n[TOPC_MISMATCHED], c[3], sizeof(c[3]));
 		fmt_count(r->c.n[TOPC_CONFLICTED], c[4], sizeof(c[4]));
 		fmt_count(r->c.n[TOPC_WAITED], c[5], sizeof(c[5]));
-		fmt_quantile(top_route_q(r, 0.5), top_wait_le_ms[STAT_WAIT_BUCKETS - 2],
-		    r->wait_ms, c[6], sizeof(c[6]));
-		fmt_quantile(top_route_q(r, 0.95), top_wait_le_ms[STAT_WAIT_BUCKETS - 2],
-		    r->wait_ms, c[7], sizeof(c[7]));
+		route_q_text(r, 0.5, c[6], sizeof(c[6]));
+		route_q_text(r, 0.95, c[7], sizeof(c[7]));
 		fmt_count(r->c.n[TOPC_RELEASED], c[8], sizeof(c[8]));
 		if (r->c.n[TOPC_STORE_ERRORS] > 0)
 			attr = TA_ALERT;

@@ -7,10 +7,6 @@
 #include "idemtop_ui.h"
 #include "idemtop_view.h"
 
-const int64_t top_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
-	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-};
-
 static const int64_t refresh_steps[] = {
 	500, 1000, 2000, 5000, 10000, 30000, 60000,
 };
@@ -199,8 +195,7 @@ reuse_permille(const struct top_route *r)
 int64_t
 top_route_q(const struct top_route *r, double p)
 {
-	return fmt_wait_quantile(r->wait_bucket, STAT_WAIT_BUCKETS,
-	    top_wait_le_ms, p);
+	return stat_wait_percentile(r->wait_bucket, p);
 }
 
 static int

@@ -156,9 +156,7 @@ stats_wait(struct stats *s, const char *route, int64_t wait_ms)
 		return;
 	if (wait_ms < 0)
 		wait_ms = 0;
-	for (b = 0; b < STAT_WAIT_BUCKETS - 1; b++)
-		if (wait_ms <= stat_wait_le_ms[b])
-			break;
+	b = stat_wait_bucket(wait_ms);
 	pthread_mutex_lock(&s->mu);
 	if ((e = slot(s, minute_now(), route)) != NULL) {
 		e->n[STAT_WAITED]++;

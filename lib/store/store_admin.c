@@ -558,27 +558,3 @@ store_admin_privileges(struct store *st, struct admin_priv *privs, size_t max,
 	*n = k;
 	return IDEM_OK;
 }
-
-int64_t
-admin_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS], double p)
-{
-	uint64_t	 total = 0, want, cum = 0;
-	int		 i;
-
-	for (i = 0; i < STAT_WAIT_BUCKETS; i++)
-		total += bucket[i];
-	if (total == 0)
-		return -2;
-	/* The smallest bucket whose cumulative count reaches p * total. */
-	want = (uint64_t)(p * (double)total);
-	if ((double)want < p * (double)total)
-		want++;
-	if (want == 0)
-		want = 1;
-	for (i = 0; i < STAT_WAIT_BUCKETS - 1; i++) {
-		cum += bucket[i];
-		if (cum >= want)
-			return stat_wait_le_ms[i];
-	}
-	return -1;
-}

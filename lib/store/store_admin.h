@@ -188,9 +188,4 @@ enum idem_err store_admin_mode(struct store *st, struct admin_mode *m);
 enum idem_err store_admin_privileges(struct store *st,
     struct admin_priv *privs, size_t max, size_t *n);
 
-/* The wait histogram percentile p (0 < p <= 1) as the upper bound in ms of
- * the bucket holding it: -1 for the +Inf bucket, -2 if there are no waits. */
-int64_t admin_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS],
-    double p);
-
 #endif

@@ -28,6 +28,41 @@ const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
 	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000
 };
 
+size_t
+stat_wait_bucket(int64_t wait_ms)
+{
+	size_t	 b;
+
+	for (b = 0; b < STAT_WAIT_BUCKETS - 1; b++)
+		if (wait_ms <= stat_wait_le_ms[b])
+			break;
+	return b;
+}
+
+int64_t
+stat_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS], double p)
+{
+	uint64_t	 total = 0, want, cum = 0;
+	size_t		 i;
+
+	for (i = 0; i < STAT_WAIT_BUCKETS; i++)
+		total += bucket[i];
+	if (total == 0)
+		return STAT_WAIT_NONE;
+	/* The smallest bucket whose cumulative count reaches p * total. */
+	want = (uint64_t)(p * (double)total);
+	if ((double)want < p * (double)total)
+		want++;
+	if (want == 0)
+		want = 1;
+	for (i = 0; i < STAT_WAIT_BUCKETS - 1; i++) {
+		cum += bucket[i];
+		if (cum >= want)
+			return stat_wait_le_ms[i];
+	}
+	return STAT_WAIT_INF;
+}
+
 #define COUNTER_COLS	(STAT__COUNT + 1 + STAT_WAIT_BUCKETS)
 
 /* Name of counter column i: stat_names, wait_sum_ms, wait_b0..b9. */
