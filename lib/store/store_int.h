@@ -58,9 +58,6 @@ struct store {
 	unsigned		 group_cur, group_next;
 	char			 group[128];	/* the one in use */
 	uint64_t		 round_trips;	/* statements executed */
-	/* Set by a claim that found a key's lock free while its lease was
-	 * live (the owner died): store_wait then sleeps out the lease
-	 * instead of waking at once on the free lock, again and again. */
 	/* Keys this connection recently completed or replayed (a hint, not
 	 * a truth: a hit only decides which statement goes first). */
 	uint64_t		 seen[STORE_SEEN_SLOTS];
