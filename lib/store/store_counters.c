@@ -8,21 +8,21 @@
 #include "store.h"
 #include "store_int.h"
 
+#define COL_NAME(c)	#c,
+#define COL_ONE(c)	+ 1
+
 const char *const stat_names[STAT__COUNT] = {
-	[STAT_REQUESTS] = "requests",
-	[STAT_CREATED] = "created",
-	[STAT_REUSED] = "reused",
-	[STAT_MISMATCHED] = "mismatched",
-	[STAT_CONFLICTED] = "conflicted",
-	[STAT_WAITED] = "waited",
-	[STAT_RELEASED] = "released",
-	[STAT_TOMBSTONED] = "tombstoned",
-	[STAT_STORE_ERRORS] = "store_errors",
-	[STAT_MISSING_KEY] = "missing_key",
-	[STAT_INVALID_KEY] = "invalid_key",
-	[STAT_PASSTHROUGH] = "passthrough",
-	[STAT_QUOTA_REJECTED] = "quota_rejected",
+	COUNTER_STAT_COLUMNS(COL_NAME)
 };
+
+/* Every counter column, stat_names' then the wait histogram's. */
+static const char *const counter_cols[] = { COUNTER_COLUMNS(COL_NAME) };
+#define COUNTER_COLS	(sizeof(counter_cols) / sizeof(counter_cols[0]))
+
+_Static_assert(0 COUNTER_STAT_COLUMNS(COL_ONE) == STAT__COUNT,
+    "COUNTER_STAT_COLUMNS names every stat_id");
+_Static_assert(0 COUNTER_WAIT_COLUMNS(COL_ONE) == 1 + STAT_WAIT_BUCKETS,
+    "COUNTER_WAIT_COLUMNS has wait_sum_ms and every bucket");
 
 const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
 	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000
@@ -63,20 +63,6 @@ stat_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS], double p)
 	return STAT_WAIT_INF;
 }
 
-#define COUNTER_COLS	(STAT__COUNT + 1 + STAT_WAIT_BUCKETS)
-
-/* Name of counter column i: stat_names, wait_sum_ms, wait_b0..b9. */
-static void
-counter_col(size_t i, char *out, size_t outlen)
-{
-	if (i < STAT__COUNT)
-		snprintf(out, outlen, "%s", stat_names[i]);
-	else if (i == STAT__COUNT)
-		snprintf(out, outlen, "wait_sum_ms");
-	else
-		snprintf(out, outlen, "wait_b%zu", i - STAT__COUNT - 1);
-}
-
 /*
  * Appends fmt once per counter column, after lead the first time and sep
  * after that; in fmt, %1$s is the column's name.
@@ -84,15 +70,12 @@ counter_col(size_t i, char *out, size_t outlen)
 static enum idem_err
 cols_add(struct buf *b, const char *lead, const char *sep, const char *fmt)
 {
-	char		 col[32];
 	size_t		 i;
 	enum idem_err	 er = IDEM_OK;
 
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++)
 		if ((er = buf_addstr(b, i ? sep : lead)) == IDEM_OK)
-			er = buf_printf(b, fmt, col);
-	}
+			er = buf_printf(b, fmt, counter_cols[i]);
 	return er;
 }
 

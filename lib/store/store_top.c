@@ -127,10 +127,7 @@ static const char SQL_MINUTES[] =
 static const char SQL_ROUTES[] =
     "SELECT route, SUM(requests), SUM(created), SUM(reused),"
     " SUM(mismatched), SUM(conflicted), SUM(waited), SUM(released),"
-    " SUM(store_errors), SUM(quota_rejected), SUM(wait_sum_ms),"
-    " SUM(wait_b0), SUM(wait_b1),"
-    " SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), SUM(wait_b6),"
-    " SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
+    " SUM(store_errors), SUM(quota_rejected)" STAT_WAIT_COLS
     " FROM idem_counters WHERE minute >= FROM_UNIXTIME(?)"
     " GROUP BY route ORDER BY SUM(requests) DESC, route LIMIT 500";
 
