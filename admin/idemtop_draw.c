@@ -20,34 +20,46 @@ owner_host(const char *owner, char *out, size_t cap)
 }
 
 
-/* Column x positions and widths for a table width w (col 0 is a marker). */
+#define TABLE_COLS_MAX	10
+
+/* A table screen's columns and where each sits across the screen. */
+struct table_layout {
+	const struct col	*cols;
+	int			 ncols;
+	struct grid_span	 span[TABLE_COLS_MAX];
+};
+
+/* Spans of t's columns for a table width w (col 0 is a marker). */
 static void
-layout(const struct col *cols, int ncols, int w, int *xs, int *ws)
+layout(struct table_layout *t, int w)
 {
+	const struct col *cols = t->cols;
 	int	 i, used = 1, flex = 0, spare, x = 1, give;
 
-	for (i = 0; i < ncols; i++) {
+	for (i = 0; i < t->ncols; i++) {
 		used += cols[i].width + 1;
 		flex += cols[i].flex;
 	}
 	spare = w > used ? w - used : 0;
-	for (i = 0; i < ncols; i++) {
+	for (i = 0; i < t->ncols; i++) {
 		give = flex > 0 ? spare * cols[i].flex / flex : 0;
-		ws[i] = cols[i].width + give;
-		xs[i] = x;
-		x += ws[i] + 1;
+		t->span[i].x = x;
+		t->span[i].width = cols[i].width + give;
+		t->span[i].right = cols[i].right;
+		x += t->span[i].width + 1;
 	}
 }
 
 static void
 draw_header(const struct top_ui *ui, struct top_grid *g, int y,
-    const struct col *cols, int ncols, const int *xs, const int *ws)
+    const struct table_layout *t)
 {
+	const struct col *cols = t->cols;
 	char	 name[32];
 	int	 i, sorted;
 
 	grid_fill(g, y, 0, g->w, TA_HEAD, ' ');
-	for (i = 0; i < ncols; i++) {
+	for (i = 0; i < t->ncols; i++) {
 		sorted = ui->sort[ui->screen] == i;
 		if (sorted) {
 			int desc = cols[i].desc ^ ui->invert[ui->screen];
@@ -56,7 +68,7 @@ draw_header(const struct top_ui *ui, struct top_grid *g, int y,
 			    desc ? "v" : "^");
 		} else
 			snprintf(name, sizeof(name), "%s", cols[i].name);
-		grid_field(g, y, xs[i], ws[i], cols[i].right, TA_HEAD, name);
+		grid_field(g, y, &t->span[i], TA_HEAD, name);
 	}
 }
 
@@ -147,6 +159,7 @@ overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 		{ "store errors", TOPC_STORE_ERRORS },
 	};
 	static const char *const hdr[4] = { "now", "1m", "5m", "1h" };
+	struct grid_span at[4];
 	struct top_counts c[4];
 	char	 t[4][32];
 	int	 i, k, x, attr;
@@ -165,8 +178,10 @@ overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 	    "(reused / protected requests; 1m, 5m, 1h = last full minutes)");
 	y += 3;
 	grid_fill(g, y - 1, 0, g->w < 66 ? g->w : 66, TA_HEAD, ' ');
-	for (i = 0; i < 4; i++)
-		grid_field(g, y - 1, 18 + 12 * i, 11, 1, TA_HEAD, hdr[i]);
+	for (i = 0; i < 4; i++) {
+		at[i] = (struct grid_span){ 18 + 12 * i, 11, 1 };
+		grid_field(g, y - 1, &at[i], TA_HEAD, hdr[i]);
+	}
 	for (k = 0; k < (int)(sizeof(lines) / sizeof(lines[0])); k++) {
 		grid_put(g, y + k, 1, TA_NORMAL, lines[k].label);
 		for (i = 0; i < 4; i++) {
@@ -175,7 +190,7 @@ overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 			fmt_count(v, t[i], sizeof(t[i]));
 			attr = lines[k].id == TOPC_STORE_ERRORS && v > 0 ?
 			    TA_ALERT : TA_NORMAL;
-			grid_field(g, y + k, 18 + 12 * i, 11, 1, attr, t[i]);
+			grid_field(g, y + k, &at[i], attr, t[i]);
 		}
 	}
 	return y + k + 1;
@@ -230,17 +245,16 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 
 /* Draws one table row's cell texts; attr for the whole row. */
 static void
-draw_cells(struct top_grid *g, int y, const struct col *cols, int ncols,
-    const int *xs, const int *ws, char (*cells)[TOP_TEXT_MAX * 4], int attr,
-    int selected)
+draw_cells(struct top_grid *g, int y, const struct table_layout *t,
+    char (*cells)[TOP_TEXT_MAX * 4], int attr, int selected)
 {
 	int	 i;
 
 	grid_fill(g, y, 0, g->w, selected ? TA_SEL : attr, ' ');
 	grid_put(g, y, 0, selected ? TA_SEL : attr, selected ? ">" : " ");
-	for (i = 0; i < ncols; i++)
-		grid_field(g, y, xs[i], ws[i], cols[i].right,
-		    selected ? TA_SEL : attr, cells[i]);
+	for (i = 0; i < t->ncols; i++)
+		grid_field(g, y, &t->span[i], selected ? TA_SEL : attr,
+		    cells[i]);
 }
 
 /* A scope as idemctl spells it when it can be named (the hash of "none"
@@ -362,12 +376,12 @@ static void
 draw_table(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
     int y, int bottom)
 {
-	const struct col *cols;
-	char	 cells[10][TOP_TEXT_MAX * 4];
-	int	 xs[10], ws[10], ncols, scr = ui->screen, page, r, attr;
+	struct table_layout t;
+	char	 cells[TABLE_COLS_MAX][TOP_TEXT_MAX * 4];
+	int	 scr = ui->screen, page, r, attr;
 	size_t	*idx, n;
 
-	cols = top_screen_cols(scr, &ncols);
+	t.cols = top_screen_cols(scr, &t.ncols);
 	n = top_view_rows(ui, s, scr, &idx);
 	draw_summary(ui, s, g, y, n);
 	if (ui->filter[0] != '\0') {
@@ -377,8 +391,8 @@ draw_table(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		grid_printf(g, y, g->w - 1 - (int)strlen(esc) - 9, TA_BOLD,
 		    " filter: %s", esc);
 	}
-	layout(cols, ncols, g->w, xs, ws);
-	draw_header(ui, g, y + 1, cols, ncols, xs, ws);
+	layout(&t, g->w);
+	draw_header(ui, g, y + 1, &t);
 	y += 2;
 	page = bottom - y;
 	if (page < 1)
@@ -402,7 +416,7 @@ draw_table(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		int	 at = ui->scroll[scr] + r;
 
 		attr = row_cells(s, scr, idx[at], cells);
-		draw_cells(g, y + r, cols, ncols, xs, ws, cells, attr,
+		draw_cells(g, y + r, &t, cells, attr,
 		    !ui->batch && at == ui->sel[scr]);
 	}
 	free(idx);
@@ -434,7 +448,8 @@ draw_box(struct top_grid *g, const char *title, char (*lines)[200], int n)
 	}
 	grid_printf(g, y, x + 2, TA_TITLE, " %s ", title);
 	for (i = 0; i < n && i < h - 2; i++)
-		grid_field(g, y + 1 + i, x + 2, w - 4, 0, TA_TITLE, lines[i]);
+		grid_field(g, y + 1 + i, &(struct grid_span){ x + 2, w - 4, 0 },
+		    TA_TITLE, lines[i]);
 }
 
 static void

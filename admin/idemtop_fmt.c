@@ -142,18 +142,18 @@ text_width(const char *s)
 }
 
 void
-grid_field(struct top_grid *g, int y, int x, int width, int right, int attr,
+grid_field(struct top_grid *g, int y, const struct grid_span *f, int attr,
     const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	int	 w = text_width(s), pad, i;
+	int	 w = text_width(s), x = f->x, width = f->width, pad, i;
 
 	if (width <= 0)
 		return;
 	pad = w < width ? width - w : 0;
 	for (i = 0; i < width; i++)
 		cell(g, y, x + i, attr, ' ');
-	if (right)
+	if (f->right)
 		x += pad;
 	for (i = 0; *p != '\0' && i < width; i++) {
 		uint32_t cp = utf8_next(&p);

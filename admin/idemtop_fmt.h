@@ -45,9 +45,17 @@ void grid_clear(struct top_grid *g);
 int grid_put(struct top_grid *g, int y, int x, int attr, const char *s);
 int grid_printf(struct top_grid *g, int y, int x, int attr, const char *fmt,
     ...) __attribute__((format(printf, 5, 6)));
-/* Writes s padded with spaces (or clipped) to exactly width columns;
- * right != 0 aligns right. */
-void grid_field(struct top_grid *g, int y, int x, int width, int right,
+/* Where a field sits in a row: from column x, width columns wide, its
+ * text aligned right if right != 0, else left. */
+struct grid_span {
+	int	 x;
+	int	 width;
+	int	 right;
+};
+
+/* Writes s padded with spaces (or clipped) to exactly the span f of row
+ * y. */
+void grid_field(struct top_grid *g, int y, const struct grid_span *f,
     int attr, const char *s);
 /* Sets the attribute of columns [x0, x1) of row y. */
 void grid_attr(struct top_grid *g, int y, int x0, int x1, int attr);
