@@ -114,7 +114,8 @@ spark(const struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 	}
 }
 
-/* The cleanup warning, or "" when the last success is recent enough. */
+/* 1 with the cleanup warning in out, 0 with "" when the last success is
+ * recent enough (or no warning is asked for). */
 static int
 cleanup_warning(const struct top_ui *ui, const struct top_snap *s, char *out,
     size_t cap)

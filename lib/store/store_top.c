@@ -71,21 +71,27 @@ fail:
 	return NULL;
 }
 
-/* 1 with a row in q's buffers, 0 at the end, -1 on error. */
-static int
+/* What q_next() found. */
+enum q_step {
+	Q_ROW,		/* a row, in q's buffers */
+	Q_END,		/* no more rows */
+	Q_FAILED,	/* the fetch failed (store_last_error) */
+};
+
+static enum q_step
 q_next(struct store *st, struct q *q)
 {
 	unsigned	 i;
 	int		 rc;
 
 	if ((rc = store_fetch(st, q->stmt)) != 0)
-		return rc == 1 ? 0 : -1;
+		return rc == 1 ? Q_END : Q_FAILED;
 	/* Truncated only for columns wider than Q_COLCAP, which the schema
 	 * does not have: clipped rather than failed. */
 	for (i = 0; i < q->ncols; i++)
 		store_out_text_end(q->buf[i], Q_COLCAP, q->len[i],
 		    q->isnull[i]);
-	return 1;
+	return Q_ROW;
 }
 
 static int64_t
@@ -160,18 +166,18 @@ one_row(struct store *st, const char *sql, int64_t *vals, unsigned nvals)
 {
 	struct q	*q;
 	unsigned	 i;
-	int		 rc = 0;
+	enum q_step	 step;
 
 	if ((q = q_run(st, sql, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
-	rc = q_next(st, q);
-	if (rc == 1)
+	step = q_next(st, q);
+	if (step == Q_ROW)
 		for (i = 0; i < nvals && i < q->ncols; i++)
 			vals[i] = q_int(q, i);
 	q_close(q);
-	if (rc == 0)
+	if (step == Q_END)
 		store_fail(st, IDEM_ESTORE, "no row");
-	return rc == 1 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_ROW ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -206,13 +212,13 @@ fetch_minutes(struct store *st, struct top_snap *s)
 	struct q	*q;
 	int64_t		 cur, from, ago;
 	unsigned	 i;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	cur = s->now_ms / 1000 / 60 * 60;
 	from = cur - (TOP_MINUTES - 1) * 60;
 	if ((q = q_run(st, SQL_MINUTES, &from, 1)) == NULL)
 		return IDEM_ESTORE;
-	while ((rc = q_next(st, q)) == 1) {
+	while ((step = q_next(st, q)) == Q_ROW) {
 		ago = (cur - q_int(q, 0)) / 60;
 		/* Rows stamped ahead of the database clock (a writer with a
 		 * skewed clock) count as the current minute. */
@@ -224,7 +230,7 @@ fetch_minutes(struct store *st, struct top_snap *s)
 			s->per_min[ago].n[i] += q_u64(q, 1 + i);
 	}
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -234,7 +240,7 @@ fetch_routes(struct store *st, struct top_snap *s)
 	struct top_route *r;
 	int64_t		 from;
 	unsigned	 i;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	from = s->now_ms / 1000 / 60 * 60 - (TOP_ROUTE_WINDOW_MIN - 1) * 60;
 	if ((q = q_run(st, SQL_ROUTES, &from, 1)) == NULL)
@@ -245,7 +251,7 @@ fetch_routes(struct store *st, struct top_snap *s)
 		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nroutes < TOP_MAX_ROUTES &&
-	    (rc = q_next(st, q)) == 1) {
+	    (step = q_next(st, q)) == Q_ROW) {
 		r = &s->routes[s->nroutes++];
 		q_text(q, 0, r->route, sizeof(r->route));
 		for (i = 0; i < TOPC__COUNT; i++)
@@ -255,9 +261,9 @@ fetch_routes(struct store *st, struct top_snap *s)
 			r->wait_bucket[i] = q_u64(q, 2 + TOPC__COUNT + i);
 	}
 	if (s->nroutes == TOP_MAX_ROUTES)
-		rc = 0;
+		step = Q_END;
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -265,7 +271,7 @@ fetch_keys(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_key	*k;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	if ((q = q_run(st, SQL_KEYS, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
@@ -275,7 +281,7 @@ fetch_keys(struct store *st, struct top_snap *s)
 		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nkeys < TOP_MAX_KEYS &&
-	    (rc = q_next(st, q)) == 1) {
+	    (step = q_next(st, q)) == Q_ROW) {
 		k = &s->keys[s->nkeys++];
 		k->id = q_u64(q, 0);
 		k->keylen = q_text(q, 1, k->key, sizeof(k->key));
@@ -288,9 +294,9 @@ fetch_keys(struct store *st, struct top_snap *s)
 		k->waiters = q_u64(q, 7);
 	}
 	if (s->nkeys == TOP_MAX_KEYS)
-		rc = 0;
+		step = Q_END;
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -298,7 +304,7 @@ fetch_runs(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_run	*r;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	if ((q = q_run(st, SQL_RUNS, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
@@ -308,7 +314,7 @@ fetch_runs(struct store *st, struct top_snap *s)
 		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nruns < TOP_MAX_RUNS &&
-	    (rc = q_next(st, q)) == 1) {
+	    (step = q_next(st, q)) == Q_ROW) {
 		r = &s->runs[s->nruns++];
 		r->id = q_u64(q, 0);
 		q_text(q, 1, r->host, sizeof(r->host));
@@ -322,9 +328,9 @@ fetch_runs(struct store *st, struct top_snap *s)
 		q_text(q, 9, r->reason, sizeof(r->reason));
 	}
 	if (s->nruns == TOP_MAX_RUNS)
-		rc = 0;
+		step = Q_END;
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 void
