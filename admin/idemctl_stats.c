@@ -1,4 +1,4 @@
-/* idemctl stats and metrics: the fleet counters as a table, TSV, JSON or Prometheus text. */
+/* idemctl stats and metrics: fleet counters as table, TSV, JSON, Prometheus. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,8 @@ const char ctl_stats_usage[] =
 "5xx/crash/timeout), tombstoned (answer too large), store errors, and\n"
 "requests with a missing or invalid key.\n"
 "\n"
-"  -s, --since DUR      minutes from DUR ago (default 1h; 30m, 6h, 7d; 0 = every\n"
+"  -s, --since DUR      minutes from DUR ago (default 1h; 30m, 6h, 7d; 0 = "
+"every\n"
 "                       minute still retained)\n"
 "  -r, --route R        only this route prefix\n"
 "  -f, --format F       table (aligned, default), tsv (header line, '-' for\n"
@@ -249,7 +250,8 @@ json_row(FILE *f, const struct admin_stat *r, int with_route)
 		if (i + 1 < C__COUNT)
 			fputs(", ", f);
 	}
-	fprintf(f, ", \"wait_sum_ms\": %llu}", (unsigned long long)r->wait_sum_ms);
+	fprintf(f, ", \"wait_sum_ms\": %llu}",
+	    (unsigned long long)r->wait_sum_ms);
 }
 
 /* What stats prints: a row per route, then their total. */
@@ -628,8 +630,8 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 	}
 	stats_print(stdout, a.fmt, rows, n, a.since_s);
 	if (a.fmt == STATS_TABLE)
-		printf("(each gateway worker adds its counts every %lld ms: the "
-		    "last moments may not show yet)\n",
+		printf("(each gateway worker adds its counts every %lld ms: "
+		    "the last moments may not show yet)\n",
 		    (long long)c->cfg->counters_flush_ms);
 	free(rows);
 	return CTL_OK;

@@ -1,4 +1,4 @@
-/* idemtop: the operator console for reuse rates, in-progress waits and cleanup jobs. */
+/* idemtop: the operator console for reuse, in-progress waits, cleanups. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -64,7 +64,8 @@ usage(FILE *f)
 	    "  -n COUNT     batch: number of snapshots (default 1)\n"
 	    "  -d SECS      seconds between snapshots (default [console] "
 	    "refresh)\n"
-	    "  --screen N   1 overview, 2 in progress, 3 routes, 4 cleanup jobs\n"
+	    "  --screen N   1 overview, 2 in progress, 3 routes, 4 cleanup "
+	    "jobs\n"
 	    "  --write      allow forgetting keys (f) and starting a cleanup "
 	    "(c)\n"
 	    "  -h, --help   this text;  -V, --version  the version\n");
@@ -95,7 +96,8 @@ opt_value(int ch, const char *v, struct opts *o)
 		if (errno == 0 && end != v && *end == '\0' &&
 		    o->count >= 1 && o->count <= 1000000)
 			return IDEM_OK;
-		fprintf(stderr, "idemtop: -n wants a count from 1 to 1000000\n");
+		fprintf(stderr, "idemtop: -n wants a count from 1 to "
+		    "1000000\n");
 		return IDEM_EINVAL;
 	default:	/* 'S' */
 		if (v[0] >= '1' && v[0] <= '4' && v[1] == '\0') {
@@ -236,8 +238,9 @@ run_batch(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 	char		 err[512], when[64], line[BATCH_WIDTH * 4 + 1];
 	long		 i, n = o->count > 0 ? o->count : 1;
 	int		 y, rc = EXIT_OK, last;
-	int64_t		 delay = o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms;
+	int64_t		 delay;
 
+	delay = o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms;
 	top_snap_init(&snap);
 	top_ui_init(&ui, cfg->refresh_ms, cfg->cleanup_warn_ms, 0, utf8);
 	ui.batch = 1;
@@ -483,8 +486,9 @@ run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 	    cfg->cleanup_warn_ms, o->write, utf8);
 	con.ui.screen = o->screen;
 	if (term_open(&con.term) != IDEM_OK) {
-		fprintf(errout, "idemtop: cannot start the terminal (TERM=%s)\n",
-		    getenv("TERM") != NULL ? getenv("TERM") : "");
+		fprintf(errout, "idemtop: cannot start the terminal "
+		    "(TERM=%s)\n", getenv("TERM") != NULL ? getenv("TERM") :
+		    "");
 		return EXIT_USAGE;
 	}
 	console_loop(&con);

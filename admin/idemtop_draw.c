@@ -1,4 +1,4 @@
-/* idemtop's drawing: title, tabs, the four screens, overlays and the status line. */
+/* idemtop's drawing: title, tabs, the four screens, overlays, status. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +105,8 @@ spark(const struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		}
 		if (ui->utf8) {
 			lvl = (int)((v * 8 - 1) / max);
-			grid_fill(g, y, x + i, 1, TA_OK, blocks[lvl > 7 ? 7 : lvl]);
+			grid_fill(g, y, x + i, 1, TA_OK,
+			    blocks[lvl > 7 ? 7 : lvl]);
 		} else {
 			lvl = (int)((v * 9 - 1) / max);
 			grid_fill(g, y, x + i, 1, TA_OK,
@@ -215,7 +216,8 @@ overview_last_run(const struct top_snap *s, struct top_grid *g, int y)
 	fmt_escape(r->outcome, strlen(r->outcome), esc, sizeof(esc));
 	attr = strcmp(r->outcome, "ok") == 0 ? TA_OK :
 	    strcmp(r->outcome, "failed") == 0 ? TA_ALERT : TA_WARN;
-	x = grid_printf(g, y, 1, TA_NORMAL, "Last cleanup: %s (%s ago): ", a, b);
+	x = grid_printf(g, y, 1, TA_NORMAL, "Last cleanup: %s (%s ago): ", a,
+	    b);
 	x = grid_put(g, y, x, attr, esc);
 	grid_printf(g, y, x, TA_NORMAL, ", %llu rows deleted, %llu stale",
 	    (unsigned long long)r->rows_deleted,
@@ -230,8 +232,8 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 
 	y = overview_counts(s, g, y);
 	fmt_count(per_min_peak(s), a, sizeof(a));
-	grid_printf(g, y++, 1, TA_NORMAL,
-	    "Requests per minute, last hour (peak %s/min, now on the right):", a);
+	grid_printf(g, y++, 1, TA_NORMAL, "Requests per minute, last hour "
+	    "(peak %s/min, now on the right):", a);
 	spark(ui, s, g, y++, 1);
 	fmt_dur(s->oldest_ms, a, sizeof(a));
 	grid_printf(g, y++, 1, s->waiting > 0 ? TA_WARN : TA_NORMAL,
@@ -443,7 +445,8 @@ draw_box(struct top_grid *g, const char *title, char (*lines)[200], int n)
 	grid_fill(g, y, x, w, TA_TITLE, '-');
 	grid_fill(g, y + h - 1, x, w, TA_TITLE, '-');
 	for (i = 0; i < h; i++) {
-		grid_put(g, y + i, x, TA_TITLE, i == 0 || i == h - 1 ? "+" : "|");
+		grid_put(g, y + i, x, TA_TITLE,
+		    i == 0 || i == h - 1 ? "+" : "|");
 		grid_put(g, y + i, x + w - 1, TA_TITLE,
 		    i == 0 || i == h - 1 ? "+" : "|");
 	}
@@ -664,8 +667,8 @@ draw_bars(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		fmt_escape(ui->status, strlen(ui->status), line, sizeof(line));
 		grid_put(g, g->h - 1, 0, TA_TITLE, line);
 	} else {
-		grid_put(g, g->h - 1, 0, TA_TITLE,
-		    "q quit  ? help  1-4 screens  / filter  p pause  +/- refresh");
+		grid_put(g, g->h - 1, 0, TA_TITLE, "q quit  ? help  "
+		    "1-4 screens  / filter  p pause  +/- refresh");
 	}
 }
 

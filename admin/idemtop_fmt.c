@@ -1,4 +1,4 @@
-/* idemtop's text helpers: the cell grid, escaping, masking and number formats. */
+/* idemtop's text helpers: the cell grid, escaping, masking, numbers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,7 +377,8 @@ fmt_quantile(int64_t q, int64_t last_le_ms, int64_t max_ms, char *out,
 		snprintf(out, cap, "-");
 	else if (q == STAT_WAIT_INF) {
 		if (last_le_ms % 1000 == 0)
-			snprintf(out, cap, ">%llds", (long long)(last_le_ms / 1000));
+			snprintf(out, cap, ">%llds",
+			    (long long)(last_le_ms / 1000));
 		else
 			snprintf(out, cap, ">%lldms", (long long)last_le_ms);
 	} else if (q < 1000)

@@ -1,4 +1,4 @@
-/* Shared inside idemtop's UI: table columns and the filtered, sorted row view. */
+/* Inside idemtop's UI: table columns and the filtered, sorted row view. */
 #ifndef IDEM_IDEMTOP_VIEW_H
 #define IDEM_IDEMTOP_VIEW_H
 

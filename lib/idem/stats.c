@@ -98,7 +98,8 @@ evict_oldest(struct stats *s)
 	s->e[old] = s->e[s->n - 1];
 	s->n--;
 	if (s->dropped++ == 0)
-		log_warn("counters: too many rows pending; dropping the oldest");
+		log_warn("counters: too many rows pending; "
+		    "dropping the oldest");
 }
 
 /* The row for (minute, route), created if needed; NULL only on ENOMEM.

@@ -1,4 +1,4 @@
-/* The store's operator queries: key inspection and forget, fleet counters and gauges, privileges. */
+/* The store's operator queries: keys, fleet counters, gauges, privileges. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,10 +58,12 @@ key_bind(MYSQL_BIND *res, struct key_row *r)
 
 	store_out_u64(&res[0], &k->id, NULL);
 	store_out_u64(&res[1], &r->state, NULL);
-	store_out_text(&res[2], k->route, sizeof(k->route), &r->rlen, &r->rnull);
+	store_out_text(&res[2], k->route, sizeof(k->route), &r->rlen,
+	    &r->rnull);
 	store_out_text(&res[3], k->method, sizeof(k->method), &r->mlen,
 	    &r->mnull);
-	store_out_text(&res[4], k->owner, sizeof(k->owner), &r->olen, &r->onull);
+	store_out_text(&res[4], k->owner, sizeof(k->owner), &r->olen,
+	    &r->onull);
 	store_out_text(&res[5], r->fp, sizeof(r->fp), &r->flen, &r->fnull);
 	res[5].buffer_type = MYSQL_TYPE_BLOB;
 	store_out_u64(&res[6], &k->waiters, NULL);
@@ -458,29 +460,47 @@ static const struct {
 	const char	*sql;
 } probes[] = {
 	{ "idem_keys", "SELECT", "SELECT id FROM idem_keys WHERE 1 = 0" },
-	{ "idem_keys", "INSERT", "INSERT INTO idem_keys (id) SELECT 0 FROM DUAL WHERE 1 = 0" },
-	{ "idem_keys", "UPDATE", "UPDATE idem_keys SET waiters = waiters WHERE 1 = 0" },
+	{ "idem_keys", "INSERT",
+	  "INSERT INTO idem_keys (id) SELECT 0 FROM DUAL WHERE 1 = 0" },
+	{ "idem_keys", "UPDATE",
+	  "UPDATE idem_keys SET waiters = waiters WHERE 1 = 0" },
 	{ "idem_keys", "DELETE", "DELETE FROM idem_keys WHERE 1 = 0" },
-	{ "idem_counters", "SELECT", "SELECT minute FROM idem_counters WHERE 1 = 0" },
-	{ "idem_counters", "INSERT", "INSERT INTO idem_counters (minute) SELECT NOW() FROM DUAL WHERE 1 = 0" },
-	{ "idem_counters", "UPDATE", "UPDATE idem_counters SET requests = requests WHERE 1 = 0" },
+	{ "idem_counters", "SELECT",
+	  "SELECT minute FROM idem_counters WHERE 1 = 0" },
+	{ "idem_counters", "INSERT",
+	  "INSERT INTO idem_counters (minute) SELECT NOW()"
+	  " FROM DUAL WHERE 1 = 0" },
+	{ "idem_counters", "UPDATE",
+	  "UPDATE idem_counters SET requests = requests WHERE 1 = 0" },
 	{ "idem_counters", "DELETE", "DELETE FROM idem_counters WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "SELECT", "SELECT id FROM idem_cleanup_runs WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "INSERT", "INSERT INTO idem_cleanup_runs (id) SELECT 0 FROM DUAL WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "UPDATE", "UPDATE idem_cleanup_runs SET reason = reason WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "DELETE", "DELETE FROM idem_cleanup_runs WHERE 1 = 0" },
-	{ "idem_schema", "SELECT", "SELECT version FROM idem_schema WHERE 1 = 0" },
+	{ "idem_cleanup_runs", "SELECT",
+	  "SELECT id FROM idem_cleanup_runs WHERE 1 = 0" },
+	{ "idem_cleanup_runs", "INSERT",
+	  "INSERT INTO idem_cleanup_runs (id) SELECT 0 FROM DUAL WHERE 1 = 0" },
+	{ "idem_cleanup_runs", "UPDATE",
+	  "UPDATE idem_cleanup_runs SET reason = reason WHERE 1 = 0" },
+	{ "idem_cleanup_runs", "DELETE",
+	  "DELETE FROM idem_cleanup_runs WHERE 1 = 0" },
+	{ "idem_schema", "SELECT",
+	  "SELECT version FROM idem_schema WHERE 1 = 0" },
 	{ "idem_epoch", "SELECT", "SELECT n FROM idem_epoch WHERE 1 = 0" },
 	{ "idem_quota", "SELECT", "SELECT n FROM idem_quota WHERE 1 = 0" },
-	{ "idem_quota", "INSERT", "INSERT INTO idem_quota (n) SELECT 0 FROM DUAL WHERE 1 = 0" },
+	{ "idem_quota", "INSERT",
+	  "INSERT INTO idem_quota (n) SELECT 0 FROM DUAL WHERE 1 = 0" },
 	{ "idem_quota", "UPDATE", "UPDATE idem_quota SET n = n WHERE 1 = 0" },
 	{ "idem_quota", "DELETE", "DELETE FROM idem_quota WHERE 1 = 0" },
-	{ "idem_counters_total", "SELECT", "SELECT route FROM idem_counters_total WHERE 1 = 0" },
-	{ "idem_counters_total", "INSERT", "INSERT INTO idem_counters_total (route) SELECT '' FROM DUAL WHERE 1 = 0" },
-	{ "idem_counters_total", "UPDATE", "UPDATE idem_counters_total SET requests = requests WHERE 1 = 0" },
+	{ "idem_counters_total", "SELECT",
+	  "SELECT route FROM idem_counters_total WHERE 1 = 0" },
+	{ "idem_counters_total", "INSERT",
+	  "INSERT INTO idem_counters_total (route) SELECT ''"
+	  " FROM DUAL WHERE 1 = 0" },
+	{ "idem_counters_total", "UPDATE",
+	  "UPDATE idem_counters_total SET requests = requests WHERE 1 = 0" },
 	{ "idem_locks", "SELECT", "SELECT name FROM idem_locks WHERE 1 = 0" },
-	{ "idem_locks", "INSERT", "INSERT INTO idem_locks (name) SELECT '' FROM DUAL WHERE 1 = 0" },
-	{ "idem_locks", "UPDATE", "UPDATE idem_locks SET until = until WHERE 1 = 0" },
+	{ "idem_locks", "INSERT",
+	  "INSERT INTO idem_locks (name) SELECT '' FROM DUAL WHERE 1 = 0" },
+	{ "idem_locks", "UPDATE",
+	  "UPDATE idem_locks SET until = until WHERE 1 = 0" },
 	{ "idem_locks", "DELETE", "DELETE FROM idem_locks WHERE 1 = 0" },
 };
 

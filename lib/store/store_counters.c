@@ -127,7 +127,8 @@ store_counters_fold_sql(void)
 	if (er == IDEM_OK)
 		er = cols_add(&b, ", ", ", ", "SUM(%1$s)");
 	if (er == IDEM_OK)
-		er = buf_addstr(&b, " FROM idem_counters WHERE minute < @idem_cut"
+		er = buf_addstr(&b, " FROM idem_counters"
+		    " WHERE minute < @idem_cut"
 		    " GROUP BY host, route ON DUPLICATE KEY UPDATE ");
 	if (er == IDEM_OK)
 		er = cols_add(&b, "", ", ", "%1$s = %1$s + VALUES(%1$s)");

@@ -52,7 +52,7 @@ struct store {
 	 * Its named locks are only as old as that: see store_claim. */
 	int64_t			 boot_s;
 	int64_t			 max_packet;	/* server's, 0 unknown */
-	int			 galera;	/* a Galera node: no named locks */
+	int			 galera;	/* Galera: no named locks */
 	/* mysql_group may list several groups (one per node): the one in
 	 * use, and the one the next connect tries first. */
 	unsigned		 group_cur, group_next;

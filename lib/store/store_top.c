@@ -1,4 +1,4 @@
-/* idemtop's SQL: read-only prepared SELECTs over counters, keys and runs, plus forget. */
+/* idemtop's SQL: read-only SELECTs over counters, keys and runs; forget. */
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "store_top.h"
 
 #define Q_COLS		24
-#define Q_COLCAP	512	/* widest column: VARBINARY(255) / VARCHAR(255) */
+#define Q_COLCAP	512	/* widest: VARBINARY(255), VARCHAR(255) */
 
 /* One prepared statement with every result column bound as text. */
 struct q {
@@ -156,7 +156,8 @@ static const char SQL_RUNS[] =
     " FROM idem_cleanup_runs ORDER BY started_at DESC, id DESC LIMIT 100";
 
 static const char SQL_LAST_OK[] =
-    "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at, started_at)))), -1)"
+    "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at,"
+    " started_at)))), -1)"
     " FROM idem_cleanup_runs WHERE outcome = 'ok'";
 
 
