@@ -454,54 +454,38 @@ store_admin_gauges(struct store *st, struct admin_gauges *out)
 
 /* --- privileges and helpers ---------------------------------------------- */
 
+/* One statement of each kind on table t that touches no row; col is a
+ * column of t, v a value for it. */
+#define PROBE_SELECT(t, col)						\
+	{ t, "SELECT", "SELECT " col " FROM " t " WHERE 1 = 0" }
+#define PROBE_INSERT(t, col, v)						\
+	{ t, "INSERT", "INSERT INTO " t " (" col ") SELECT " v		\
+	  " FROM DUAL WHERE 1 = 0" }
+#define PROBE_UPDATE(t, col)						\
+	{ t, "UPDATE", "UPDATE " t " SET " col " = " col " WHERE 1 = 0" }
+#define PROBE_DELETE(t)							\
+	{ t, "DELETE", "DELETE FROM " t " WHERE 1 = 0" }
+/* All four, the UPDATE on column upd. */
+#define PROBE_ALL(t, col, v, upd)					\
+	PROBE_SELECT(t, col), PROBE_INSERT(t, col, v),			\
+	PROBE_UPDATE(t, upd), PROBE_DELETE(t)
+
 static const struct {
 	const char	*table;
 	const char	*what;
 	const char	*sql;
 } probes[] = {
-	{ "idem_keys", "SELECT", "SELECT id FROM idem_keys WHERE 1 = 0" },
-	{ "idem_keys", "INSERT",
-	  "INSERT INTO idem_keys (id) SELECT 0 FROM DUAL WHERE 1 = 0" },
-	{ "idem_keys", "UPDATE",
-	  "UPDATE idem_keys SET waiters = waiters WHERE 1 = 0" },
-	{ "idem_keys", "DELETE", "DELETE FROM idem_keys WHERE 1 = 0" },
-	{ "idem_counters", "SELECT",
-	  "SELECT minute FROM idem_counters WHERE 1 = 0" },
-	{ "idem_counters", "INSERT",
-	  "INSERT INTO idem_counters (minute) SELECT NOW()"
-	  " FROM DUAL WHERE 1 = 0" },
-	{ "idem_counters", "UPDATE",
-	  "UPDATE idem_counters SET requests = requests WHERE 1 = 0" },
-	{ "idem_counters", "DELETE", "DELETE FROM idem_counters WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "SELECT",
-	  "SELECT id FROM idem_cleanup_runs WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "INSERT",
-	  "INSERT INTO idem_cleanup_runs (id) SELECT 0 FROM DUAL WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "UPDATE",
-	  "UPDATE idem_cleanup_runs SET reason = reason WHERE 1 = 0" },
-	{ "idem_cleanup_runs", "DELETE",
-	  "DELETE FROM idem_cleanup_runs WHERE 1 = 0" },
-	{ "idem_schema", "SELECT",
-	  "SELECT version FROM idem_schema WHERE 1 = 0" },
-	{ "idem_epoch", "SELECT", "SELECT n FROM idem_epoch WHERE 1 = 0" },
-	{ "idem_quota", "SELECT", "SELECT n FROM idem_quota WHERE 1 = 0" },
-	{ "idem_quota", "INSERT",
-	  "INSERT INTO idem_quota (n) SELECT 0 FROM DUAL WHERE 1 = 0" },
-	{ "idem_quota", "UPDATE", "UPDATE idem_quota SET n = n WHERE 1 = 0" },
-	{ "idem_quota", "DELETE", "DELETE FROM idem_quota WHERE 1 = 0" },
-	{ "idem_counters_total", "SELECT",
-	  "SELECT route FROM idem_counters_total WHERE 1 = 0" },
-	{ "idem_counters_total", "INSERT",
-	  "INSERT INTO idem_counters_total (route) SELECT ''"
-	  " FROM DUAL WHERE 1 = 0" },
-	{ "idem_counters_total", "UPDATE",
-	  "UPDATE idem_counters_total SET requests = requests WHERE 1 = 0" },
-	{ "idem_locks", "SELECT", "SELECT name FROM idem_locks WHERE 1 = 0" },
-	{ "idem_locks", "INSERT",
-	  "INSERT INTO idem_locks (name) SELECT '' FROM DUAL WHERE 1 = 0" },
-	{ "idem_locks", "UPDATE",
-	  "UPDATE idem_locks SET until = until WHERE 1 = 0" },
-	{ "idem_locks", "DELETE", "DELETE FROM idem_locks WHERE 1 = 0" },
+	PROBE_ALL("idem_keys", "id", "0", "waiters"),
+	PROBE_ALL("idem_counters", "minute", "NOW()", "requests"),
+	PROBE_ALL("idem_cleanup_runs", "id", "0", "reason"),
+	PROBE_SELECT("idem_schema", "version"),
+	PROBE_SELECT("idem_epoch", "n"),
+	PROBE_ALL("idem_quota", "n", "0", "n"),
+	/* Only cleanup writes it, and never deletes from it. */
+	PROBE_SELECT("idem_counters_total", "route"),
+	PROBE_INSERT("idem_counters_total", "route", "''"),
+	PROBE_UPDATE("idem_counters_total", "requests"),
+	PROBE_ALL("idem_locks", "name", "''", "until"),
 };
 
 enum idem_err
