@@ -75,45 +75,49 @@ opt_has_arg(const struct ctl_opt *o)
 	return o->kind != CTL_OPT_FLAG && o->kind != CTL_OPT_PRINT;
 }
 
-/*
- * Lists the options of opts[] then of common[] (ncommon) in all[], and
- * spells them for getopt_long().  Returns how many.  OUT: all, longopts
- * (ends with zeros), shorts.
- */
-static size_t
-opt_tables(const struct ctl_opt *opts, const struct ctl_opt *common,
-    size_t ncommon, int in_order, const struct ctl_opt **all,
-    struct option *longopts, char *shorts)
+/* A command line's options, and the same spelled for getopt_long(). */
+struct opt_tables {
+	const struct ctl_opt	*all[OPTS_MAX];
+	struct option		 longopts[OPTS_MAX];	/* ends with zeros */
+	char			 shorts[2 + 2 * OPTS_MAX];
+	size_t			 n;			/* options in all */
+};
+
+/* Lists the options of cl then of common[] (ncommon) in t->all, and spells
+ * them for getopt_long().  OUT: t. */
+static void
+opt_tables(const struct ctl_cmdline *cl, const struct ctl_opt *common,
+    size_t ncommon, struct opt_tables *t)
 {
 	const struct ctl_opt	*o;
+	struct option		*lo;
 	size_t			 i, n = 0;
-	char			*sp = shorts;
+	char			*sp = t->shorts;
 
-	for (o = opts; o->name != NULL; o++)
-		all[n++] = o;
+	for (o = cl->opts; o->name != NULL; o++)
+		t->all[n++] = o;
 	for (i = 0; i < ncommon; i++)
-		all[n++] = &common[i];
+		t->all[n++] = &common[i];
 	assert(n < OPTS_MAX);
-	if (in_order)
+	if (cl->in_order)
 		*sp++ = '+';
 	*sp++ = ':';
 	for (i = 0; i < n; i++) {
-		o = all[i];
-		longopts[i].name = o->name;
-		longopts[i].has_arg = opt_has_arg(o) ? required_argument :
-		    no_argument;
-		longopts[i].flag = NULL;
-		longopts[i].val = o->letter != 0 ? o->letter :
-		    OPT_LONG_ONLY + (int)i;
+		o = t->all[i];
+		lo = &t->longopts[i];
+		lo->name = o->name;
+		lo->has_arg = opt_has_arg(o) ? required_argument : no_argument;
+		lo->flag = NULL;
+		lo->val = o->letter != 0 ? o->letter : OPT_LONG_ONLY + (int)i;
 		if (o->letter == 0 || o->elsewhere)
 			continue;
 		*sp++ = (char)o->letter;
 		if (opt_has_arg(o))
 			*sp++ = ':';
 	}
-	memset(&longopts[n], 0, sizeof(longopts[n]));
+	memset(&t->longopts[n], 0, sizeof(t->longopts[n]));
 	*sp = '\0';
-	return n;
+	t->n = n;
 }
 
 /* Stores value v of option o; CTL_OK, CTL_HELP or one usage line. */
@@ -164,23 +168,21 @@ ctl_opts_parse(struct ctl *c, const struct ctl_cmdline *cl, int argc,
 		{ .name = "help", .letter = 'h', .kind = CTL_OPT_PRINT,
 		  .text = cl->usage },
 	};
-	const struct ctl_opt	*all[OPTS_MAX];
-	struct option		 longopts[OPTS_MAX];
-	char			 shorts[2 + 2 * OPTS_MAX];
-	size_t			 i, n;
+	struct opt_tables	 t;
+	size_t			 i;
 	int			 ch, rc;
 
-	n = opt_tables(cl->opts, common, sizeof(common) / sizeof(common[0]),
-	    cl->in_order, all, longopts, shorts);
+	opt_tables(cl, common, sizeof(common) / sizeof(common[0]), &t);
 	optind = 0;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
-		for (i = 0; i < n; i++)
-			if (ch == longopts[i].val)
+	while ((ch = getopt_long(argc, argv, t.shorts, t.longopts, NULL)) !=
+	    -1) {
+		for (i = 0; i < t.n; i++)
+			if (ch == t.longopts[i].val)
 				break;
-		if (ch == '?' || ch == ':' || i == n)
+		if (ch == '?' || ch == ':' || i == t.n)
 			return opt_err(cl->cmd, ch, argv);
-		if ((rc = opt_store(cl->cmd, all[i], optarg)) != CTL_OK)
+		if ((rc = opt_store(cl->cmd, t.all[i], optarg)) != CTL_OK)
 			return rc;
 	}
 	if (cl->operands >= 0 && argc - optind > cl->operands)

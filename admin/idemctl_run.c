@@ -568,7 +568,6 @@ run_count(struct ctl *c, const char *host, const char *route,
     enum stat_id what, int64_t waited_ms)
 {
 	struct stat_row	 row;
-	size_t		 b;
 
 	memset(&row, 0, sizeof(row));
 	row.minute = (int64_t)time(NULL);
@@ -577,10 +576,7 @@ run_count(struct ctl *c, const char *host, const char *route,
 	row.n[what] = 1;
 	if (waited_ms > 0) {
 		row.n[STAT_WAITED] = 1;
-		for (b = 0; b < STAT_WAIT_BUCKETS - 1 &&
-		    waited_ms > stat_wait_le_ms[b]; b++)
-			;
-		row.wait_bucket[b] = 1;
+		row.wait_bucket[stat_wait_bucket(waited_ms)] = 1;
 		row.wait_sum_ms = (uint64_t)waited_ms;
 	}
 	if (store_counters_add(c->st, host, &row, 1) != IDEM_OK && c->verbose)

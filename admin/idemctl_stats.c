@@ -1,4 +1,4 @@
-/* idemctl stats and metrics: the fleet counters as a table, TSV, JSON or Prometheus text. */
+/* idemctl stats and metrics: fleet counters as table, TSV, JSON, Prometheus. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,8 @@ const char ctl_stats_usage[] =
 "5xx/crash/timeout), tombstoned (answer too large), store errors, and\n"
 "requests with a missing or invalid key.\n"
 "\n"
-"  -s, --since DUR      minutes from DUR ago (default 1h; 30m, 6h, 7d; 0 = every\n"
+"  -s, --since DUR      minutes from DUR ago (default 1h; 30m, 6h, 7d; 0 = "
+"every\n"
 "                       minute still retained)\n"
 "  -r, --route R        only this route prefix\n"
 "  -f, --format F       table (aligned, default), tsv (header line, '-' for\n"
@@ -163,11 +164,14 @@ static const double col_pct[C__COUNT] = {
 	[C_P50] = 0.50, [C_P95] = 0.95, [C_P99] = 0.99,
 };
 
-/*
- * Formats cell col of row r for fmt into out.  Returns 1 if the value is a
- * JSON literal (number or null) rather than a string.
- */
-static int
+/* How JSON writes a cell's text. */
+enum cell_kind {
+	CELL_STRING,		/* quoted: "+Inf" */
+	CELL_LITERAL,		/* as it is: a number or null */
+};
+
+/* Formats cell col of row r for fmt into out.  Returns how JSON writes it. */
+static enum cell_kind
 cell(const struct admin_stat *r, int col, enum stats_format fmt, char *out,
     size_t len)
 {
@@ -176,26 +180,26 @@ cell(const struct admin_stat *r, int col, enum stats_format fmt, char *out,
 	if (col_stat[col] >= 0) {
 		snprintf(out, len, "%llu",
 		    (unsigned long long)r->n[col_stat[col]]);
-		return 1;
+		return CELL_LITERAL;
 	}
 	if (col == C_PCT) {
 		if (r->n[STAT_REQUESTS] == 0) {
 			snprintf(out, len, "%s", fmt == STATS_JSON ? "null" :
 			    "-");
-			return 1;
+			return CELL_LITERAL;
 		}
 		snprintf(out, len, "%.1f", 100.0 * (double)r->n[STAT_REUSED] /
 		    (double)r->n[STAT_REQUESTS]);
-		return 1;
+		return CELL_LITERAL;
 	}
-	ms = admin_wait_percentile(r->wait_bucket, col_pct[col]);
-	if (ms == -2) {
+	ms = stat_wait_percentile(r->wait_bucket, col_pct[col]);
+	if (ms == STAT_WAIT_NONE) {
 		snprintf(out, len, "%s", fmt == STATS_JSON ? "null" : "-");
-		return 1;
+		return CELL_LITERAL;
 	}
-	if (ms == -1) {
+	if (ms == STAT_WAIT_INF) {
 		snprintf(out, len, "%s", fmt == STATS_TABLE ? ">10s" : "+Inf");
-		return 0;
+		return CELL_STRING;
 	}
 	if (fmt != STATS_TABLE)
 		snprintf(out, len, "%lld", (long long)ms);
@@ -205,7 +209,7 @@ cell(const struct admin_stat *r, int col, enum stats_format fmt, char *out,
 		snprintf(out, len, "%.1fs", (double)ms / 1000.0);
 	else
 		snprintf(out, len, "%lldms", (long long)ms);
-	return 1;
+	return CELL_LITERAL;
 }
 
 /* Escapes a route into out (see ctl_put_escaped) for the table and TSV. */
@@ -236,17 +240,18 @@ json_row(FILE *f, const struct admin_stat *r, int with_route)
 		fputs(", ", f);
 	}
 	for (i = 0; i < C__COUNT; i++) {
-		int	 lit = cell(r, i, STATS_JSON, v, sizeof(v));
+		enum cell_kind	 kind = cell(r, i, STATS_JSON, v, sizeof(v));
 
 		fprintf(f, "\"%s\": ", col_key[i]);
-		if (lit)
+		if (kind == CELL_LITERAL)
 			fputs(v, f);
 		else
 			json_put_string(f, v);
 		if (i + 1 < C__COUNT)
 			fputs(", ", f);
 	}
-	fprintf(f, ", \"wait_sum_ms\": %llu}", (unsigned long long)r->wait_sum_ms);
+	fprintf(f, ", \"wait_sum_ms\": %llu}",
+	    (unsigned long long)r->wait_sum_ms);
 }
 
 /* What stats prints: a row per route, then their total. */
@@ -625,8 +630,8 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 	}
 	stats_print(stdout, a.fmt, rows, n, a.since_s);
 	if (a.fmt == STATS_TABLE)
-		printf("(each gateway worker adds its counts every %lld ms: the "
-		    "last moments may not show yet)\n",
+		printf("(each gateway worker adds its counts every %lld ms: "
+		    "the last moments may not show yet)\n",
 		    (long long)c->cfg->counters_flush_ms);
 	free(rows);
 	return CTL_OK;

@@ -1,4 +1,4 @@
-/* idemtop: the operator console for reuse rates, in-progress waits and cleanup jobs. */
+/* idemtop: the operator console for reuse, in-progress waits, cleanups. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -33,6 +33,9 @@ enum {
 	EXIT_DB = 3,
 };
 
+/* What parse_opts() returns when idemtop is to run: no exit code. */
+#define OPTS_RUN	(-1)
+
 struct opts {
 	const char	*config;
 	int		 batch;
@@ -61,14 +64,16 @@ usage(FILE *f)
 	    "  -n COUNT     batch: number of snapshots (default 1)\n"
 	    "  -d SECS      seconds between snapshots (default [console] "
 	    "refresh)\n"
-	    "  --screen N   1 overview, 2 in progress, 3 routes, 4 cleanup jobs\n"
+	    "  --screen N   1 overview, 2 in progress, 3 routes, 4 cleanup "
+	    "jobs\n"
 	    "  --write      allow forgetting keys (f) and starting a cleanup "
 	    "(c)\n"
 	    "  -h, --help   this text;  -V, --version  the version\n");
 }
 
-/* -d, -n, --screen: checks value v into o.  0, or -1 after one line. */
-static int
+/* -d, -n, --screen: checks value v into o.  IDEM_OK, or IDEM_EINVAL after
+ * one line. */
+static enum idem_err
 opt_value(int ch, const char *v, struct opts *o)
 {
 	char	*end;
@@ -81,25 +86,26 @@ opt_value(int ch, const char *v, struct opts *o)
 		if (errno == 0 && end != v && *end == '\0' &&
 		    d >= 0.1 && d <= 86400) {
 			o->delay_ms = (int64_t)(d * 1000);
-			return 0;
+			return IDEM_OK;
 		}
 		fprintf(stderr, "idemtop: -d wants seconds between 0.1 and "
 		    "86400\n");
-		return -1;
+		return IDEM_EINVAL;
 	case 'n':
 		o->count = strtol(v, &end, 10);
 		if (errno == 0 && end != v && *end == '\0' &&
 		    o->count >= 1 && o->count <= 1000000)
-			return 0;
-		fprintf(stderr, "idemtop: -n wants a count from 1 to 1000000\n");
-		return -1;
+			return IDEM_OK;
+		fprintf(stderr, "idemtop: -n wants a count from 1 to "
+		    "1000000\n");
+		return IDEM_EINVAL;
 	default:	/* 'S' */
 		if (v[0] >= '1' && v[0] <= '4' && v[1] == '\0') {
 			o->screen = v[0] - '0';
-			return 0;
+			return IDEM_OK;
 		}
 		fprintf(stderr, "idemtop: --screen wants 1, 2, 3 or 4\n");
-		return -1;
+		return IDEM_EINVAL;
 	}
 }
 
@@ -119,7 +125,8 @@ opt_err(int ch, char **argv)
 	return EXIT_USAGE;
 }
 
-/* Returns -1 if ok, else the exit code after printing one line. */
+/* Returns OPTS_RUN, or the exit code at once: EXIT_OK after the help or
+ * the version, EXIT_USAGE after one line. */
 static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -154,7 +161,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'd':
 		case 'n':
 		case 'S':
-			if (opt_value(ch, optarg, o) != 0)
+			if (opt_value(ch, optarg, o) != IDEM_OK)
 				return EXIT_USAGE;
 			break;
 		case 'W':
@@ -175,27 +182,28 @@ parse_opts(int argc, char **argv, struct opts *o)
 		    "idemtop -h)\n", argv[optind]);
 		return EXIT_USAGE;
 	}
-	return -1;
+	return OPTS_RUN;
 }
 
-/* Points fd 2 at /dev/null and keeps the real stderr in errout. */
-static int
+/* Points fd 2 at /dev/null and keeps the real stderr in errout.  IDEM_ESYS
+ * if it cannot (fd 2 is left alone). */
+static enum idem_err
 hush_stderr(void)
 {
 	int	 saved, null;
 
 	if ((saved = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0)
-		return -1;
+		return IDEM_ESYS;
 	if ((errout = fdopen(saved, "w")) == NULL) {
 		close(saved);
-		return -1;
+		return IDEM_ESYS;
 	}
 	setvbuf(errout, NULL, _IOLBF, 0);
 	if ((null = open("/dev/null", O_WRONLY)) >= 0) {
 		dup2(null, 2);
 		close(null);
 	}
-	return 0;
+	return IDEM_OK;
 }
 
 /* Gives fd 2 back (so sanitizer reports at exit are seen). */
@@ -230,8 +238,9 @@ run_batch(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 	char		 err[512], when[64], line[BATCH_WIDTH * 4 + 1];
 	long		 i, n = o->count > 0 ? o->count : 1;
 	int		 y, rc = EXIT_OK, last;
-	int64_t		 delay = o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms;
+	int64_t		 delay;
 
+	delay = o->delay_ms > 0 ? o->delay_ms : cfg->refresh_ms;
 	top_snap_init(&snap);
 	top_ui_init(&ui, cfg->refresh_ms, cfg->cleanup_warn_ms, 0, utf8);
 	ui.batch = 1;
@@ -367,8 +376,9 @@ console_fetch(struct console *con, int64_t now)
 	    con->backoff * 2;
 }
 
-/* Draws the screen at the terminal's size; -1 out of memory. */
-static int
+/* Draws the screen at the terminal's size; IDEM_ENOMEM if the grid for
+ * it cannot be had. */
+static enum idem_err
 console_paint(struct console *con)
 {
 	int	 w, h;
@@ -377,11 +387,11 @@ console_paint(struct console *con)
 	if (con->g.w != w || con->g.h != h) {
 		grid_free(&con->g);
 		if (grid_init(&con->g, w, h) != IDEM_OK)
-			return -1;
+			return IDEM_ENOMEM;
 	}
 	top_ui_draw(&con->ui, con->have ? &con->snap : NULL, &con->g);
 	term_paint(con->term, &con->g);
-	return 0;
+	return IDEM_OK;
 }
 
 /* Forgets the key the operator confirmed. */
@@ -445,7 +455,7 @@ console_loop(struct console *con)
 			con->next_fetch = 0;
 			dirty = 1;
 		}
-		if (dirty && console_paint(con) != 0)
+		if (dirty && console_paint(con) != IDEM_OK)
 			return;
 		dirty = 0;
 		if ((key = term_key(con->term, 200)) < 0)
@@ -476,8 +486,9 @@ run_console(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 	    cfg->cleanup_warn_ms, o->write, utf8);
 	con.ui.screen = o->screen;
 	if (term_open(&con.term) != IDEM_OK) {
-		fprintf(errout, "idemtop: cannot start the terminal (TERM=%s)\n",
-		    getenv("TERM") != NULL ? getenv("TERM") : "");
+		fprintf(errout, "idemtop: cannot start the terminal "
+		    "(TERM=%s)\n", getenv("TERM") != NULL ? getenv("TERM") :
+		    "");
 		return EXIT_USAGE;
 	}
 	console_loop(&con);
@@ -498,7 +509,7 @@ main(int argc, char **argv)
 	const char	*cs;
 	int		 rc, utf8;
 
-	if ((rc = parse_opts(argc, argv, &o)) >= 0)
+	if ((rc = parse_opts(argc, argv, &o)) != OPTS_RUN)
 		return rc;
 	setlocale(LC_ALL, "");
 	cs = nl_langinfo(CODESET);
@@ -518,7 +529,7 @@ main(int argc, char **argv)
 		o.batch = 1;
 	log_open("idemtop", 0);
 	log_set_level(LOG_LVL_ERR);
-	if (hush_stderr() != 0)
+	if (hush_stderr() != IDEM_OK)
 		errout = stderr;
 	if (top_src_mysql_new(cfg, &src) != IDEM_OK) {
 		fprintf(errout, "idemtop: out of memory\n");

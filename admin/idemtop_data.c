@@ -12,7 +12,7 @@ struct src_mysql {
 };
 
 static enum idem_err
-mysql_open(struct src_mysql *m)
+top_db_open(struct src_mysql *m)
 {
 	enum idem_err	 er;
 
@@ -25,27 +25,27 @@ mysql_open(struct src_mysql *m)
 
 /* A failed statement may mean the server went away: start over next time. */
 static void
-mysql_drop(struct src_mysql *m)
+top_db_drop(struct src_mysql *m)
 {
 	store_free(m->st);
 	m->st = NULL;
 }
 
 static enum idem_err
-mysql_fetch(struct top_src *src, struct top_snap *out, char *err,
+top_db_fetch(struct top_src *src, struct top_snap *out, char *err,
     size_t errlen)
 {
 	struct src_mysql *m = (struct src_mysql *)src;
 	enum idem_err	 er;
 	size_t		 i;
 
-	if ((er = mysql_open(m)) != IDEM_OK) {
+	if ((er = top_db_open(m)) != IDEM_OK) {
 		snprintf(err, errlen, "store: %s", idem_strerror(er));
 		return er;
 	}
 	er = store_top_fetch(m->st, out, err, errlen);
 	if (er != IDEM_OK) {
-		mysql_drop(m);
+		top_db_drop(m);
 		return er;
 	}
 	/* Bounds the histogram's last bucket (waits past 10 s). */
@@ -56,24 +56,24 @@ mysql_fetch(struct top_src *src, struct top_snap *out, char *err,
 }
 
 static enum idem_err
-mysql_forget(struct top_src *src, uint64_t id, int *deleted, char *err,
+top_db_forget(struct top_src *src, uint64_t id, int *deleted, char *err,
     size_t errlen)
 {
 	struct src_mysql *m = (struct src_mysql *)src;
 	enum idem_err	 er;
 
-	if ((er = mysql_open(m)) != IDEM_OK) {
+	if ((er = top_db_open(m)) != IDEM_OK) {
 		snprintf(err, errlen, "store: %s", idem_strerror(er));
 		return er;
 	}
 	er = store_top_forget(m->st, id, deleted, err, errlen);
 	if (er != IDEM_OK)
-		mysql_drop(m);
+		top_db_drop(m);
 	return er;
 }
 
 static void
-mysql_free(struct top_src *src)
+top_db_free(struct top_src *src)
 {
 	struct src_mysql *m = (struct src_mysql *)src;
 
@@ -88,9 +88,9 @@ top_src_mysql_new(const struct cfg *cfg, struct top_src **out)
 
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return IDEM_ENOMEM;
-	m->base.fetch = mysql_fetch;
-	m->base.forget = mysql_forget;
-	m->base.free = mysql_free;
+	m->base.fetch = top_db_fetch;
+	m->base.forget = top_db_forget;
+	m->base.free = top_db_free;
 	m->cfg = cfg;
 	*out = &m->base;
 	return IDEM_OK;

@@ -1,4 +1,4 @@
-/* Where idemtop's numbers come from: MySQL through lib/store_top, or a fake for tests. */
+/* Where idemtop's numbers come from: MySQL (store_top) or a test fake. */
 #ifndef IDEM_IDEMTOP_DATA_H
 #define IDEM_IDEMTOP_DATA_H
 

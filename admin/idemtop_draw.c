@@ -1,4 +1,4 @@
-/* idemtop's drawing: title, tabs, the four screens, overlays and the status line. */
+/* idemtop's drawing: title, tabs, the four screens, overlays, status. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,34 +20,46 @@ owner_host(const char *owner, char *out, size_t cap)
 }
 
 
-/* Column x positions and widths for a table width w (col 0 is a marker). */
+#define TABLE_COLS_MAX	10
+
+/* A table screen's columns and where each sits across the screen. */
+struct table_layout {
+	const struct col	*cols;
+	int			 ncols;
+	struct grid_span	 span[TABLE_COLS_MAX];
+};
+
+/* Spans of t's columns for a table width w (col 0 is a marker). */
 static void
-layout(const struct col *cols, int ncols, int w, int *xs, int *ws)
+layout(struct table_layout *t, int w)
 {
+	const struct col *cols = t->cols;
 	int	 i, used = 1, flex = 0, spare, x = 1, give;
 
-	for (i = 0; i < ncols; i++) {
+	for (i = 0; i < t->ncols; i++) {
 		used += cols[i].width + 1;
 		flex += cols[i].flex;
 	}
 	spare = w > used ? w - used : 0;
-	for (i = 0; i < ncols; i++) {
+	for (i = 0; i < t->ncols; i++) {
 		give = flex > 0 ? spare * cols[i].flex / flex : 0;
-		ws[i] = cols[i].width + give;
-		xs[i] = x;
-		x += ws[i] + 1;
+		t->span[i].x = x;
+		t->span[i].width = cols[i].width + give;
+		t->span[i].right = cols[i].right;
+		x += t->span[i].width + 1;
 	}
 }
 
 static void
 draw_header(const struct top_ui *ui, struct top_grid *g, int y,
-    const struct col *cols, int ncols, const int *xs, const int *ws)
+    const struct table_layout *t)
 {
+	const struct col *cols = t->cols;
 	char	 name[32];
 	int	 i, sorted;
 
 	grid_fill(g, y, 0, g->w, TA_HEAD, ' ');
-	for (i = 0; i < ncols; i++) {
+	for (i = 0; i < t->ncols; i++) {
 		sorted = ui->sort[ui->screen] == i;
 		if (sorted) {
 			int desc = cols[i].desc ^ ui->invert[ui->screen];
@@ -56,7 +68,7 @@ draw_header(const struct top_ui *ui, struct top_grid *g, int y,
 			    desc ? "v" : "^");
 		} else
 			snprintf(name, sizeof(name), "%s", cols[i].name);
-		grid_field(g, y, xs[i], ws[i], cols[i].right, TA_HEAD, name);
+		grid_field(g, y, &t->span[i], TA_HEAD, name);
 	}
 }
 
@@ -93,7 +105,8 @@ spark(const struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		}
 		if (ui->utf8) {
 			lvl = (int)((v * 8 - 1) / max);
-			grid_fill(g, y, x + i, 1, TA_OK, blocks[lvl > 7 ? 7 : lvl]);
+			grid_fill(g, y, x + i, 1, TA_OK,
+			    blocks[lvl > 7 ? 7 : lvl]);
 		} else {
 			lvl = (int)((v * 9 - 1) / max);
 			grid_fill(g, y, x + i, 1, TA_OK,
@@ -102,7 +115,8 @@ spark(const struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 	}
 }
 
-/* The cleanup warning, or "" when the last success is recent enough. */
+/* 1 with the cleanup warning in out, 0 with "" when the last success is
+ * recent enough (or no warning is asked for). */
 static int
 cleanup_warning(const struct top_ui *ui, const struct top_snap *s, char *out,
     size_t cap)
@@ -147,6 +161,7 @@ overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 		{ "store errors", TOPC_STORE_ERRORS },
 	};
 	static const char *const hdr[4] = { "now", "1m", "5m", "1h" };
+	struct grid_span at[4];
 	struct top_counts c[4];
 	char	 t[4][32];
 	int	 i, k, x, attr;
@@ -165,8 +180,10 @@ overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 	    "(reused / protected requests; 1m, 5m, 1h = last full minutes)");
 	y += 3;
 	grid_fill(g, y - 1, 0, g->w < 66 ? g->w : 66, TA_HEAD, ' ');
-	for (i = 0; i < 4; i++)
-		grid_field(g, y - 1, 18 + 12 * i, 11, 1, TA_HEAD, hdr[i]);
+	for (i = 0; i < 4; i++) {
+		at[i] = (struct grid_span){ 18 + 12 * i, 11, 1 };
+		grid_field(g, y - 1, &at[i], TA_HEAD, hdr[i]);
+	}
 	for (k = 0; k < (int)(sizeof(lines) / sizeof(lines[0])); k++) {
 		grid_put(g, y + k, 1, TA_NORMAL, lines[k].label);
 		for (i = 0; i < 4; i++) {
@@ -175,7 +192,7 @@ overview_counts(const struct top_snap *s, struct top_grid *g, int y)
 			fmt_count(v, t[i], sizeof(t[i]));
 			attr = lines[k].id == TOPC_STORE_ERRORS && v > 0 ?
 			    TA_ALERT : TA_NORMAL;
-			grid_field(g, y + k, 18 + 12 * i, 11, 1, attr, t[i]);
+			grid_field(g, y + k, &at[i], attr, t[i]);
 		}
 	}
 	return y + k + 1;
@@ -199,7 +216,8 @@ overview_last_run(const struct top_snap *s, struct top_grid *g, int y)
 	fmt_escape(r->outcome, strlen(r->outcome), esc, sizeof(esc));
 	attr = strcmp(r->outcome, "ok") == 0 ? TA_OK :
 	    strcmp(r->outcome, "failed") == 0 ? TA_ALERT : TA_WARN;
-	x = grid_printf(g, y, 1, TA_NORMAL, "Last cleanup: %s (%s ago): ", a, b);
+	x = grid_printf(g, y, 1, TA_NORMAL, "Last cleanup: %s (%s ago): ", a,
+	    b);
 	x = grid_put(g, y, x, attr, esc);
 	grid_printf(g, y, x, TA_NORMAL, ", %llu rows deleted, %llu stale",
 	    (unsigned long long)r->rows_deleted,
@@ -214,8 +232,8 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 
 	y = overview_counts(s, g, y);
 	fmt_count(per_min_peak(s), a, sizeof(a));
-	grid_printf(g, y++, 1, TA_NORMAL,
-	    "Requests per minute, last hour (peak %s/min, now on the right):", a);
+	grid_printf(g, y++, 1, TA_NORMAL, "Requests per minute, last hour "
+	    "(peak %s/min, now on the right):", a);
 	spark(ui, s, g, y++, 1);
 	fmt_dur(s->oldest_ms, a, sizeof(a));
 	grid_printf(g, y++, 1, s->waiting > 0 ? TA_WARN : TA_NORMAL,
@@ -230,17 +248,16 @@ draw_overview(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 
 /* Draws one table row's cell texts; attr for the whole row. */
 static void
-draw_cells(struct top_grid *g, int y, const struct col *cols, int ncols,
-    const int *xs, const int *ws, char (*cells)[TOP_TEXT_MAX * 4], int attr,
-    int selected)
+draw_cells(struct top_grid *g, int y, const struct table_layout *t,
+    char (*cells)[TOP_TEXT_MAX * 4], int attr, int selected)
 {
 	int	 i;
 
 	grid_fill(g, y, 0, g->w, selected ? TA_SEL : attr, ' ');
 	grid_put(g, y, 0, selected ? TA_SEL : attr, selected ? ">" : " ");
-	for (i = 0; i < ncols; i++)
-		grid_field(g, y, xs[i], ws[i], cols[i].right,
-		    selected ? TA_SEL : attr, cells[i]);
+	for (i = 0; i < t->ncols; i++)
+		grid_field(g, y, &t->span[i], selected ? TA_SEL : attr,
+		    cells[i]);
 }
 
 /* A scope as idemctl spells it when it can be named (the hash of "none"
@@ -262,6 +279,14 @@ scope_name(const unsigned char scope[FP_LEN], size_t hexbytes, char *out,
 		return;
 	}
 	fp_hex(scope, hexbytes, out);
+}
+
+/* Route r's wait percentile p as text, bounded by the route's wait. */
+static void
+route_q_text(const struct top_route *r, double p, char *out, size_t cap)
+{
+	fmt_quantile(top_route_q(r, p), stat_wait_le_ms[STAT_WAIT_BUCKETS - 2],
+	    r->wait_ms, out, cap);
 }
 
 static int
@@ -293,10 +318,8 @@ row_cells(const struct top_snap *s, int screen, size_t i,
 		fmt_count(r->c.n[TOPC_MISMATCHED], c[3], sizeof(c[3]));
 		fmt_count(r->c.n[TOPC_CONFLICTED], c[4], sizeof(c[4]));
 		fmt_count(r->c.n[TOPC_WAITED], c[5], sizeof(c[5]));
-		fmt_quantile(top_route_q(r, 0.5), top_wait_le_ms[STAT_WAIT_BUCKETS - 2],
-		    r->wait_ms, c[6], sizeof(c[6]));
-		fmt_quantile(top_route_q(r, 0.95), top_wait_le_ms[STAT_WAIT_BUCKETS - 2],
-		    r->wait_ms, c[7], sizeof(c[7]));
+		route_q_text(r, 0.5, c[6], sizeof(c[6]));
+		route_q_text(r, 0.95, c[7], sizeof(c[7]));
 		fmt_count(r->c.n[TOPC_RELEASED], c[8], sizeof(c[8]));
 		if (r->c.n[TOPC_STORE_ERRORS] > 0)
 			attr = TA_ALERT;
@@ -356,12 +379,12 @@ static void
 draw_table(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
     int y, int bottom)
 {
-	const struct col *cols;
-	char	 cells[10][TOP_TEXT_MAX * 4];
-	int	 xs[10], ws[10], ncols, scr = ui->screen, page, r, attr;
+	struct table_layout t;
+	char	 cells[TABLE_COLS_MAX][TOP_TEXT_MAX * 4];
+	int	 scr = ui->screen, page, r, attr;
 	size_t	*idx, n;
 
-	cols = top_screen_cols(scr, &ncols);
+	t.cols = top_screen_cols(scr, &t.ncols);
 	n = top_view_rows(ui, s, scr, &idx);
 	draw_summary(ui, s, g, y, n);
 	if (ui->filter[0] != '\0') {
@@ -371,8 +394,8 @@ draw_table(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		grid_printf(g, y, g->w - 1 - (int)strlen(esc) - 9, TA_BOLD,
 		    " filter: %s", esc);
 	}
-	layout(cols, ncols, g->w, xs, ws);
-	draw_header(ui, g, y + 1, cols, ncols, xs, ws);
+	layout(&t, g->w);
+	draw_header(ui, g, y + 1, &t);
 	y += 2;
 	page = bottom - y;
 	if (page < 1)
@@ -396,7 +419,7 @@ draw_table(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
 		int	 at = ui->scroll[scr] + r;
 
 		attr = row_cells(s, scr, idx[at], cells);
-		draw_cells(g, y + r, cols, ncols, xs, ws, cells, attr,
+		draw_cells(g, y + r, &t, cells, attr,
 		    !ui->batch && at == ui->sel[scr]);
 	}
 	free(idx);
@@ -422,13 +445,15 @@ draw_box(struct top_grid *g, const char *title, char (*lines)[200], int n)
 	grid_fill(g, y, x, w, TA_TITLE, '-');
 	grid_fill(g, y + h - 1, x, w, TA_TITLE, '-');
 	for (i = 0; i < h; i++) {
-		grid_put(g, y + i, x, TA_TITLE, i == 0 || i == h - 1 ? "+" : "|");
+		grid_put(g, y + i, x, TA_TITLE,
+		    i == 0 || i == h - 1 ? "+" : "|");
 		grid_put(g, y + i, x + w - 1, TA_TITLE,
 		    i == 0 || i == h - 1 ? "+" : "|");
 	}
 	grid_printf(g, y, x + 2, TA_TITLE, " %s ", title);
 	for (i = 0; i < n && i < h - 2; i++)
-		grid_field(g, y + 1 + i, x + 2, w - 4, 0, TA_TITLE, lines[i]);
+		grid_field(g, y + 1 + i, &(struct grid_span){ x + 2, w - 4, 0 },
+		    TA_TITLE, lines[i]);
 }
 
 static void
@@ -642,8 +667,8 @@ draw_bars(struct top_ui *ui, const struct top_snap *s, struct top_grid *g)
 		fmt_escape(ui->status, strlen(ui->status), line, sizeof(line));
 		grid_put(g, g->h - 1, 0, TA_TITLE, line);
 	} else {
-		grid_put(g, g->h - 1, 0, TA_TITLE,
-		    "q quit  ? help  1-4 screens  / filter  p pause  +/- refresh");
+		grid_put(g, g->h - 1, 0, TA_TITLE, "q quit  ? help  "
+		    "1-4 screens  / filter  p pause  +/- refresh");
 	}
 }
 

@@ -122,57 +122,109 @@ top_src_fake_fetches(const struct top_src *src)
 	return ((const struct src_fake *)src)->fetches;
 }
 
+/* A key in progress, as fake_key() makes a struct top_key of it. */
+struct fake_key_spec {
+	uint64_t	 id;
+	const char	*key;
+	size_t		 keylen;
+	const char	*route;
+	const char	*owner;
+	int64_t		 age_ms;
+	int64_t		 lease_ms;
+	uint64_t	 waiters;
+};
+
+static const struct fake_key_spec fake_keys[] = {
+	{ 11, "stale-key-0001-zz", 17, "/payments", "gw1.example:4242",
+	  95000, -35000, 3 },
+	{ 12, "ctl\x01key\x1b[31mXY", 14, "/orders\x07", "gw2.example:77",
+	  40000, 20000, 1 },
+	{ 13, "abcdefghijklmnop", 16, "/payments/refunds",
+	  "gw1.example:4243", 2500, 57500, 0 },
+	{ 14, "k1", 2, "/", "gw3:9", 800, 59200, 0 },
+};
+
+/* A route's counts: requests, reused, and waits in buckets 0, 4 and 9. */
+struct fake_route_spec {
+	const char	*route;
+	uint64_t	 req, reused;
+	uint64_t	 b0, b4, b9;
+};
+
+static const struct fake_route_spec fake_routes[] = {
+	{ "/payments", 5000, 1500, 40, 10, 2 },
+	{ "/orders\x07", 1200, 100, 5, 0, 0 },
+	{ "/payments/refunds", 300, 150, 0, 0, 0 },
+};
+
+/* A cleanup run that started ago_s seconds before now. */
+struct fake_run_spec {
+	uint64_t	 id;
+	const char	*host;
+	int64_t		 ago_s;
+	int64_t		 dur;
+	const char	*outcome;
+	uint64_t	 rows;
+	const char	*reason;
+};
+
+static const struct fake_run_spec fake_runs[] = {
+	{ 3, "cron1", 60, 1500, "running", 200, "" },
+	{ 2, "cron1", 3600, 4200, "failed", 0, "Lost connection to server" },
+	{ 1, "cron2", 3 * 3600, 9000, "ok", 123456, "" },
+};
+
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+
 static void
-fake_key(struct top_key *k, uint64_t id, const char *key, size_t keylen,
-    const char *route, const char *owner, int64_t age_ms, int64_t lease_ms,
-    uint64_t waiters)
+fake_key(struct top_key *k, const struct fake_key_spec *f)
 {
 	size_t	 i;
 
-	k->id = id;
-	memcpy(k->key, key, keylen);
-	k->keylen = keylen;
+	k->id = f->id;
+	memcpy(k->key, f->key, f->keylen);
+	k->keylen = f->keylen;
 	for (i = 0; i < FP_LEN; i++)
-		k->scope[i] = (unsigned char)(id * 17 + i);
-	snprintf(k->route, sizeof(k->route), "%s", route);
-	snprintf(k->owner, sizeof(k->owner), "%s", owner);
-	k->age_ms = age_ms;
-	k->lease_left_ms = lease_ms;
-	k->waiters = waiters;
+		k->scope[i] = (unsigned char)(f->id * 17 + i);
+	snprintf(k->route, sizeof(k->route), "%s", f->route);
+	snprintf(k->owner, sizeof(k->owner), "%s", f->owner);
+	k->age_ms = f->age_ms;
+	k->lease_left_ms = f->lease_ms;
+	k->waiters = f->waiters;
 }
 
 static void
-fake_route(struct top_route *r, const char *route, uint64_t req,
-    uint64_t reused, uint64_t b0, uint64_t b4, uint64_t b9)
+fake_route(struct top_route *r, const struct fake_route_spec *f)
 {
-	snprintf(r->route, sizeof(r->route), "%s", route);
+	uint64_t	 req = f->req;
+
+	snprintf(r->route, sizeof(r->route), "%s", f->route);
 	r->c.n[TOPC_REQUESTS] = req;
-	r->c.n[TOPC_REUSED] = reused;
-	r->c.n[TOPC_CREATED] = req - reused;
+	r->c.n[TOPC_REUSED] = f->reused;
+	r->c.n[TOPC_CREATED] = req - f->reused;
 	r->c.n[TOPC_MISMATCHED] = req / 50;
 	r->c.n[TOPC_CONFLICTED] = req / 100;
-	r->c.n[TOPC_WAITED] = b0 + b4 + b9;
+	r->c.n[TOPC_WAITED] = f->b0 + f->b4 + f->b9;
 	r->c.n[TOPC_RELEASED] = req / 40;
-	r->wait_bucket[0] = b0;
-	r->wait_bucket[4] = b4;
-	r->wait_bucket[9] = b9;
-	r->wait_sum_ms = b0 * 5 + b4 * 400 + b9 * 20000;
+	r->wait_bucket[0] = f->b0;
+	r->wait_bucket[4] = f->b4;
+	r->wait_bucket[9] = f->b9;
+	r->wait_sum_ms = f->b0 * 5 + f->b4 * 400 + f->b9 * 20000;
 }
 
 static void
-fake_run(struct top_run *r, uint64_t id, const char *host, int64_t started,
-    int64_t dur, const char *outcome, uint64_t rows, const char *reason)
+fake_run(struct top_run *r, const struct fake_run_spec *f, int64_t now)
 {
-	r->id = id;
-	snprintf(r->host, sizeof(r->host), "%s", host);
-	r->started = started;
-	r->duration_ms = dur;
-	r->running = strcmp(outcome, "running") == 0;
-	r->rows_deleted = rows;
-	r->stale_released = rows / 100;
-	r->batches = rows / 1000 + 1;
-	snprintf(r->outcome, sizeof(r->outcome), "%s", outcome);
-	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	r->id = f->id;
+	snprintf(r->host, sizeof(r->host), "%s", f->host);
+	r->started = now - f->ago_s;
+	r->duration_ms = f->dur;
+	r->running = strcmp(f->outcome, "running") == 0;
+	r->rows_deleted = f->rows;
+	r->stale_released = f->rows / 100;
+	r->batches = f->rows / 1000 + 1;
+	snprintf(r->outcome, sizeof(r->outcome), "%s", f->outcome);
+	snprintf(r->reason, sizeof(r->reason), "%s", f->reason);
 }
 
 enum idem_err
@@ -184,9 +236,9 @@ top_fake_fill(struct top_snap *s, int64_t now_ms)
 
 	top_snap_init(&t);
 	t.now_ms = now_ms;
-	t.keys = calloc(4, sizeof(*t.keys));
-	t.routes = calloc(3, sizeof(*t.routes));
-	t.runs = calloc(3, sizeof(*t.runs));
+	t.keys = calloc(NELEM(fake_keys), sizeof(*t.keys));
+	t.routes = calloc(NELEM(fake_routes), sizeof(*t.routes));
+	t.runs = calloc(NELEM(fake_runs), sizeof(*t.runs));
 	if (t.keys == NULL || t.routes == NULL || t.runs == NULL) {
 		top_snap_free(&t);
 		return IDEM_ENOMEM;
@@ -201,27 +253,18 @@ top_fake_fill(struct top_snap *s, int64_t now_ms)
 		t.per_min[i].n[TOPC_RELEASED] = 1;
 		t.per_min[i].n[TOPC_STORE_ERRORS] = i == 3 ? 4 : 0;
 	}
-	fake_key(&t.keys[0], 11, "stale-key-0001-zz", 17, "/payments",
-	    "gw1.example:4242", 95000, -35000, 3);
-	fake_key(&t.keys[1], 12, "ctl\x01key\x1b[31mXY", 14, "/orders\x07",
-	    "gw2.example:77", 40000, 20000, 1);
-	fake_key(&t.keys[2], 13, "abcdefghijklmnop", 16, "/payments/refunds",
-	    "gw1.example:4243", 2500, 57500, 0);
-	fake_key(&t.keys[3], 14, "k1", 2, "/", "gw3:9", 800, 59200, 0);
-	t.nkeys = 4;
+	for (i = 0; i < NELEM(fake_keys); i++)
+		fake_key(&t.keys[i], &fake_keys[i]);
+	t.nkeys = NELEM(fake_keys);
 	t.inprog = 4;
 	t.waiting = 4;
 	t.oldest_ms = 95000;
-	fake_route(&t.routes[0], "/payments", 5000, 1500, 40, 10, 2);
-	fake_route(&t.routes[1], "/orders\x07", 1200, 100, 5, 0, 0);
-	fake_route(&t.routes[2], "/payments/refunds", 300, 150, 0, 0, 0);
-	t.nroutes = 3;
-	fake_run(&t.runs[0], 3, "cron1", now - 60, 1500, "running", 200, "");
-	fake_run(&t.runs[1], 2, "cron1", now - 3600, 4200, "failed", 0,
-	    "Lost connection to server");
-	fake_run(&t.runs[2], 1, "cron2", now - 3 * 3600, 9000, "ok", 123456,
-	    "");
-	t.nruns = 3;
+	for (i = 0; i < NELEM(fake_routes); i++)
+		fake_route(&t.routes[i], &fake_routes[i]);
+	t.nroutes = NELEM(fake_routes);
+	for (i = 0; i < NELEM(fake_runs); i++)
+		fake_run(&t.runs[i], &fake_runs[i], now);
+	t.nruns = NELEM(fake_runs);
 	t.last_ok = now - 3 * 3600 + 9;
 	top_snap_free(s);
 	*s = t;

@@ -1,4 +1,4 @@
-/* idemtop's text helpers: the cell grid, escaping, masking and number formats. */
+/* idemtop's text helpers: the cell grid, escaping, masking, numbers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "idemtop_fmt.h"
+#include "store.h"
 
 enum idem_err
 grid_init(struct top_grid *g, int w, int h)
@@ -141,18 +142,18 @@ text_width(const char *s)
 }
 
 void
-grid_field(struct top_grid *g, int y, int x, int width, int right, int attr,
+grid_field(struct top_grid *g, int y, const struct grid_span *f, int attr,
     const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	int	 w = text_width(s), pad, i;
+	int	 w = text_width(s), x = f->x, width = f->width, pad, i;
 
 	if (width <= 0)
 		return;
 	pad = w < width ? width - w : 0;
 	for (i = 0; i < width; i++)
 		cell(g, y, x + i, attr, ' ');
-	if (right)
+	if (f->right)
 		x += pad;
 	for (i = 0; *p != '\0' && i < width; i++) {
 		uint32_t cp = utf8_next(&p);
@@ -366,38 +367,18 @@ fmt_time(int64_t unix_s, char *out, size_t cap)
 		snprintf(out, cap, "?");
 }
 
-int64_t
-fmt_wait_quantile(const uint64_t *b, size_t nb, const int64_t *le_ms,
-    double p)
-{
-	uint64_t total = 0, acc = 0;
-	double	 want;
-	size_t	 i;
-
-	for (i = 0; i < nb; i++)
-		total += b[i];
-	if (total == 0)
-		return -1;
-	want = p * (double)total;
-	for (i = 0; i < nb; i++) {
-		acc += b[i];
-		if ((double)acc >= want && acc > 0)
-			return i + 1 < nb ? le_ms[i] : INT64_MAX;
-	}
-	return INT64_MAX;
-}
-
 void
 fmt_quantile(int64_t q, int64_t last_le_ms, int64_t max_ms, char *out,
     size_t cap)
 {
-	if (q == INT64_MAX && max_ms > last_le_ms)
+	if (q == STAT_WAIT_INF && max_ms > last_le_ms)
 		q = max_ms;
-	if (q < 0)
+	if (q == STAT_WAIT_NONE)
 		snprintf(out, cap, "-");
-	else if (q == INT64_MAX) {
+	else if (q == STAT_WAIT_INF) {
 		if (last_le_ms % 1000 == 0)
-			snprintf(out, cap, ">%llds", (long long)(last_le_ms / 1000));
+			snprintf(out, cap, ">%llds",
+			    (long long)(last_le_ms / 1000));
 		else
 			snprintf(out, cap, ">%lldms", (long long)last_le_ms);
 	} else if (q < 1000)

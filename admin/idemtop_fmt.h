@@ -45,9 +45,17 @@ void grid_clear(struct top_grid *g);
 int grid_put(struct top_grid *g, int y, int x, int attr, const char *s);
 int grid_printf(struct top_grid *g, int y, int x, int attr, const char *fmt,
     ...) __attribute__((format(printf, 5, 6)));
-/* Writes s padded with spaces (or clipped) to exactly width columns;
- * right != 0 aligns right. */
-void grid_field(struct top_grid *g, int y, int x, int width, int right,
+/* Where a field sits in a row: from column x, width columns wide, its
+ * text aligned right if right != 0, else left. */
+struct grid_span {
+	int	 x;
+	int	 width;
+	int	 right;
+};
+
+/* Writes s padded with spaces (or clipped) to exactly the span f of row
+ * y. */
+void grid_field(struct top_grid *g, int y, const struct grid_span *f,
     int attr, const char *s);
 /* Sets the attribute of columns [x0, x1) of row y. */
 void grid_attr(struct top_grid *g, int y, int x0, int x1, int attr);
@@ -88,17 +96,9 @@ void fmt_pct(uint64_t num, uint64_t den, char *out, size_t cap);
 /* "MM-DD HH:MM:SS" in local time. */
 void fmt_time(int64_t unix_s, char *out, size_t cap);
 
-/*
- * The wait time below which fraction p (0..1) of the waits fell, from the
- * non-cumulative histogram b[nb] with upper bounds le_ms[nb - 1] (last
- * bucket +Inf): the bucket's upper bound in ms, INT64_MAX for +Inf, -1
- * when there are no waits.
- */
-int64_t fmt_wait_quantile(const uint64_t *b, size_t nb, const int64_t *le_ms,
-    double p);
-/* fmt_wait_quantile's result as text: "-", "<=250ms", "<=2.5s"; past the
- * last bound, "<=30s" when the waits' own limit max_ms (a route's wait) is
- * known and larger, ">10s" otherwise. */
+/* A stat_wait_percentile result q as text: "-" for no waits, "<=250ms",
+ * "<=2.5s"; past the last bound last_le_ms, "<=30s" when the waits' own
+ * limit max_ms (a route's wait) is known and larger, ">10s" otherwise. */
 void fmt_quantile(int64_t q, int64_t last_le_ms, int64_t max_ms, char *out,
     size_t cap);
 

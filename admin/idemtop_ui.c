@@ -7,10 +7,6 @@
 #include "idemtop_ui.h"
 #include "idemtop_view.h"
 
-const int64_t top_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
-	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-};
-
 static const int64_t refresh_steps[] = {
 	500, 1000, 2000, 5000, 10000, 30000, 60000,
 };
@@ -199,8 +195,20 @@ reuse_permille(const struct top_route *r)
 int64_t
 top_route_q(const struct top_route *r, double p)
 {
-	return fmt_wait_quantile(r->wait_bucket, STAT_WAIT_BUCKETS,
-	    top_wait_le_ms, p);
+	return stat_wait_percentile(r->wait_bucket, p);
+}
+
+/* Routes x and y by counter id, and by wait percentile p. */
+static int
+cmp_count(const struct top_route *x, const struct top_route *y, int id)
+{
+	return cmp_u(x->c.n[id], y->c.n[id]);
+}
+
+static int
+cmp_q(const struct top_route *x, const struct top_route *y, double p)
+{
+	return cmp_i(top_route_q(x, p), top_route_q(y, p));
 }
 
 static int
@@ -233,14 +241,14 @@ cmp_row(const void *pa, const void *pb, void *arg)
 
 		switch (c->col) {
 		case 0: r = strcmp(x->route, y->route); break;
-		case 1: r = cmp_u(x->c.n[TOPC_REQUESTS], y->c.n[TOPC_REQUESTS]); break;
+		case 1: r = cmp_count(x, y, TOPC_REQUESTS); break;
 		case 2: r = cmp_u(reuse_permille(x), reuse_permille(y)); break;
-		case 3: r = cmp_u(x->c.n[TOPC_MISMATCHED], y->c.n[TOPC_MISMATCHED]); break;
-		case 4: r = cmp_u(x->c.n[TOPC_CONFLICTED], y->c.n[TOPC_CONFLICTED]); break;
-		case 5: r = cmp_u(x->c.n[TOPC_WAITED], y->c.n[TOPC_WAITED]); break;
-		case 6: r = cmp_i(top_route_q(x, 0.5), top_route_q(y, 0.5)); break;
-		case 7: r = cmp_i(top_route_q(x, 0.95), top_route_q(y, 0.95)); break;
-		case 8: r = cmp_u(x->c.n[TOPC_RELEASED], y->c.n[TOPC_RELEASED]); break;
+		case 3: r = cmp_count(x, y, TOPC_MISMATCHED); break;
+		case 4: r = cmp_count(x, y, TOPC_CONFLICTED); break;
+		case 5: r = cmp_count(x, y, TOPC_WAITED); break;
+		case 6: r = cmp_q(x, y, 0.5); break;
+		case 7: r = cmp_q(x, y, 0.95); break;
+		case 8: r = cmp_count(x, y, TOPC_RELEASED); break;
 		}
 	} else if (c->screen == SCR_RUNS) {
 		const struct top_run *x = &c->s->runs[a], *y = &c->s->runs[b];
@@ -404,7 +412,8 @@ selected_key(const struct top_ui *ui, const struct top_snap *s)
 	size_t		*idx, n;
 
 	n = top_view_rows(ui, s, SCR_INPROG, &idx);
-	if (n > 0 && ui->sel[SCR_INPROG] >= 0 && (size_t)ui->sel[SCR_INPROG] < n)
+	if (n > 0 && ui->sel[SCR_INPROG] >= 0 &&
+	    (size_t)ui->sel[SCR_INPROG] < n)
 		k = &s->keys[idx[ui->sel[SCR_INPROG]]];
 	free(idx);
 	return k;

@@ -65,10 +65,10 @@ struct top_ui {
 	int		 confirm;			/* 0, 'f' or 'c' */
 	uint64_t	 pending_id;			/* key to forget */
 	char		 status[256];			/* last message */
-	char		 error[256];			/* data source trouble */
-	int		 utf8;				/* may draw block glyphs */
-	int		 batch;				/* plain text, every row */
-	int		 page;				/* rows per page (last draw) */
+	char		 error[256];			/* source trouble */
+	int		 utf8;				/* may draw blocks */
+	int		 batch;				/* plain, every row */
+	int		 page;				/* last draw's page */
 };
 
 /* Defaults: overview, oldest first, busiest route first, newest run first. */

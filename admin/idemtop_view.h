@@ -1,4 +1,4 @@
-/* Shared inside idemtop's UI: table columns and the filtered, sorted row view. */
+/* Inside idemtop's UI: table columns and the filtered, sorted row view. */
 #ifndef IDEM_IDEMTOP_VIEW_H
 #define IDEM_IDEMTOP_VIEW_H
 
@@ -16,10 +16,6 @@ struct col {
 	int		 desc;		/* natural sort order is descending */
 };
 
-/* The wait histogram's upper bounds in ms (sql/001-init.sql); the last
- * bucket, not listed, is +Inf. */
-extern const int64_t top_wait_le_ms[STAT_WAIT_BUCKETS - 1];
-
 /* Columns of a table screen (NULL, *n = 0 for the overview). */
 const struct col *top_screen_cols(int screen, int *n);
 
@@ -34,7 +30,8 @@ size_t top_view_rows(const struct top_ui *ui, const struct top_snap *s,
 /* Clamps the selection of screen to n rows. */
 void top_clamp_sel(struct top_ui *ui, int screen, size_t n);
 
-/* A route's wait quantile p (fmt_wait_quantile). */
+/* A route's wait percentile p (stat_wait_percentile: no waits sort first,
+ * the +Inf bucket last). */
 int64_t top_route_q(const struct top_route *r, double p);
 
 #endif

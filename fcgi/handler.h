@@ -40,10 +40,10 @@ void sink_init(struct sink *s, int buffered, size_t max, const char *extra,
 void sink_free(struct sink *s);		/* NULL is a no-op */
 
 /*
- * Feeds n bytes of handler output (signature of cgi_run.out).  IDEM_EHANDLER
- * when the head is invalid or too large (logged here; the run is aborted:
- * 502).  A client
- * that went away is never an error here.
+ * Feeds n bytes of handler output (the signature of cgi_exchange.out).
+ * An error aborts the run and is logged here: IDEM_EHANDLER when the head
+ * is invalid or too large (502), IDEM_ENOMEM when the body cannot be kept
+ * (500).  A client that went away is never an error here.
  */
 enum idem_err sink_feed(void *arg, const void *p, size_t n);
 

@@ -199,7 +199,7 @@ board_cache(struct rcache *rc)
  * safe).  Stops with the request threads.
  */
 static void *
-keeper_main(void *arg)
+worker_keeper(void *arg)
 {
 	struct worker	*w = arg;
 	struct store	*st = NULL;
@@ -318,7 +318,7 @@ worker_start_parts(struct worker *w)
 			log_err("out of memory");
 			return -1;
 		}
-		if (pthread_create(&w->keeper, NULL, keeper_main, w) == 0)
+		if (pthread_create(&w->keeper, NULL, worker_keeper, w) == 0)
 			w->keeper_ok = 1;
 		else
 			log_err("cannot start replay cache thread: cache off");

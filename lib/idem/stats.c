@@ -98,7 +98,8 @@ evict_oldest(struct stats *s)
 	s->e[old] = s->e[s->n - 1];
 	s->n--;
 	if (s->dropped++ == 0)
-		log_warn("counters: too many rows pending; dropping the oldest");
+		log_warn("counters: too many rows pending; "
+		    "dropping the oldest");
 }
 
 /* The row for (minute, route), created if needed; NULL only on ENOMEM.
@@ -156,9 +157,7 @@ stats_wait(struct stats *s, const char *route, int64_t wait_ms)
 		return;
 	if (wait_ms < 0)
 		wait_ms = 0;
-	for (b = 0; b < STAT_WAIT_BUCKETS - 1; b++)
-		if (wait_ms <= stat_wait_le_ms[b])
-			break;
+	b = stat_wait_bucket(wait_ms);
 	pthread_mutex_lock(&s->mu);
 	if ((e = slot(s, minute_now(), route)) != NULL) {
 		e->n[STAT_WAITED]++;

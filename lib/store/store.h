@@ -218,6 +218,21 @@ enum stat_id {
 #define STAT_WAIT_BUCKETS	10
 extern const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1];
 
+/* The bucket a wait of wait_ms falls in: the first whose bound it does not
+ * pass, the last (+Inf) past them all; a negative wait counts as 0. */
+size_t stat_wait_bucket(int64_t wait_ms);
+
+/* stat_wait_percentile's answers that are not a bound; they sort below
+ * and above every bound. */
+#define STAT_WAIT_NONE	(-1)		/* no waits at all */
+#define STAT_WAIT_INF	INT64_MAX	/* in the +Inf bucket */
+
+/* The wait histogram's percentile p (0 < p <= 1): the upper bound in ms of
+ * the bucket holding it, STAT_WAIT_INF for the +Inf bucket, STAT_WAIT_NONE
+ * when bucket[] is all 0.  Callers say "no data" in their own words. */
+int64_t stat_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS],
+    double p);
+
 /* Column names, for SQL and for idemctl/idemtop output. */
 extern const char *const stat_names[STAT__COUNT];
 

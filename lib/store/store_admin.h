@@ -24,10 +24,11 @@ struct cleanup_opts {
 	int64_t		 max_ms;		/* 0 = no time limit */
 	int64_t		 sleep_ms;		/* pause between batches */
 	int		 dry_run;		/* count only, change nothing */
-	int64_t		 stale_after_ms;	/* in-progress rows this long past lease */
+	/* In-progress rows are stale this long past their lease. */
+	int64_t		 stale_after_ms;
 	int64_t		 counters_retention_ms;
 	int64_t		 runs_retention_ms;
-	const char	*host;			/* recorded in idem_cleanup_runs */
+	const char	*host;			/* for idem_cleanup_runs */
 	/* Called before each batch when set (--max-lag): returns once the
 	 * run may go on (IDEM_OK), when deadline (0: none) passed
 	 * (IDEM_ETIMEOUT), or on an error, with its text in err, that ends
@@ -38,14 +39,15 @@ struct cleanup_opts {
 };
 
 struct cleanup_result {
-	uint64_t	 run_id;		/* idem_cleanup_runs.id, 0 if none */
-	uint64_t	 rows_deleted;		/* expired keys (dry run: would go) */
+	uint64_t	 run_id;		/* idem_cleanup_runs.id, or 0 */
+	uint64_t	 rows_deleted;		/* expired keys (dry: to go) */
 	uint64_t	 stale_released;	/* abandoned in-progress keys */
 	uint64_t	 counters_pruned;	/* idem_counters rows */
 	uint64_t	 runs_pruned;		/* idem_cleanup_runs rows */
-	unsigned	 batches;		/* DELETEs on idem_keys that removed rows */
+	/* DELETEs on idem_keys that removed rows */
+	unsigned	 batches;
 	int64_t		 elapsed_ms;
-	char		 outcome[16];		/* ok, partial, failed, dry-run */
+	char		 outcome[16];		/* ok partial failed dry-run */
 	char		 reason[256];
 };
 
@@ -86,7 +88,7 @@ struct admin_key {
 	uint64_t		 id;
 	enum admin_key_state	 state;
 	int			 raw_state;	/* column value: 0, 1, 2 */
-	int			 lease_live;	/* in progress and lease not passed */
+	int			 lease_live;	/* in progress, lease live */
 	char			 route[256];
 	char			 method[17];
 	char			 owner[256];
@@ -132,7 +134,8 @@ enum idem_err store_admin_forget_id(struct store *st, uint64_t id, int force,
 struct admin_stat {
 	char		 route[256];
 	uint64_t	 n[STAT__COUNT];
-	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];	/* not cumulative */
+	/* The wait histogram, not cumulative. */
+	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];
 	uint64_t	 wait_sum_ms;
 };
 
@@ -146,11 +149,12 @@ enum idem_err store_admin_stats(struct store *st, int64_t since_s,
 
 /* Live table state for gauges. */
 struct admin_gauges {
-	uint64_t	 rows[3];		/* by state: in progress, completed, tombstone */
-	uint64_t	 expired;		/* rows past expiry, all states */
+	/* Rows by state: in progress, completed, tombstone. */
+	uint64_t	 rows[3];
+	uint64_t	 expired;		/* past expiry, any state */
 	uint64_t	 waiters;		/* sum over in-progress rows */
 	double		 oldest_in_progress_s;	/* age, 0 if none */
-	int		 has_cleanup;		/* a finished non-dry run exists */
+	int		 has_cleanup;		/* a finished run, not dry */
 	double		 last_cleanup_end;	/* unix seconds */
 	int		 last_cleanup_ok;	/* its outcome was ok */
 	int		 has_cleanup_ok;
@@ -187,10 +191,5 @@ enum idem_err store_admin_mode(struct store *st, struct admin_mode *m);
  */
 enum idem_err store_admin_privileges(struct store *st,
     struct admin_priv *privs, size_t max, size_t *n);
-
-/* The wait histogram percentile p (0 < p <= 1) as the upper bound in ms of
- * the bucket holding it: -1 for the +Inf bucket, -2 if there are no waits. */
-int64_t admin_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS],
-    double p);
 
 #endif

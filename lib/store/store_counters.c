@@ -8,38 +8,59 @@
 #include "store.h"
 #include "store_int.h"
 
+#define COL_NAME(c)	#c,
+#define COL_ONE(c)	+ 1
+
 const char *const stat_names[STAT__COUNT] = {
-	[STAT_REQUESTS] = "requests",
-	[STAT_CREATED] = "created",
-	[STAT_REUSED] = "reused",
-	[STAT_MISMATCHED] = "mismatched",
-	[STAT_CONFLICTED] = "conflicted",
-	[STAT_WAITED] = "waited",
-	[STAT_RELEASED] = "released",
-	[STAT_TOMBSTONED] = "tombstoned",
-	[STAT_STORE_ERRORS] = "store_errors",
-	[STAT_MISSING_KEY] = "missing_key",
-	[STAT_INVALID_KEY] = "invalid_key",
-	[STAT_PASSTHROUGH] = "passthrough",
-	[STAT_QUOTA_REJECTED] = "quota_rejected",
+	COUNTER_STAT_COLUMNS(COL_NAME)
 };
+
+/* Every counter column, stat_names' then the wait histogram's. */
+static const char *const counter_cols[] = { COUNTER_COLUMNS(COL_NAME) };
+#define COUNTER_COLS	(sizeof(counter_cols) / sizeof(counter_cols[0]))
+
+_Static_assert(0 COUNTER_STAT_COLUMNS(COL_ONE) == STAT__COUNT,
+    "COUNTER_STAT_COLUMNS names every stat_id");
+_Static_assert(0 COUNTER_WAIT_COLUMNS(COL_ONE) == 1 + STAT_WAIT_BUCKETS,
+    "COUNTER_WAIT_COLUMNS has wait_sum_ms and every bucket");
 
 const int64_t stat_wait_le_ms[STAT_WAIT_BUCKETS - 1] = {
 	10, 50, 100, 250, 500, 1000, 2500, 5000, 10000
 };
 
-#define COUNTER_COLS	(STAT__COUNT + 1 + STAT_WAIT_BUCKETS)
-
-/* Name of counter column i: stat_names, wait_sum_ms, wait_b0..b9. */
-static void
-counter_col(size_t i, char *out, size_t outlen)
+size_t
+stat_wait_bucket(int64_t wait_ms)
 {
-	if (i < STAT__COUNT)
-		snprintf(out, outlen, "%s", stat_names[i]);
-	else if (i == STAT__COUNT)
-		snprintf(out, outlen, "wait_sum_ms");
-	else
-		snprintf(out, outlen, "wait_b%zu", i - STAT__COUNT - 1);
+	size_t	 b;
+
+	for (b = 0; b < STAT_WAIT_BUCKETS - 1; b++)
+		if (wait_ms <= stat_wait_le_ms[b])
+			break;
+	return b;
+}
+
+int64_t
+stat_wait_percentile(const uint64_t bucket[STAT_WAIT_BUCKETS], double p)
+{
+	uint64_t	 total = 0, want, cum = 0;
+	size_t		 i;
+
+	for (i = 0; i < STAT_WAIT_BUCKETS; i++)
+		total += bucket[i];
+	if (total == 0)
+		return STAT_WAIT_NONE;
+	/* The smallest bucket whose cumulative count reaches p * total. */
+	want = (uint64_t)(p * (double)total);
+	if ((double)want < p * (double)total)
+		want++;
+	if (want == 0)
+		want = 1;
+	for (i = 0; i < STAT_WAIT_BUCKETS - 1; i++) {
+		cum += bucket[i];
+		if (cum >= want)
+			return stat_wait_le_ms[i];
+	}
+	return STAT_WAIT_INF;
 }
 
 /*
@@ -49,15 +70,12 @@ counter_col(size_t i, char *out, size_t outlen)
 static enum idem_err
 cols_add(struct buf *b, const char *lead, const char *sep, const char *fmt)
 {
-	char		 col[32];
 	size_t		 i;
 	enum idem_err	 er = IDEM_OK;
 
-	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++) {
-		counter_col(i, col, sizeof(col));
+	for (i = 0; er == IDEM_OK && i < COUNTER_COLS; i++)
 		if ((er = buf_addstr(b, i ? sep : lead)) == IDEM_OK)
-			er = buf_printf(b, fmt, col);
-	}
+			er = buf_printf(b, fmt, counter_cols[i]);
 	return er;
 }
 
@@ -109,7 +127,8 @@ store_counters_fold_sql(void)
 	if (er == IDEM_OK)
 		er = cols_add(&b, ", ", ", ", "SUM(%1$s)");
 	if (er == IDEM_OK)
-		er = buf_addstr(&b, " FROM idem_counters WHERE minute < @idem_cut"
+		er = buf_addstr(&b, " FROM idem_counters"
+		    " WHERE minute < @idem_cut"
 		    " GROUP BY host, route ON DUPLICATE KEY UPDATE ");
 	if (er == IDEM_OK)
 		er = cols_add(&b, "", ", ", "%1$s = %1$s + VALUES(%1$s)");

@@ -52,15 +52,12 @@ struct store {
 	 * Its named locks are only as old as that: see store_claim. */
 	int64_t			 boot_s;
 	int64_t			 max_packet;	/* server's, 0 unknown */
-	int			 galera;	/* a Galera node: no named locks */
+	int			 galera;	/* Galera: no named locks */
 	/* mysql_group may list several groups (one per node): the one in
 	 * use, and the one the next connect tries first. */
 	unsigned		 group_cur, group_next;
 	char			 group[128];	/* the one in use */
 	uint64_t		 round_trips;	/* statements executed */
-	/* Set by a claim that found a key's lock free while its lease was
-	 * live (the owner died): store_wait then sleeps out the lease
-	 * instead of waking at once on the free lock, again and again. */
 	/* Keys this connection recently completed or replayed (a hint, not
 	 * a truth: a hit only decides which statement goes first). */
 	uint64_t		 seen[STORE_SEEN_SLOTS];
@@ -214,25 +211,33 @@ void store_out_text_end(char *p, size_t cap, unsigned long len,
 
 /* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
  * before @idem_cut to idem_counters_total, per host and route, every
- * counter column built from stat_names like the gateway's INSERT. */
+ * counter column from COUNTER_COLUMNS like the gateway's INSERT. */
 char *store_counters_fold_sql(void);
 
-/* The counter columns, in stat_id order, then wait_sum_ms and buckets. */
-#define COUNTER_COLS_PLAIN						\
-	"requests, created, reused, mismatched, conflicted, waited, "	\
-	"released, tombstoned, store_errors, missing_key, invalid_key, " \
-	"passthrough, quota_rejected, wait_sum_ms, wait_b0, wait_b1, "	\
-	"wait_b2, wait_b3, wait_b4, wait_b5, wait_b6, wait_b7, wait_b8, " \
-	"wait_b9"
+/*
+ * The counter columns of idem_counters and idem_counters_total, the one
+ * list that stat_names, the gateway's INSERT, cleanup's fold and the
+ * SELECTs below are made of: X(column) for each, the counters in stat_id
+ * order, then wait_sum_ms and a column per bucket (STAT_WAIT_BUCKETS).
+ */
+#define COUNTER_STAT_COLUMNS(X)						\
+	X(requests) X(created) X(reused) X(mismatched) X(conflicted)	\
+	X(waited) X(released) X(tombstoned) X(store_errors)		\
+	X(missing_key) X(invalid_key) X(passthrough) X(quota_rejected)
+#define COUNTER_WAIT_COLUMNS(X)						\
+	X(wait_sum_ms) X(wait_b0) X(wait_b1) X(wait_b2) X(wait_b3)	\
+	X(wait_b4) X(wait_b5) X(wait_b6) X(wait_b7) X(wait_b8) X(wait_b9)
+#define COUNTER_COLUMNS(X)						\
+	COUNTER_STAT_COLUMNS(X) COUNTER_WAIT_COLUMNS(X)
 
-#define STAT_COLS							\
-	"SUM(requests), SUM(created), SUM(reused), SUM(mismatched), "	\
-	"SUM(conflicted), SUM(waited), SUM(released), SUM(tombstoned), " \
-	"SUM(store_errors), SUM(missing_key), SUM(invalid_key), "	\
-	"SUM(passthrough), SUM(quota_rejected), SUM(wait_sum_ms), "	\
-	"SUM(wait_b0), SUM(wait_b1), " \
-	"SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), "	\
-	"SUM(wait_b6), SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
+#define COUNTER_COL_PLAIN(c)	", " #c
+#define COUNTER_COL_SUM(c)	", SUM(" #c ")"
+/* ", requests, created, ..., wait_b9": every column, each after ", ". */
+#define COUNTER_COLS_PLAIN	COUNTER_COLUMNS(COUNTER_COL_PLAIN)
+/* ", SUM(requests), ..., SUM(wait_b9)". */
+#define STAT_COLS		COUNTER_COLUMNS(COUNTER_COL_SUM)
+/* ", SUM(wait_sum_ms), SUM(wait_b0), ..., SUM(wait_b9)". */
+#define STAT_WAIT_COLS		COUNTER_WAIT_COLUMNS(COUNTER_COL_SUM)
 
 /* 1 while a connection is up. */
 int store_connected(const struct store *st);

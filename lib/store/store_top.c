@@ -1,4 +1,4 @@
-/* idemtop's SQL: read-only prepared SELECTs over counters, keys and runs, plus forget. */
+/* idemtop's SQL: read-only SELECTs over counters, keys and runs; forget. */
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "store_top.h"
 
 #define Q_COLS		24
-#define Q_COLCAP	512	/* widest column: VARBINARY(255) / VARCHAR(255) */
+#define Q_COLCAP	512	/* widest: VARBINARY(255), VARCHAR(255) */
 
 /* One prepared statement with every result column bound as text. */
 struct q {
@@ -71,21 +71,27 @@ fail:
 	return NULL;
 }
 
-/* 1 with a row in q's buffers, 0 at the end, -1 on error. */
-static int
+/* What q_next() found. */
+enum q_step {
+	Q_ROW,		/* a row, in q's buffers */
+	Q_END,		/* no more rows */
+	Q_FAILED,	/* the fetch failed (store_last_error) */
+};
+
+static enum q_step
 q_next(struct store *st, struct q *q)
 {
 	unsigned	 i;
 	int		 rc;
 
 	if ((rc = store_fetch(st, q->stmt)) != 0)
-		return rc == 1 ? 0 : -1;
+		return rc == 1 ? Q_END : Q_FAILED;
 	/* Truncated only for columns wider than Q_COLCAP, which the schema
 	 * does not have: clipped rather than failed. */
 	for (i = 0; i < q->ncols; i++)
 		store_out_text_end(q->buf[i], Q_COLCAP, q->len[i],
 		    q->isnull[i]);
-	return 1;
+	return Q_ROW;
 }
 
 static int64_t
@@ -127,10 +133,7 @@ static const char SQL_MINUTES[] =
 static const char SQL_ROUTES[] =
     "SELECT route, SUM(requests), SUM(created), SUM(reused),"
     " SUM(mismatched), SUM(conflicted), SUM(waited), SUM(released),"
-    " SUM(store_errors), SUM(quota_rejected), SUM(wait_sum_ms),"
-    " SUM(wait_b0), SUM(wait_b1),"
-    " SUM(wait_b2), SUM(wait_b3), SUM(wait_b4), SUM(wait_b5), SUM(wait_b6),"
-    " SUM(wait_b7), SUM(wait_b8), SUM(wait_b9)"
+    " SUM(store_errors), SUM(quota_rejected)" STAT_WAIT_COLS
     " FROM idem_counters WHERE minute >= FROM_UNIXTIME(?)"
     " GROUP BY route ORDER BY SUM(requests) DESC, route LIMIT 500";
 
@@ -153,7 +156,8 @@ static const char SQL_RUNS[] =
     " FROM idem_cleanup_runs ORDER BY started_at DESC, id DESC LIMIT 100";
 
 static const char SQL_LAST_OK[] =
-    "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at, started_at)))), -1)"
+    "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at,"
+    " started_at)))), -1)"
     " FROM idem_cleanup_runs WHERE outcome = 'ok'";
 
 
@@ -163,18 +167,18 @@ one_row(struct store *st, const char *sql, int64_t *vals, unsigned nvals)
 {
 	struct q	*q;
 	unsigned	 i;
-	int		 rc = 0;
+	enum q_step	 step;
 
 	if ((q = q_run(st, sql, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
-	rc = q_next(st, q);
-	if (rc == 1)
+	step = q_next(st, q);
+	if (step == Q_ROW)
 		for (i = 0; i < nvals && i < q->ncols; i++)
 			vals[i] = q_int(q, i);
 	q_close(q);
-	if (rc == 0)
+	if (step == Q_END)
 		store_fail(st, IDEM_ESTORE, "no row");
-	return rc == 1 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_ROW ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -209,13 +213,13 @@ fetch_minutes(struct store *st, struct top_snap *s)
 	struct q	*q;
 	int64_t		 cur, from, ago;
 	unsigned	 i;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	cur = s->now_ms / 1000 / 60 * 60;
 	from = cur - (TOP_MINUTES - 1) * 60;
 	if ((q = q_run(st, SQL_MINUTES, &from, 1)) == NULL)
 		return IDEM_ESTORE;
-	while ((rc = q_next(st, q)) == 1) {
+	while ((step = q_next(st, q)) == Q_ROW) {
 		ago = (cur - q_int(q, 0)) / 60;
 		/* Rows stamped ahead of the database clock (a writer with a
 		 * skewed clock) count as the current minute. */
@@ -227,7 +231,7 @@ fetch_minutes(struct store *st, struct top_snap *s)
 			s->per_min[ago].n[i] += q_u64(q, 1 + i);
 	}
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -237,7 +241,7 @@ fetch_routes(struct store *st, struct top_snap *s)
 	struct top_route *r;
 	int64_t		 from;
 	unsigned	 i;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	from = s->now_ms / 1000 / 60 * 60 - (TOP_ROUTE_WINDOW_MIN - 1) * 60;
 	if ((q = q_run(st, SQL_ROUTES, &from, 1)) == NULL)
@@ -248,7 +252,7 @@ fetch_routes(struct store *st, struct top_snap *s)
 		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nroutes < TOP_MAX_ROUTES &&
-	    (rc = q_next(st, q)) == 1) {
+	    (step = q_next(st, q)) == Q_ROW) {
 		r = &s->routes[s->nroutes++];
 		q_text(q, 0, r->route, sizeof(r->route));
 		for (i = 0; i < TOPC__COUNT; i++)
@@ -258,9 +262,9 @@ fetch_routes(struct store *st, struct top_snap *s)
 			r->wait_bucket[i] = q_u64(q, 2 + TOPC__COUNT + i);
 	}
 	if (s->nroutes == TOP_MAX_ROUTES)
-		rc = 0;
+		step = Q_END;
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -268,7 +272,7 @@ fetch_keys(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_key	*k;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	if ((q = q_run(st, SQL_KEYS, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
@@ -278,7 +282,7 @@ fetch_keys(struct store *st, struct top_snap *s)
 		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nkeys < TOP_MAX_KEYS &&
-	    (rc = q_next(st, q)) == 1) {
+	    (step = q_next(st, q)) == Q_ROW) {
 		k = &s->keys[s->nkeys++];
 		k->id = q_u64(q, 0);
 		k->keylen = q_text(q, 1, k->key, sizeof(k->key));
@@ -291,9 +295,9 @@ fetch_keys(struct store *st, struct top_snap *s)
 		k->waiters = q_u64(q, 7);
 	}
 	if (s->nkeys == TOP_MAX_KEYS)
-		rc = 0;
+		step = Q_END;
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 static enum idem_err
@@ -301,7 +305,7 @@ fetch_runs(struct store *st, struct top_snap *s)
 {
 	struct q	*q;
 	struct top_run	*r;
-	int		 rc = 0;
+	enum q_step	 step = Q_END;
 
 	if ((q = q_run(st, SQL_RUNS, NULL, 0)) == NULL)
 		return IDEM_ESTORE;
@@ -311,7 +315,7 @@ fetch_runs(struct store *st, struct top_snap *s)
 		return store_fail(st, IDEM_ENOMEM, "out of memory");
 	}
 	while (s->nruns < TOP_MAX_RUNS &&
-	    (rc = q_next(st, q)) == 1) {
+	    (step = q_next(st, q)) == Q_ROW) {
 		r = &s->runs[s->nruns++];
 		r->id = q_u64(q, 0);
 		q_text(q, 1, r->host, sizeof(r->host));
@@ -325,9 +329,9 @@ fetch_runs(struct store *st, struct top_snap *s)
 		q_text(q, 9, r->reason, sizeof(r->reason));
 	}
 	if (s->nruns == TOP_MAX_RUNS)
-		rc = 0;
+		step = Q_END;
 	q_close(q);
-	return rc == 0 ? IDEM_OK : IDEM_ESTORE;
+	return step == Q_END ? IDEM_OK : IDEM_ESTORE;
 }
 
 void

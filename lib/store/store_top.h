@@ -1,4 +1,4 @@
-/* Read-only queries behind idemtop: fleet counters, in-progress keys, cleanup runs. */
+/* Read-only queries behind idemtop: counters, keys in progress, cleanups. */
 #ifndef IDEM_STORE_TOP_H
 #define IDEM_STORE_TOP_H
 
@@ -50,7 +50,8 @@ struct top_key {
 struct top_route {
 	char		 route[TOP_TEXT_MAX];
 	struct top_counts c;
-	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];	/* not cumulative */
+	/* The wait histogram, not cumulative. */
+	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];
 	uint64_t	 wait_sum_ms;
 	int64_t		 wait_ms;	/* its wait in the config, 0 unknown */
 };
@@ -84,8 +85,9 @@ struct top_snap {
 	struct top_counts per_min[TOP_MINUTES];
 	uint64_t	 inprog;		/* keys in progress now */
 	uint64_t	 waiting;		/* SUM(waiters) of those */
-	int64_t		 oldest_ms;		/* age of the oldest, 0 if none */
-	int64_t		 last_ok;		/* end of last ok cleanup (unix s), -1 none */
+	int64_t		 oldest_ms;		/* age of the oldest, 0: none */
+	/* End of the last ok cleanup (unix seconds), -1 if none. */
+	int64_t		 last_ok;
 	struct top_key	*keys;			/* oldest first */
 	size_t		 nkeys;
 	struct top_route *routes;		/* most requests first */

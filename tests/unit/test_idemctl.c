@@ -102,18 +102,18 @@ main(void)
 
 	/* percentiles: upper bound of the bucket holding it */
 	memset(bk, 0, sizeof(bk));
-	CHECK(admin_wait_percentile(bk, 0.5) == -2);
+	CHECK(stat_wait_percentile(bk, 0.5) == STAT_WAIT_NONE);
 	bk[0] = 5;
 	bk[1] = 3;
 	bk[2] = 1;
 	bk[9] = 1;
-	CHECK(admin_wait_percentile(bk, 0.5) == 10);
-	CHECK(admin_wait_percentile(bk, 0.8) == 50);
-	CHECK(admin_wait_percentile(bk, 0.9) == 100);
-	CHECK(admin_wait_percentile(bk, 0.95) == -1);
+	CHECK(stat_wait_percentile(bk, 0.5) == 10);
+	CHECK(stat_wait_percentile(bk, 0.8) == 50);
+	CHECK(stat_wait_percentile(bk, 0.9) == 100);
+	CHECK(stat_wait_percentile(bk, 0.95) == STAT_WAIT_INF);
 	memset(bk, 0, sizeof(bk));
 	bk[8] = 1;
-	CHECK(admin_wait_percentile(bk, 0.99) == 10000);
+	CHECK(stat_wait_percentile(bk, 0.99) == 10000);
 
 	/* JSON and Prometheus escaping */
 	f = open_memstream(&p, &len);

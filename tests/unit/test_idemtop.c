@@ -70,8 +70,6 @@ test_fmt(void)
 {
 	char	 b[128];
 	uint64_t buckets[STAT_WAIT_BUCKETS] = { 0 };
-	static const int64_t le[9] = { 10, 50, 100, 250, 500, 1000, 2500,
-	    5000, 10000 };
 
 	fmt_escape("a\x01" "b\\c\x7f\xc3", 7, b, sizeof(b));
 	CHECK(strcmp(b, "a\\x01b\\\\c\\x7f\\xc3") == 0);
@@ -118,26 +116,25 @@ test_fmt(void)
 	fmt_count(12300000000ULL, b, sizeof(b));
 	CHECK(strcmp(b, "12.3G") == 0);
 
-	CHECK(fmt_wait_quantile(buckets, STAT_WAIT_BUCKETS, le, 0.5) == -1);
+	CHECK(stat_wait_percentile(buckets, 0.5) == STAT_WAIT_NONE);
 	buckets[0] = 8;
 	buckets[5] = 6;
-	CHECK(fmt_wait_quantile(buckets, STAT_WAIT_BUCKETS, le, 0.5) == 10);
-	CHECK(fmt_wait_quantile(buckets, STAT_WAIT_BUCKETS, le, 0.95) == 1000);
+	CHECK(stat_wait_percentile(buckets, 0.5) == 10);
+	CHECK(stat_wait_percentile(buckets, 0.95) == 1000);
 	buckets[9] = 100;
-	CHECK(fmt_wait_quantile(buckets, STAT_WAIT_BUCKETS, le, 0.95) ==
-	    INT64_MAX);
-	fmt_quantile(INT64_MAX, 10000, 0, b, sizeof(b));
+	CHECK(stat_wait_percentile(buckets, 0.95) == STAT_WAIT_INF);
+	fmt_quantile(STAT_WAIT_INF, 10000, 0, b, sizeof(b));
 	CHECK(strcmp(b, ">10s") == 0);
 	/* A route with wait = 30s: its waits end by 30 s. */
-	fmt_quantile(INT64_MAX, 10000, 30000, b, sizeof(b));
+	fmt_quantile(STAT_WAIT_INF, 10000, 30000, b, sizeof(b));
 	CHECK(strcmp(b, "<=30s") == 0);
-	fmt_quantile(INT64_MAX, 10000, 5000, b, sizeof(b));
+	fmt_quantile(STAT_WAIT_INF, 10000, 5000, b, sizeof(b));
 	CHECK(strcmp(b, ">10s") == 0);
 	fmt_quantile(2500, 10000, 30000, b, sizeof(b));
 	CHECK(strcmp(b, "<=2.5s") == 0);
 	fmt_quantile(250, 10000, 0, b, sizeof(b));
 	CHECK(strcmp(b, "<=250ms") == 0);
-	fmt_quantile(-1, 10000, 30000, b, sizeof(b));
+	fmt_quantile(STAT_WAIT_NONE, 10000, 30000, b, sizeof(b));
 	CHECK(strcmp(b, "-") == 0);
 }
 
