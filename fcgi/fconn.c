@@ -211,7 +211,11 @@ fconn_record_in(struct fconn *c)
 		    sizeof(u));
 	}
 	if (type == FCGI_BEGIN_REQUEST) {
-		if (clen != 8)
+		/* A second BEGIN for the live id breaks that request's
+		 * stream, like PARAMS after their end: the connection
+		 * goes.  Refusing it with END_REQUEST would end the live
+		 * request in the web server's eyes before its answer. */
+		if (clen != 8 || (c->id != 0 && id == c->id))
 			return IDEM_EINVAL;
 		if (c->id != 0)		/* one request at a time */
 			return fconn_end(&c->reply, id, FCGI_CANT_MPX_CONN);
