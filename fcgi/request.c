@@ -1,26 +1,17 @@
 /* One FastCGI request: params, route, body, then the guard. */
-#include <sys/socket.h>
-
-#include <errno.h>
-#include <poll.h>
-#include <stdint.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-#include "guard.h"
 #include "fconn.h"
+#include "fout.h"
+#include "guard.h"
 #include "log.h"
 #include "reader.h"
 #include "path.h"
 #include "request.h"
 #include "status.h"
 #include "route.h"
-
-/* STDOUT record content gathered before a write (a record holds 65535). */
-#define FOUT_CHUNK	32768
 
 const char *
 request_param(char *const *envp, const char *name)
@@ -130,122 +121,6 @@ request_params_filter(char *const *envp)
 	}
 	out[j] = NULL;
 	return out;
-}
-
-/*
- * The answer as FastCGI records on the connection: bytes gather in a
- * buffer and go out as STDOUT records of up to 64 KiB; END_REQUEST at the
- * end.  A web server that stops reading for client_timeout is given up.
- */
-struct fout {
-	int		 fd;
-	uint16_t	 id;
-	int64_t		 timeout_ms;
-	struct buf	 recs;		/* records not yet written */
-	unsigned char	 data[FOUT_CHUNK];
-	size_t		 len;
-	int		 failed;
-};
-
-/* Writes all of p; -1 when the peer is gone or too slow. */
-static int
-fout_send(struct fout *o, const void *vp, size_t n)
-{
-	const char	*p = vp;
-	struct pollfd	 pfd = { o->fd, POLLOUT, 0 };
-	ssize_t		 w;
-
-	while (n > 0) {
-		w = send(o->fd, p, n, MSG_NOSIGNAL);
-		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN &&
-		    poll(&pfd, 1, (int)o->timeout_ms) > 0)
-			continue;
-		return -1;
-	}
-	return 0;
-}
-
-/* Sends what is gathered as one STDOUT record. */
-static int
-fout_flush(struct fout *o)
-{
-	int	 rc;
-
-	if (o->len == 0)
-		return 0;
-	buf_reset(&o->recs);
-	if (fconn_record(&o->recs, FCGI_STDOUT, o->id, o->data, o->len) !=
-	    IDEM_OK)
-		return -1;
-	o->len = 0;
-	rc = fout_send(o, o->recs.p, o->recs.len);
-	return rc;
-}
-
-static int
-fout_write(void *arg, const void *vp, size_t n)
-{
-	struct fout	*o = arg;
-	const char	*p = vp;
-	size_t		 k;
-
-	while (n > 0) {
-		k = sizeof(o->data) - o->len;
-		if (k > n)
-			k = n;
-		memcpy(o->data + o->len, p, k);
-		o->len += k;
-		p += k;
-		n -= k;
-		if (o->len == sizeof(o->data) && fout_flush(o) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The end of the answer: what is left, an empty STDOUT, END_REQUEST. */
-static int
-fout_end(struct fout *o)
-{
-	if (fout_flush(o) != 0)
-		return -1;
-	buf_reset(&o->recs);
-	if (fconn_record(&o->recs, FCGI_STDOUT, o->id, NULL, 0) != IDEM_OK ||
-	    fconn_end(&o->recs, o->id, FCGI_REQUEST_COMPLETE) != IDEM_OK)
-		return -1;
-	return fout_send(o, o->recs.p, o->recs.len);
-}
-
-/* reply.end: the answer ends here; the connection is not kept, since
- * this thread stays busy with the run. */
-static int
-fout_finish(void *arg)
-{
-	struct fout	*o = arg;
-	int		 rc = fout_end(o);
-
-	shutdown(o->fd, SHUT_RDWR);
-	return rc;
-}
-
-/*
- * Breaks the connection off with no END_REQUEST: the web server sees its
- * backend fail mid-answer and breaks off the client's transfer.
- */
-static void
-fout_abort(void *arg)
-{
-	struct fout	*o = arg;
-
-	o->len = 0;
-	shutdown(o->fd, SHUT_RDWR);
 }
 
 /*
@@ -364,17 +239,12 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	char		**envp = NULL;
 	int		 rv, whole = 0;
 
-	if ((o = calloc(1, sizeof(*o))) == NULL) {
+	if (fout_new(j->fd, j->fc.id, ctx->cfg->client_timeout_ms > 0 ?
+	    ctx->cfg->client_timeout_ms : 30000, &o) != IDEM_OK) {
 		log_err("out of memory");
 		return 0;
 	}
-	o->fd = j->fd;
-	o->id = j->fc.id;
-	o->timeout_ms = ctx->cfg->client_timeout_ms > 0 ?
-	    ctx->cfg->client_timeout_ms : 30000;
-	buf_init(&o->recs, 2 * FOUT_CHUNK);
-	out = (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
-	    0 };
+	out = fout_reply(o);
 	memset(&r, 0, sizeof(r));
 	r.ctx = ctx;
 	r.out = &out;
@@ -385,7 +255,8 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	}
 	if ((rv = request_admit(ctx, &r, envp, j)) == 0)
 		guard_serve(&r);
-	if (rv >= 0 && !out.failed && !out.finished && fout_end(o) == 0)
+	if (rv >= 0 && !out.failed && !out.finished &&
+	    fout_end(o) == IDEM_OK)
 		whole = 1;
 done:
 	buf_free(&r.body);
@@ -393,8 +264,7 @@ done:
 	free(r.script);
 	free(r.path);
 	free(envp);
-	buf_free(&o->recs);
-	free(o);
+	fout_free(o);
 	/* The connection serves another request only after a whole one. */
 	return whole && j->fc.keep_conn && !j->fc.body_over;
 }

@@ -14,28 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "buf.h"
+#include "clock.h"
+#include "fastcgi.h"
 #include "log.h"
 #include "upstream.h"
 
-/* FastCGI 1.0 record types and constants. */
-#define FCGI_VERSION_1		1
-#define FCGI_BEGIN_REQUEST	1
-#define FCGI_ABORT_REQUEST	2
-#define FCGI_END_REQUEST	3
-#define FCGI_PARAMS		4
-#define FCGI_STDIN		5
-#define FCGI_STDOUT		6
-#define FCGI_STDERR		7
-#define FCGI_DATA		8
-#define FCGI_GET_VALUES		9
-#define FCGI_RESPONDER		1
-#define FCGI_REQUEST_COMPLETE	0
-#define FCGI_HDR_LEN		8
-
 #define UP_REQ_ID		1	/* one request per connection */
-#define UP_REC_MAX		65528	/* content per record: 8-aligned, <= 65535 */
 #define UP_PARAMS_MAX		(4 * 1024 * 1024)
 #define UP_CONNECT_MAX_MS	10000	/* connect limit when timeout_ms is 0 */
 #define UP_ERRLINE_MAX		1024	/* STDERR bytes per log line */
@@ -48,77 +33,6 @@ up_tag(const struct upstream_req *r)
 	return r->ex.tag != NULL ? r->ex.tag : "upstream";
 }
 
-/* Writes a record header for type with clen content bytes into h. */
-static void
-up_hdr(unsigned char h[FCGI_HDR_LEN], int type, size_t clen, size_t pad)
-{
-	h[0] = FCGI_VERSION_1;
-	h[1] = (unsigned char)type;
-	h[2] = (UP_REQ_ID >> 8) & 0xff;
-	h[3] = UP_REQ_ID & 0xff;
-	h[4] = (unsigned char)((clen >> 8) & 0xff);
-	h[5] = (unsigned char)(clen & 0xff);
-	h[6] = (unsigned char)pad;
-	h[7] = 0;
-}
-
-/* Appends a name or value length: 1 byte below 128, else 4 bytes. */
-static enum idem_err
-up_len(struct buf *b, size_t len)
-{
-	unsigned char	 l[4];
-
-	if (len < 128) {
-		l[0] = (unsigned char)len;
-		return buf_add(b, l, 1);
-	}
-	if (len > 0x7fffffff)
-		return IDEM_ETOOBIG;
-	l[0] = (unsigned char)(((len >> 24) & 0x7f) | 0x80);
-	l[1] = (unsigned char)((len >> 16) & 0xff);
-	l[2] = (unsigned char)((len >> 8) & 0xff);
-	l[3] = (unsigned char)(len & 0xff);
-	return buf_add(b, l, 4);
-}
-
-static enum idem_err
-up_pair(struct buf *b, const char *name, size_t nlen, const char *val,
-    size_t vlen)
-{
-	enum idem_err	 er;
-
-	if ((er = up_len(b, nlen)) != IDEM_OK ||
-	    (er = up_len(b, vlen)) != IDEM_OK ||
-	    (er = buf_add(b, name, nlen)) != IDEM_OK ||
-	    (er = buf_add(b, val, vlen)) != IDEM_OK)
-		return er;
-	return IDEM_OK;
-}
-
-/* Appends stream bytes as records of type, then the empty record. */
-static enum idem_err
-up_stream(struct buf *out, int type, const char *p, size_t len)
-{
-	unsigned char	 h[FCGI_HDR_LEN];
-	static const unsigned char zero[8];
-	size_t		 n, pad;
-	enum idem_err	 er;
-
-	while (len > 0) {
-		n = len > UP_REC_MAX ? UP_REC_MAX : len;
-		pad = (8 - n % 8) % 8;
-		up_hdr(h, type, n, pad);
-		if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
-		    (er = buf_add(out, p, n)) != IDEM_OK ||
-		    (er = buf_add(out, zero, pad)) != IDEM_OK)
-			return er;
-		p += n;
-		len -= n;
-	}
-	up_hdr(h, type, 0, 0);
-	return buf_add(out, h, sizeof(h));
-}
-
 /*
  * Encodes BEGIN_REQUEST and the PARAMS stream.  HTTP_PROXY is not
  * forwarded (httpoxy); an unknown CONTENT_LENGTH gets the body's length
@@ -127,8 +41,6 @@ up_stream(struct buf *out, int type, const char *p, size_t len)
 static enum idem_err
 up_encode_head(const struct upstream_req *r, struct buf *out)
 {
-	unsigned char	 h[FCGI_HDR_LEN], begin[8] = { 0, FCGI_RESPONDER,
-		0, 0, 0, 0, 0, 0 };
 	struct buf	 pb;
 	char		 cl[32];
 	const char	*e, *eq;
@@ -137,9 +49,7 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 	enum idem_err	 er;
 
 	buf_init(&pb, UP_PARAMS_MAX);
-	up_hdr(h, FCGI_BEGIN_REQUEST, sizeof(begin), 0);
-	if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
-	    (er = buf_add(out, begin, sizeof(begin))) != IDEM_OK)
+	if ((er = fcgi_begin(out, UP_REQ_ID, FCGI_RESPONDER, 0)) != IDEM_OK)
 		goto out;
 	for (i = 0; r->params != NULL && r->params[i] != NULL; i++) {
 		e = r->params[i];
@@ -153,17 +63,17 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 				continue;
 			has_cl = 1;
 		}
-		if ((er = up_pair(&pb, e, nlen, eq + 1, strlen(eq + 1))) !=
-		    IDEM_OK)
+		if ((er = fcgi_pair_append(&pb, e, nlen, eq + 1,
+		    strlen(eq + 1))) != IDEM_OK)
 			goto out;
 	}
 	if (!has_cl && r->ex.bodylen > 0) {
 		snprintf(cl, sizeof(cl), "%zu", r->ex.bodylen);
-		if ((er = up_pair(&pb, "CONTENT_LENGTH", 14, cl, strlen(cl))) !=
-		    IDEM_OK)
+		if ((er = fcgi_pair_append(&pb, "CONTENT_LENGTH", 14, cl,
+		    strlen(cl))) != IDEM_OK)
 			goto out;
 	}
-	er = up_stream(out, FCGI_PARAMS, pb.p, pb.len);
+	er = fcgi_stream(out, FCGI_PARAMS, UP_REQ_ID, pb.p, pb.len);
 out:
 	buf_free(&pb);
 	return er;
@@ -295,7 +205,7 @@ struct up_rd {
 	size_t		 content_left;
 	size_t		 pad_left;
 	int		 skip;		/* content not for us: drop it */
-	unsigned char	 end[8];
+	unsigned char	 end[FCGI_BODY_LEN];
 	size_t		 end_have;
 	int		 done;		/* END_REQUEST seen */
 	int		 refused;	/* ...saying the app did not take it */
@@ -347,18 +257,20 @@ up_err_add(const struct upstream_req *r, struct up_rd *rd, const char *p,
 static enum idem_err
 up_rd_header(const struct upstream_req *r, struct up_rd *rd)
 {
-	const unsigned char *h = rd->hdr;
-	int	 id = (h[2] << 8) | h[3];
+	struct fcgi_hdr	 h;
+	int		 id;
 
+	fcgi_hdr_decode(rd->hdr, &h);
+	id = h.id;
 	/* Past here the app may have run: a broken exchange is
 	 * IDEM_EBROKEN, never "nothing happened". */
-	if (h[0] != FCGI_VERSION_1) {
-		log_err("%s: bad FastCGI version %d", up_tag(r), h[0]);
+	if (h.version != FCGI_VERSION_1) {
+		log_err("%s: bad FastCGI version %d", up_tag(r), h.version);
 		return IDEM_EBROKEN;
 	}
-	rd->type = h[1];
-	rd->content_left = ((size_t)h[4] << 8) | h[5];
-	rd->pad_left = h[6];
+	rd->type = h.type;
+	rd->content_left = h.clen;
+	rd->pad_left = h.plen;
 	rd->skip = 0;
 	rd->end_have = 0;
 	switch (rd->type) {
@@ -369,7 +281,8 @@ up_rd_header(const struct upstream_req *r, struct up_rd *rd)
 			log_err("%s: record for request %d", up_tag(r), id);
 			return IDEM_EBROKEN;
 		}
-		if (rd->type == FCGI_END_REQUEST && rd->content_left < 8) {
+		if (rd->type == FCGI_END_REQUEST &&
+		    rd->content_left < FCGI_BODY_LEN) {
 			log_err("%s: short END_REQUEST", up_tag(r));
 			return IDEM_EBROKEN;
 		}
@@ -397,17 +310,18 @@ up_rd_header(const struct upstream_req *r, struct up_rd *rd)
 static enum idem_err
 up_rd_record_end(const struct upstream_req *r, struct up_rd *rd)
 {
-	const unsigned char *e = rd->end;
+	uint32_t	 app_status;
+	int		 ps;
 
 	rd->hdr_have = 0;
 	if (rd->type != FCGI_END_REQUEST || rd->skip)
 		return IDEM_OK;
-	rd->app_status = (int)(((uint32_t)e[0] << 24) | ((uint32_t)e[1] << 16) |
-	    ((uint32_t)e[2] << 8) | e[3]);
+	fcgi_end_decode(rd->end, &app_status, &ps);
+	rd->app_status = (int)app_status;
 	rd->done = 1;
-	if (e[4] != FCGI_REQUEST_COMPLETE) {
+	if (ps != FCGI_REQUEST_COMPLETE) {
 		log_err("%s: request refused (protocolStatus %d)", up_tag(r),
-		    e[4]);
+		    ps);
 		rd->refused = 1;
 		return IDEM_EHANDLER;
 	}
@@ -475,7 +389,7 @@ struct up_wr {
 	size_t		 headlen, headoff;
 	const char	*body;
 	size_t		 bodylen, bodyoff;	/* body bytes framed so far */
-	unsigned char	 rh[FCGI_HDR_LEN + 8];	/* current header or trailer */
+	unsigned char	 rh[FCGI_HDR_LEN];	/* current record header */
 	size_t		 rhlen, rhoff;
 	size_t		 chunk_left;	/* body bytes of the current record */
 	size_t		 pad;		/* padding after the current record */
@@ -518,17 +432,17 @@ up_wr_next(struct up_wr *w, struct iovec iov[2])
 		if (w->bodyoff < w->bodylen) {
 			size_t n = w->bodylen - w->bodyoff;
 
-			if (n > UP_REC_MAX)
-				n = UP_REC_MAX;
-			w->pad = (8 - n % 8) % 8;
-			up_hdr(w->rh, FCGI_STDIN, n, w->pad);
+			if (n > FCGI_CHUNK_MAX)
+				n = FCGI_CHUNK_MAX;
+			w->pad = fcgi_hdr_encode(w->rh, FCGI_STDIN, UP_REQ_ID,
+			    n);
 			w->rhlen = FCGI_HDR_LEN;
 			w->rhoff = 0;
 			w->chunk_left = n;
 			continue;
 		}
 		if (!w->eof_sent) {
-			up_hdr(w->rh, FCGI_STDIN, 0, 0);
+			(void)fcgi_hdr_encode(w->rh, FCGI_STDIN, UP_REQ_ID, 0);
 			w->rhlen = FCGI_HDR_LEN;
 			w->rhoff = 0;
 			w->eof_sent = 1;

@@ -9,15 +9,13 @@
 static void
 rec(struct buf *b, int type, int id, const void *p, size_t n)
 {
-	CHECK(fconn_record(b, type, (uint16_t)id, p, n) == IDEM_OK);
+	CHECK(fcgi_record(b, type, (uint16_t)id, p, n) == IDEM_OK);
 }
 
 static void
 begin(struct buf *b, int id, int role, int flags)
 {
-	unsigned char	 c[8] = { 0, (unsigned char)role, (unsigned char)flags };
-
-	rec(b, FCGI_BEGIN_REQUEST, id, c, sizeof(c));
+	CHECK(fcgi_begin(b, (uint16_t)id, role, flags) == IDEM_OK);
 }
 
 /* A name-value pair with 1-byte lengths. */
