@@ -13,6 +13,7 @@
 #include "handler.h"
 #include "lease.h"
 #include "log.h"
+#include "params.h"
 #include "rcache.h"
 #include "recorder.h"
 #include "request.h"
