@@ -14,13 +14,26 @@
 #include "route.h"
 #include "status.h"
 
+/* How the body the reader collected fits the route. */
+enum body_fit {
+	BODY_WHOLE,		/* taken into the request */
+	BODY_TOO_LARGE,		/* past max_body: 413 */
+	BODY_SHORT,		/* less than CONTENT_LENGTH: no answer */
+};
+
+/* What request_admit left to do. */
+enum admit {
+	ADMIT_GUARD,		/* r is ready for the guard */
+	ADMIT_ANSWERED,		/* the gateway answered itself */
+	ADMIT_NO_ANSWER,	/* none possible (the body was cut short) */
+};
+
 /*
  * Takes the body the reader collected, under the route's max_body.
- * Returns 0 when it is whole, 1 when too large (413), -1 when it is
- * shorter than CONTENT_LENGTH said (the client went away mid-body: no
- * answer possible).
+ * BODY_SHORT when it is shorter than CONTENT_LENGTH said (the client went
+ * away mid-body: no answer possible).
  */
-static int
+static enum body_fit
 request_take_body(struct request *r, struct job *j)
 {
 	const char	*cl;
@@ -30,28 +43,28 @@ request_take_body(struct request *r, struct job *j)
 	if (request_content_length(cl, &want) == 0) {
 		r->had_length = 1;
 		if (want > r->route->max_body)
-			return 1;
+			return BODY_TOO_LARGE;
 	}
 	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
-		return 1;
+		return BODY_TOO_LARGE;
 	if (r->had_length && j->fc.body.len != want) {
 		log_warn("%s: body ended after %zu of %zu bytes", r->tag,
 		    j->fc.body.len, want);
-		return -1;
+		return BODY_SHORT;
 	}
 	/* The body moves into the request (no copy). */
 	r->body = j->fc.body;
 	r->body.max = r->route->max_body;
 	buf_init(&j->fc.body, 0);
-	return 0;
+	return BODY_WHOLE;
 }
 
 /*
  * Reads what r needs from its params (envp: borrowed for r's life):
- * method, query, content type, normalized path and the log tag.  -1 when
- * out of memory.
+ * method, query, content type, normalized path and the log tag.
+ * IDEM_ENOMEM.
  */
-static int
+static enum idem_err
 request_fill(struct request *r, char **envp)
 {
 	char	*raw;
@@ -65,60 +78,59 @@ request_fill(struct request *r, char **envp)
 	if ((raw = request_path(r->envp)) == NULL ||
 	    (r->path = path_normalize(raw, strlen(raw))) == NULL) {
 		free(raw);
-		return -1;
+		return IDEM_ENOMEM;
 	}
 	free(raw);
 	snprintf(r->tag, sizeof(r->tag), "%.15s %.70s", r->method, r->path);
-	return 0;
+	return IDEM_OK;
 }
 
 /*
  * Everything before the guard: the gateway's own answers (out of memory,
  * params too large, the status page, no route, body too large) go out
- * here.  Returns 0 when r is ready for the guard, 1 when it was answered,
- * -1 when no answer is possible (the body was cut short).
+ * here.
  */
-static int
+static enum admit
 request_admit(struct gw_ctx *ctx, struct request *r, char **envp,
     struct job *j)
 {
-	int	 rv;
+	enum body_fit	 fit;
 
-	if (request_fill(r, envp) != 0) {
+	if (request_fill(r, envp) != IDEM_OK) {
 		log_err("out of memory");
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	if (request_params_size(r->envp) > ctx->cfg->max_params) {
 		log_warn("%s: params over %zu bytes", r->tag,
 		    ctx->cfg->max_params);
 		reply_problem(r->out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	/* The status page is the gateway's own: no route, no key. */
 	if (ctx->cfg->status_path != NULL &&
 	    strcmp(r->path, ctx->cfg->status_path) == 0) {
 		status_serve(r->out, r->method, r->query, ctx->st);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	route_pick(ctx->cfg, r);
 	if (r->route == NULL) {
 		log_info("%s: no route", r->tag);
 		reply_problem(r->out, PROB_NOT_FOUND, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	if ((r->params = request_params_filter(r->envp)) == NULL) {
 		log_err("%s: out of memory", r->tag);
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
-	if ((rv = request_take_body(r, j)) == 1) {
+	if ((fit = request_take_body(r, j)) == BODY_TOO_LARGE) {
 		log_warn("%s: body over %zu bytes", r->tag,
 		    r->route->max_body);
 		reply_problem(r->out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
-	return rv < 0 ? -1 : 0;
+	return fit == BODY_SHORT ? ADMIT_NO_ANSWER : ADMIT_GUARD;
 }
 
 int
@@ -128,7 +140,8 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	struct reply	 out;
 	struct request	 r;
 	char		**envp = NULL;
-	int		 rv, whole = 0;
+	enum admit	 ad;
+	int		 whole = 0;
 
 	if (fout_new(j->fd, j->fc.id, ctx->cfg->client_timeout_ms > 0 ?
 	    ctx->cfg->client_timeout_ms : 30000, &o) != IDEM_OK) {
@@ -144,9 +157,9 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 		log_warn("invalid FastCGI params; connection closed");
 		goto done;
 	}
-	if ((rv = request_admit(ctx, &r, envp, j)) == 0)
+	if ((ad = request_admit(ctx, &r, envp, j)) == ADMIT_GUARD)
 		guard_serve(&r);
-	if (rv >= 0 && !out.failed && !out.finished &&
+	if (ad != ADMIT_NO_ANSWER && !out.failed && !out.finished &&
 	    fout_end(o) == IDEM_OK)
 		whole = 1;
 done:
