@@ -253,7 +253,8 @@ fconn_params(const struct fconn *c, char ***out)
 	s = (char *)(env + np + 1);
 	np = 0;
 	for (off = 0; off < n;) {
-		(void)fcgi_pair_decode(p, n, &off, &nl, &vl);	/* checked above */
+		/* Checked in pass 1. */
+		(void)fcgi_pair_decode(p, n, &off, &nl, &vl);
 		if (nl > 0 && memchr(p + off, '=', nl) == NULL &&
 		    memchr(p + off, '\0', nl) == NULL) {
 			env[np++] = s;
