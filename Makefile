@@ -147,13 +147,15 @@ $(B)/tests/it/%: $(B)/tests/it/%.o $(B)/libidem.a
 asan:
 	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" tests
 
+# A harness links the modules it fuzzes (fcgi/ ones from libgw.a), never
+# includes their .c files.
 fuzz:
-	$(MAKE) B=build-fuzz CC=clang OPT=-O1 SAN="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libidem.a
+	$(MAKE) B=build-fuzz CC=clang OPT=-O1 SAN="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libidem.a build-fuzz/libgw.a
 	@mkdir -p build-fuzz/fuzz
 	for f in $(FUZZ_SRC); do \
 		n=$$(basename $$f .c); \
 		clang -std=c11 -D_GNU_SOURCE -O1 -g $(INC_lib) -Ifcgi $(MYSQL_CFLAGS) -fsanitize=fuzzer,address,undefined \
-			-o build-fuzz/fuzz/$$n $$f build-fuzz/libidem.a $(LIBS) -lpthread || exit 1; \
+			-o build-fuzz/fuzz/$$n $$f build-fuzz/libgw.a build-fuzz/libidem.a $(LIBS) -lpthread || exit 1; \
 	done
 
 deps:

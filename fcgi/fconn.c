@@ -4,10 +4,6 @@
 
 #include "fconn.h"
 
-#define FCGI_VERSION	1
-#define FCGI_RESPONDER	1
-#define FCGI_KEEP_CONN	1
-
 void
 fconn_init(struct fconn *c, size_t max_params, size_t max_body)
 {
@@ -31,75 +27,9 @@ fconn_reset(struct fconn *c)
 }
 
 enum idem_err
-fconn_record(struct buf *out, int type, uint16_t id, const void *p, size_t n)
-{
-	unsigned char	 h[FCGI_HDR_LEN];
-	static const unsigned char pad[8];
-	size_t		 padn = (8 - n % 8) % 8;
-	enum idem_err	 er;
-
-	if (n > FCGI_MAX_CONTENT)
-		return IDEM_ETOOBIG;
-	h[0] = FCGI_VERSION;
-	h[1] = (unsigned char)type;
-	h[2] = (unsigned char)(id >> 8);
-	h[3] = (unsigned char)id;
-	h[4] = (unsigned char)(n >> 8);
-	h[5] = (unsigned char)n;
-	h[6] = (unsigned char)padn;
-	h[7] = 0;
-	if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
-	    (er = buf_add(out, p, n)) != IDEM_OK)
-		return er;
-	return buf_add(out, pad, padn);
-}
-
-enum idem_err
 fconn_end(struct buf *out, uint16_t id, int ps)
 {
-	unsigned char	 b[8] = { 0, 0, 0, 0, (unsigned char)ps, 0, 0, 0 };
-
-	return fconn_record(out, FCGI_END_REQUEST, id, b, sizeof(b));
-}
-
-/* Reads a name or value length at p (1 or 4 bytes); 0 if past end. */
-static size_t
-fconn_len(const unsigned char *p, size_t left, size_t *len)
-{
-	if (left < 1)
-		return 0;
-	if ((p[0] & 0x80) == 0) {
-		*len = p[0];
-		return 1;
-	}
-	if (left < 4)
-		return 0;
-	*len = ((size_t)(p[0] & 0x7f) << 24) | ((size_t)p[1] << 16) |
-	    ((size_t)p[2] << 8) | p[3];
-	return 4;
-}
-
-/*
- * Reads one name-value pair's lengths at p[*off] (of n bytes) and checks
- * that name and value lie inside: -1 if not.  *off then points at the
- * name.  This check comes before anything is allocated for the pair.
- */
-static int
-fconn_pair(const unsigned char *p, size_t n, size_t *off, size_t *nl,
-    size_t *vl)
-{
-	size_t	 k, o = *off;
-
-	if ((k = fconn_len(p + o, n - o, nl)) == 0)
-		return -1;
-	o += k;
-	if ((k = fconn_len(p + o, n - o, vl)) == 0)
-		return -1;
-	o += k;
-	if (*nl > n - o || *vl > n - o - *nl)
-		return -1;
-	*off = o;
-	return 0;
+	return fcgi_end(out, id, 0, ps);
 }
 
 /* Answers FCGI_GET_VALUES with what we are: no multiplexing. */
@@ -111,58 +41,58 @@ fconn_get_values(struct fconn *c, const unsigned char *p, size_t n)
 		{ "FCGI_MAX_CONNS", "1024" },
 		{ "FCGI_MAX_REQS", "1024" },
 	};
-	unsigned char	 out[512];
-	size_t		 o = 0, off = 0, nl, vl, i;
+	struct buf	 out;
+	size_t		 off = 0, nl, vl, i, kl, kv;
+	enum idem_err	 er = IDEM_OK;
 
-	while (off < n) {
-		if (fconn_pair(p, n, &off, &nl, &vl) != 0)
-			return IDEM_EINVAL;
+	buf_init(&out, 512);
+	while (off < n && er == IDEM_OK) {
+		if ((er = fcgi_pair_decode(p, n, &off, &nl, &vl)) != IDEM_OK)
+			break;
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-			size_t	 kl = strlen(known[i][0]);
-			size_t	 kv = strlen(known[i][1]);
-
+			kl = strlen(known[i][0]);
+			kv = strlen(known[i][1]);
+			/* A name asked for again and again: what does not
+			 * fit is left out. */
 			if (nl != kl || memcmp(p + off, known[i][0], kl) != 0 ||
-			    o + 2 + kl + kv > sizeof(out))
+			    out.len + 2 + kl + kv > out.max)
 				continue;
-			out[o++] = (unsigned char)kl;
-			out[o++] = (unsigned char)kv;
-			memcpy(out + o, known[i][0], kl);
-			o += kl;
-			memcpy(out + o, known[i][1], kv);
-			o += kv;
+			if ((er = fcgi_pair_append(&out, known[i][0], kl,
+			    known[i][1], kv)) != IDEM_OK)
+				break;
 		}
 		off += nl + vl;
 	}
-	return fconn_record(&c->reply, FCGI_GET_VALUES_RESULT, 0, out, o);
+	if (er == IDEM_OK)
+		er = fcgi_record(&c->reply, FCGI_GET_VALUES_RESULT, 0, out.p,
+		    out.len);
+	buf_free(&out);
+	return er;
 }
-
-/* The record's request id, type and content length. */
-#define HDR_TYPE(c)	((c)->hdr[1])
-#define HDR_ID(c)	((uint16_t)((c)->hdr[2] << 8 | (c)->hdr[3]))
-#define HDR_CLEN(c)	((size_t)(c)->hdr[4] << 8 | (c)->hdr[5])
 
 /* 1 if the record's content goes straight into params or body. */
 static int
 fconn_streamed(const struct fconn *c)
 {
-	return c->id != 0 && HDR_ID(c) == c->id &&
-	    (HDR_TYPE(c) == FCGI_PARAMS || HDR_TYPE(c) == FCGI_STDIN);
+	return c->id != 0 && c->rec.id == c->id &&
+	    (c->rec.type == FCGI_PARAMS || c->rec.type == FCGI_STDIN);
 }
 
 /* A header is in: checks what can be checked before the content. */
 static enum idem_err
 fconn_header(struct fconn *c)
 {
-	if (c->hdr[0] != FCGI_VERSION)
+	fcgi_hdr_decode(c->hdr, &c->rec);
+	if (c->rec.version != FCGI_VERSION_1)
 		return IDEM_EINVAL;
-	c->cleft = HDR_CLEN(c);
-	c->pleft = c->hdr[6];
+	c->cleft = c->rec.clen;
+	c->pleft = c->rec.plen;
 	c->slen = 0;
 	if (!fconn_streamed(c))
 		return IDEM_OK;
-	if (HDR_TYPE(c) == FCGI_PARAMS && c->params_done)
+	if (c->rec.type == FCGI_PARAMS && c->params_done)
 		return IDEM_EINVAL;
-	if (HDR_TYPE(c) == FCGI_STDIN && (!c->params_done || c->stdin_done))
+	if (c->rec.type == FCGI_STDIN && (!c->params_done || c->stdin_done))
 		return IDEM_EINVAL;
 	return IDEM_OK;
 }
@@ -171,7 +101,7 @@ fconn_header(struct fconn *c)
 static enum idem_err
 fconn_content(struct fconn *c, const unsigned char *p, size_t n)
 {
-	if (HDR_TYPE(c) == FCGI_PARAMS)
+	if (c->rec.type == FCGI_PARAMS)
 		/* Past max_params: the connection goes (431 is not worth
 		 * a crafted client's memory). */
 		return buf_add(&c->params, p, n) == IDEM_OK ? IDEM_OK :
@@ -188,9 +118,10 @@ static enum idem_err
 fconn_record_in(struct fconn *c)
 {
 	const unsigned char	*p = c->small;
-	size_t			 clen = HDR_CLEN(c);
-	uint16_t		 id = HDR_ID(c);
-	int			 type = HDR_TYPE(c);
+	size_t			 clen = c->rec.clen;
+	uint16_t		 id = c->rec.id;
+	int			 type = c->rec.type;
+	int			 role, flags;
 
 	if (fconn_streamed(c)) {
 		if (clen > 0)
@@ -202,23 +133,25 @@ fconn_record_in(struct fconn *c)
 		return IDEM_OK;
 	}
 	if (id == 0) {
-		unsigned char	 u[8] = { (unsigned char)type };
-
 		if (type == FCGI_GET_VALUES)
 			return clen > sizeof(c->small) ? IDEM_EINVAL :
 			    fconn_get_values(c, p, clen);
-		return fconn_record(&c->reply, FCGI_UNKNOWN_TYPE, 0, u,
-		    sizeof(u));
+		return fcgi_unknown_type(&c->reply, type);
 	}
 	if (type == FCGI_BEGIN_REQUEST) {
-		if (clen != 8)
+		/* A second BEGIN for the live id breaks that request's
+		 * stream, like PARAMS after their end: the connection
+		 * goes.  Refusing it with END_REQUEST would end the live
+		 * request in the web server's eyes before its answer. */
+		if (clen != FCGI_BODY_LEN || id == c->id)
 			return IDEM_EINVAL;
 		if (c->id != 0)		/* one request at a time */
 			return fconn_end(&c->reply, id, FCGI_CANT_MPX_CONN);
-		if (((p[0] << 8) | p[1]) != FCGI_RESPONDER)
+		fcgi_begin_decode(p, &role, &flags);
+		if (role != FCGI_RESPONDER)
 			return fconn_end(&c->reply, id, FCGI_UNKNOWN_ROLE);
 		c->id = id;
-		c->keep_conn = (p[2] & FCGI_KEEP_CONN) != 0;
+		c->keep_conn = (flags & FCGI_KEEP_CONN) != 0;
 		return IDEM_OK;
 	}
 	/* Records of requests we did not begin (or refused): ignored. */
@@ -286,7 +219,7 @@ fconn_feed(struct fconn *c, const void *vp, size_t n, size_t *used)
 		/* A whole record. */
 		c->hlen = 0;
 		if (!fconn_streamed(c) && c->slen > sizeof(c->small) &&
-		    HDR_TYPE(c) != FCGI_DATA && HDR_TYPE(c) != FCGI_GET_VALUES)
+		    c->rec.type != FCGI_DATA && c->rec.type != FCGI_GET_VALUES)
 			return IDEM_EINVAL;
 		if ((er = fconn_record_in(c)) != IDEM_OK)
 			return er;
@@ -309,7 +242,7 @@ fconn_params(const struct fconn *c, char ***out)
 
 	/* Pass 1: validate and size; pass 2: copy. */
 	for (off = 0; off < n;) {
-		if (fconn_pair(p, n, &off, &nl, &vl) != 0)
+		if (fcgi_pair_decode(p, n, &off, &nl, &vl) != IDEM_OK)
 			return IDEM_EINVAL;
 		np++;
 		bytes += nl + vl + 2;
@@ -320,7 +253,8 @@ fconn_params(const struct fconn *c, char ***out)
 	s = (char *)(env + np + 1);
 	np = 0;
 	for (off = 0; off < n;) {
-		(void)fconn_pair(p, n, &off, &nl, &vl);	/* checked above */
+		/* Checked in pass 1. */
+		(void)fcgi_pair_decode(p, n, &off, &nl, &vl);
 		if (nl > 0 && memchr(p + off, '=', nl) == NULL &&
 		    memchr(p + off, '\0', nl) == NULL) {
 			env[np++] = s;

@@ -7,9 +7,7 @@
 
 #include "buf.h"
 #include "err.h"
-
-#define FCGI_HDR_LEN		8
-#define FCGI_MAX_CONTENT	65535
+#include "fastcgi.h"
 
 /*
  * Parses what a web server sends on one FastCGI connection (FastCGI 1.0)
@@ -42,6 +40,7 @@ struct fconn {
 	 * params and body; other records' content (small) to small. */
 	unsigned char	 hdr[FCGI_HDR_LEN];
 	size_t		 hlen;
+	struct fcgi_hdr	 rec;		/* hdr decoded, once whole */
 	size_t		 cleft, pleft;	/* content, padding still to come */
 	unsigned char	 small[1024];
 	size_t		 slen;		/* > sizeof(small): too big */
@@ -69,23 +68,9 @@ enum idem_err fconn_feed(struct fconn *c, const void *p, size_t n,
 enum idem_err fconn_params(const struct fconn *c, char ***out);
 
 /*
- * Appends a record (type, request id, content) to out, padded to 8
- * bytes.  n <= FCGI_MAX_CONTENT.
+ * Appends END_REQUEST for id (app status 0, protocol status ps): the
+ * refusal of a request the connection read.
  */
-enum idem_err fconn_record(struct buf *out, int type, uint16_t id,
-    const void *p, size_t n);
-
-/* Appends FCGI_END_REQUEST (app status 0, protocol status ps). */
 enum idem_err fconn_end(struct buf *out, uint16_t id, int ps);
-
-enum {
-	FCGI_BEGIN_REQUEST = 1, FCGI_ABORT_REQUEST, FCGI_END_REQUEST,
-	FCGI_PARAMS, FCGI_STDIN, FCGI_STDOUT, FCGI_STDERR, FCGI_DATA,
-	FCGI_GET_VALUES, FCGI_GET_VALUES_RESULT, FCGI_UNKNOWN_TYPE,
-};
-enum {
-	FCGI_REQUEST_COMPLETE = 0, FCGI_CANT_MPX_CONN, FCGI_OVERLOADED,
-	FCGI_UNKNOWN_ROLE,
-};
 
 #endif

@@ -14,6 +14,7 @@
 #include "lease.h"
 #include "log.h"
 #include "once.h"
+#include "params.h"
 #include "rcache.h"
 #include "recorder.h"
 #include "request.h"

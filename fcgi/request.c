@@ -1,260 +1,39 @@
 /* One FastCGI request: params, route, body, then the guard. */
-#include <sys/socket.h>
-
-#include <errno.h>
-#include <poll.h>
-#include <stdint.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-#include "guard.h"
 #include "fconn.h"
+#include "fout.h"
+#include "guard.h"
 #include "log.h"
-#include "reader.h"
+#include "params.h"
 #include "path.h"
+#include "reader.h"
 #include "request.h"
-#include "status.h"
 #include "route.h"
+#include "status.h"
 
-/* STDOUT record content gathered before a write (a record holds 65535). */
-#define FOUT_CHUNK	32768
-
-const char *
-request_param(char *const *envp, const char *name)
-{
-	size_t	 nl = strlen(name);
-
-	for (; envp != NULL && *envp != NULL; envp++)
-		if (strncmp(*envp, name, nl) == 0 && (*envp)[nl] == '=')
-			return *envp + nl + 1;
-	return NULL;
-}
-
-const char *
-request_param_once(char *const *envp, const char *name, int *twice)
-{
-	size_t		 nl = strlen(name);
-	const char	*v = NULL;
-
-	*twice = 0;
-	for (; envp != NULL && *envp != NULL; envp++) {
-		if (strncmp(*envp, name, nl) != 0 || (*envp)[nl] != '=')
-			continue;
-		if (v != NULL) {
-			*twice = 1;
-			break;
-		}
-		v = *envp + nl + 1;
-	}
-	return v;
-}
-
-size_t
-request_params_size(char *const *envp)
-{
-	size_t	 n = 0;
-
-	for (; envp != NULL && *envp != NULL; envp++)
-		n += strlen(*envp);
-	return n;
-}
-
-char *
-request_path(char *const *envp)
-{
-	const char	*uri, *sn, *pi;
-	size_t		 len;
-	char		*p;
-
-	uri = request_param(envp, "REQUEST_URI");
-	if (uri != NULL && *uri != '\0') {
-		len = strcspn(uri, "?#");
-		if ((p = malloc(len + 1)) == NULL)
-			return NULL;
-		memcpy(p, uri, len);
-		p[len] = '\0';
-		return p;
-	}
-	sn = request_param(envp, "SCRIPT_NAME");
-	pi = request_param(envp, "PATH_INFO");
-	if (sn == NULL)
-		sn = "";
-	if (pi == NULL)
-		pi = "";
-	if (*sn == '\0' && *pi == '\0')
-		return strdup("/");
-	if (asprintf(&p, "%s%s", sn, pi) < 0)
-		return NULL;
-	return p;
-}
-
-int
-request_content_length(const char *s, size_t *out)
-{
-	size_t	 v = 0;
-
-	if (s == NULL || *s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (v > ((size_t)-1 - 9) / 10)
-			return -1;
-		v = v * 10 + (size_t)(*s - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-char **
-request_params_filter(char *const *envp)
-{
-	static const char *const drop[] = {
-		"HTTP_IDEMPOTENT_REPLAYED=", "HTTP_IDEMPOTENCY_RESULT=",
-	};
-	size_t	 n = 0, i, j;
-	char	**out;
-
-	while (envp != NULL && envp[n] != NULL)
-		n++;
-	if ((out = calloc(n + 1, sizeof(*out))) == NULL)
-		return NULL;
-	for (i = 0, j = 0; i < n; i++) {
-		if (strncmp(envp[i], drop[0], strlen(drop[0])) == 0 ||
-		    strncmp(envp[i], drop[1], strlen(drop[1])) == 0)
-			continue;
-		out[j++] = envp[i];
-	}
-	out[j] = NULL;
-	return out;
-}
-
-/*
- * The answer as FastCGI records on the connection: bytes gather in a
- * buffer and go out as STDOUT records of up to 64 KiB; END_REQUEST at the
- * end.  A web server that stops reading for client_timeout is given up.
- */
-struct fout {
-	int		 fd;
-	uint16_t	 id;
-	int64_t		 timeout_ms;
-	struct buf	 recs;		/* records not yet written */
-	unsigned char	 data[FOUT_CHUNK];
-	size_t		 len;
-	int		 failed;
+/* How the body the reader collected fits the route. */
+enum body_fit {
+	BODY_WHOLE,		/* taken into the request */
+	BODY_TOO_LARGE,		/* past max_body: 413 */
+	BODY_SHORT,		/* less than CONTENT_LENGTH: no answer */
 };
 
-/* Writes all of p; -1 when the peer is gone or too slow. */
-static int
-fout_send(struct fout *o, const void *vp, size_t n)
-{
-	const char	*p = vp;
-	struct pollfd	 pfd = { o->fd, POLLOUT, 0 };
-	ssize_t		 w;
-
-	while (n > 0) {
-		w = send(o->fd, p, n, MSG_NOSIGNAL);
-		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN &&
-		    poll(&pfd, 1, (int)o->timeout_ms) > 0)
-			continue;
-		return -1;
-	}
-	return 0;
-}
-
-/* Sends what is gathered as one STDOUT record. */
-static int
-fout_flush(struct fout *o)
-{
-	int	 rc;
-
-	if (o->len == 0)
-		return 0;
-	buf_reset(&o->recs);
-	if (fconn_record(&o->recs, FCGI_STDOUT, o->id, o->data, o->len) !=
-	    IDEM_OK)
-		return -1;
-	o->len = 0;
-	rc = fout_send(o, o->recs.p, o->recs.len);
-	return rc;
-}
-
-static int
-fout_write(void *arg, const void *vp, size_t n)
-{
-	struct fout	*o = arg;
-	const char	*p = vp;
-	size_t		 k;
-
-	while (n > 0) {
-		k = sizeof(o->data) - o->len;
-		if (k > n)
-			k = n;
-		memcpy(o->data + o->len, p, k);
-		o->len += k;
-		p += k;
-		n -= k;
-		if (o->len == sizeof(o->data) && fout_flush(o) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The end of the answer: what is left, an empty STDOUT, END_REQUEST. */
-static int
-fout_end(struct fout *o)
-{
-	if (fout_flush(o) != 0)
-		return -1;
-	buf_reset(&o->recs);
-	if (fconn_record(&o->recs, FCGI_STDOUT, o->id, NULL, 0) != IDEM_OK ||
-	    fconn_end(&o->recs, o->id, FCGI_REQUEST_COMPLETE) != IDEM_OK)
-		return -1;
-	return fout_send(o, o->recs.p, o->recs.len);
-}
-
-/* reply.end: the answer ends here; the connection is not kept, since
- * this thread stays busy with the run. */
-static int
-fout_finish(void *arg)
-{
-	struct fout	*o = arg;
-	int		 rc = fout_end(o);
-
-	shutdown(o->fd, SHUT_RDWR);
-	return rc;
-}
-
-/*
- * Breaks the connection off with no END_REQUEST: the web server sees its
- * backend fail mid-answer and breaks off the client's transfer.
- */
-static void
-fout_abort(void *arg)
-{
-	struct fout	*o = arg;
-
-	o->len = 0;
-	shutdown(o->fd, SHUT_RDWR);
-}
+/* What request_admit left to do. */
+enum admit {
+	ADMIT_GUARD,		/* r is ready for the guard */
+	ADMIT_ANSWERED,		/* the gateway answered itself */
+	ADMIT_NO_ANSWER,	/* none possible (the body was cut short) */
+};
 
 /*
  * Takes the body the reader collected, under the route's max_body.
- * Returns 0 when it is whole, 1 when too large (413), -1 when it is
- * shorter than CONTENT_LENGTH said (the client went away mid-body: no
- * answer possible).
+ * BODY_SHORT when it is shorter than CONTENT_LENGTH said (the client went
+ * away mid-body: no answer possible).
  */
-static int
+static enum body_fit
 request_take_body(struct request *r, struct job *j)
 {
 	const char	*cl;
@@ -264,28 +43,28 @@ request_take_body(struct request *r, struct job *j)
 	if (request_content_length(cl, &want) == 0) {
 		r->had_length = 1;
 		if (want > r->route->max_body)
-			return 1;
+			return BODY_TOO_LARGE;
 	}
 	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
-		return 1;
+		return BODY_TOO_LARGE;
 	if (r->had_length && j->fc.body.len != want) {
 		log_warn("%s: body ended after %zu of %zu bytes", r->tag,
 		    j->fc.body.len, want);
-		return -1;
+		return BODY_SHORT;
 	}
 	/* The body moves into the request (no copy). */
 	r->body = j->fc.body;
 	r->body.max = r->route->max_body;
 	buf_init(&j->fc.body, 0);
-	return 0;
+	return BODY_WHOLE;
 }
 
 /*
  * Reads what r needs from its params (envp: borrowed for r's life):
- * method, query, content type, normalized path and the log tag.  -1 when
- * out of memory.
+ * method, query, content type, normalized path and the log tag.
+ * IDEM_ENOMEM.
  */
-static int
+static enum idem_err
 request_fill(struct request *r, char **envp)
 {
 	char	*raw;
@@ -299,60 +78,59 @@ request_fill(struct request *r, char **envp)
 	if ((raw = request_path(r->envp)) == NULL ||
 	    (r->path = path_normalize(raw, strlen(raw))) == NULL) {
 		free(raw);
-		return -1;
+		return IDEM_ENOMEM;
 	}
 	free(raw);
 	snprintf(r->tag, sizeof(r->tag), "%.15s %.70s", r->method, r->path);
-	return 0;
+	return IDEM_OK;
 }
 
 /*
  * Everything before the guard: the gateway's own answers (out of memory,
  * params too large, the status page, no route, body too large) go out
- * here.  Returns 0 when r is ready for the guard, 1 when it was answered,
- * -1 when no answer is possible (the body was cut short).
+ * here.
  */
-static int
+static enum admit
 request_admit(struct gw_ctx *ctx, struct request *r, char **envp,
     struct job *j)
 {
-	int	 rv;
+	enum body_fit	 fit;
 
-	if (request_fill(r, envp) != 0) {
+	if (request_fill(r, envp) != IDEM_OK) {
 		log_err("out of memory");
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	if (request_params_size(r->envp) > ctx->cfg->max_params) {
 		log_warn("%s: params over %zu bytes", r->tag,
 		    ctx->cfg->max_params);
 		reply_problem(r->out, PROB_HEADERS_TOO_LARGE, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	/* The status page is the gateway's own: no route, no key. */
 	if (ctx->cfg->status_path != NULL &&
 	    strcmp(r->path, ctx->cfg->status_path) == 0) {
 		status_serve(r->out, r->method, r->query, ctx->st);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	route_pick(ctx->cfg, r);
 	if (r->route == NULL) {
 		log_info("%s: no route", r->tag);
 		reply_problem(r->out, PROB_NOT_FOUND, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
 	if ((r->params = request_params_filter(r->envp)) == NULL) {
 		log_err("%s: out of memory", r->tag);
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
-	if ((rv = request_take_body(r, j)) == 1) {
+	if ((fit = request_take_body(r, j)) == BODY_TOO_LARGE) {
 		log_warn("%s: body over %zu bytes", r->tag,
 		    r->route->max_body);
 		reply_problem(r->out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
-		return 1;
+		return ADMIT_ANSWERED;
 	}
-	return rv < 0 ? -1 : 0;
+	return fit == BODY_SHORT ? ADMIT_NO_ANSWER : ADMIT_GUARD;
 }
 
 int
@@ -362,19 +140,15 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	struct reply	 out;
 	struct request	 r;
 	char		**envp = NULL;
-	int		 rv, whole = 0;
+	enum admit	 ad;
+	int		 whole = 0;
 
-	if ((o = calloc(1, sizeof(*o))) == NULL) {
+	if (fout_new(j->fd, j->fc.id, ctx->cfg->client_timeout_ms > 0 ?
+	    ctx->cfg->client_timeout_ms : 30000, &o) != IDEM_OK) {
 		log_err("out of memory");
 		return 0;
 	}
-	o->fd = j->fd;
-	o->id = j->fc.id;
-	o->timeout_ms = ctx->cfg->client_timeout_ms > 0 ?
-	    ctx->cfg->client_timeout_ms : 30000;
-	buf_init(&o->recs, 2 * FOUT_CHUNK);
-	out = (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
-	    0 };
+	out = fout_reply(o);
 	memset(&r, 0, sizeof(r));
 	r.ctx = ctx;
 	r.out = &out;
@@ -383,9 +157,10 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 		log_warn("invalid FastCGI params; connection closed");
 		goto done;
 	}
-	if ((rv = request_admit(ctx, &r, envp, j)) == 0)
+	if ((ad = request_admit(ctx, &r, envp, j)) == ADMIT_GUARD)
 		guard_serve(&r);
-	if (rv >= 0 && !out.failed && !out.finished && fout_end(o) == 0)
+	if (ad != ADMIT_NO_ANSWER && !out.failed && !out.finished &&
+	    fout_end(o) == IDEM_OK)
 		whole = 1;
 done:
 	buf_free(&r.body);
@@ -393,8 +168,7 @@ done:
 	free(r.script);
 	free(r.path);
 	free(envp);
-	buf_free(&o->recs);
-	free(o);
+	fout_free(o);
 	/* The connection serves another request only after a whole one. */
 	return whole && j->fc.keep_conn && !j->fc.body_over;
 }

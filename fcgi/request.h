@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "cfg.h"
 #include "err.h"
+#include "params.h"
 #include "problem.h"
 #include "reply.h"
 
@@ -43,31 +44,6 @@ struct request {
 	const char		*script_tail;	/* PATH_INFO beyond the script */
 	char			 tag[96];	/* "METHOD path" for log lines */
 };
-
-/* Value of param name in envp (NULL-terminated "NAME=value"), or NULL. */
-const char *request_param(char *const *envp, const char *name);
-
-/* request_param, and *twice = 1 when name is in envp more than once: a
- * web server that maps both X-Tenant and X_Tenant to HTTP_X_TENANT
- * (lighttpd) sends both. */
-const char *request_param_once(char *const *envp, const char *name,
-    int *twice);
-
-/* Sum of the lengths of all params (names and values). */
-size_t request_params_size(char *const *envp);
-
-/*
- * Request path: REQUEST_URI up to '?' or '#', else SCRIPT_NAME + PATH_INFO,
- * else "/".  Returns a malloc'd string or NULL (out of memory).
- */
-char *request_path(char *const *envp);
-
-/* Strict CONTENT_LENGTH: digits only, no overflow.  0 on success. */
-int request_content_length(const char *s, size_t *out);
-
-/* Copies envp into a new NULL-terminated array (strings borrowed) without
- * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT.  Free with free(). */
-char **request_params_filter(char *const *envp);
 
 struct job;
 

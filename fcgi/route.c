@@ -8,6 +8,7 @@
 
 #include "cgi.h"
 #include "log.h"
+#include "params.h"
 #include "request.h"
 #include "route.h"
 

@@ -14,110 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "buf.h"
+#include "clock.h"
+#include "fastcgi.h"
 #include "log.h"
 #include "upstream.h"
+#include "upstream_rd.h"
 
-/* FastCGI 1.0 record types and constants. */
-#define FCGI_VERSION_1		1
-#define FCGI_BEGIN_REQUEST	1
-#define FCGI_ABORT_REQUEST	2
-#define FCGI_END_REQUEST	3
-#define FCGI_PARAMS		4
-#define FCGI_STDIN		5
-#define FCGI_STDOUT		6
-#define FCGI_STDERR		7
-#define FCGI_DATA		8
-#define FCGI_GET_VALUES		9
-#define FCGI_RESPONDER		1
-#define FCGI_REQUEST_COMPLETE	0
-#define FCGI_HDR_LEN		8
-
-#define UP_REQ_ID		1	/* one request per connection */
-#define UP_REC_MAX		65528	/* content per record: 8-aligned, <= 65535 */
 #define UP_PARAMS_MAX		(4 * 1024 * 1024)
 #define UP_CONNECT_MAX_MS	10000	/* connect limit when timeout_ms is 0 */
-#define UP_ERRLINE_MAX		1024	/* STDERR bytes per log line */
-#define UP_ERRLOG_MAX		(64 * 1024)	/* STDERR bytes logged per request */
 #define UP_RBUF			65536	/* bytes read at once */
-
-static const char *
-up_tag(const struct upstream_req *r)
-{
-	return r->ex.tag != NULL ? r->ex.tag : "upstream";
-}
-
-/* Writes a record header for type with clen content bytes into h. */
-static void
-up_hdr(unsigned char h[FCGI_HDR_LEN], int type, size_t clen, size_t pad)
-{
-	h[0] = FCGI_VERSION_1;
-	h[1] = (unsigned char)type;
-	h[2] = (UP_REQ_ID >> 8) & 0xff;
-	h[3] = UP_REQ_ID & 0xff;
-	h[4] = (unsigned char)((clen >> 8) & 0xff);
-	h[5] = (unsigned char)(clen & 0xff);
-	h[6] = (unsigned char)pad;
-	h[7] = 0;
-}
-
-/* Appends a name or value length: 1 byte below 128, else 4 bytes. */
-static enum idem_err
-up_len(struct buf *b, size_t len)
-{
-	unsigned char	 l[4];
-
-	if (len < 128) {
-		l[0] = (unsigned char)len;
-		return buf_add(b, l, 1);
-	}
-	if (len > 0x7fffffff)
-		return IDEM_ETOOBIG;
-	l[0] = (unsigned char)(((len >> 24) & 0x7f) | 0x80);
-	l[1] = (unsigned char)((len >> 16) & 0xff);
-	l[2] = (unsigned char)((len >> 8) & 0xff);
-	l[3] = (unsigned char)(len & 0xff);
-	return buf_add(b, l, 4);
-}
-
-static enum idem_err
-up_pair(struct buf *b, const char *name, size_t nlen, const char *val,
-    size_t vlen)
-{
-	enum idem_err	 er;
-
-	if ((er = up_len(b, nlen)) != IDEM_OK ||
-	    (er = up_len(b, vlen)) != IDEM_OK ||
-	    (er = buf_add(b, name, nlen)) != IDEM_OK ||
-	    (er = buf_add(b, val, vlen)) != IDEM_OK)
-		return er;
-	return IDEM_OK;
-}
-
-/* Appends stream bytes as records of type, then the empty record. */
-static enum idem_err
-up_stream(struct buf *out, int type, const char *p, size_t len)
-{
-	unsigned char	 h[FCGI_HDR_LEN];
-	static const unsigned char zero[8];
-	size_t		 n, pad;
-	enum idem_err	 er;
-
-	while (len > 0) {
-		n = len > UP_REC_MAX ? UP_REC_MAX : len;
-		pad = (8 - n % 8) % 8;
-		up_hdr(h, type, n, pad);
-		if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
-		    (er = buf_add(out, p, n)) != IDEM_OK ||
-		    (er = buf_add(out, zero, pad)) != IDEM_OK)
-			return er;
-		p += n;
-		len -= n;
-	}
-	up_hdr(h, type, 0, 0);
-	return buf_add(out, h, sizeof(h));
-}
 
 /*
  * Encodes BEGIN_REQUEST and the PARAMS stream.  HTTP_PROXY is not
@@ -127,8 +33,6 @@ up_stream(struct buf *out, int type, const char *p, size_t len)
 static enum idem_err
 up_encode_head(const struct upstream_req *r, struct buf *out)
 {
-	unsigned char	 h[FCGI_HDR_LEN], begin[8] = { 0, FCGI_RESPONDER,
-		0, 0, 0, 0, 0, 0 };
 	struct buf	 pb;
 	char		 cl[32];
 	const char	*e, *eq;
@@ -137,9 +41,8 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 	enum idem_err	 er;
 
 	buf_init(&pb, UP_PARAMS_MAX);
-	up_hdr(h, FCGI_BEGIN_REQUEST, sizeof(begin), 0);
-	if ((er = buf_add(out, h, sizeof(h))) != IDEM_OK ||
-	    (er = buf_add(out, begin, sizeof(begin))) != IDEM_OK)
+	er = fcgi_begin(out, UPSTREAM_REQ_ID, FCGI_RESPONDER, 0);
+	if (er != IDEM_OK)
 		goto out;
 	for (i = 0; r->params != NULL && r->params[i] != NULL; i++) {
 		e = r->params[i];
@@ -153,17 +56,17 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 				continue;
 			has_cl = 1;
 		}
-		if ((er = up_pair(&pb, e, nlen, eq + 1, strlen(eq + 1))) !=
-		    IDEM_OK)
+		if ((er = fcgi_pair_append(&pb, e, nlen, eq + 1,
+		    strlen(eq + 1))) != IDEM_OK)
 			goto out;
 	}
 	if (!has_cl && r->ex.bodylen > 0) {
 		snprintf(cl, sizeof(cl), "%zu", r->ex.bodylen);
-		if ((er = up_pair(&pb, "CONTENT_LENGTH", 14, cl, strlen(cl))) !=
-		    IDEM_OK)
+		if ((er = fcgi_pair_append(&pb, "CONTENT_LENGTH", 14, cl,
+		    strlen(cl))) != IDEM_OK)
 			goto out;
 	}
-	er = up_stream(out, FCGI_PARAMS, pb.p, pb.len);
+	er = fcgi_stream(out, FCGI_PARAMS, UPSTREAM_REQ_ID, pb.p, pb.len);
 out:
 	buf_free(&pb);
 	return er;
@@ -287,195 +190,13 @@ up_connect(const char *addr, int64_t deadline)
 
 /* ---- the exchange ---- */
 
-/* Parser state for the records the app sends. */
-struct up_rd {
-	unsigned char	 hdr[FCGI_HDR_LEN];
-	size_t		 hdr_have;
-	int		 type;
-	size_t		 content_left;
-	size_t		 pad_left;
-	int		 skip;		/* content not for us: drop it */
-	unsigned char	 end[8];
-	size_t		 end_have;
-	int		 done;		/* END_REQUEST seen */
-	int		 refused;	/* ...saying the app did not take it */
-	int		 app_status;
-	char		 errline[UP_ERRLINE_MAX];
-	size_t		 errlen;
-	size_t		 errtotal;
-};
-
-static void
-up_err_flush(const struct upstream_req *r, struct up_rd *rd)
-{
-	if (rd->errlen == 0)
-		return;
-	log_warn("%s: %.*s", up_tag(r), (int)rd->errlen, rd->errline);
-	rd->errlen = 0;
-}
-
-/* Logs STDERR a line at a time, at most UP_ERRLOG_MAX bytes a request. */
-static void
-up_err_add(const struct upstream_req *r, struct up_rd *rd, const char *p,
-    size_t n)
-{
-	size_t	 i;
-
-	for (i = 0; i < n; i++) {
-		if (rd->errtotal >= UP_ERRLOG_MAX) {
-			if (rd->errtotal++ == UP_ERRLOG_MAX) {
-				up_err_flush(r, rd);
-				log_warn("%s: further stderr dropped",
-				    up_tag(r));
-			}
-			continue;
-		}
-		rd->errtotal++;
-		if (p[i] == '\n') {
-			if (rd->errlen > 0 && rd->errline[rd->errlen - 1] == '\r')
-				rd->errlen--;
-			up_err_flush(r, rd);
-			continue;
-		}
-		if (rd->errlen == sizeof(rd->errline))
-			up_err_flush(r, rd);
-		rd->errline[rd->errlen++] = p[i];
-	}
-}
-
-/* Checks a complete record header and sets up reading its content. */
-static enum idem_err
-up_rd_header(const struct upstream_req *r, struct up_rd *rd)
-{
-	const unsigned char *h = rd->hdr;
-	int	 id = (h[2] << 8) | h[3];
-
-	/* Past here the app may have run: a broken exchange is
-	 * IDEM_EBROKEN, never "nothing happened". */
-	if (h[0] != FCGI_VERSION_1) {
-		log_err("%s: bad FastCGI version %d", up_tag(r), h[0]);
-		return IDEM_EBROKEN;
-	}
-	rd->type = h[1];
-	rd->content_left = ((size_t)h[4] << 8) | h[5];
-	rd->pad_left = h[6];
-	rd->skip = 0;
-	rd->end_have = 0;
-	switch (rd->type) {
-	case FCGI_STDOUT:
-	case FCGI_STDERR:
-	case FCGI_END_REQUEST:
-		if (id != UP_REQ_ID) {
-			log_err("%s: record for request %d", up_tag(r), id);
-			return IDEM_EBROKEN;
-		}
-		if (rd->type == FCGI_END_REQUEST && rd->content_left < 8) {
-			log_err("%s: short END_REQUEST", up_tag(r));
-			return IDEM_EBROKEN;
-		}
-		break;
-	case FCGI_BEGIN_REQUEST:
-	case FCGI_ABORT_REQUEST:
-	case FCGI_PARAMS:
-	case FCGI_STDIN:
-	case FCGI_DATA:
-	case FCGI_GET_VALUES:
-		/* Only a web server sends these. */
-		log_err("%s: unexpected record type %d", up_tag(r), rd->type);
-		return IDEM_EBROKEN;
-	default:
-		/* GET_VALUES_RESULT, UNKNOWN_TYPE or a future type:
-		 * nothing we asked for, so it is skipped. */
-		log_debug("%s: skipping record type %d", up_tag(r), rd->type);
-		rd->skip = 1;
-		break;
-	}
-	return IDEM_OK;
-}
-
-/* Ends the current record once its content and padding are consumed. */
-static enum idem_err
-up_rd_record_end(const struct upstream_req *r, struct up_rd *rd)
-{
-	const unsigned char *e = rd->end;
-
-	rd->hdr_have = 0;
-	if (rd->type != FCGI_END_REQUEST || rd->skip)
-		return IDEM_OK;
-	rd->app_status = (int)(((uint32_t)e[0] << 24) | ((uint32_t)e[1] << 16) |
-	    ((uint32_t)e[2] << 8) | e[3]);
-	rd->done = 1;
-	if (e[4] != FCGI_REQUEST_COMPLETE) {
-		log_err("%s: request refused (protocolStatus %d)", up_tag(r),
-		    e[4]);
-		rd->refused = 1;
-		return IDEM_EHANDLER;
-	}
-	return IDEM_OK;
-}
-
-/* Feeds bytes read from the app to the record parser. */
-static enum idem_err
-up_rd_feed(const struct upstream_req *r, struct up_rd *rd, const char *p,
-    size_t n)
-{
-	size_t		 k;
-	enum idem_err	 er;
-
-	while (n > 0 && !rd->done) {
-		if (rd->hdr_have < FCGI_HDR_LEN) {
-			k = FCGI_HDR_LEN - rd->hdr_have;
-			if (k > n)
-				k = n;
-			memcpy(rd->hdr + rd->hdr_have, p, k);
-			rd->hdr_have += k;
-			p += k;
-			n -= k;
-			if (rd->hdr_have < FCGI_HDR_LEN)
-				break;
-			if ((er = up_rd_header(r, rd)) != IDEM_OK)
-				return er;
-		} else if (rd->content_left > 0) {
-			k = rd->content_left < n ? rd->content_left : n;
-			if (rd->skip)
-				;
-			else if (rd->type == FCGI_STDOUT) {
-				if ((er = r->ex.out(r->ex.arg, p, k)) != IDEM_OK)
-					return er;
-			} else if (rd->type == FCGI_STDERR)
-				up_err_add(r, rd, p, k);
-			else if (rd->type == FCGI_END_REQUEST) {
-				size_t m = sizeof(rd->end) - rd->end_have;
-
-				if (m > k)
-					m = k;
-				memcpy(rd->end + rd->end_have, p, m);
-				rd->end_have += m;
-			}
-			rd->content_left -= k;
-			p += k;
-			n -= k;
-		} else if (rd->pad_left > 0) {
-			k = rd->pad_left < n ? rd->pad_left : n;
-			rd->pad_left -= k;
-			p += k;
-			n -= k;
-		}
-		if (rd->hdr_have == FCGI_HDR_LEN && rd->content_left == 0 &&
-		    rd->pad_left == 0 &&
-		    (er = up_rd_record_end(r, rd)) != IDEM_OK)
-			return er;
-	}
-	return IDEM_OK;
-}
-
 /* What is left to send: the head buffer, then STDIN records of the body. */
 struct up_wr {
 	const char	*head;
 	size_t		 headlen, headoff;
 	const char	*body;
 	size_t		 bodylen, bodyoff;	/* body bytes framed so far */
-	unsigned char	 rh[FCGI_HDR_LEN + 8];	/* current header or trailer */
+	unsigned char	 rh[FCGI_HDR_LEN];	/* current record header */
 	size_t		 rhlen, rhoff;
 	size_t		 chunk_left;	/* body bytes of the current record */
 	size_t		 pad;		/* padding after the current record */
@@ -518,17 +239,18 @@ up_wr_next(struct up_wr *w, struct iovec iov[2])
 		if (w->bodyoff < w->bodylen) {
 			size_t n = w->bodylen - w->bodyoff;
 
-			if (n > UP_REC_MAX)
-				n = UP_REC_MAX;
-			w->pad = (8 - n % 8) % 8;
-			up_hdr(w->rh, FCGI_STDIN, n, w->pad);
+			if (n > FCGI_CHUNK_MAX)
+				n = FCGI_CHUNK_MAX;
+			w->pad = fcgi_hdr_encode(w->rh, FCGI_STDIN,
+			    UPSTREAM_REQ_ID, n);
 			w->rhlen = FCGI_HDR_LEN;
 			w->rhoff = 0;
 			w->chunk_left = n;
 			continue;
 		}
 		if (!w->eof_sent) {
-			up_hdr(w->rh, FCGI_STDIN, 0, 0);
+			(void)fcgi_hdr_encode(w->rh, FCGI_STDIN,
+			    UPSTREAM_REQ_ID, 0);
 			w->rhlen = FCGI_HDR_LEN;
 			w->rhoff = 0;
 			w->eof_sent = 1;
@@ -571,7 +293,7 @@ struct up_io {
 	int			 fd;
 	int			 wr_open;	/* more to send, the app reads */
 	struct up_wr		 w;
-	struct up_rd		*rd;
+	struct upstream_rd	*rd;
 	char			*rbuf;
 };
 
@@ -587,20 +309,20 @@ up_io_open(struct up_io *io, struct buf *head, int64_t start)
 	enum idem_err		 er;
 
 	if ((er = up_encode_head(r, head)) != IDEM_OK) {
-		log_err("%s: cannot encode the FastCGI params: %s", up_tag(r),
-		    idem_strerror(er));
+		log_err("%s: cannot encode the FastCGI params: %s",
+		    upstream_tag(r), idem_strerror(er));
 		return er;
 	}
 	io->rd = calloc(1, sizeof(*io->rd));
 	io->rbuf = malloc(UP_RBUF);
 	if (io->rd == NULL || io->rbuf == NULL) {
-		log_err("%s: out of memory", up_tag(r));
+		log_err("%s: out of memory", upstream_tag(r));
 		return IDEM_ENOMEM;
 	}
 	if ((io->fd = up_connect(r->addr, io->clk.deadline >= 0 ?
 	    io->clk.deadline : start + UP_CONNECT_MAX_MS)) == -1) {
-		log_err("%s: cannot connect to %s: %s", up_tag(r), r->addr,
-		    strerror(errno));
+		log_err("%s: cannot connect to %s: %s", upstream_tag(r),
+		    r->addr, strerror(errno));
 		return IDEM_EHANDLER;
 	}
 	io->w.head = head->p;
@@ -634,7 +356,7 @@ up_io_send(struct up_io *io)
 	else if (k == -1 && errno != EAGAIN && errno != EINTR) {
 		/* The app may answer without reading all input; keep
 		 * reading. */
-		log_debug("%s: send: %s", up_tag(io->r), strerror(errno));
+		log_debug("%s: send: %s", upstream_tag(io->r), strerror(errno));
 		io->wr_open = 0;
 	}
 }
@@ -651,11 +373,11 @@ up_io_recv(struct up_io *io)
 		return IDEM_OK;
 	if (k <= 0) {
 		log_err("%s: %s closed the connection before END_REQUEST%s%s",
-		    up_tag(r), r->addr, k == -1 ? ": " : "",
+		    upstream_tag(r), r->addr, k == -1 ? ": " : "",
 		    k == -1 ? strerror(errno) : "");
 		return IDEM_EBROKEN;
 	}
-	return up_rd_feed(r, io->rd, io->rbuf, (size_t)k);
+	return upstream_rd_feed(r, io->rd, io->rbuf, (size_t)k);
 }
 
 /*
@@ -675,12 +397,13 @@ up_io_round(struct up_io *io)
 
 	if ((er = cgi_clock_check(&io->clk, &r->ex, now)) != IDEM_OK) {
 		if (er == IDEM_ETIMEOUT)
-			log_err("%s: %s timed out after %lld ms", up_tag(r),
-			    r->addr, (long long)r->ex.timeout_ms);
+			log_err("%s: %s timed out after %lld ms",
+			    upstream_tag(r), r->addr,
+			    (long long)r->ex.timeout_ms);
 		else if (er == IDEM_EBROKEN)
 			log_err("%s: %s still running at its run limit (%lld "
-			    "ms); its answer is given up", up_tag(r), r->addr,
-			    (long long)r->ex.run_limit_ms);
+			    "ms); its answer is given up", upstream_tag(r),
+			    r->addr, (long long)r->ex.run_limit_ms);
 		return er;
 	}
 	pfd.fd = io->fd;
@@ -690,7 +413,7 @@ up_io_round(struct up_io *io)
 	if (rc == -1 && errno == EINTR)
 		return IDEM_OK;
 	if (rc == -1) {
-		log_err("%s: poll: %s", up_tag(r), strerror(errno));
+		log_err("%s: poll: %s", upstream_tag(r), strerror(errno));
 		return IDEM_ESYS;
 	}
 	if (rc == 0)
@@ -729,7 +452,7 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 		er = IDEM_EBROKEN;
 out:
 	if (io.rd != NULL)
-		up_err_flush(r, io.rd);
+		upstream_rd_flush(r, io.rd);
 	if (io.fd != -1)
 		close(io.fd);
 	free(io.rbuf);

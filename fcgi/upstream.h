@@ -16,6 +16,13 @@ struct upstream_req {
 	struct cgi_exchange ex;
 };
 
+/* r's name in log lines: ex.tag, else "upstream". */
+static inline const char *
+upstream_tag(const struct upstream_req *r)
+{
+	return r->ex.tag != NULL ? r->ex.tag : "upstream";
+}
+
 /*
  * Sends one FCGI_RESPONDER request (BEGIN_REQUEST, PARAMS, STDIN) on a new
  * connection and reads STDOUT/STDERR until END_REQUEST, with poll so a

@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fcgi/fconn.c"
+#include "buf.h"
+#include "fconn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,9 +1,10 @@
-/* libFuzzer harness for the FastCGI client's reading of an app's records (fcgi/upstream.c). */
+/* libFuzzer harness for the FastCGI client's reading of an app's records (fcgi/upstream_rd.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fcgi/upstream.c"
+#include "log.h"
+#include "upstream_rd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,7 +28,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct upstream_req	 r;
-	struct up_rd		 rd;
+	struct upstream_rd	 rd;
 	size_t			 off = 1, chunk;
 
 	if (size < 1)
@@ -43,7 +44,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size && !rd.done) {
 		size_t	 n = size - off < chunk ? size - off : chunk;
 
-		if (up_rd_feed(&r, &rd, (const char *)data + off, n) != IDEM_OK)
+		if (upstream_rd_feed(&r, &rd, (const char *)data + off, n) !=
+		    IDEM_OK)
 			break;
 		off += n;
 	}

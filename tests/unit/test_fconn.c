@@ -9,15 +9,13 @@
 static void
 rec(struct buf *b, int type, int id, const void *p, size_t n)
 {
-	CHECK(fconn_record(b, type, (uint16_t)id, p, n) == IDEM_OK);
+	CHECK(fcgi_record(b, type, (uint16_t)id, p, n) == IDEM_OK);
 }
 
 static void
 begin(struct buf *b, int id, int role, int flags)
 {
-	unsigned char	 c[8] = { 0, (unsigned char)role, (unsigned char)flags };
-
-	rec(b, FCGI_BEGIN_REQUEST, id, c, sizeof(c));
+	CHECK(fcgi_begin(b, (uint16_t)id, role, flags) == IDEM_OK);
 }
 
 /* A name-value pair with 1-byte lengths. */
@@ -177,11 +175,40 @@ test_refusals(void)
 	buf_free(&c.reply);
 }
 
+/*
+ * A second BEGIN_REQUEST for the request being read breaks its stream:
+ * the connection goes, and no END_REQUEST is said for the live id (the
+ * web server would read its request as answered).
+ */
+static void
+test_begin_twice(void)
+{
+	struct fconn	 c;
+	struct buf	 in;
+	unsigned char	 pv[64];
+	size_t		 used, n;
+
+	buf_init(&in, 4096);
+	begin(&in, 1, 1, 1);
+	n = pair(pv, "REQUEST_METHOD", "POST");
+	rec(&in, FCGI_PARAMS, 1, pv, n);
+	begin(&in, 1, 1, 1);
+	fconn_init(&c, 4096, 100);
+	CHECK(fconn_feed(&c, in.p, in.len, &used) == IDEM_EINVAL);
+	CHECK(c.reply.len == 0);
+	fconn_reset(&c);
+	buf_free(&in);
+	buf_free(&c.params);
+	buf_free(&c.body);
+	buf_free(&c.reply);
+}
+
 int
 main(void)
 {
 	test_request();
 	test_crafted();
 	test_refusals();
+	test_begin_twice();
 	return CHECK_DONE();
 }

@@ -25,6 +25,7 @@
 #include "../lib/check.h"
 #include "../lib/sink.h"
 #include "buf.h"
+#include "fastcgi.h"
 #include "resp.h"
 #include "upstream.h"
 
@@ -330,29 +331,12 @@ fake_run(struct buf *reply, int delay_ms, int silent, int64_t tmo,
 	return er;
 }
 
-/* Reads a params length at p; returns bytes used or 0. */
-static size_t
-plen(const unsigned char *p, size_t avail, size_t *len)
-{
-	if (avail < 1)
-		return 0;
-	if (p[0] < 128) {
-		*len = p[0];
-		return 1;
-	}
-	if (avail < 4)
-		return 0;
-	*len = ((size_t)(p[0] & 0x7f) << 24) | ((size_t)p[1] << 16) |
-	    ((size_t)p[2] << 8) | p[3];
-	return 4;
-}
-
 /* Decodes what the client sent and checks it record by record. */
 static void
 check_request(const struct buf *req, const char *want_param, size_t bodylen)
 {
 	const unsigned char	*p = (const unsigned char *)req->p;
-	size_t			 off = 0, n, pad, po, nl, vl, k;
+	size_t			 off = 0, n, pad, po, nl, vl;
 	struct buf		 params, in;
 	int			 begin_ok = 0, params_end = 0, stdin_end = 0;
 	int			 order_ok = 1, sizes_ok = 1, found = 0;
@@ -401,13 +385,7 @@ check_request(const struct buf *req, const char *want_param, size_t bodylen)
 	for (po = 0; po < params.len;) {
 		const unsigned char *q = (const unsigned char *)params.p;
 
-		if ((k = plen(q + po, params.len - po, &nl)) == 0)
-			break;
-		po += k;
-		if ((k = plen(q + po, params.len - po, &vl)) == 0)
-			break;
-		po += k;
-		if (po + nl + vl > params.len)
+		if (fcgi_pair_decode(q, params.len, &po, &nl, &vl) != IDEM_OK)
 			break;
 		if (strlen(want_param) == nl + 1 + vl &&
 		    memcmp(want_param, q + po, nl) == 0 &&

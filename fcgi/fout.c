@@ -1,0 +1,154 @@
+/* The answer to the web server: STDOUT records, then END_REQUEST, on its connection. */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fastcgi.h"
+#include "fout.h"
+
+/* STDOUT record content gathered before a write (a record holds 65535). */
+#define FOUT_CHUNK	32768
+
+struct fout {
+	int		 fd;
+	uint16_t	 id;
+	int64_t		 timeout_ms;
+	struct buf	 recs;		/* records not yet written */
+	unsigned char	 data[FOUT_CHUNK];
+	size_t		 len;
+};
+
+enum idem_err
+fout_new(int fd, uint16_t id, int64_t timeout_ms, struct fout **out)
+{
+	struct fout	*o;
+
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		return IDEM_ENOMEM;
+	o->fd = fd;
+	o->id = id;
+	o->timeout_ms = timeout_ms;
+	buf_init(&o->recs, 2 * FOUT_CHUNK);
+	*out = o;
+	return IDEM_OK;
+}
+
+void
+fout_free(struct fout *o)
+{
+	if (o == NULL)
+		return;
+	buf_free(&o->recs);
+	free(o);
+}
+
+/* Writes all of p; IDEM_EIO when the peer is gone or too slow. */
+static enum idem_err
+fout_send(struct fout *o, const void *vp, size_t n)
+{
+	const char	*p = vp;
+	struct pollfd	 pfd = { o->fd, POLLOUT, 0 };
+	ssize_t		 w;
+
+	while (n > 0) {
+		w = send(o->fd, p, n, MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN &&
+		    poll(&pfd, 1, (int)o->timeout_ms) > 0)
+			continue;
+		return IDEM_EIO;
+	}
+	return IDEM_OK;
+}
+
+/* Sends what is gathered as one STDOUT record. */
+static enum idem_err
+fout_flush(struct fout *o)
+{
+	enum idem_err	 er;
+
+	if (o->len == 0)
+		return IDEM_OK;
+	buf_reset(&o->recs);
+	if ((er = fcgi_record(&o->recs, FCGI_STDOUT, o->id, o->data,
+	    o->len)) != IDEM_OK)
+		return er;
+	o->len = 0;
+	return fout_send(o, o->recs.p, o->recs.len);
+}
+
+/* reply.write: 0, or -1 when the web server is gone. */
+static int
+fout_write(void *arg, const void *vp, size_t n)
+{
+	struct fout	*o = arg;
+	const char	*p = vp;
+	size_t		 k;
+
+	while (n > 0) {
+		k = sizeof(o->data) - o->len;
+		if (k > n)
+			k = n;
+		memcpy(o->data + o->len, p, k);
+		o->len += k;
+		p += k;
+		n -= k;
+		if (o->len == sizeof(o->data) && fout_flush(o) != IDEM_OK)
+			return -1;
+	}
+	return 0;
+}
+
+enum idem_err
+fout_end(struct fout *o)
+{
+	enum idem_err	 er;
+
+	if ((er = fout_flush(o)) != IDEM_OK)
+		return er;
+	buf_reset(&o->recs);
+	if ((er = fcgi_record(&o->recs, FCGI_STDOUT, o->id, NULL, 0)) !=
+	    IDEM_OK ||
+	    (er = fcgi_end(&o->recs, o->id, 0, FCGI_REQUEST_COMPLETE)) !=
+	    IDEM_OK)
+		return er;
+	return fout_send(o, o->recs.p, o->recs.len);
+}
+
+/* reply.end: 0, or -1 when the end did not reach the web server. */
+static int
+fout_finish(void *arg)
+{
+	struct fout	*o = arg;
+	enum idem_err	 er = fout_end(o);
+
+	shutdown(o->fd, SHUT_RDWR);
+	return er == IDEM_OK ? 0 : -1;
+}
+
+/* reply.abort */
+static void
+fout_abort(void *arg)
+{
+	struct fout	*o = arg;
+
+	o->len = 0;
+	shutdown(o->fd, SHUT_RDWR);
+}
+
+struct reply
+fout_reply(struct fout *o)
+{
+	return (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
+	    0 };
+}

@@ -1,0 +1,116 @@
+/* A request's FastCGI params as envp ("NAME=value" strings): lookups and what is read from them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "params.h"
+
+const char *
+request_param(char *const *envp, const char *name)
+{
+	size_t	 nl = strlen(name);
+
+	for (; envp != NULL && *envp != NULL; envp++)
+		if (strncmp(*envp, name, nl) == 0 && (*envp)[nl] == '=')
+			return *envp + nl + 1;
+	return NULL;
+}
+
+const char *
+request_param_once(char *const *envp, const char *name, int *twice)
+{
+	size_t		 nl = strlen(name);
+	const char	*v = NULL;
+
+	*twice = 0;
+	for (; envp != NULL && *envp != NULL; envp++) {
+		if (strncmp(*envp, name, nl) != 0 || (*envp)[nl] != '=')
+			continue;
+		if (v != NULL) {
+			*twice = 1;
+			break;
+		}
+		v = *envp + nl + 1;
+	}
+	return v;
+}
+
+size_t
+request_params_size(char *const *envp)
+{
+	size_t	 n = 0;
+
+	for (; envp != NULL && *envp != NULL; envp++)
+		n += strlen(*envp);
+	return n;
+}
+
+char *
+request_path(char *const *envp)
+{
+	const char	*uri, *sn, *pi;
+	size_t		 len;
+	char		*p;
+
+	uri = request_param(envp, "REQUEST_URI");
+	if (uri != NULL && *uri != '\0') {
+		len = strcspn(uri, "?#");
+		if ((p = malloc(len + 1)) == NULL)
+			return NULL;
+		memcpy(p, uri, len);
+		p[len] = '\0';
+		return p;
+	}
+	sn = request_param(envp, "SCRIPT_NAME");
+	pi = request_param(envp, "PATH_INFO");
+	if (sn == NULL)
+		sn = "";
+	if (pi == NULL)
+		pi = "";
+	if (*sn == '\0' && *pi == '\0')
+		return strdup("/");
+	if (asprintf(&p, "%s%s", sn, pi) < 0)
+		return NULL;
+	return p;
+}
+
+int
+request_content_length(const char *s, size_t *out)
+{
+	size_t	 v = 0;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > ((size_t)-1 - 9) / 10)
+			return -1;
+		v = v * 10 + (size_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+char **
+request_params_filter(char *const *envp)
+{
+	static const char *const drop[] = {
+		"HTTP_IDEMPOTENT_REPLAYED=", "HTTP_IDEMPOTENCY_RESULT=",
+	};
+	size_t	 n = 0, i, j;
+	char	**out;
+
+	while (envp != NULL && envp[n] != NULL)
+		n++;
+	if ((out = calloc(n + 1, sizeof(*out))) == NULL)
+		return NULL;
+	for (i = 0, j = 0; i < n; i++) {
+		if (strncmp(envp[i], drop[0], strlen(drop[0])) == 0 ||
+		    strncmp(envp[i], drop[1], strlen(drop[1])) == 0)
+			continue;
+		out[j++] = envp[i];
+	}
+	out[j] = NULL;
+	return out;
+}

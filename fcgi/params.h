@@ -1,0 +1,38 @@
+/* A request's FastCGI params as envp ("NAME=value" strings): lookups and what is read from them. */
+#ifndef IDEM_PARAMS_H
+#define IDEM_PARAMS_H
+
+#include <stddef.h>
+
+/*
+ * Pure functions of envp, below the request's modules (request, route,
+ * guard, handler all read params through here).  Their names keep the
+ * request_ prefix they had when they lived in request.c.
+ */
+
+/* Value of param name in envp (NULL-terminated "NAME=value"), or NULL. */
+const char *request_param(char *const *envp, const char *name);
+
+/* request_param, and *twice = 1 when name is in envp more than once: a
+ * web server that maps both X-Tenant and X_Tenant to HTTP_X_TENANT
+ * (lighttpd) sends both. */
+const char *request_param_once(char *const *envp, const char *name,
+    int *twice);
+
+/* Sum of the lengths of all params (names and values). */
+size_t request_params_size(char *const *envp);
+
+/*
+ * Request path: REQUEST_URI up to '?' or '#', else SCRIPT_NAME + PATH_INFO,
+ * else "/".  Returns a malloc'd string or NULL (out of memory).
+ */
+char *request_path(char *const *envp);
+
+/* Strict CONTENT_LENGTH: digits only, no overflow.  0 on success. */
+int request_content_length(const char *s, size_t *out);
+
+/* Copies envp into a new NULL-terminated array (strings borrowed) without
+ * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT.  Free with free(). */
+char **request_params_filter(char *const *envp);
+
+#endif

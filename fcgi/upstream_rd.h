@@ -1,0 +1,50 @@
+/* Reading an upstream app's records: STDOUT to the sink, STDERR to the log, until END_REQUEST. */
+#ifndef IDEM_UPSTREAM_RD_H
+#define IDEM_UPSTREAM_RD_H
+
+#include <stddef.h>
+
+#include "err.h"
+#include "fastcgi.h"
+#include "upstream.h"
+
+#define UPSTREAM_REQ_ID		1	/* one request per connection */
+#define UPSTREAM_ERRLINE_MAX	1024	/* STDERR bytes per log line */
+
+/*
+ * The records one app sends on one connection, parsed as they come in
+ * pieces of any size (no I/O: upstream.c reads the socket).  Zeroed
+ * (memset, calloc), it is ready for the first byte.
+ */
+struct upstream_rd {
+	unsigned char	 hdr[FCGI_HDR_LEN];
+	size_t		 hdr_have;
+	int		 type;
+	size_t		 content_left;
+	size_t		 pad_left;
+	int		 skip;		/* content not for us: drop it */
+	unsigned char	 end[FCGI_BODY_LEN];
+	size_t		 end_have;
+	int		 done;		/* END_REQUEST seen */
+	int		 refused;	/* ...saying the app did not take it */
+	int		 app_status;
+	char		 errline[UPSTREAM_ERRLINE_MAX];
+	size_t		 errlen;
+	size_t		 errtotal;
+};
+
+/*
+ * Feeds n bytes the app sent.  STDOUT content goes to r->ex.out; STDERR
+ * is logged a line at a time under r's tag, at most 64 KiB a request.
+ * Nothing is read past END_REQUEST (rd->done, its appStatus in
+ * rd->app_status).  IDEM_OK to go on; IDEM_EHANDLER when END_REQUEST
+ * refused the request (rd->refused); IDEM_EBROKEN when the app broke the
+ * protocol (logged); else the error r->ex.out returned.
+ */
+enum idem_err upstream_rd_feed(const struct upstream_req *r,
+    struct upstream_rd *rd, const char *p, size_t n);
+
+/* Logs the STDERR line still gathered, if any. */
+void upstream_rd_flush(const struct upstream_req *r, struct upstream_rd *rd);
+
+#endif
