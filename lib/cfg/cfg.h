@@ -148,10 +148,11 @@ enum idem_err cfg_parse(const char *text, size_t len, const char *name,
 void cfg_free(struct cfg *c);
 
 /*
- * 0 if c is usable by idemgate (at least one route); otherwise -1 with
- * "FILE: message" in err.  idemctl and idemtop need no routes.
+ * IDEM_OK if c is usable by idemgate (at least one route); otherwise
+ * IDEM_ECONFIG with "FILE: message" in err.  idemctl and idemtop need no
+ * routes.
  */
-int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
+enum idem_err cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 
 /* Word i (0-based) of a blank-separated list (mysql_group, replicas) into
  * out, cut to cap - 1 bytes.  0 when the list has no word i. */
@@ -163,13 +164,14 @@ enum idem_err cfg_set_mysql_group(struct cfg *c, const char *group);
 /*
  * What `idemgate -t` checks beyond the syntax, like nginx -t: every cgi:
  * program exists and is executable, the mysql_defaults_file exists and is
- * readable.  0, or -1 with "FILE:LINE:COL: message" in err.
+ * readable.  IDEM_OK, or IDEM_ECONFIG with "FILE:LINE:COL: message" in
+ * err.
  */
-int cfg_check_files(const struct cfg *c, char *err, size_t errlen);
+enum idem_err cfg_check_files(const struct cfg *c, char *err, size_t errlen);
 
 /* The mysql_defaults_file part of that (idemgate checks it at start
- * too): 0, or -1 with "FILE:LINE:COL: message" in err. */
-int cfg_check_option_file(const struct cfg *c, char *err, size_t errlen);
+ * too): IDEM_OK, or IDEM_ECONFIG with "FILE:LINE:COL: message" in err. */
+enum idem_err cfg_check_option_file(const struct cfg *c, char *err, size_t errlen);
 
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
@@ -217,10 +219,12 @@ int cfg_warnings(const struct cfg *c, FILE *f);
  * key_format. */
 int cfg_key_format_ok(const struct route *r, const char *key, size_t len);
 
-/* "250ms", "10s", "5m", "72h", "7d", bare number = seconds.  0 on success. */
-int cfg_parse_duration(const char *s, int64_t *ms);
+/* "250ms", "10s", "5m", "72h", "7d", bare number = seconds; IDEM_EINVAL
+ * (*ms untouched) for anything else or past INT64_MAX ms. */
+enum idem_err cfg_parse_duration(const char *s, int64_t *ms);
 
-/* "512", "64K", "1M", "2G" (powers of 1024).  0 on success. */
-int cfg_parse_size(const char *s, size_t *bytes);
+/* "512", "64K", "1M", "2G" (powers of 1024); IDEM_EINVAL (*bytes
+ * untouched) for anything else or past SIZE_MAX. */
+enum idem_err cfg_parse_size(const char *s, size_t *bytes);
 
 #endif

@@ -156,7 +156,7 @@ test_defaults(void)
 	c = parse("[gateway]\nmysql_group = g\n");
 	CHECK(c != NULL && c->nroutes == 0);
 	if (c != NULL) {
-		CHECK(cfg_check_gateway(c, err, sizeof(err)) == -1);
+		CHECK(cfg_check_gateway(c, err, sizeof(err)) == IDEM_ECONFIG);
 		CHECK(strcmp(err, "t.conf: no [route] section: idemgate has "
 		    "nothing to serve") == 0);
 		cfg_free(c);
