@@ -52,7 +52,7 @@ struct store {
 	 * Its named locks are only as old as that: see store_claim. */
 	int64_t			 boot_s;
 	int64_t			 max_packet;	/* server's, 0 unknown */
-	int			 galera;	/* a Galera node: no named locks */
+	int			 galera;	/* Galera: no named locks */
 	/* mysql_group may list several groups (one per node): the one in
 	 * use, and the one the next connect tries first. */
 	unsigned		 group_cur, group_next;
@@ -79,6 +79,13 @@ struct store {
  * 0: no deadline): every wait of the client library on its socket ends
  * by then (lib/store_conn.c).  Returns the deadline it replaces. */
 int64_t store_io_deadline(int64_t deadline);
+
+/*
+ * Opens st->my to the option-file group's server (lib/store/store_conn.c),
+ * counting a generation; no statement runs yet (store_connect then reads
+ * the server's facts).  IDEM_ENOMEM or IDEM_ESTORE, the error recorded.
+ */
+enum idem_err store_conn_open(struct store *st, const char *group);
 
 /* A waiter's GET_LOCK waits this long at most per statement: a read
  * deadline then stays short, and the waiter claims again after it. */
