@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,27 +16,6 @@
 static const char *const sect_names[] = {
 	"gateway", "idempotency", "route", "cleanup", "console",
 };
-
-/* Formats "NAME:LINE:COL: message" (no position when line is 0). */
-enum idem_err
-cfg_perr(struct parser *p, enum idem_err er, int line, int col, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n = 0;
-
-	if (p->err == NULL || p->errlen == 0)
-		return er;
-	if (line > 0)
-		n = snprintf(p->err, p->errlen, "%s:%d:%d: ", p->name, line, col);
-	else
-		n = snprintf(p->err, p->errlen, "%s: ", p->name);
-	if (n < 0 || (size_t)n >= p->errlen)
-		return er;
-	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-	return er;
-}
 
 static void
 route_clear(struct route *r)
@@ -64,8 +42,8 @@ route_fold(struct parser *p, struct route *r, uint64_t seen)
 		return IDEM_ENOMEM;
 	if (CFG_UNSET(seen, K_SCOPE)) {
 		r->scope = d->scope;
-		if (d->scope_header != NULL &&
-		    cfg_set_str(p, &r->scope_header, d->scope_header) != IDEM_OK)
+		if (d->scope_header != NULL && cfg_set_str(p,
+		    &r->scope_header, d->scope_header) != IDEM_OK)
 			return IDEM_ENOMEM;
 	}
 	if (CFG_UNSET(seen, K_METHODS)) {
@@ -111,7 +89,8 @@ open_route(struct parser *p, const char *prefix, int col)
 	for (q = prefix; *q != '\0'; q++)
 		if ((unsigned char)*q <= ' ' || (unsigned char)*q >= 0x7f ||
 		    *q == '?' || *q == '#')
-			return cfg_perr(p, IDEM_ECONFIG, p->line, col + (int)(q - prefix),
+			return cfg_perr(p, IDEM_ECONFIG, p->line,
+			    col + (int)(q - prefix),
 			    "bad character in route prefix");
 	for (i = 0; i < c->nroutes; i++)
 		if (strcmp(c->routes[i].prefix, prefix) == 0)
@@ -167,7 +146,8 @@ parse_section(struct parser *p, char *s, int col)
 	p->route = NULL;
 	p->rstate = NULL;
 	p->seen = 0;
-	if (strncmp(name, "route", 5) == 0 && (cfg_is_ws(name[5]) || name[5] == '\0')) {
+	if (strncmp(name, "route", 5) == 0 &&
+	    (cfg_is_ws(name[5]) || name[5] == '\0')) {
 		for (rest = name + 5; cfg_is_ws(*rest); rest++)
 			;
 		if (*rest == '\0')
@@ -211,10 +191,12 @@ pair_key(struct parser *p, char *s, char *eq, int col, enum key_id *id)
 	for (kend = eq; kend > s && cfg_is_ws(kend[-1]); kend--)
 		;
 	if (kend == s)
-		return cfg_perr(p, IDEM_ECONFIG, p->line, col, "missing key before '='");
+		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
+		    "missing key before '='");
 	for (q = s; q < kend; q++)
 		if (!is_key_char(*q))
-			return cfg_perr(p, IDEM_ECONFIG, p->line, col + (int)(q - s),
+			return cfg_perr(p, IDEM_ECONFIG, p->line,
+			    col + (int)(q - s),
 			    "bad key name (expected 'key = value')");
 	*kend = '\0';
 	if (p->sect == SECT_NONE)
@@ -225,7 +207,8 @@ pair_key(struct parser *p, char *s, char *eq, int col, enum key_id *id)
 			break;
 	if (i == K__MAX || (cfg_keys[i].sects & p->sect) == 0)
 		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
-		    "unknown key '%.*s' in [%s]", CFG_MAX_SHOWN, s, p->sectname);
+		    "unknown key '%.*s' in [%s]", CFG_MAX_SHOWN, s,
+		    p->sectname);
 	*id = (enum key_id)i;
 	return IDEM_OK;
 }
@@ -425,65 +408,74 @@ cfg_new(struct parser *p)
 	c->refresh_ms = 2 * 1000;
 	c->cleanup_warn_ms = 2 * 3600 * 1000;
 	if (cfg_set_str(p, &c->path, p->name) != IDEM_OK ||
-	    cfg_set_str(p, &c->listen, "unix:/run/idemgate/idemgate.sock") != IDEM_OK ||
+	    cfg_set_str(p, &c->listen,
+	    "unix:/run/idemgate/idemgate.sock") != IDEM_OK ||
 	    cfg_set_str(p, &c->mysql_group, "idemgate") != IDEM_OK)
 		return IDEM_ENOMEM;
 	return cfg_route_defaults(p, &p->defs);
 }
 
-static enum idem_err
-parse_text(const char *text, size_t len, const char *name, int check_fs,
-    struct cfg **out, char *err, size_t errlen)
+/* A parser whose messages name name and go to err (errlen bytes); with
+ * check_fs, script_root must exist. */
+static void
+parser_init(struct parser *p, const char *name, int check_fs, char *err,
+    size_t errlen)
 {
-	struct parser	 p;
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->err = err;
+	p->errlen = errlen;
+	p->check_fs = check_fs;
+}
+
+/* The len bytes of text through p (parser_init).  OUT: *out. */
+static enum idem_err
+parse_text(struct parser *p, const char *text, size_t len, struct cfg **out)
+{
 	char		 line[CFG_MAX_LINE + 1];
 	size_t		 off = 0, ll;
 	const char	*nl;
 	enum idem_err	 er;
 
-	memset(&p, 0, sizeof(p));
-	p.name = name != NULL ? name : "(config)";
-	p.err = err;
-	p.errlen = errlen;
-	p.check_fs = check_fs;
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
+	if (p->err != NULL && p->errlen > 0)
+		p->err[0] = '\0';
 	if (text == NULL && len > 0)
-		return cfg_perr(&p, IDEM_ECONFIG, 0, 0, "no text");
+		return cfg_perr(p, IDEM_ECONFIG, 0, 0, "no text");
 	if (len > CFG_MAX_FILE) {
-		er = cfg_perr(&p, IDEM_ECONFIG, 0, 0, "file larger than 1 MiB");
+		er = cfg_perr(p, IDEM_ECONFIG, 0, 0, "file larger than 1 MiB");
 		goto out;
 	}
-	if ((er = cfg_new(&p)) != IDEM_OK)
+	if ((er = cfg_new(p)) != IDEM_OK)
 		goto out;
 	while (off < len) {
-		p.line++;
+		p->line++;
 		nl = memchr(text + off, '\n', len - off);
 		ll = nl != NULL ? (size_t)(nl - (text + off)) : len - off;
 		if (ll > 0 && text[off + ll - 1] == '\r')
 			ll--;	/* CRLF files */
 		if (ll > CFG_MAX_LINE) {
-			er = cfg_perr(&p, IDEM_ECONFIG, p.line, CFG_MAX_LINE + 1,
-			    "line longer than %d bytes", CFG_MAX_LINE);
+			er = cfg_perr(p, IDEM_ECONFIG, p->line,
+			    CFG_MAX_LINE + 1, "line longer than %d bytes",
+			    CFG_MAX_LINE);
 			goto out;
 		}
 		memcpy(line, text + off, ll);
-		if ((er = parse_line(&p, line, ll)) != IDEM_OK)
+		if ((er = parse_line(p, line, ll)) != IDEM_OK)
 			goto out;
 		off = nl != NULL ? (size_t)(nl - text) + 1 : len;
 	}
-	if ((er = finish(&p)) != IDEM_OK)
+	if ((er = finish(p)) != IDEM_OK)
 		goto out;
 	/* The [idempotency] defaults stay for keys outside any route
 	 * (idemctl run). */
-	p.c->defaults = p.defs;
-	memset(&p.defs, 0, sizeof(p.defs));
-	*out = p.c;
-	p.c = NULL;
+	p->c->defaults = p->defs;
+	memset(&p->defs, 0, sizeof(p->defs));
+	*out = p->c;
+	p->c = NULL;
 out:
-	cfg_free(p.c);
-	route_clear(&p.defs);
-	free(p.rs);
+	cfg_free(p->c);
+	route_clear(&p->defs);
+	free(p->rs);
 	return er;
 }
 
@@ -491,7 +483,10 @@ enum idem_err
 cfg_parse(const char *text, size_t len, const char *name, struct cfg **out,
     char *err, size_t errlen)
 {
-	return parse_text(text, len, name, 0, out, err, errlen);
+	struct parser	 p;
+
+	parser_init(&p, name != NULL ? name : "(config)", 0, err, errlen);
+	return parse_text(&p, text, len, out);
 }
 
 enum idem_err
@@ -505,10 +500,7 @@ cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 	int		 fd = -1;
 	enum idem_err	 er;
 
-	memset(&p, 0, sizeof(p));
-	p.name = path;
-	p.err = err;
-	p.errlen = errlen;
+	parser_init(&p, path, 1, err, errlen);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		er = cfg_perr(&p, IDEM_ESYS, 0, 0, "%s", strerror(errno));
 		goto out;
@@ -527,14 +519,15 @@ cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			er = cfg_perr(&p, IDEM_ESYS, 0, 0, "%s", strerror(errno));
+			er = cfg_perr(&p, IDEM_ESYS, 0, 0, "%s",
+			    strerror(errno));
 			goto out;
 		}
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
-	er = parse_text(text, len, path, 1, out, err, errlen);
+	er = parse_text(&p, text, len, out);
 out:
 	free(text);
 	if (fd >= 0)
@@ -565,36 +558,16 @@ cfg_free(struct cfg *c)
 	free(c);
 }
 
-int
+enum idem_err
 cfg_check_gateway(const struct cfg *c, char *err, size_t errlen)
 {
 	if (c->nroutes == 0) {
 		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "%s: no [route] section: idemgate "
-			    "has nothing to serve", c->path);
-		return -1;
+			snprintf(err, errlen, "%s: no [route] section: "
+			    "idemgate has nothing to serve", c->path);
+		return IDEM_ECONFIG;
 	}
-	return 0;
-}
-
-int
-cfg_word(const char *list, unsigned i, char *out, size_t cap)
-{
-	size_t	 n;
-
-	for (;;) {
-		list += strspn(list, " \t");
-		if ((n = strcspn(list, " \t")) == 0)
-			return 0;
-		if (i-- == 0)
-			break;
-		list += n;
-	}
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(out, list, n);
-	out[n] = '\0';
-	return 1;
+	return IDEM_OK;
 }
 
 enum idem_err
@@ -609,7 +582,7 @@ cfg_set_mysql_group(struct cfg *c, const char *group)
 	return IDEM_OK;
 }
 
-int
+enum idem_err
 cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 {
 	const struct route	*r;
@@ -627,29 +600,29 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 			    r->program, stat(r->program, &st) != 0 ?
 			    strerror(errno) : !S_ISREG(st.st_mode) ?
 			    "not a regular file" : "not executable");
-			return -1;
+			return IDEM_ECONFIG;
 		}
 	}
 	return cfg_check_option_file(c, err, errlen);
 }
 
-int
+enum idem_err
 cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 {
 	int	 fd;
 
 	if (c->mysql_defaults_file == NULL)
-		return 0;
+		return IDEM_OK;
 	/* Opened, not just looked at: MySQL would fall back to its default
 	 * socket without a word. */
 	if ((fd = open(c->mysql_defaults_file, O_RDONLY)) < 0) {
 		snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
 		    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
 		    c->mysql_defaults_file, strerror(errno));
-		return -1;
+		return IDEM_ECONFIG;
 	}
 	close(fd);
-	return 0;
+	return IDEM_OK;
 }
 
 int64_t
@@ -679,7 +652,8 @@ cfg_route(const struct cfg *c, const char *path)
 		n = strlen(r->prefix);
 		if (strncmp(path, r->prefix, n) != 0)
 			continue;
-		if (r->prefix[n - 1] == '/' || path[n] == '\0' || path[n] == '/')
+		if (r->prefix[n - 1] == '/' || path[n] == '\0' ||
+		    path[n] == '/')
 			return r;
 	}
 	return NULL;

@@ -9,10 +9,10 @@
 #include "err.h"
 
 enum handler_kind {
-	HANDLER_NONE = 0,	/* route without handler: 502 (cfg_check refuses) */
+	HANDLER_NONE = 0,	/* no handler: 502 (cfg_check refuses) */
 	HANDLER_CGI,		/* cgi:/path/to/program */
 	HANDLER_SCRIPT,		/* script: SCRIPT_FILENAME under script_root */
-	HANDLER_FASTCGI,	/* fastcgi:unix:/path or fastcgi:tcp:host:port */
+	HANDLER_FASTCGI,	/* fastcgi:unix:/path, fastcgi:tcp:host:port */
 };
 
 enum scope_kind {
@@ -45,17 +45,18 @@ enum fp_mode {
  * All strings are owned by the struct cfg they came from.
  */
 struct route {
-	char			*prefix;	/* "/payments"; "/" matches all */
+	char			*prefix;	/* "/payments"; "/": all */
 	int			 line;		/* line of the section header */
-	int			 handler_line, handler_col;	/* its handler */
+	int			 handler_line, handler_col; /* its handler */
 
 	enum handler_kind	 handler;
 	char			*program;	/* HANDLER_CGI: absolute path */
 	char			*script_root;	/* HANDLER_SCRIPT: realpath'd */
-	char			*upstream;	/* HANDLER_FASTCGI: "unix:/p" or "tcp:h:p" */
-	int64_t			 timeout_ms;	/* handler timeout, default 30s */
-	int64_t			 run_limit_ms;	/* HANDLER_FASTCGI: the upstream's
-						 * own hard limit; 0 unset */
+	/* HANDLER_FASTCGI: "unix:/p" or "tcp:h:p". */
+	char			*upstream;
+	int64_t			 timeout_ms;	/* handler's; default 30s */
+	/* HANDLER_FASTCGI: the upstream's own hard limit; 0 unset. */
+	int64_t			 run_limit_ms;
 
 	int			 idempotency;	/* 1 on (default), 0 off */
 	char			*key_header;	/* default "Idempotency-Key" */
@@ -63,7 +64,8 @@ struct route {
 	size_t			 nmethods;	/* default POST PATCH */
 	int			 require_key;	/* default 0 */
 	enum scope_kind		 scope;		/* default SCOPE_NONE */
-	char			*scope_header;	/* SCOPE_HEADER: header name, lower case */
+	/* SCOPE_HEADER: the header's name, lower case. */
+	char			*scope_header;
 	int64_t			 ttl_ms;	/* default 24h */
 	int64_t			 wait_ms;	/* default 10s */
 	int64_t			 lease_ms;	/* default 60s */
@@ -79,7 +81,7 @@ struct route {
 	char			*key_regex;	/* KEYFMT_REGEX: its source */
 	void			*key_re;	/* KEYFMT_REGEX: a regex_t */
 	int			 keys_per_route;	/* default 0 */
-	char			*fp_headers[CFG_MAX_FP_HEADERS]; /* lower case */
+	char			*fp_headers[CFG_MAX_FP_HEADERS]; /* lowercase */
 	size_t			 nfp_headers;
 	enum fp_mode		 fingerprint;	/* default exact */
 	uint32_t		 new_keys_per_minute;	/* per scope; 0 none */
@@ -89,42 +91,56 @@ struct cfg {
 	char		*path;			/* file it was read from */
 
 	/* [gateway] */
-	char		*listen;		/* "unix:/p", "tcp:h:p" or "fd:0" */
-	char		*socket_owner;		/* "user:group", "user", ":group" or NULL */
-	unsigned	 socket_mode;		/* default 0660; any of 0007 refused */
+	char		*listen;		/* unix:/p, tcp:h:p or fd:0 */
+	/* "user:group", "user", ":group" or NULL. */
+	char		*socket_owner;
+	/* Default 0660; any bit of 0007 refused. */
+	unsigned	 socket_mode;
 	int		 threads;		/* per worker, default 32 */
-	int		 workers;		/* worker processes, default 2 */
+	int		 workers;		/* processes, default 2 */
 	int		 log_syslog;		/* log = syslog */
 	char		*mysql_defaults_file;	/* MySQL option file or NULL */
 	int		 mysql_defaults_line, mysql_defaults_col;
 	char		*mysql_group;		/* default "idemgate" */
-	char		*host_name;		/* counters' host label; default gethostname() */
-	size_t		 max_params;		/* total FastCGI params bytes, default 64K */
+	/* The counters' host label; default gethostname(). */
+	char		*host_name;
+	/* Total bytes of a request's FastCGI params, default 64K. */
+	size_t		 max_params;
 	int64_t		 counters_flush_ms;	/* default 5s */
-	int64_t		 client_timeout_ms;	/* params + body deadline, 30s */
-	size_t		 replay_cache;		/* bytes per worker, 0 off; default 8M */
-	char		*problem_base_url;	/* problem types <base><slug>, or NULL */
-	char		*status_path;		/* the status page's path, or NULL (off) */
+	int64_t		 client_timeout_ms;	/* params + body; 30s */
+	/* Bytes per worker, 0 off; default 8M. */
+	size_t		 replay_cache;
+	/* Problem types are <base><slug>; NULL: none. */
+	char		*problem_base_url;
+	/* The status page's path, or NULL (off). */
+	char		*status_path;
 
 	/* [cleanup] (idemctl cleanup) */
 	int		 cleanup_batch;		/* default 1000 */
-	int64_t		 cleanup_sleep_ms;	/* pause between batches, default 0 */
+	/* Pause between batches, default 0. */
+	int64_t		 cleanup_sleep_ms;
 	int64_t		 cleanup_max_ms;	/* 0 = unlimited (default) */
-	int64_t		 stale_after_ms;	/* in-progress rows this long past their lease, default 1h */
+	/* In-progress rows this long past their lease, default 1h. */
+	int64_t		 stale_after_ms;
 	int64_t		 counters_retention_ms;	/* default 7d */
-	int64_t		 runs_retention_ms;	/* cleanup run records, default 30d */
-	int64_t		 cleanup_max_lag_ms;	/* pause while a replica lags more; 0 off */
-	char		*replicas;		/* option-file groups of replicas, or NULL */
+	/* Cleanup run records, default 30d. */
+	int64_t		 runs_retention_ms;
+	/* Pause while a replica lags more; 0 off. */
+	int64_t		 cleanup_max_lag_ms;
+	/* Option-file groups of replicas, or NULL. */
+	char		*replicas;
 
 	/* [console] (idemtop) */
 	int64_t		 refresh_ms;		/* default 2s */
-	int64_t		 cleanup_warn_ms;	/* warn when no run succeeded for this long, default 2h */
+	/* Warn when no run succeeded for this long, default 2h. */
+	int64_t		 cleanup_warn_ms;
 
 	/* The built-in defaults with [idempotency] over them (prefix NULL):
 	 * what `idemctl run` starts from. */
 	struct route	 defaults;
 
-	/* Routes sorted longest prefix first; [idempotency] folded into each. */
+	/* Routes sorted longest prefix first; [idempotency] folded into
+	 * each. */
 	struct route	*routes;
 	size_t		 nroutes;
 };
@@ -148,10 +164,11 @@ enum idem_err cfg_parse(const char *text, size_t len, const char *name,
 void cfg_free(struct cfg *c);
 
 /*
- * 0 if c is usable by idemgate (at least one route); otherwise -1 with
- * "FILE: message" in err.  idemctl and idemtop need no routes.
+ * IDEM_OK if c is usable by idemgate (at least one route); otherwise
+ * IDEM_ECONFIG with "FILE: message" in err.  idemctl and idemtop need no
+ * routes.
  */
-int cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
+enum idem_err cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 
 /* Word i (0-based) of a blank-separated list (mysql_group, replicas) into
  * out, cut to cap - 1 bytes.  0 when the list has no word i. */
@@ -163,13 +180,15 @@ enum idem_err cfg_set_mysql_group(struct cfg *c, const char *group);
 /*
  * What `idemgate -t` checks beyond the syntax, like nginx -t: every cgi:
  * program exists and is executable, the mysql_defaults_file exists and is
- * readable.  0, or -1 with "FILE:LINE:COL: message" in err.
+ * readable.  IDEM_OK, or IDEM_ECONFIG with "FILE:LINE:COL: message" in
+ * err.
  */
-int cfg_check_files(const struct cfg *c, char *err, size_t errlen);
+enum idem_err cfg_check_files(const struct cfg *c, char *err, size_t errlen);
 
 /* The mysql_defaults_file part of that (idemgate checks it at start
- * too): 0, or -1 with "FILE:LINE:COL: message" in err. */
-int cfg_check_option_file(const struct cfg *c, char *err, size_t errlen);
+ * too): IDEM_OK, or IDEM_ECONFIG with "FILE:LINE:COL: message" in err. */
+enum idem_err cfg_check_option_file(const struct cfg *c, char *err,
+    size_t errlen);
 
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
@@ -217,10 +236,12 @@ int cfg_warnings(const struct cfg *c, FILE *f);
  * key_format. */
 int cfg_key_format_ok(const struct route *r, const char *key, size_t len);
 
-/* "250ms", "10s", "5m", "72h", "7d", bare number = seconds.  0 on success. */
-int cfg_parse_duration(const char *s, int64_t *ms);
+/* "250ms", "10s", "5m", "72h", "7d", bare number = seconds; IDEM_EINVAL
+ * (*ms untouched) for anything else or past INT64_MAX ms. */
+enum idem_err cfg_parse_duration(const char *s, int64_t *ms);
 
-/* "512", "64K", "1M", "2G" (powers of 1024).  0 on success. */
-int cfg_parse_size(const char *s, size_t *bytes);
+/* "512", "64K", "1M", "2G" (powers of 1024); IDEM_EINVAL (*bytes
+ * untouched) for anything else or past SIZE_MAX. */
+enum idem_err cfg_parse_size(const char *s, size_t *bytes);
 
 #endif

@@ -1,4 +1,11 @@
-/* Internals shared by lib/cfg.c (file, sections, routes) and lib/cfg_keys.c (key values). */
+/*
+ * Internals of the configuration parser (not for callers): limits, the
+ * key table, the parser state, and the functions its files share.  The
+ * files are layered, each calling only those below it: cfg_util.c
+ * (errors, blanks, words, copied strings), cfg_policy.c (the request
+ * policy keys), cfg_keys.c (every key's value), cfg.c (file, sections,
+ * routes).
+ */
 #ifndef IDEM_CFG_INT_H
 #define IDEM_CFG_INT_H
 
@@ -11,7 +18,8 @@
 #define CFG_MAX_PREFIX	255		/* route column in the store */
 #define CFG_MAX_HOST	64		/* host label in counters and owners */
 #define CFG_MAX_METHOD	16		/* method column in the store */
-#define CFG_MAX_SHOWN	64		/* bytes of a bad value quoted in messages */
+/* Bytes of a bad value quoted in messages. */
+#define CFG_MAX_SHOWN	64
 /* Ten years: callers add durations to clocks without overflow checks. */
 #define CFG_MAX_DURATION_MS	(3650LL * 86400 * 1000)
 
@@ -94,14 +102,15 @@ struct parser {
 	const char		*name;
 	char			*err;
 	size_t			 errlen;
-	int			 check_fs;	/* cfg_load: script_root must exist */
+	int			 check_fs;	/* script_root must exist */
 	struct cfg		*c;
-	struct route		 defs;		/* built-ins with [idempotency] over them */
+	/* The built-ins with [idempotency] over them. */
+	struct route		 defs;
 	struct route_state	*rs;		/* parallel to c->routes */
 	size_t			 cap;
 	enum sect		 sect;
-	unsigned		 sects_seen;	/* non-route sections, once each */
-	uint64_t		 seen;		/* keys of the current non-route section */
+	unsigned		 sects_seen;	/* non-route sections */
+	uint64_t		 seen;		/* keys of a plain section */
 	struct route		*route;		/* current [route], or NULL */
 	struct route_state	*rstate;
 	char			 sectname[CFG_MAX_PREFIX + 16];
@@ -111,25 +120,27 @@ struct parser {
 /* 1 if the key k is not among the bits of seen. */
 #define CFG_UNSET(seen, k)	(((seen) & ((uint64_t)1 << (k))) == 0)
 
-/* Copies from d the keys of r that are plain values (booleans, numbers,
- * durations, sizes, enums, strings) and that r did not set (seen: bits of
- * the keys r set). */
-enum idem_err cfg_fold_plain(struct parser *p, struct route *r,
-    const struct route *d, uint64_t seen);
+/* --- lib/cfg/cfg_util.c --------------------------------------------------- */
 
-/* Copies the request policy of d that r did not set (seen: bits of the
- * keys r set). */
-enum idem_err cfg_policy_fold(struct parser *p, struct route *r,
-    const struct route *d, uint64_t seen);
+/* Formats "NAME:LINE:COL: message" into p->err (no position when line
+ * is 0); returns er. */
+enum idem_err cfg_perr(struct parser *p, enum idem_err er, int line, int col,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* Frees what the request policy of r owns. */
-void cfg_policy_clear(struct route *r);
+/* Refuses kv: "bad WHAT 'value'TAIL" at its position; IDEM_ECONFIG. */
+enum idem_err cfg_bad(struct parser *p, const struct cfg_val *kv,
+    const char *what, const char *tail);
 
-/* The built-in request policy: release_statuses = 5xx, the rest off. */
-void cfg_policy_defaults(struct route *r);
+/* 1 for a space or a tab. */
+int cfg_is_ws(char ch);
 
-/* The request policy keys with logic of their own (lib/cfg_policy.c);
- * dst is the struct route. */
+/* Replaces *dst with a copy of v; *dst unchanged on failure. */
+enum idem_err cfg_set_str(struct parser *p, char **dst, const char *v);
+
+/* --- lib/cfg/cfg_policy.c ------------------------------------------------- */
+
+/* The request policy keys with logic of their own; dst is the struct
+ * route. */
 enum idem_err cfg_set_release(struct parser *p, const struct cfg_val *kv,
     void *dst);
 enum idem_err cfg_set_key_format(struct parser *p, const struct cfg_val *kv,
@@ -139,23 +150,18 @@ enum idem_err cfg_set_fp_headers(struct parser *p, const struct cfg_val *kv,
 enum idem_err cfg_set_new_keys(struct parser *p, const struct cfg_val *kv,
     void *dst);
 
-/* Formats "NAME:LINE:COL: message" into p->err (no position when line
- * is 0); returns er. */
-enum idem_err cfg_perr(struct parser *p, enum idem_err er, int line, int col,
-    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The built-in request policy: release_statuses = 5xx, the rest off. */
+void cfg_policy_defaults(struct route *r);
 
-/* Space or tab. */
-int cfg_is_ws(char ch);
+/* Copies the request policy of d that r did not set (seen: bits of the
+ * keys r set). */
+enum idem_err cfg_policy_fold(struct parser *p, struct route *r,
+    const struct route *d, uint64_t seen);
 
-/* Replaces *dst with a copy of v. */
-enum idem_err cfg_set_str(struct parser *p, char **dst, const char *v);
+/* Frees what the request policy of r owns. */
+void cfg_policy_clear(struct route *r);
 
-/* Frees a route's methods. */
-void cfg_methods_free(struct route *r);
-
-/* Refuses kv: "bad WHAT 'value'TAIL" at its position; IDEM_ECONFIG. */
-enum idem_err cfg_bad(struct parser *p, const struct cfg_val *kv,
-    const char *what, const char *tail);
+/* --- lib/cfg/cfg_keys.c --------------------------------------------------- */
 
 /* Sets key id from v (at line:col) in base: the struct route of a [route]
  * or [idempotency] section, or the struct cfg for the other sections. */
@@ -164,5 +170,14 @@ enum idem_err cfg_set_key(struct parser *p, void *base, enum key_id id,
 
 /* Built-in defaults of every [idempotency] key into r. */
 enum idem_err cfg_route_defaults(struct parser *p, struct route *r);
+
+/* Copies from d the keys of r that are plain values (booleans, numbers,
+ * durations, sizes, enums, strings) and that r did not set (seen: bits of
+ * the keys r set). */
+enum idem_err cfg_fold_plain(struct parser *p, struct route *r,
+    const struct route *d, uint64_t seen);
+
+/* Frees a route's methods. */
+void cfg_methods_free(struct route *r);
 
 #endif

@@ -12,12 +12,6 @@
 #include "cfg.h"
 #include "cfg_int.h"
 
-int
-cfg_is_ws(char ch)
-{
-	return ch == ' ' || ch == '\t';
-}
-
 /* RFC 9110 tchar. */
 static int
 is_tchar(unsigned char ch)
@@ -40,32 +34,33 @@ is_token(const char *s)
 	return 1;
 }
 
-/* Decimal digits only, no sign; 0 on success. */
-static int
+/* Decimal digits only, no sign; IDEM_EINVAL if none or past
+ * UINT64_MAX.  OUT: *end, after the digits; *v. */
+static enum idem_err
 parse_u64(const char *s, const char **end, uint64_t *v)
 {
 	uint64_t	 n = 0;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return IDEM_EINVAL;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		if (n > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -1;
+			return IDEM_EINVAL;
 		n = n * 10 + (uint64_t)(*s - '0');
 	}
 	*end = s;
 	*v = n;
-	return 0;
+	return IDEM_OK;
 }
 
-int
+enum idem_err
 cfg_parse_duration(const char *s, int64_t *ms)
 {
 	uint64_t	 n, mul;
 	const char	*u;
 
-	if (s == NULL || parse_u64(s, &u, &n) != 0)
-		return -1;
+	if (s == NULL || parse_u64(s, &u, &n) != IDEM_OK)
+		return IDEM_EINVAL;
 	if (strcmp(u, "ms") == 0)
 		mul = 1;
 	else if (*u == '\0' || strcmp(u, "s") == 0)
@@ -77,25 +72,25 @@ cfg_parse_duration(const char *s, int64_t *ms)
 	else if (strcmp(u, "d") == 0)
 		mul = 86400 * 1000;
 	else
-		return -1;
+		return IDEM_EINVAL;
 	if (n > (uint64_t)INT64_MAX / mul)
-		return -1;
+		return IDEM_EINVAL;
 	*ms = (int64_t)(n * mul);
-	return 0;
+	return IDEM_OK;
 }
 
-int
+enum idem_err
 cfg_parse_size(const char *s, size_t *bytes)
 {
 	uint64_t	 n, mul;
 	const char	*u;
 
-	if (s == NULL || parse_u64(s, &u, &n) != 0)
-		return -1;
+	if (s == NULL || parse_u64(s, &u, &n) != IDEM_OK)
+		return IDEM_EINVAL;
 	if (*u == '\0')
 		mul = 1;
 	else if (u[1] != '\0')
-		return -1;
+		return IDEM_EINVAL;
 	else if (*u == 'K' || *u == 'k')
 		mul = 1024;
 	else if (*u == 'M' || *u == 'm')
@@ -103,28 +98,33 @@ cfg_parse_size(const char *s, size_t *bytes)
 	else if (*u == 'G' || *u == 'g')
 		mul = 1024 * 1024 * 1024;
 	else
-		return -1;
+		return IDEM_EINVAL;
 	if (n > (uint64_t)SIZE_MAX / mul)
-		return -1;
+		return IDEM_EINVAL;
 	*bytes = (size_t)(n * mul);
-	return 0;
+	return IDEM_OK;
 }
 
-/* on/off, yes/no, true/false, 1/0 in any case; -1 if none. */
-static int
-parse_bool(const char *s)
+/* on/off, yes/no, true/false, 1/0 in any case; IDEM_EINVAL if none.
+ * OUT: *b, 1 or 0. */
+static enum idem_err
+parse_bool(const char *s, int *b)
 {
 	static const char *const yes[] = { "on", "yes", "true", "1" };
 	static const char *const no[] = { "off", "no", "false", "0" };
 	size_t	 i;
 
 	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (strcasecmp(s, yes[i]) == 0)
-			return 1;
-		if (strcasecmp(s, no[i]) == 0)
-			return 0;
+		if (strcasecmp(s, yes[i]) == 0) {
+			*b = 1;
+			return IDEM_OK;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*b = 0;
+			return IDEM_OK;
+		}
 	}
-	return -1;
+	return IDEM_EINVAL;
 }
 
 /* "unix:/abs" or "tcp:host:port" (host may be [v6]); 1 if well formed. */
@@ -152,7 +152,7 @@ is_addr(const char *s)
 		return 0;
 	if (h[0] != '[' && memchr(h, ':', hlen) != NULL)
 		return 0;
-	return parse_u64(colon + 1, &end, &port) == 0 && *end == '\0' &&
+	return parse_u64(colon + 1, &end, &port) == IDEM_OK && *end == '\0' &&
 	    port != 0 && port <= 65535;
 }
 
@@ -163,7 +163,7 @@ ok_listen(const char *s)
 	const char	*end;
 
 	if (strncmp(s, "fd:", 3) == 0)
-		return parse_u64(s + 3, &end, &fd) == 0 && *end == '\0' &&
+		return parse_u64(s + 3, &end, &fd) == IDEM_OK && *end == '\0' &&
 		    fd <= 65535;
 	return is_addr(s);
 }
@@ -177,7 +177,8 @@ ok_owner(const char *s)
 
 	if (*s == '\0' || strcmp(s, ":") == 0)
 		return 0;
-	if (colon != NULL && (strchr(colon + 1, ':') != NULL || colon[1] == '\0'))
+	if (colon != NULL &&
+	    (strchr(colon + 1, ':') != NULL || colon[1] == '\0'))
 		return 0;
 	for (q = s; *q != '\0'; q++)
 		if ((unsigned char)*q <= ' ' || *q == 0x7f)
@@ -234,18 +235,6 @@ ok_replicas(const char *v)
 	return visible(v, 1, "[]", 1024);
 }
 
-enum idem_err
-cfg_set_str(struct parser *p, char **dst, const char *v)
-{
-	char	*s = strdup(v);
-
-	if (s == NULL)
-		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
-	free(*dst);
-	*dst = s;
-	return IDEM_OK;
-}
-
 void
 cfg_methods_free(struct route *r)
 {
@@ -256,14 +245,6 @@ cfg_methods_free(struct route *r)
 		r->methods[i] = NULL;
 	}
 	r->nmethods = 0;
-}
-
-enum idem_err
-cfg_bad(struct parser *p, const struct cfg_val *kv, const char *what,
-    const char *tail)
-{
-	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "bad %s '%.*s'%s",
-	    what, CFG_MAX_SHOWN, kv->v, tail);
 }
 
 /* "bad WHAT 'value' for KEY". */
@@ -289,7 +270,7 @@ set_bool(struct parser *p, const struct cfg_val *kv, void *dst)
 {
 	int	 b;
 
-	if ((b = parse_bool(kv->v)) < 0)
+	if (parse_bool(kv->v, &b) != IDEM_OK)
 		return bad_for(p, kv, "boolean");
 	*(int *)dst = b;
 	return IDEM_OK;
@@ -302,7 +283,7 @@ set_int(struct parser *p, const struct cfg_val *kv, void *dst)
 	uint64_t		 n;
 	const char		*end;
 
-	if (parse_u64(kv->v, &end, &n) != 0 || *end != '\0' ||
+	if (parse_u64(kv->v, &end, &n) != IDEM_OK || *end != '\0' ||
 	    n < (uint64_t)k->lo || n > (uint64_t)k->hi)
 		return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
 		    "bad number '%.*s' for %s (%d..%d)", CFG_MAX_SHOWN, kv->v,
@@ -318,7 +299,7 @@ set_dur(struct parser *p, const struct cfg_val *kv, void *dst)
 	const struct cfg_key	*k = kv->key;
 	int64_t			 n;
 
-	if (cfg_parse_duration(kv->v, &n) != 0)
+	if (cfg_parse_duration(kv->v, &n) != IDEM_OK)
 		return bad_for(p, kv, "duration");
 	if (n < k->lo)
 		return out_of_range(p, kv, "must be greater than 0");
@@ -334,7 +315,7 @@ set_size(struct parser *p, const struct cfg_val *kv, void *dst)
 	const struct cfg_key	*k = kv->key;
 	size_t			 sz;
 
-	if (cfg_parse_size(kv->v, &sz) != 0)
+	if (cfg_parse_size(kv->v, &sz) != IDEM_OK)
 		return bad_for(p, kv, "size");
 	if (!(k->zero_off && sz == 0) &&
 	    (sz < (size_t)k->lo || sz > (size_t)k->hi))

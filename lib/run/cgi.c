@@ -23,7 +23,8 @@
 #include "log.h"
 
 #define CGI_ERRLINE_MAX		1024	/* stderr bytes per log line */
-#define CGI_EOF_GRACE_MS	100	/* after stdout EOF, wait this for exit */
+/* After stdout's EOF, how long to wait for the exit. */
+#define CGI_EOF_GRACE_MS	100
 #define CGI_ERRLOG_LINES	20	/* stderr log lines per run ... */
 #define CGI_ERRLOG_BYTES	4096	/* ... and bytes; the rest is counted */
 #define CGI_IOBUF		65536
@@ -140,26 +141,27 @@ cgi_script_resolve(const char *root, const char *script, char *out,
  * pipe2(O_CLOEXEC) whose ends are both >= 3, so the dup2 onto the
  * child's 0/1/2 can never clobber another pipe end (a gateway started
  * with 1 or 2 closed would otherwise get them back from pipe2).
+ * IDEM_ESYS with errno set on failure.
  */
-static int
+static enum idem_err
 cgi_pipe(int fds[2])
 {
 	int	 i, nfd;
 
 	if (pipe2(fds, O_CLOEXEC) == -1)
-		return -1;
+		return IDEM_ESYS;
 	for (i = 0; i < 2; i++) {
 		if (fds[i] >= 3)
 			continue;
 		if ((nfd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) == -1) {
 			close(fds[0]);
 			close(fds[1]);
-			return -1;
+			return IDEM_ESYS;
 		}
 		close(fds[i]);
 		fds[i] = nfd;
 	}
-	return 0;
+	return IDEM_OK;
 }
 
 static void
@@ -467,7 +469,7 @@ struct cgi_io {
 	pid_t			 pid;
 	int64_t			 started;
 	struct cgi_clock	 clk;
-	int64_t			 eof_end;	/* stdout closed: exit by then */
+	int64_t			 eof_end;	/* stdout closed: exit by */
 	int			 fin, fout, ferr, pidfd;
 	size_t			 woff;		/* body bytes written */
 	int			 exited;	/* leader exited, unreaped */
@@ -592,7 +594,8 @@ cgi_io_pollset(const struct cgi_io *io, struct pollfd pfd[4])
 
 /*
  * Waits for the pipes, the exit or the next time limit, then serves the
- * pipes that are ready.  0, IDEM_ESYS (poll failed), or an out() error.
+ * pipes that are ready.  IDEM_OK, IDEM_ESYS (poll failed), or an out()
+ * error.
  */
 static enum idem_err
 cgi_io_wait(struct cgi_io *io, int64_t now)
@@ -702,8 +705,8 @@ cgi_io_start(struct cgi_io *io)
 	int			 perr[2] = { -1, -1 };
 	enum idem_err		 er = IDEM_EHANDLER;
 
-	if (cgi_pipe(pin) == -1 || cgi_pipe(pout) == -1 ||
-	    (!r->err_through && cgi_pipe(perr) == -1)) {
+	if (cgi_pipe(pin) != IDEM_OK || cgi_pipe(pout) != IDEM_OK ||
+	    (!r->err_through && cgi_pipe(perr) != IDEM_OK)) {
 		log_err("%s: pipe: %s", cgi_tag(r), strerror(errno));
 		goto close;
 	}

@@ -58,34 +58,42 @@ cgi_env_free(char **env)
 	free(env);
 }
 
-/* Sets "name=value" in env[0..*n), replacing an entry of the same name. */
+/* An environment being built: n entries in v (room for every one, and
+ * NULL after them), and what the request's params carried. */
+struct env_build {
+	char	**v;
+	size_t	  n;
+	int	  has_path;	/* PATH */
+	int	  has_cl;	/* a non-empty CONTENT_LENGTH */
+};
+
+/* Sets "name=value" in eb, replacing an entry of the same name. */
 static enum idem_err
-cgi_env_put(char **env, size_t *n, const char *entry, size_t nlen)
+cgi_env_put(struct env_build *eb, const char *entry, size_t nlen)
 {
 	char	*dup;
 	size_t	 i;
 
 	if ((dup = strdup(entry)) == NULL)
 		return IDEM_ENOMEM;
-	for (i = 0; i < *n; i++)
-		if (strncmp(env[i], entry, nlen + 1) == 0) {
-			free(env[i]);
-			env[i] = dup;
+	for (i = 0; i < eb->n; i++)
+		if (strncmp(eb->v[i], entry, nlen + 1) == 0) {
+			free(eb->v[i]);
+			eb->v[i] = dup;
 			return IDEM_OK;
 		}
-	env[(*n)++] = dup;
-	env[*n] = NULL;
+	eb->v[eb->n++] = dup;
+	eb->v[eb->n] = NULL;
 	return IDEM_OK;
 }
 
 /*
- * Copies the params a program may see into env (room for all of them);
- * OUT: *has_path, *has_cl when params carry PATH, a non-empty
- * CONTENT_LENGTH.
+ * Copies the params (np of them) a program may see into eb, noting
+ * whether they carry PATH and a non-empty CONTENT_LENGTH.
  */
 static enum idem_err
-cgi_env_take(char **env, size_t *n, char *const *params, size_t np,
-    const char *script, int *has_path, int *has_cl)
+cgi_env_take(struct env_build *eb, char *const *params, size_t np,
+    const char *script)
 {
 	const char	*e, *eq;
 	size_t		 i;
@@ -104,19 +112,19 @@ cgi_env_take(char **env, size_t *n, char *const *params, size_t np,
 		if (cgi_env_is(e, "CONTENT_LENGTH")) {
 			if (eq[1] == '\0')
 				continue;
-			*has_cl = 1;
+			eb->has_cl = 1;
 		}
 		if (cgi_env_is(e, "PATH"))
-			*has_path = 1;
-		if ((er = cgi_env_put(env, n, e, (size_t)(eq - e))) != IDEM_OK)
+			eb->has_path = 1;
+		if ((er = cgi_env_put(eb, e, (size_t)(eq - e))) != IDEM_OK)
 			return er;
 	}
 	return IDEM_OK;
 }
 
-/* Sets SCRIPT_FILENAME=script in env. */
+/* Sets SCRIPT_FILENAME=script in eb. */
 static enum idem_err
-cgi_env_script(char **env, size_t *n, const char *script)
+cgi_env_script(struct env_build *eb, const char *script)
 {
 	size_t		 sl = strlen(script);
 	char		*e;
@@ -126,7 +134,7 @@ cgi_env_script(char **env, size_t *n, const char *script)
 		return IDEM_ENOMEM;
 	memcpy(e, "SCRIPT_FILENAME=", 16);
 	memcpy(e + 16, script, sl + 1);
-	er = cgi_env_put(env, n, e, 15);
+	er = cgi_env_put(eb, e, 15);
 	free(e);
 	return er;
 }
@@ -135,42 +143,41 @@ enum idem_err
 cgi_env_build(char *const *params, const char *script, size_t bodylen,
     int had_body, uint64_t fence, char ***out)
 {
-	char		**env;
-	char		  tmp[64];
-	size_t		  np = 0, n = 0;
-	int		  has_path = 0, has_cl = 0;
-	enum idem_err	  er;
+	struct env_build	 eb;
+	char			 tmp[64];
+	size_t			 np = 0;
+	enum idem_err		 er;
 
 	while (params != NULL && params[np] != NULL)
 		np++;
+	memset(&eb, 0, sizeof(eb));
 	/* Room for every param plus the entries set here, and NULL. */
-	if ((env = calloc(np + 8, sizeof(*env))) == NULL)
+	if ((eb.v = calloc(np + 8, sizeof(*eb.v))) == NULL)
 		return IDEM_ENOMEM;
-	if ((er = cgi_env_take(env, &n, params, np, script, &has_path,
-	    &has_cl)) != IDEM_OK)
+	if ((er = cgi_env_take(&eb, params, np, script)) != IDEM_OK)
 		goto fail;
-	if ((er = cgi_env_put(env, &n, "GATEWAY_INTERFACE=CGI/1.1", 17)) !=
+	if ((er = cgi_env_put(&eb, "GATEWAY_INTERFACE=CGI/1.1", 17)) !=
 	    IDEM_OK)
 		goto fail;
-	if (!has_path &&
-	    (er = cgi_env_put(env, &n, "PATH=" CGI_PATH_DEFAULT, 4)) != IDEM_OK)
+	if (!eb.has_path &&
+	    (er = cgi_env_put(&eb, "PATH=" CGI_PATH_DEFAULT, 4)) != IDEM_OK)
 		goto fail;
-	if (had_body && !has_cl) {
+	if (had_body && !eb.has_cl) {
 		snprintf(tmp, sizeof(tmp), "CONTENT_LENGTH=%zu", bodylen);
-		if ((er = cgi_env_put(env, &n, tmp, 14)) != IDEM_OK)
+		if ((er = cgi_env_put(&eb, tmp, 14)) != IDEM_OK)
 			goto fail;
 	}
-	if (script != NULL && (er = cgi_env_script(env, &n, script)) != IDEM_OK)
+	if (script != NULL && (er = cgi_env_script(&eb, script)) != IDEM_OK)
 		goto fail;
 	if (fence != 0) {
 		snprintf(tmp, sizeof(tmp), "IDEMGATE_FENCE=%llu",
 		    (unsigned long long)fence);
-		if ((er = cgi_env_put(env, &n, tmp, 14)) != IDEM_OK)
+		if ((er = cgi_env_put(&eb, tmp, 14)) != IDEM_OK)
 			goto fail;
 	}
-	*out = env;
+	*out = eb.v;
 	return IDEM_OK;
 fail:
-	cgi_env_free(env);
+	cgi_env_free(eb.v);
 	return er;
 }

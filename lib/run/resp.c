@@ -24,22 +24,21 @@ resp_name_eq(const char *p, size_t len, const char *s)
 
 /*
  * Parses "Status: 404 Not Found" / "Status: 404" values: three digits in
- * 100..599, then nothing or a space and a reason.  -1 if malformed.  (A
- * 1xx is well formed but refused by the caller: a CGI answers with a final
- * status; "101 Switching Protocols" replayed would hang the client.)
+ * 100..599, then nothing or a space and a reason.  IDEM_EHANDLER if
+ * malformed.  (A 1xx is well formed but refused by the caller: a CGI
+ * answers with a final status; "101 Switching Protocols" replayed would
+ * hang the client.)  OUT: *code.
  */
-static int
-resp_status_parse(const char *v, size_t vlen)
+static enum idem_err
+resp_status_parse(const char *v, size_t vlen, int *code)
 {
-	int	 code;
-
-	if (vlen < 3 || v[0] < '1' || v[0] > '5' || v[1] < '0' || v[1] > '9' ||
-	    v[2] < '0' || v[2] > '9')
-		return -1;
+	if (vlen < 3 || v[0] < '1' || v[0] > '5' || v[1] < '0' ||
+	    v[1] > '9' || v[2] < '0' || v[2] > '9')
+		return IDEM_EHANDLER;
 	if (vlen > 3 && v[3] != ' ' && v[3] != '\t')
-		return -1;
-	code = (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
-	return code;
+		return IDEM_EHANDLER;
+	*code = (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
+	return IDEM_OK;
 }
 
 /* Flags of which special headers a block carried. */
@@ -77,8 +76,8 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 	if (resp_name_eq(p, nlen, "Status")) {
 		if (seen->status)
 			return IDEM_EHANDLER;
-		code = resp_status_parse(p + vs, ve - vs);
-		if (code < 200 || code > 599)
+		if (resp_status_parse(p + vs, ve - vs, &code) != IDEM_OK ||
+		    code < 200 || code > 599)
 			return IDEM_EHANDLER;
 		seen->status = code;
 		return IDEM_OK;
@@ -209,7 +208,8 @@ resp_conn_listed(const struct buf *hdrs, const char *name, size_t nlen)
 			    v[i] != '\t')
 				i++;
 			tl = (size_t)(v + i - t);
-			if (tl == nlen && tl > 0 && strncasecmp(t, name, tl) == 0)
+			if (tl == nlen && tl > 0 &&
+			    strncasecmp(t, name, tl) == 0)
 				return 1;
 		}
 	}

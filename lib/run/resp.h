@@ -20,9 +20,10 @@
  * names with bytes outside RFC 9110 token chars, values with CR/LF/NUL,
  * or a bad Status: IDEM_EHANDLER (as soon as such a line is complete, even
  * before the blank line).  No blank line yet within len bytes:
- * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success sets out's status and hdrs (at most RESP_HEAD_MAX; out must
- * be initialised, its body is left alone) and *used to the bytes
- * consumed, blank line included.
+ * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success sets
+ * out's status and hdrs (at most RESP_HEAD_MAX; out must be initialised,
+ * its body is left alone) and *used to the bytes consumed, blank line
+ * included.
  */
 enum idem_err resp_parse_cgi(const char *p, size_t len, struct answer *out,
     size_t *used);

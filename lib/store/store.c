@@ -220,20 +220,29 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
 	store_bind_out(&res[12], MYSQL_TYPE_LONGLONG, &r->takeovers, 0);
 }
 
+/* Whom a read of a key's row is for. */
+struct reader {
+	int		 held;		/* we hold the key's named lock */
+	uint64_t	 token;		/* our claim's token (0: none) */
+	int		 causal;	/* Galera: see other nodes' writes */
+};
+
 /*
- * Reads the row of id and, when held, drops the named lock unless the row
- * may be taken over.  A stored answer (status, and for a completed row of
- * the same fingerprint its headers and body) goes to c->ans.
- * IDEM_ENOTFOUND if there is no row (the lock is then still held).
+ * Reads the row of id for rd and, when rd->held, drops the named lock
+ * unless the row may be taken over.  A stored answer (status, and for a
+ * completed row of the same fingerprint its headers and body) goes to
+ * c->ans.  IDEM_ENOTFOUND if there is no row (the lock is then still
+ * held).
  */
 static enum idem_err
-store_read(struct store *st, const struct idem_id *id, struct claim *c,
-    int held, uint64_t mytoken, int causal, struct row *r)
+store_read(struct store *st, const struct idem_id *id,
+    const struct reader *rd, struct claim *c, struct row *r)
 {
 	MYSQL_BIND	 par[11], res[READ_COLS];
 	MYSQL_STMT	*s;
 	int64_t		 floor_s = takeover_floor(st, id->lease_ms);
-	int32_t		 heldv = held;
+	int32_t		 heldv = rd->held;
+	uint64_t	 mytoken = rd->token;
 	enum idem_err	 er;
 
 	store_bind_blob(&par[0], id->fp, FP_LEN);
@@ -248,8 +257,8 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 	store_bind_blob(&par[9], id->key, id->keylen);
 	/* Not repeated on reconnect: the RELEASE_LOCK in it is tied to the
 	 * lost connection anyway, the caller starts over. */
-	if ((er = store_exec(st, causal ? STMT_READ_CAUSAL : STMT_READ, par, 0,
-	    &s)) != IDEM_OK)
+	if ((er = store_exec(st, rd->causal ? STMT_READ_CAUSAL : STMT_READ,
+	    par, 0, &s)) != IDEM_OK)
 		return er;
 
 	memset(r, 0, sizeof(*r));
@@ -262,7 +271,7 @@ store_read(struct store *st, const struct idem_id *id, struct claim *c,
 		r->lease_left_us = 0;
 	if (r->nul[7])
 		c->ans.status = 0;
-	r->kept = held && !r->nul[10] && r->kept == 1;
+	r->kept = rd->held && !r->nul[10] && r->kept == 1;
 	if (r->nul[11])
 		r->expires_left_us = 0;
 	if (r->nul[12])
@@ -335,11 +344,12 @@ claim_won(struct store *st, struct claim *c, uint64_t rowid,
 static int
 claim_seen(struct store *st, const struct idem_id *id, struct claim *c)
 {
-	struct row	 r;
+	static const struct reader	 plain;	/* no lock, no token */
+	struct row			 r;
 
 	if (!seen_has(st, id->lockname))
 		return 0;
-	if (store_read(st, id, c, 0, 0, 0, &r) == IDEM_OK && r.live &&
+	if (store_read(st, id, &plain, c, &r) == IDEM_OK && r.live &&
 	    r.state == 1 && CRYPTO_memcmp(r.fp, id->fp, FP_LEN) == 0) {
 		c->state = CLAIM_DONE;
 		c->id = r.id;
@@ -446,6 +456,7 @@ enum idem_err
 store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 {
 	struct row	 r;
+	struct reader	 rd;
 	uint64_t	 token;
 	unsigned long	 gen;
 	enum idem_err	 er;
@@ -461,7 +472,10 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	if (er != IDEM_EAGAIN)
 		goto out;
 	gen = st->generation;
-	er = store_read(st, id, c, held, token, other, &r);
+	rd.held = held;
+	rd.token = token;
+	rd.causal = other;
+	er = store_read(st, id, &rd, c, &r);
 	if (er == IDEM_ENOTFOUND) {
 		/* Gone between the two statements. */
 		if (held && (er = store_unlock(st, id->lockname)) != IDEM_OK)

@@ -64,7 +64,8 @@ static const struct phase phases[] = {
 	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND outcome <> 'running' "
 	  "ORDER BY started_at LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_cleanup_runs WHERE started_at < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND outcome <> 'running'", 1 },
+	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND outcome <> 'running'",
+	  1 },
 	/* new_keys_per_minute counts of minutes that are over */
 	{ "quota",
 	  "DELETE FROM idem_quota WHERE minute < UNIX_TIMESTAMP() DIV 60 - 1 "
@@ -99,6 +100,16 @@ phase_count(struct store *st, int p, int64_t age_ms, uint64_t *n)
 
 struct hold;
 static void hold_keep(struct hold *h);
+
+/* What every batch of one run needs: the store, the options, the lock
+ * that keeps other runs out (NULL: none to renew) and the deadline
+ * (CLOCK_MONOTONIC ms; 0: none). */
+struct sweep {
+	struct store			*st;
+	const struct cleanup_opts	*o;
+	struct hold			*h;
+	int64_t				 deadline;
+};
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -142,39 +153,40 @@ batch_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in)
 /* Before a batch: the lock row renewed, and o->pause (the replica gate)
  * asked; IDEM_ETIMEOUT at the deadline. */
 static enum idem_err
-batch_gate(struct store *st, const struct cleanup_opts *o, struct hold *h,
-    int64_t deadline)
+batch_gate(const struct sweep *sw)
 {
-	char		 why[256] = "";
-	enum idem_err	 er;
+	const struct cleanup_opts	*o = sw->o;
+	char				 why[256] = "";
+	enum idem_err			 er;
 
-	if (deadline != 0 && clock_now_ms() >= deadline)
+	if (sw->deadline != 0 && clock_now_ms() >= sw->deadline)
 		return IDEM_ETIMEOUT;
-	hold_keep(h);
+	hold_keep(sw->h);
 	if (o->pause == NULL)
 		return IDEM_OK;
-	er = o->pause(o->pause_arg, deadline, why, sizeof(why));
+	er = o->pause(o->pause_arg, sw->deadline, why, sizeof(why));
 	if (er != IDEM_OK && er != IDEM_ETIMEOUT)
-		store_fail(st, er, "%s", why);
+		store_fail(sw->st, er, "%s", why);
 	return er;
 }
 
 /*
  * Deletes in batches until a batch removes fewer than o->batch rows or the
- * deadline (0: none) passes (IDEM_ETIMEOUT).  Adds to *n and *batches as it
- * goes.
+ * deadline passes (IDEM_ETIMEOUT).  Adds to *n and *batches as it goes.
  */
 static enum idem_err
-phase_delete(struct store *st, int p, int64_t age_ms,
-    const struct cleanup_opts *o, struct hold *h, int64_t deadline,
-    uint64_t *n, unsigned *batches)
+phase_delete(const struct sweep *sw, int p, int64_t age_ms, uint64_t *n,
+    unsigned *batches)
 {
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[2];
-	enum idem_err	 er;
-	int64_t		 limit = o->batch, ms;
-	uint64_t	 got;
-	int		 k = 0;
+	struct store			*st = sw->st;
+	const struct cleanup_opts	*o = sw->o;
+	int64_t				 deadline = sw->deadline;
+	MYSQL_STMT			*s;
+	MYSQL_BIND			 in[2];
+	enum idem_err			 er;
+	int64_t				 limit = o->batch, ms;
+	uint64_t			 got;
+	int				 k = 0;
 
 	if ((s = store_prepare(st, phases[p].del)) == NULL)
 		return IDEM_ESTORE;
@@ -182,7 +194,7 @@ phase_delete(struct store *st, int p, int64_t age_ms,
 		store_bind_i64(&in[k++], &age_ms);
 	store_bind_i64(&in[k++], &limit);
 	for (;;) {
-		if ((er = batch_gate(st, o, h, deadline)) != IDEM_OK ||
+		if ((er = batch_gate(sw)) != IDEM_OK ||
 		    (er = batch_run(st, s, in)) != IDEM_OK)
 			break;
 		got = mysql_stmt_affected_rows(s);
@@ -274,18 +286,18 @@ struct hold {
 
 /* Runs sql with the lock's name and, unless NULL, owner as string
  * parameters (in that order); *v gets the one integer it returns, if
- * any.  -1 on error (store_errno() says which). */
-static int
+ * any.  IDEM_ESTORE on error (store_errno() says which). */
+static enum idem_err
 hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
     int64_t *v)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2], out[1];
 	my_bool		 isnull = 0;
-	int		 rc = -1;
+	enum idem_err	 er = IDEM_ESTORE;
 
 	if ((s = store_prepare(h->st, sql)) == NULL)
-		return -1;
+		return IDEM_ESTORE;
 	store_bind_str(&in[0], p1);
 	if (p2 != NULL)
 		store_bind_str(&in[1], p2);
@@ -295,15 +307,16 @@ hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
 	}
 	if (store_run(h->st, s, in, v != NULL ? out : NULL) == IDEM_OK &&
 	    (v == NULL || store_fetch(h->st, s) == 0))
-		rc = 0;
+		er = IDEM_OK;
 	if (v != NULL && isnull)
 		*v = -1;
 	store_stmt_close(s);
-	return rc;
+	return er;
 }
 
-/* 1 taken, 0 held elsewhere, -1 error. */
-static int
+/* Takes the lock; IDEM_EBUSY if another run holds it, IDEM_ESTORE on
+ * error. */
+static enum idem_err
 hold_take(struct hold *h, struct store *st, const char *host)
 {
 	int64_t		 v;
@@ -311,9 +324,9 @@ hold_take(struct hold *h, struct store *st, const char *host)
 	h->row = st->galera;
 	if (!h->row) {
 		if (hold_sql(h, "SELECT GET_LOCK(?, 0)", CLEANUP_LOCK_NAME,
-		    NULL, &v) != 0)
-			return -1;
-		return v == 1;
+		    NULL, &v) != IDEM_OK)
+			return IDEM_ESTORE;
+		return v == 1 ? IDEM_OK : IDEM_EBUSY;
 	}
 	snprintf(h->owner, sizeof(h->owner), "%.100s:%ld:%lld", host,
 	    (long)getpid(), (long long)clock_now_us());
@@ -323,16 +336,16 @@ hold_take(struct hold *h, struct store *st, const char *host)
 	    " ON DUPLICATE KEY UPDATE"
 	    " owner = IF(until < NOW(6), VALUES(owner), owner),"
 	    " until = IF(owner = VALUES(owner), VALUES(until), until)",
-	    CLEANUP_LOCK_NAME, h->owner, NULL) != 0)
+	    CLEANUP_LOCK_NAME, h->owner, NULL) != IDEM_OK)
 		/* Another node's take won at commit. */
 		return store_errno(st) == ER_LOCK_DEADLOCK ||
-		    store_errno(st) == ER_DUP_ENTRY ? 0 : -1;
+		    store_errno(st) == ER_DUP_ENTRY ? IDEM_EBUSY : IDEM_ESTORE;
 	if (hold_sql(h, "SET STATEMENT wsrep_sync_wait = 1 FOR"
 	    " SELECT owner = ? FROM idem_locks WHERE name = ?", h->owner,
-	    CLEANUP_LOCK_NAME, &v) != 0)
-		return -1;
+	    CLEANUP_LOCK_NAME, &v) != IDEM_OK)
+		return IDEM_ESTORE;
 	h->renewed_ms = clock_now_ms();
-	return v == 1;
+	return v == 1 ? IDEM_OK : IDEM_EBUSY;
 }
 
 /* Between batches: a lock row is renewed now and then. */
@@ -344,7 +357,7 @@ hold_keep(struct hold *h)
 		return;
 	if (hold_sql(h, "UPDATE idem_locks SET until = NOW(6) + INTERVAL "
 	    STR(HOLD_TTL_S) " SECOND WHERE name = ? AND owner = ?",
-	    CLEANUP_LOCK_NAME, h->owner, NULL) == 0)
+	    CLEANUP_LOCK_NAME, h->owner, NULL) == IDEM_OK)
 		h->renewed_ms = clock_now_ms();
 }
 
@@ -368,9 +381,9 @@ run_start(struct store *st, const struct cleanup_opts *o, uint64_t *id)
 	enum idem_err	 er;
 
 	/* We hold the lock, so any run still 'running' died on its way. */
-	er = store_simple(st, "UPDATE idem_cleanup_runs SET outcome = 'failed', "
-	    "reason = 'interrupted (process died or lost its connection)' "
-	    "WHERE outcome = 'running'", NULL, NULL);
+	er = store_simple(st, "UPDATE idem_cleanup_runs SET outcome = "
+	    "'failed', reason = 'interrupted (process died or lost its "
+	    "connection)' WHERE outcome = 'running'", NULL, NULL);
 	if (er != IDEM_OK)
 		return er;
 	if ((s = store_prepare(st, "INSERT INTO idem_cleanup_runs (host, "
@@ -407,13 +420,14 @@ run_finish(struct store *st, const struct cleanup_result *r)
 /* Every phase in order (counted only, on a dry run), until one fails or
  * the deadline passes.  OUT: *failed the phase that stopped the run. */
 static enum idem_err
-run_phases(struct store *st, const struct cleanup_opts *o, struct hold *h,
-    int64_t deadline, struct cleanup_result *out, int *failed)
+run_phases(const struct sweep *sw, struct cleanup_result *out, int *failed)
 {
-	int64_t		 ages[PH__COUNT];
-	uint64_t	*dst[PH__COUNT], quota_pruned = 0;
-	enum idem_err	 er = IDEM_OK;
-	int		 p;
+	struct store			*st = sw->st;
+	const struct cleanup_opts	*o = sw->o;
+	int64_t				 ages[PH__COUNT];
+	uint64_t			*dst[PH__COUNT], quota_pruned = 0;
+	enum idem_err			 er = IDEM_OK;
+	int				 p;
 
 	ages[PH_EXPIRED] = 0;
 	ages[PH_STALE] = o->stale_after_ms;
@@ -431,7 +445,7 @@ run_phases(struct store *st, const struct cleanup_opts *o, struct hold *h,
 		else if (p == PH_COUNTERS)
 			er = counters_fold(st, ages[p], dst[p]);
 		else
-			er = phase_delete(st, p, ages[p], o, h, deadline, dst[p],
+			er = phase_delete(sw, p, ages[p], dst[p],
 			    &out->batches);
 		if (er != IDEM_OK)
 			break;
@@ -466,7 +480,8 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	enum idem_err	 er, fer;
 	int64_t		 start = clock_now_ms();
 	struct hold	 h;
-	int		 p, locked, tries = 0;
+	struct sweep	 sw;
+	int		 p, tries = 0;
 	char		 saved[sizeof(st->err)];
 
 	memset(out, 0, sizeof(*out));
@@ -478,18 +493,21 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 		    "batch size must be at least 1");
 	memset(&h, 0, sizeof(h));
 	h.st = st;
-	if ((locked = hold_take(&h, st, o->host)) < 0)
-		return IDEM_ESTORE;
-	if (locked == 0)
+	if ((er = hold_take(&h, st, o->host)) == IDEM_EBUSY)
 		return store_fail(st, IDEM_EBUSY,
 		    "cleanup already running on another connection");
+	if (er != IDEM_OK)
+		return IDEM_ESTORE;
 	do
 		er = run_start(st, o, &out->run_id);
 	while (lost_repeat(st, er, &tries));
 	if (er != IDEM_OK)
 		goto unlock;
-	er = run_phases(st, o, &h, o->max_ms > 0 ? start + o->max_ms : 0, out,
-	    &p);
+	sw.st = st;
+	sw.o = o;
+	sw.h = &h;
+	sw.deadline = o->max_ms > 0 ? start + o->max_ms : 0;
+	er = run_phases(&sw, out, &p);
 	run_outcome(st, o, er, p, out);
 	out->elapsed_ms = clock_now_ms() - start;
 	/* Keep the first error's text if recording the end fails too. */

@@ -1,8 +1,9 @@
-/* The store's connection: client library set-up, connect and reconnect across option-file groups, what an error means. */
+/* The bottom of the store: client library set-up, deadlines, one connection attempt to an option-file group, the error record and what an error means. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,8 +226,6 @@ store_read_timeout(const struct cfg *cfg)
 	return (unsigned)(ms / 1000) + 30;
 }
 
-static enum idem_err connect_group(struct store *st, const char *group);
-
 MYSQL *
 store_mysql_init(const struct cfg *cfg, const char *group,
     unsigned read_timeout_s)
@@ -248,46 +247,48 @@ store_mysql_init(const struct cfg *cfg, const char *group,
 	return my;
 }
 
-enum idem_err
-store_connect(struct store *st)
-{
-	const char	*list = st->cfg != NULL && st->cfg->mysql_group != NULL ?
-	    st->cfg->mysql_group : "idemgate";
-	unsigned	 n, k, i;
-	enum idem_err	 er = IDEM_ESTORE;
+/* The error record: one per connection, the last failure whoever had it
+ * (lib/store/store_int.h). */
 
-	if (st->my != NULL)
-		return IDEM_OK;
-	for (n = 0; cfg_word(list, n, st->group, sizeof(st->group)); n++)
-		;
-	if (n == 0) {
-		snprintf(st->group, sizeof(st->group), "idemgate");
-		n = 1;
-	}
-	/* The first that answers, from the one after a lost node. */
-	for (k = 0; k < n; k++) {
-		i = (st->group_next + k) % n;
-		if (n > 1)
-			cfg_word(list, i, st->group, sizeof(st->group));
-		if ((er = connect_group(st, st->group)) == IDEM_OK) {
-			st->group_cur = st->group_next = i;
-			return IDEM_OK;
-		}
-		if (er == IDEM_ENOMEM)
-			break;
-	}
+const char *
+store_last_error(const struct store *st)
+{
+	return st->err[0] != '\0' ? st->err : "no error";
+}
+
+unsigned
+store_errno(const struct store *st)
+{
+	return st->errnum;
+}
+
+/* A server or client error: "1146: Table ... doesn't exist". */
+void
+store_set_error(struct store *st, unsigned errnum, const char *text)
+{
+	st->errnum = errnum;
+	snprintf(st->err, sizeof(st->err), "%u: %s", errnum,
+	    text != NULL ? text : "?");
+}
+
+enum idem_err
+store_fail(struct store *st, enum idem_err er, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	st->errnum = 0;
+	va_start(ap, fmt);
+	vsnprintf(st->err, sizeof(st->err), fmt, ap);
+	va_end(ap);
 	return er;
 }
 
-/* One connection attempt with the option-file group's settings. */
-static enum idem_err
-connect_group(struct store *st, const char *group)
+enum idem_err
+store_conn_open(struct store *st, const char *group)
 {
 	MYSQL		*my;
 	unsigned	 wto = 30;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
-	int64_t		 facts[3];
-	uint64_t	 trips;
 
 	my = store_mysql_init(st->cfg, group, st->read_timeout_s);
 	if (my == NULL) {
@@ -314,18 +315,6 @@ connect_group(struct store *st, const char *group)
 	st->my = my;
 	st->generation++;
 	st->boot_s = 0;
-	/* Part of connecting, not of a request: not counted. */
-	trips = st->round_trips;
-	st->max_packet = 0;
-	st->galera = 0;
-	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 3) == IDEM_OK) {
-		st->boot_s = facts[0];
-		st->max_packet = facts[1];
-		st->galera = facts[2] == 1;
-	}
-	st->round_trips = trips;
-	if (st->my == NULL)
-		return IDEM_ESTORE;	/* lost again at once */
 	return IDEM_OK;
 }
 

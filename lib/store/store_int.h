@@ -77,6 +77,13 @@ struct store {
  * by then (lib/store_conn.c).  Returns the deadline it replaces. */
 int64_t store_io_deadline(int64_t deadline);
 
+/*
+ * Opens st->my to the option-file group's server (lib/store/store_conn.c),
+ * counting a generation; no statement runs yet (store_connect then reads
+ * the server's facts).  IDEM_ENOMEM or IDEM_ESTORE, the error recorded.
+ */
+enum idem_err store_conn_open(struct store *st, const char *group);
+
 /* A waiter's GET_LOCK waits this long at most per statement: a read
  * deadline then stays short, and the waiter claims again after it. */
 #define STORE_WAIT_SLICE_MS	2000

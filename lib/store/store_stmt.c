@@ -1,4 +1,4 @@
-/* The store's one way to speak SQL: prepared statements (kept per connection for the hot path, one-off for the operator modules), text statements, binds, results, and one error record per connection. */
+/* The store's one way to speak SQL: connecting (a connection and the facts its first statement reads), prepared statements (kept per connection for the hot path, one-off for the operator modules), text statements, binds, results. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,41 +15,6 @@
 /* Repeats of a statement a Galera cluster refused at commit (1, 2, 4 ...
  * ms apart). */
 #define CERT_RETRIES	6
-
-/* --- the error record ----------------------------------------------------- */
-
-const char *
-store_last_error(const struct store *st)
-{
-	return st->err[0] != '\0' ? st->err : "no error";
-}
-
-unsigned
-store_errno(const struct store *st)
-{
-	return st->errnum;
-}
-
-/* A server or client error: "1146: Table ... doesn't exist". */
-void
-store_set_error(struct store *st, unsigned errnum, const char *text)
-{
-	st->errnum = errnum;
-	snprintf(st->err, sizeof(st->err), "%u: %s", errnum,
-	    text != NULL ? text : "?");
-}
-
-enum idem_err
-store_fail(struct store *st, enum idem_err er, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	st->errnum = 0;
-	va_start(ap, fmt);
-	vsnprintf(st->err, sizeof(st->err), fmt, ap);
-	va_end(ap);
-	return er;
-}
 
 enum idem_err
 store_stmt_fail(struct store *st, MYSQL_STMT *s)
@@ -287,6 +252,67 @@ store_row_end(MYSQL_STMT *s)
 	mysql_stmt_free_result(s);
 }
 
+/* --- connecting: a connection and its facts ------------------------------ */
+
+/*
+ * The facts of a connection just opened (STMT_BOOT): when the server
+ * started, its packet limit, whether it is a Galera node.  Part of
+ * connecting, not of a request: not counted.  IDEM_ESTORE if the
+ * connection was lost again at once.
+ */
+static enum idem_err
+connect_facts(struct store *st)
+{
+	int64_t		 facts[3];
+	uint64_t	 trips;
+
+	trips = st->round_trips;
+	st->max_packet = 0;
+	st->galera = 0;
+	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 3) == IDEM_OK) {
+		st->boot_s = facts[0];
+		st->max_packet = facts[1];
+		st->galera = facts[2] == 1;
+	}
+	st->round_trips = trips;
+	if (st->my == NULL)
+		return IDEM_ESTORE;	/* lost again at once */
+	return IDEM_OK;
+}
+
+enum idem_err
+store_connect(struct store *st)
+{
+	const char	*list = st->cfg != NULL &&
+	    st->cfg->mysql_group != NULL ? st->cfg->mysql_group : "idemgate";
+	unsigned	 n, k, i;
+	enum idem_err	 er = IDEM_ESTORE;
+
+	if (st->my != NULL)
+		return IDEM_OK;
+	for (n = 0; cfg_word(list, n, st->group, sizeof(st->group)); n++)
+		;
+	if (n == 0) {
+		snprintf(st->group, sizeof(st->group), "idemgate");
+		n = 1;
+	}
+	/* The first that answers, from the one after a lost node. */
+	for (k = 0; k < n; k++) {
+		i = (st->group_next + k) % n;
+		if (n > 1)
+			cfg_word(list, i, st->group, sizeof(st->group));
+		if ((er = store_conn_open(st, st->group)) == IDEM_OK)
+			er = connect_facts(st);
+		if (er == IDEM_OK) {
+			st->group_cur = st->group_next = i;
+			return IDEM_OK;
+		}
+		if (er == IDEM_ENOMEM)
+			break;
+	}
+	return er;
+}
+
 /* --- one-off statements (the operator modules) ---------------------------- */
 
 enum idem_err
@@ -339,8 +365,9 @@ store_fetch(struct store *st, MYSQL_STMT *s)
 {
 	int	 rc = mysql_stmt_fetch(s);
 
+	/* Strings are cut to their buffers on purpose. */
 	if (rc == 0 || rc == MYSQL_DATA_TRUNCATED)
-		return 0;	/* strings are cut to their buffers on purpose */
+		return 0;
 	if (rc == MYSQL_NO_DATA)
 		return 1;
 	store_stmt_fail(st, s);
@@ -394,7 +421,8 @@ store_query_int(struct store *st, const char *sql, long long *v)
 
 	if (store_need_conn(st) != IDEM_OK)
 		return IDEM_ESTORE;
-	if (mysql_query(my, sql) != 0 || (res = mysql_store_result(my)) == NULL) {
+	if (mysql_query(my, sql) != 0 ||
+	    (res = mysql_store_result(my)) == NULL) {
 		store_set_error(st, mysql_errno(my), mysql_error(my));
 		if (store_conn_lost(st->errnum))
 			store_disconnect(st);

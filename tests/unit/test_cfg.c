@@ -133,7 +133,8 @@ test_defaults(void)
 	CHECK(c->nroutes == 1);
 	r = &c->routes[0];
 	CHECK(strcmp(r->prefix, "/x") == 0 && r->line == 1);
-	CHECK(r->handler == HANDLER_CGI && strcmp(r->program, "/bin/true") == 0);
+	CHECK(r->handler == HANDLER_CGI &&
+	    strcmp(r->program, "/bin/true") == 0);
 	CHECK(r->script_root == NULL && r->upstream == NULL);
 	CHECK(r->timeout_ms == 30000);
 	CHECK(r->idempotency == 1);
@@ -156,7 +157,7 @@ test_defaults(void)
 	c = parse("[gateway]\nmysql_group = g\n");
 	CHECK(c != NULL && c->nroutes == 0);
 	if (c != NULL) {
-		CHECK(cfg_check_gateway(c, err, sizeof(err)) == -1);
+		CHECK(cfg_check_gateway(c, err, sizeof(err)) == IDEM_ECONFIG);
 		CHECK(strcmp(err, "t.conf: no [route] section: idemgate has "
 		    "nothing to serve") == 0);
 		cfg_free(c);
@@ -279,7 +280,8 @@ test_values(void)
 	CHECK(r != NULL && r->handler == HANDLER_SCRIPT && r->idempotency == 0);
 	if (r != NULL) {
 		/* cfg_parse keeps a root that does not exist as written. */
-		CHECK(strcmp(r->script_root, "/nonexistent/for/cfg_parse") == 0);
+		CHECK(strcmp(r->script_root,
+		    "/nonexistent/for/cfg_parse") == 0);
 		CHECK(!cfg_protects(r, "DELETE"));
 	}
 	cfg_free(c);
@@ -435,7 +437,8 @@ test_policy(void)
 	if (c != NULL) {
 		a = cfg_route(c, "/y");
 		b = cfg_route(c, "/x");
-		CHECK(a != NULL && cfg_releases(a, 502) && !cfg_releases(a, 429));
+		CHECK(a != NULL && cfg_releases(a, 502) &&
+		    !cfg_releases(a, 429));
 		CHECK(a != NULL && a->key_format == KEYFMT_ANY &&
 		    cfg_key_format_ok(a, "anything", 8));
 		CHECK(b != NULL && !cfg_releases(b, 502));
@@ -557,8 +560,8 @@ test_load(void)
 	/* script_root is resolved and must be a directory. */
 	f = fopen(path, "w");
 	if (f != NULL) {
-		fprintf(f, "[route /]\nhandler = script\nscript_root = %s/./cgi/"
-		    "\n", dir);
+		fprintf(f, "[route /]\nhandler = script\n"
+		    "script_root = %s/./cgi/\n", dir);
 		fclose(f);
 	}
 	er = cfg_load(path, &c, err, sizeof(err));

@@ -1,0 +1,76 @@
+/* The bottom of the configuration parser: error messages, blanks, words and copied strings, for every other lib/cfg file. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "cfg_int.h"
+
+enum idem_err
+cfg_perr(struct parser *p, enum idem_err er, int line, int col,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n = 0;
+
+	if (p->err == NULL || p->errlen == 0)
+		return er;
+	if (line > 0)
+		n = snprintf(p->err, p->errlen, "%s:%d:%d: ", p->name, line,
+		    col);
+	else
+		n = snprintf(p->err, p->errlen, "%s: ", p->name);
+	if (n < 0 || (size_t)n >= p->errlen)
+		return er;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return er;
+}
+
+enum idem_err
+cfg_bad(struct parser *p, const struct cfg_val *kv, const char *what,
+    const char *tail)
+{
+	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "bad %s '%.*s'%s",
+	    what, CFG_MAX_SHOWN, kv->v, tail);
+}
+
+int
+cfg_is_ws(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+int
+cfg_word(const char *list, unsigned i, char *out, size_t cap)
+{
+	size_t	 n;
+
+	for (;;) {
+		list += strspn(list, " \t");
+		if ((n = strcspn(list, " \t")) == 0)
+			return 0;
+		if (i-- == 0)
+			break;
+		list += n;
+	}
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, list, n);
+	out[n] = '\0';
+	return 1;
+}
+
+enum idem_err
+cfg_set_str(struct parser *p, char **dst, const char *v)
+{
+	char	*s = strdup(v);
+
+	if (s == NULL)
+		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+	free(*dst);
+	*dst = s;
+	return IDEM_OK;
+}
