@@ -1,4 +1,4 @@
-/* idemctl: the operator CLI (cleanup from cron, migrate, check, show, forget, stats, metrics). */
+/* idemctl CLI: cron cleanup, migrate, check, show, forget, stats, metrics. */
 #include <stdio.h>
 #include <string.h>
 
@@ -53,22 +53,28 @@ usage(FILE *f)
 	    CTL_DEFAULT_CONFIG ");\n"
 	    "                     its [gateway] mysql_defaults_file names the "
 	    "database\n"
-	    "  -g, --mysql-group G  the option-file group to log in with (default\n"
-	    "                     [gateway] mysql_group): one config, one user per\n"
-	    "                     job, e.g. idem_cleanup for cron, idem_console\n"
+	    "  -g, --mysql-group G  the option-file group to log in with "
+	    "(default\n"
+	    "                     [gateway] mysql_group): one config, one user "
+	    "per\n"
+	    "                     job, e.g. idem_cleanup for cron, "
+	    "idem_console\n"
 	    "  -v, --verbose      say more (cleanup: a summary line)\n"
 	    "  -h, --help         this text; 'idemctl COMMAND --help' for one "
 	    "command\n"
 	    "  -V, --version      print the version\n\n"
 	    "Exit codes:\n"
-	    "  0 ok (cleanup: also stopped   6 schema missing or older than this build\n"
+	    "  0 ok (cleanup: also stopped   6 schema missing or older than "
+	    "this build\n"
 	    "    at --max-seconds)\n"
 	    "  1 usage (command, flag, key)\n"
 	    "  2 config file invalid        7 no such key (show, forget)\n"
-	    "  3 database unreachable or    8 key in progress (forget without --force)\n"
+	    "  3 database unreachable or    8 key in progress (forget "
+	    "without --force)\n"
 	    "    a query failed             9 privileges missing (check)\n"
 	    "  4 another cleanup is running\n"
-	    "  run: COMMAND's status or the recorded one; 65 key used with other\n"
+	    "  run: COMMAND's status or the recorded one; 65 key used with "
+	    "other\n"
 	    "  input, 69 store unreachable, 75 still running elsewhere\n", f);
 }
 

@@ -65,7 +65,8 @@ lag_pause(void *arg, int64_t deadline, char *err, size_t errlen)
 		if (secs >= 0 && secs * 1000 <= g->max_ms) {
 			if (paused > 0)
 				log_info("cleanup resumed after %lld ms: "
-				    "replicas within max_lag", (long long)paused);
+				    "replicas within max_lag",
+				    (long long)paused);
 			g->next_check = now + LAG_CHECK_MS;
 			return IDEM_OK;
 		}

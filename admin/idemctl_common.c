@@ -1,4 +1,4 @@
-/* What idemctl's commands share: exit codes, config and store set-up, output helpers. */
+/* What idemctl's commands share: exit codes, config, store set-up, output. */
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>

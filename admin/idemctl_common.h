@@ -1,4 +1,4 @@
-/* What idemctl's commands share: exit codes, config and store set-up, output helpers. */
+/* What idemctl's commands share: exit codes, config, store set-up, output. */
 #ifndef IDEM_IDEMCTL_COMMON_H
 #define IDEM_IDEMCTL_COMMON_H
 
@@ -53,10 +53,12 @@ int ctl_usage_err(const char *cmd, const char *fmt, ...)
 enum ctl_opt_kind {
 	CTL_OPT_FLAG,		/* no value; *(int *)dst = 1 */
 	CTL_OPT_STRING,		/* *(const char **)dst = the value (borrowed) */
-	CTL_OPT_LONG,		/* *(long *)dst = a whole number in [min, max] */
+	CTL_OPT_LONG,		/* *(long *)dst = a whole number in
+				 * [min, max] */
 	CTL_OPT_DURATION,	/* *(int64_t *)dst = ms (cfg_parse_duration) */
 	CTL_OPT_PARSE,		/* parse(value, dst) == 0 stores it */
-	CTL_OPT_PRINT,		/* no value; prints text on stdout, stops: CTL_HELP */
+	CTL_OPT_PRINT,		/* no value; prints text on stdout, stops:
+				 * CTL_HELP */
 };
 
 /*
@@ -79,10 +81,12 @@ struct ctl_opt {
 
 /* A command's command line: its options (then -v, -c FILE, -h), operands. */
 struct ctl_cmdline {
-	const char		*cmd;		/* in messages; NULL: idemctl's */
+	const char		*cmd;		/* in messages; NULL:
+						 * idemctl's */
 	const char		*usage;		/* what -h / --help prints */
 	const struct ctl_opt	*opts;		/* ends with { NULL } */
-	int			 in_order;	/* the first operand ends options */
+	int			 in_order;	/* the first operand ends
+						 * options */
 	int			 operands;	/* at most; -1: any number */
 };
 

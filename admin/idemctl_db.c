@@ -137,7 +137,8 @@ check_roles(const struct admin_priv *p, size_t n, const char *want)
 	int		 fit = 0, result = CTL_OK;
 
 	for (r = 0; r < NROLES; r++) {
-		int	 wanted = want != NULL && strcmp(want, roles[r].name) == 0;
+		int	 wanted = want != NULL &&
+		    strcmp(want, roles[r].name) == 0;
 
 		if (want != NULL && !wanted)
 			continue;

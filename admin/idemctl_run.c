@@ -1,4 +1,4 @@
-/* idemctl run: a job or queue consumer made idempotent on the gateway's store. */
+/* idemctl run: a job or queue consumer made idempotent on the gateway store. */
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -21,8 +21,10 @@
 
 #define RUN_TIMED_OUT		124	/* like timeout(1) */
 #define RUN_CANNOT_START	127	/* like sh: not found, not executable */
-#define RUN_STOP_GRACE_MS	2000	/* SIGTERM, then SIGKILL this much later */
-#define RUN_POLL_MS		100	/* how soon a signal to run reaches COMMAND */
+#define RUN_STOP_GRACE_MS	2000	/* SIGTERM, then SIGKILL this much
+					 * later */
+#define RUN_POLL_MS		100	/* how soon a signal to run reaches
+					 * COMMAND */
 #define RUN_ROUTE_MAX		200
 
 extern char **environ;
@@ -42,8 +44,10 @@ const char ctl_run_usage[] =
 "  --scope S          namespace within the job keys (default: job)\n"
 "  --ttl D            how long the outcome is kept ([idempotency] ttl)\n"
 "  --lease D          lease, renewed while COMMAND runs ([idempotency] lease)\n"
-"  --wait D           how long to wait for a run elsewhere ([idempotency] wait)\n"
-"  --timeout D        stop COMMAND after D (SIGTERM, then SIGKILL); default none\n"
+"  --wait D           how long to wait for a run elsewhere "
+"([idempotency] wait)\n"
+"  --timeout D        stop COMMAND after D (SIGTERM, then SIGKILL); "
+"default none\n"
 "  --store-failures   keep a non-zero status too (default: released, so the\n"
 "                     next delivery runs COMMAND again)\n"
 "  -c, --config FILE  idemgate config (default " CTL_DEFAULT_CONFIG ")\n"
@@ -151,8 +155,8 @@ run_opts(struct ctl *c, int argc, char **argv, struct run_args *a)
 	if (t.key == NULL)
 		return ctl_usage_err("run", "missing --key KEY");
 	if (ctl_parse_key(t.key, a->key, &a->keylen) != 0)
-		return ctl_usage_err("run", "invalid key (1 to %d visible ASCII "
-		    "bytes, or a quoted string)", FP_KEY_MAX);
+		return ctl_usage_err("run", "invalid key (1 to %d visible "
+		    "ASCII bytes, or a quoted string)", FP_KEY_MAX);
 	if (argi >= argc)
 		return ctl_usage_err("run", "missing COMMAND (after --)");
 	a->cmd = argv + argi;

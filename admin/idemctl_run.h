@@ -1,4 +1,4 @@
-/* idemctl run: a job or queue consumer made idempotent on the gateway's store. */
+/* idemctl run: a job or queue consumer made idempotent on the gateway store. */
 #ifndef IDEM_IDEMCTL_RUN_H
 #define IDEM_IDEMCTL_RUN_H
 

@@ -1,4 +1,4 @@
-/* idemctl stats and metrics: the fleet counters as a table, TSV, JSON or Prometheus text. */
+/* idemctl stats, metrics: fleet counters as table, TSV, JSON or Prometheus. */
 #ifndef IDEM_IDEMCTL_STATS_H
 #define IDEM_IDEMCTL_STATS_H
 

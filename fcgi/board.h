@@ -22,11 +22,14 @@ struct board_slot {
 	atomic_int		gen;		/* config generation */
 	atomic_llong		started_s;	/* unix seconds */
 	atomic_int		threads;	/* request threads running */
-	atomic_int		queued;		/* whole requests waiting for one */
+	atomic_int		queued;		/* whole requests waiting for
+						 * one */
 	atomic_int		store_up;	/* -1 unknown, 0 down, 1 up */
-	atomic_uint		store_errno;	/* of the last failure, 0 none */
+	atomic_uint		store_errno;	/* of the last failure,
+						 * 0 none */
 	atomic_ullong		served;		/* requests answered */
-	atomic_ullong		cache_hits;	/* replays from the replay cache */
+	atomic_ullong		cache_hits;	/* replays from the replay
+						 * cache */
 	atomic_ullong		cache_misses;
 	atomic_ullong		cache_bytes;
 	/* CLOCK_MONOTONIC ms a thread's request started, 0 idle. */

@@ -1,4 +1,4 @@
-/* FastCGI 1.0 on the wire: its constants, record headers and name-value pairs. */
+/* FastCGI 1.0 on the wire: constants, record headers and name-value pairs. */
 #include <string.h>
 
 #include "fastcgi.h"

@@ -1,4 +1,4 @@
-/* The FastCGI responder side of one connection: records in, one request out (no I/O). */
+/* FastCGI responder side of a connection: records in, request out (no I/O). */
 #ifndef IDEM_FCONN_H
 #define IDEM_FCONN_H
 

@@ -1,4 +1,4 @@
-/* The answer to the web server: STDOUT records, then END_REQUEST, on its connection. */
+/* Answer to the web server on its connection: STDOUT records, END_REQUEST. */
 #include <sys/socket.h>
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The idempotency flow between route and handler: claim, run, record, replay. */
+/* Idempotency flow between route and handler: claim, run, record, replay. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,8 @@
 #include "store.h"
 
 #define HDR_CREATED	"Idempotency-Result: created\r\n"
-#define HDR_REUSED	"Idempotent-Replayed: true\r\nIdempotency-Result: reused\r\n"
+#define HDR_REUSED	"Idempotent-Replayed: true\r\n"			\
+			"Idempotency-Result: reused\r\n"
 #define HDR_EXPIRES	"Idempotency-Expires: "
 /* The extra header lines of a created or reused answer. */
 #define GUARD_EXTRA_MAX	160

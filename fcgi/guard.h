@@ -1,4 +1,4 @@
-/* The idempotency flow between route and handler: claim, run, record, replay. */
+/* Idempotency flow between route and handler: claim, run, record, replay. */
 #ifndef IDEM_GUARD_H
 #define IDEM_GUARD_H
 

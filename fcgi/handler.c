@@ -161,8 +161,10 @@ struct run_ctx {
  * does what every protocol shares, a backend only speaks its own.
  */
 struct backend {
-	const char	*env_what;	/* what a failed cgi_env_build() missed */
-	int		 outlives;	/* its run goes on when we stop reading */
+	const char	*env_what;	/* what a failed cgi_env_build()
+					 * missed */
+	int		 outlives;	/* its run goes on when we stop
+					 * reading */
 	/* Runs rc's handler.  Its failures are logged there, where they
 	 * happen (the sink's, in sink_feed). */
 	enum idem_err	(*exec)(struct run_ctx *rc);

@@ -164,7 +164,8 @@ open_tcp(const char *spec, int *out)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)) != 0) {
+	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints,
+	    &res)) != 0) {
 		log_err("tcp:%s: %s", spec, gai_strerror(rc));
 		return IDEM_ECONFIG;
 	}

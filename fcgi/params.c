@@ -1,4 +1,4 @@
-/* A request's FastCGI params as envp ("NAME=value" strings): lookups and what is read from them. */
+/* A request's FastCGI params as envp ("NAME=value"): lookups, what is read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

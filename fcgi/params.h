@@ -1,4 +1,4 @@
-/* A request's FastCGI params as envp ("NAME=value" strings): lookups and what is read from them. */
+/* A request's FastCGI params as envp ("NAME=value"): lookups, what is read. */
 #ifndef IDEM_PARAMS_H
 #define IDEM_PARAMS_H
 

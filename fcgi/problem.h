@@ -12,7 +12,8 @@ enum problem {
 	PROB_MISSING_KEY,	/* 400 */
 	PROB_INVALID_KEY,	/* 400 */
 	PROB_MISSING_SCOPE,	/* 400 */
-	PROB_AMBIGUOUS_HEADER,	/* 400: key, scope or fingerprint header twice */
+	PROB_AMBIGUOUS_HEADER,	/* 400: key, scope or fingerprint header
+				 * twice */
 	PROB_NOT_FOUND,		/* 404 */
 	PROB_FORBIDDEN,		/* 403 */
 	PROB_METHOD_NOT_ALLOWED, /* 405 (the status page) */

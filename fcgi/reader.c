@@ -1,4 +1,4 @@
-/* Reads whole FastCGI requests off the listen socket for a worker's request threads. */
+/* Reads whole FastCGI requests off the listen socket for request threads. */
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -17,7 +17,8 @@
 #include "reader.h"
 
 #define READER_CONNS_MAX	4096	/* connections being read, per worker */
-#define READER_READY_MAX	4096	/* whole requests waiting for a thread */
+#define READER_READY_MAX	4096	/* whole requests waiting for a
+					 * thread */
 #define READER_IDLE_MS		300000	/* a kept connection may idle this */
 #define READER_TICK_MS		1000
 
@@ -32,7 +33,8 @@ struct reader {
 
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;
-	struct job		*ready, *ready_tail;	/* for request threads */
+	struct job		*ready, *ready_tail;	/* for request
+							 * threads */
 	size_t			 nready;
 	struct job		*back;		/* returned for reuse */
 	int			 stop;

@@ -1,4 +1,4 @@
-/* Reads whole FastCGI requests off the listen socket for a worker's request threads. */
+/* Reads whole FastCGI requests off the listen socket for request threads. */
 #ifndef IDEM_READER_H
 #define IDEM_READER_H
 

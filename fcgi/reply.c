@@ -1,4 +1,4 @@
-/* Writing an answer to the client: the last step of request -> route -> guard -> handler -> reply. */
+/* Writing an answer to the client: the last step, after guard and handler. */
 #include <stdio.h>
 #include <string.h>
 

@@ -19,9 +19,12 @@ struct gw_ctx {
 	const struct cfg	*cfg;
 	struct store		*st;		/* this thread's connection */
 	struct stats		*stats;		/* the worker's accumulator */
-	struct rcache		*rc;		/* the worker's replay cache or NULL */
-	struct recorder		*rec;		/* the worker's recorder or NULL */
-	struct linger		*linger;	/* ends lingering handlers, or NULL */
+	struct rcache		*rc;		/* the worker's replay cache or
+						 * NULL */
+	struct recorder		*rec;		/* the worker's recorder or
+						 * NULL */
+	struct linger		*linger;	/* ends lingering handlers, or
+						 * NULL */
 	const char		*owner;		/* "host:pid" */
 };
 
@@ -30,19 +33,24 @@ struct gw_ctx {
 struct request {
 	struct gw_ctx		*ctx;
 	char *const		*envp;		/* all params */
-	char			**params;	/* envp minus client replay headers */
+	char			**params;	/* envp minus client replay
+						 * headers */
 	const struct route	*route;
 	const char		*method;
-	char			*path;		/* REQUEST_URI up to '?', normalised */
+	char			*path;		/* REQUEST_URI up to '?',
+						 * normalised */
 	const char		*query;
 	const char		*ctype;
 	struct buf		 body;
 	int			 had_length;	/* CONTENT_LENGTH was given */
 	struct reply		*out;
-	char			*script;	/* HANDLER_SCRIPT: the file (owned) */
+	char			*script;	/* HANDLER_SCRIPT: the file
+						 * (owned) */
 	enum idem_err		 script_err;	/* why script is NULL */
-	const char		*script_tail;	/* PATH_INFO beyond the script */
-	char			 tag[96];	/* "METHOD path" for log lines */
+	const char		*script_tail;	/* PATH_INFO beyond the
+						 * script */
+	char			 tag[96];	/* "METHOD path" for log
+						 * lines */
 };
 
 struct job;

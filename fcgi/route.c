@@ -1,4 +1,4 @@
-/* Which route serves a request: its normalised path, and for scripts the file. */
+/* Which route serves a request: its normalised path, for scripts the file. */
 #include <sys/stat.h>
 
 #include <limits.h>

@@ -291,7 +291,8 @@ struct up_io {
 	const struct upstream_req *r;
 	struct cgi_clock	 clk;
 	int			 fd;
-	int			 wr_open;	/* more to send, the app reads */
+	int			 wr_open;	/* more to send, the app
+						 * reads */
 	struct up_wr		 w;
 	struct upstream_rd	*rd;
 	char			*rbuf;

@@ -9,8 +9,10 @@
 #include "err.h"
 
 struct upstream_req {
-	const char	 *addr;		/* "unix:/path.sock" or "tcp:host:port" */
-	char *const	 *params;	/* "NAME=value", NULL-terminated; borrowed */
+	const char	 *addr;		/* "unix:/path.sock" or
+					 * "tcp:host:port" */
+	char *const	 *params;	/* "NAME=value", NULL-terminated;
+					 * borrowed */
 	/* out gets the app's FCGI_STDOUT bytes; FCGI_STDERR lines are
 	 * logged under tag. */
 	struct cgi_exchange ex;
@@ -36,9 +38,10 @@ upstream_tag(const struct upstream_req *r)
  * ex.run_limit_ms (with ex.overdue).
  * IDEM_ETIMEOUT past timeout_ms without ex.overdue (504; logged here, the
  * one line a timeout gets).  OUT: app_status (the END_REQUEST appStatus).
- * Params encoding past 4 MiB gives IDEM_ETOOBIG (nothing sent).  HTTP_PROXY is never forwarded (httpoxy); with a body and
- * no (or an empty) CONTENT_LENGTH, CONTENT_LENGTH=bodylen is sent.  STDERR
- * is logged line by line under tag, at most 64 KiB per request.
+ * Params encoding past 4 MiB gives IDEM_ETOOBIG (nothing sent).
+ * HTTP_PROXY is never forwarded (httpoxy); with a body and no (or an
+ * empty) CONTENT_LENGTH, CONTENT_LENGTH=bodylen is sent.  STDERR is
+ * logged line by line under tag, at most 64 KiB per request.
  */
 enum idem_err upstream_exec(const struct upstream_req *r, int *app_status);
 

@@ -1,4 +1,4 @@
-/* Reading an upstream app's records: STDOUT to the sink, STDERR to the log, until END_REQUEST. */
+/* Reading upstream records: STDOUT to sink, STDERR to log, to END_REQUEST. */
 #include <stdint.h>
 #include <string.h>
 

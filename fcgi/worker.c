@@ -48,7 +48,8 @@ struct worker {
 	struct rcache		*rc;		/* NULL: replay_cache = 0 */
 	struct recorder		*rec;		/* outcomes the store missed */
 	struct linger		*linger;	/* handlers done but running */
-	struct reader		*reader;	/* whole requests, read for us */
+	struct reader		*reader;	/* whole requests, read for
+						 * us */
 	char			 owner[300];
 	char			 host[256];
 	atomic_int		 stop;
@@ -231,7 +232,8 @@ worker_keeper(void *arg)
 			if (!failing || hint != said_hint ||
 			    clock_now_ms() - said >= STORE_SAY_MS) {
 				log_err("store: %s%s%s (every request needing "
-				    "it gets 503 meanwhile)", store_last_error(st),
+				    "it gets 503 meanwhile)",
+				    store_last_error(st),
 				    hint != NULL ? " -- " : "",
 				    hint != NULL ? hint : "");
 				said = clock_now_ms();

@@ -7,7 +7,8 @@ enum idem_err {
 	IDEM_ENOMEM,	/* allocation failed */
 	IDEM_ETOOBIG,	/* input past a configured or built-in maximum */
 	IDEM_EINVAL,	/* malformed input (key, header, config value) */
-	IDEM_ESYS,	/* a system call failed; errno is logged where it happened */
+	IDEM_ESYS,	/* a system call failed; errno is logged where it
+			 * happened */
 	IDEM_ECONFIG,	/* configuration invalid */
 	IDEM_ESTORE,	/* MySQL unreachable or a statement failed */
 	IDEM_ENOTFOUND,	/* no such key / file / row */

@@ -72,7 +72,8 @@ log_msg(enum log_level level, const char *fmt, ...)
 	gmtime_r(&now.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	n = snprintf(line, sizeof(line), "%s.%03ldZ %s[%ld] %s: %s\n", ts,
-	    now.tv_nsec / 1000000, log_ident, (long)getpid(), names[level], esc);
+	    now.tv_nsec / 1000000, log_ident, (long)getpid(), names[level],
+	    esc);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof(line))

@@ -1,4 +1,4 @@
-/* Request paths in one spelling: what routes and fingerprints are matched on. */
+/* Request paths in one spelling: what routes and fingerprints match on. */
 #include <stdlib.h>
 #include <string.h>
 

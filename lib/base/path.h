@@ -1,4 +1,4 @@
-/* Request paths in one spelling: what routes and fingerprints are matched on. */
+/* Request paths in one spelling: what routes and fingerprints match on. */
 #ifndef IDEM_PATH_H
 #define IDEM_PATH_H
 

@@ -1,4 +1,4 @@
-/* The INI configuration shared by idemgate, idemctl and idemtop: parse, validate, route. */
+/* The INI config of idemgate, idemctl and idemtop: parse, validate, route. */
 #include <sys/stat.h>
 
 #include <errno.h>

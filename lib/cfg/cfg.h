@@ -222,7 +222,7 @@ int64_t cfg_run_ms(const struct route *r);
 
 /* How long before its lease ends an owner that could not renew stops a
  * handler it can stop: a fifth of the lease, within 300 ms .. 5 s, at
- * most half.  Every store call's deadline is shorter (lib/store.h). */
+ * most half.  Every store call's deadline is shorter (lib/store/store.h). */
 int64_t cfg_lease_margin_ms(int64_t lease_ms);
 
 /*

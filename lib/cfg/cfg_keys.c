@@ -1,4 +1,4 @@
-/* Values of the configuration keys: durations, sizes, addresses, methods, handlers, scopes. */
+/* Config key values: durations, sizes, addresses, methods, handlers, scopes. */
 #include <sys/stat.h>
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The request policy keys (SPEC section 9): release_statuses, key_format, keys_per_route, fingerprint, fingerprint_headers, new_keys_per_minute. */
+/* Request policy keys (SPEC section 9): statuses, key rules, fingerprints. */
 #include <ctype.h>
 #include <regex.h>
 #include <stdint.h>

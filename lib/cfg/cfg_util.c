@@ -1,4 +1,4 @@
-/* The bottom of the configuration parser: error messages, blanks, words and copied strings, for every other lib/cfg file. */
+/* Config parser's bottom for lib/cfg: errors, blanks, words, copied strings. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,8 @@ struct lease {
 	int64_t			 lease_ms;
 	int64_t			 ok_until;	/* CLOCK_MONOTONIC ms */
 	int64_t			 margin;	/* stop this much before */
-	int			 stoppable;	/* 1: a child of ours (CGI, job) */
+	int			 stoppable;	/* 1: a child of ours (CGI,
+						 * job) */
 	const char		*tag;		/* for log lines */
 };
 

@@ -1,4 +1,4 @@
-/* Outcomes of owned keys that the store could not take at once, retried until they land. */
+/* Outcomes of owned keys the store could not take yet, retried until stored. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

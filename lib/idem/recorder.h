@@ -1,4 +1,4 @@
-/* Outcomes of owned keys that the store could not take at once, retried until they land. */
+/* Outcomes of owned keys the store could not take yet, retried until stored. */
 #ifndef IDEM_RECORDER_H
 #define IDEM_RECORDER_H
 

@@ -18,7 +18,8 @@ struct answer {
 	struct buf	 hdrs;
 	struct buf	 body;
 	int64_t		 expires_s;	/* stored: unix time its key may run
-					 * again (Idempotency-Expires); 0 unknown */
+					 * again (Idempotency-Expires);
+					 * 0 unknown */
 };
 
 /* An empty answer whose parts never grow past the given maxima. */

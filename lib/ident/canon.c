@@ -1,4 +1,4 @@
-/* Request bodies by meaning, for fingerprint = canonical: JSON, forms, multipart. */
+/* Request bodies by meaning (canonical fingerprint): JSON, forms, multipart. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -228,7 +228,8 @@ jp_string(struct jp *j, struct buf *b)
 		if (*j->p < 0x20)
 			return -1;
 		if (*j->p != '\\') {
-			if ((u = jp_utf8(j)) < 0 || put_utf8(b, (unsigned)u) != 0)
+			if ((u = jp_utf8(j)) < 0 ||
+			    put_utf8(b, (unsigned)u) != 0)
 				return -1;
 			continue;
 		}
@@ -255,7 +256,8 @@ jp_string(struct jp *j, struct buf *b)
 				if (jp_hex4(j, &lo) != 0 || lo < 0xdc00 ||
 				    lo > 0xdfff)
 					return -1;
-				c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+				c = 0x10000 + ((c - 0xd800) << 10) +
+				    (lo - 0xdc00);
 			}
 			break;
 		default:
@@ -807,13 +809,13 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
 		if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
 			return 0;
 		p += 2;
-		if ((next = memmem(p, (size_t)(end - p), delim, dlen)) == NULL ||
-		    ++parts > CANON_MAX_PARTS)
+		if ((next = memmem(p, (size_t)(end - p), delim, dlen)) ==
+		    NULL || ++parts > CANON_MAX_PARTS)
 			return 0;
 		if (next - p >= 2 && p[0] == '\r' && p[1] == '\n')
 			hend = p;	/* no headers */
-		else if ((hend = memmem(p, (size_t)(next - p), "\r\n\r\n", 4)) ==
-		    NULL)
+		else if ((hend = memmem(p, (size_t)(next - p), "\r\n\r\n",
+		    4)) == NULL)
 			return 0;
 		if (put_field(out, "part", 4) != 0 ||
 		    part_headers(p, (size_t)(hend - p), out) != 0)

@@ -1,4 +1,4 @@
-/* Request bodies by meaning, for fingerprint = canonical: JSON, forms, multipart. */
+/* Request bodies by meaning (canonical fingerprint): JSON, forms, multipart. */
 #ifndef IDEM_CANON_H
 #define IDEM_CANON_H
 

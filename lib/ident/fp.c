@@ -55,8 +55,8 @@ key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 	} else {
 		for (i = b; i < e; i++) {
 			ch = (unsigned char)raw[i];
-			if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == ',' ||
-			    ch == ';' || ch == '\\')
+			if (ch <= 0x20 || ch >= 0x7f || ch == '"' ||
+			    ch == ',' || ch == ';' || ch == '\\')
 				return IDEM_EINVAL;
 			if (n == FP_KEY_MAX)
 				return IDEM_EINVAL;

@@ -16,7 +16,8 @@ struct entry {
 	struct entry	*chain;		/* next in the bucket */
 	struct entry	*newer, *older;	/* LRU list */
 	unsigned	 refs;		/* hits being replayed */
-	int		 linked;	/* in the table (else freed at refs 0) */
+	int		 linked;	/* in the table (else freed
+					 * at refs 0) */
 	uint64_t	 hash;
 	int64_t		 expires_us;
 	size_t		 size;		/* charged to the budget */

@@ -1,4 +1,4 @@
-/* A worker's memory of completed answers: retries of a hot key replay without a store round trip. */
+/* A worker's memory of completed answers: hot-key retries skip the store. */
 #ifndef IDEM_RCACHE_H
 #define IDEM_RCACHE_H
 

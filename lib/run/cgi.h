@@ -26,7 +26,8 @@ enum idem_err cgi_script_resolve_why(const char *root, const char *script,
 /* What a handler run exchanges with its caller, CGI program or upstream
  * FastCGI app alike (struct upstream_req has one too). */
 struct cgi_exchange {
-	const void	 *body;		/* request body, written to the handler */
+	const void	 *body;		/* request body, written to the
+					 * handler */
 	size_t		  bodylen;
 	int64_t		  timeout_ms;	/* whole run; 0 = none */
 	const char	 *tag;		/* prefix for stderr lines in the log */
@@ -110,7 +111,8 @@ struct cgi_run {
 	int		  until_exit;	/* 1: complete only when it exits
 					 * (its status is the answer) */
 	int64_t		  stop_grace_ms;	/* at timeout: 0 SIGKILL, else
-						 * SIGTERM first, SIGKILL after */
+						 * SIGTERM first, SIGKILL
+						 * after */
 	/* If set, called once the program runs, with its pid (which is
 	 * also its process group). */
 	void		(*started)(pid_t pid, void *arg);

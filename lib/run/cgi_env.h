@@ -18,7 +18,7 @@
  * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
  * CONTENT_LENGTH (chunked transfer).  IDEMGATE_FENCE from params is
  * always dropped; fence, when not 0, is set as IDEMGATE_FENCE (the run of
- * a claimed key: lib/store.h).  *out (copied, NULL-terminated) is freed
+ * a claimed key: lib/store/store.h).  *out (copied, NULL-terminated) is freed
  * with cgi_env_free().  Set only on success.
  */
 enum idem_err cgi_env_build(char *const *params, const char *script,

@@ -1,4 +1,4 @@
-/* Handler processes left running after a complete answer, ended at their timeout. */
+/* Handlers left running after a complete answer, ended at their timeout. */
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -18,7 +18,8 @@
 
 struct lgroup {
 	pid_t		 pid;
-	int		 fd[2];		/* stdout, stderr read ends; -1 closed */
+	int		 fd[2];		/* stdout, stderr read ends;
+					 * -1 closed */
 	int64_t		 deadline_ms;
 };
 

@@ -1,4 +1,4 @@
-/* Handler processes left running after a complete answer, ended at their timeout. */
+/* Handlers left running after a complete answer, ended at their timeout. */
 #ifndef IDEM_LINGER_H
 #define IDEM_LINGER_H
 

@@ -22,7 +22,7 @@
  *               also drops the lock the INSERT took); 1 (that SELECT alone,
  *               taking no lock) when this connection recently completed or
  *               replayed the key: retries come in bursts.
- *   A retry served by the worker's replay cache (lib/rcache.h, used by
+ *   A retry served by the worker's replay cache (lib/ident/rcache.h, used by
  *   fcgi/guard.c) makes none.
  *
  * Why the folds are safe:

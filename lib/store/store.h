@@ -25,7 +25,7 @@ struct store;
  * on MySQL named locks (GET_LOCK); on a Galera node, where a named lock is
  * local to its node, the same statements run without them: the unique key
  * and certification decide a claim, the lease alone says an owner is
- * alive, waiters poll (lib/store.c says what each statement does in each
+ * alive, waiters poll (lib/store/store.c says what each statement does in each
  * mode).  mysql_group may list several option-file groups (one per node):
  * the first that answers is used; a lost connection moves to the next.
  */
@@ -89,12 +89,17 @@ unsigned store_errno(const struct store *st);
 const char *store_hint(const struct store *st);
 
 enum claim_state {
-	CLAIM_NEW,		/* ours: run the handler, then complete/release */
-	CLAIM_DONE,		/* completed with the same fingerprint: replay */
+	CLAIM_NEW,		/* ours: run the handler, then
+				 * complete/release */
+	CLAIM_DONE,		/* completed with the same fingerprint:
+				 * replay */
 	CLAIM_MISMATCH,		/* same key, different fingerprint: 422 */
-	CLAIM_BUSY,		/* in progress elsewhere: store_wait, claim again */
-	CLAIM_TOMBSTONE,	/* answer was too large to keep: error, no rerun */
-	CLAIM_AGAIN,		/* the row changed under the claim: claim again */
+	CLAIM_BUSY,		/* in progress elsewhere: store_wait, claim
+				 * again */
+	CLAIM_TOMBSTONE,	/* answer was too large to keep: error, no
+				 * rerun */
+	CLAIM_AGAIN,		/* the row changed under the claim: claim
+				 * again */
 };
 
 /*
@@ -240,7 +245,7 @@ struct stat_row {
 	int64_t		 minute;	/* unix time, multiple of 60 */
 	const char	*route;
 	uint64_t	 n[STAT__COUNT];
-	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS];	/* not cumulative */
+	uint64_t	 wait_bucket[STAT_WAIT_BUCKETS]; /* not cumulative */
 	uint64_t	 wait_sum_ms;
 };
 

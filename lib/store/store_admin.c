@@ -205,7 +205,7 @@ store_admin_key_get(struct store *st, const unsigned char scope[FP_LEN],
  * The one forget rule, for idemctl and idemtop alike: a row in progress
  * goes only with force (its owner may still be running it); and the call
  * returns only once no gateway may replay the answer from memory
- * (lib/rcache.h).  sql deletes by the binds in; OUT: *n rows deleted.
+ * (lib/ident/rcache.h).  sql deletes by the binds in; OUT: *n rows deleted.
  */
 static enum idem_err
 forget_rows(struct store *st, const char *sql, MYSQL_BIND *in, uint64_t *n)

@@ -119,7 +119,7 @@ enum idem_err store_admin_key_get(struct store *st,
  * IDEM_ENOTFOUND: no such row; IDEM_EBUSY: in progress and not forced
  * (nothing deleted).  One statement, so a row claimed meanwhile is safe.
  * Returns once no gateway may replay the deleted answer from memory
- * (RCACHE_FORGET_WAIT_MS, lib/rcache.h).
+ * (RCACHE_FORGET_WAIT_MS, lib/ident/rcache.h).
  */
 enum idem_err store_admin_key_forget(struct store *st,
     const unsigned char scope[FP_LEN], const char *key, size_t keylen,
@@ -175,7 +175,7 @@ struct admin_priv {
  * OUT: *bytes. */
 enum idem_err store_admin_max_packet(struct store *st, uint64_t *bytes);
 
-/* Which protocol the connection speaks (lib/store.h, "Two modes"). */
+/* Which protocol the connection speaks (lib/store/store.h, "Two modes"). */
 struct admin_mode {
 	int		 galera;	/* a Galera node */
 	int		 nodes;		/* wsrep_cluster_size */

@@ -1,4 +1,4 @@
-/* idemctl cleanup's SQL: expired and stale keys in batches, counters folded into totals, old runs and quota counts. */
+/* idemctl cleanup SQL: expired, stale keys in batches, totals, runs, quotas. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

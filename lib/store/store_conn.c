@@ -1,4 +1,4 @@
-/* The bottom of the store: client library set-up, deadlines, one connection attempt to an option-file group, the error record and what an error means. */
+/* Store's bottom: client set-up, deadlines, connecting, what errors mean. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>

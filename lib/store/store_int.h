@@ -12,7 +12,7 @@
 /* Keys a connection remembers having completed or replayed. */
 #define STORE_SEEN_SLOTS	256
 
-/* The prepared statements of lib/store.c, by number. */
+/* The prepared statements of lib/store/store.c, by number. */
 enum stmt_id {
 	STMT_CLAIM,
 	STMT_READ,
@@ -34,14 +34,15 @@ enum stmt_id {
 	STMT__COUNT
 };
 
-/* Their SQL text, by number (STMT_COUNTERS: NULL, lib/store_counters.c
+/* Their SQL text, by number (STMT_COUNTERS: NULL, lib/store/store_counters.c
  * builds it). */
 extern const char *const store_stmt_sql[STMT__COUNT];
-/* Galera's text where it differs (NULL: the same); lib/store.c says why. */
+/* Galera's text where it differs (NULL: the same); lib/store/store.c says
+ * why. */
 extern const char *const store_stmt_sql_galera[STMT__COUNT];
 
-/* One connection (lib/store_conn.c) and what the claim logic
- * (lib/store.c) remembers about it. */
+/* One connection (lib/store/store_conn.c) and what the claim logic
+ * (lib/store/store.c) remembers about it. */
 struct store {
 	const struct cfg	*cfg;
 	MYSQL			*my;		/* NULL when disconnected */
@@ -63,7 +64,7 @@ struct store {
 	uint64_t		 seen[STORE_SEEN_SLOTS];
 	char			 err[512];
 
-	/* Deadlines (lib/store.h): every kept statement's budget, the
+	/* Deadlines (lib/store/store.h): every kept statement's budget, the
 	 * next one's (store_deadline; 0: call_ms), the read timeout the
 	 * client library is given at connect. */
 	int64_t			 call_ms;
@@ -74,7 +75,7 @@ struct store {
 
 /* This thread's store calls give up at deadline (CLOCK_MONOTONIC ms;
  * 0: no deadline): every wait of the client library on its socket ends
- * by then (lib/store_conn.c).  Returns the deadline it replaces. */
+ * by then (lib/store/store_conn.c).  Returns the deadline it replaces. */
 int64_t store_io_deadline(int64_t deadline);
 
 /*
@@ -89,7 +90,7 @@ enum idem_err store_conn_open(struct store *st, const char *group);
 #define STORE_WAIT_SLICE_MS	2000
 
 /*
- * The one statement layer (lib/store_stmt.c).  Every store module speaks
+ * The one statement layer (lib/store/store_stmt.c).  Every store module speaks
  * SQL through it and records its errors in the connection: the last one is
  * store_last_error()/store_errno(), whoever failed.
  */

@@ -41,8 +41,8 @@ store_schema_version(struct store *st, int *version)
 
 	if ((er = store_connect(st)) != IDEM_OK)
 		return er;
-	er = store_query_int(st, "SELECT COALESCE(MAX(version), 0) FROM idem_schema",
-	    &v);
+	er = store_query_int(st,
+	    "SELECT COALESCE(MAX(version), 0) FROM idem_schema", &v);
 	if (er == IDEM_ESTORE && store_errno(st) == ER_NO_SUCH_TABLE)
 		v = 0, er = IDEM_OK;
 	if (er != IDEM_OK)
@@ -77,7 +77,8 @@ run_stmt(struct store *st, const struct migration *m, const char *start,
 	if (strspn(start, " \t\r\n") >= len)
 		return IDEM_OK;
 	if ((er = store_query(st, start, len)) != IDEM_OK)
-		log_err("migration %s failed: %s", m->name, store_last_error(st));
+		log_err("migration %s failed: %s", m->name,
+		    store_last_error(st));
 	return er;
 }
 
@@ -107,9 +108,10 @@ apply(struct store *st, const struct migration *m)
 			if (len >= sizeof(delim) ||
 			    memchr(p + 10, ' ', len) != NULL ||
 			    memchr(p + 10, '\t', len) != NULL) {
-				store_fail(st, IDEM_ESTORE, "bad DELIMITER line");
-				log_err("migration %s failed: bad DELIMITER line",
-				    m->name);
+				store_fail(st, IDEM_ESTORE,
+				    "bad DELIMITER line");
+				log_err("migration %s failed: "
+				    "bad DELIMITER line", m->name);
 				return IDEM_ESTORE;
 			}
 			memcpy(delim, p + 10, len);

@@ -1,4 +1,4 @@
-/* The hot path's statements: their SQL on one server, and Galera's variants where they differ (lib/store.c says why each is safe). */
+/* Hot-path SQL, one server and Galera (lib/store/store.c: why each is safe). */
 #include <stddef.h>
 
 #include "store_int.h"
@@ -8,8 +8,9 @@
  * An in-progress row's run is surely over and its owner judged gone: the
  * lease lapsed, at least a lease after the server started (a restart
  * drops live owners' locks too: ? is that floor), and the run deadline
- * passed (an unbounded run's is the end of time).  A lapsed lease alone never is: an
- * upstream run (PHP-FPM) goes on after its owner stopped reading it.
+ * passed (an unbounded run's is the end of time).  A lapsed lease alone
+ * never is: an upstream run (PHP-FPM) goes on after its owner stopped
+ * reading it.
  */
 #define RUN_OVER							\
 	"(lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?)"		\
@@ -22,7 +23,7 @@
 	" TIMESTAMP'9999-12-31 23:59:59')"
 
 /*
- * One text per statement for both modes.  On Galera (lib/store.h, "Two
+ * One text per statement for both modes.  On Galera (lib/store/store.h, "Two
  * modes") the named-lock calls are left out: a lock is local to its node
  * there.  Each mode's variant keeps the same placeholders, so one binding
  * serves both; "? IS NULL" stands for a lock name it does not use.
@@ -41,7 +42,8 @@
 	" IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"	\
 	" IF(state = 1 AND fingerprint = ?, resp_body, NULL),"		\
 	" IF(?, IF((state <> 0 AND expires_at <= NOW(6)) OR (state = 0"	\
-	"   AND (((fingerprint = ? OR expires_at <= NOW(6)) AND " RUN_OVER	\
+	"   AND (((fingerprint = ? OR expires_at <= NOW(6)) AND "	\
+	RUN_OVER							\
 	"   ) OR owner_token = ?)), 1,"					\
 	"   " DROP "), 0),"						\
 	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at), takeovers"	\
@@ -50,8 +52,9 @@
 #define TAKEOVER_SQL							\
 	"UPDATE idem_keys SET"						\
 	" waiters = IF(expires_at <= NOW(6), 0, waiters),"		\
-	" state = 0, fingerprint = ?, route = ?, method = ?, owner = ?,"	\
-	" owner_token = ?, created_at = NOW(6), lease_until = " LEASE_US ","	\
+	" state = 0, fingerprint = ?, route = ?, method = ?,"		\
+	" owner = ?, owner_token = ?, created_at = NOW(6),"		\
+	" lease_until = " LEASE_US ","					\
 	" run_deadline = " RUN_US ", takeovers = takeovers + 1,"	\
 	" expires_at = " LEASE_US ", completed_at = NULL,"		\
 	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
@@ -117,10 +120,11 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_QUOTA] = "INSERT INTO idem_quota (scope, minute, n)"
 	    " VALUES (?, UNIX_TIMESTAMP() DIV 60, 1)"
 	    " ON DUPLICATE KEY UPDATE n = LAST_INSERT_ID(n + 1)",
-	/* Bumped by migration 002's triggers: see lib/rcache.h.  A locking
-	 * read waits for a delete in flight to commit, instead of reading
-	 * the value from before it (through as many undo records as the
-	 * delete has rows); a second at most, so a stop is never held up. */
+	/* Bumped by migration 002's triggers: see lib/ident/rcache.h.  A
+	 * locking read waits for a delete in flight to commit, instead of
+	 * reading the value from before it (through as many undo records
+	 * as the delete has rows); a second at most, so a stop is never
+	 * held up. */
 	/* The server's start, so a restart (which drops every named lock)
 	 * is not taken for the death of every owner: see store_claim. */
 	/* With it, max_allowed_packet: an answer that cannot fit is refused

@@ -1,4 +1,4 @@
-/* The store's one way to speak SQL: connecting (a connection and the facts its first statement reads), prepared statements (kept per connection for the hot path, one-off for the operator modules), text statements, binds, results. */
+/* The store's one way to speak SQL: connect, prepare, text, bind, results. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
