@@ -51,6 +51,9 @@ SBINDIR		 = $(PREFIX)/sbin
 BINDIR		 = $(PREFIX)/bin
 MANDIR		 = $(PREFIX)/share/man
 DOCDIR		 = $(PREFIX)/share/doc/idemgate
+# Files other programs load (Prometheus rules, a Grafana dashboard): not
+# under doc/, which Debian lets an administrator leave out.
+DATADIR		 = $(PREFIX)/share/idemgate
 UNITDIR		?= $(PREFIX)/lib/systemd/system
 
 .PHONY: all run test bench asan fuzz format clean deps tests install install-files
@@ -177,7 +180,8 @@ install-files:
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \
-	    $(DESTDIR)$(SYSCONFDIR)/idemgate
+	    $(DESTDIR)$(SYSCONFDIR)/idemgate \
+	    $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)/grafana
 	install -m 0755 $(B)/idemgate $(DESTDIR)$(SBINDIR)/idemgate
 	install -m 0755 $(B)/idemctl $(B)/idemtop $(DESTDIR)$(BINDIR)/
 	install -m 0644 fcgi/idemgate.8 admin/idemctl.8 $(DESTDIR)$(MANDIR)/man8/
@@ -185,6 +189,10 @@ install-files:
 	install -m 0644 etc/idemgate.conf $(DESTDIR)$(DOCDIR)/idemgate.conf.example
 	install -m 0644 sql/grants-migrate.sql sql/grants.sql README.md \
 	    $(DESTDIR)$(DOCDIR)/
+	install -m 0644 etc/prometheus/idemgate.rules.yml \
+	    $(DESTDIR)$(DATADIR)/prometheus/
+	install -m 0644 etc/grafana/idemgate-dashboard.json \
+	    $(DESTDIR)$(DATADIR)/grafana/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf ] || \
 	    install -m 0640 etc/idemgate.conf $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf
 	for u in etc/systemd/*; do \

@@ -411,6 +411,8 @@ static const struct {
 	  "Requests passed through without idempotency." },
 	{ STAT_QUOTA_REJECTED, "idemgate_quota_rejected_total",
 	  "New keys refused with 429 by new_keys_per_minute." },
+	{ STAT_CACHE_HITS, "idemgate_replay_cache_hits_total",
+	  "Replays answered from a worker's replay cache (part of reused)." },
 };
 
 static void
@@ -520,6 +522,9 @@ metrics_gauges(FILE *f, const struct admin_gauges *g)
 	prom_gauge(f, "idemgate_waiters",
 	    "Requests waiting now for a key in progress.", "%llu",
 	    (unsigned long long)g->waiters);
+	prom_gauge(f, "idemgate_keys_past_lease",
+	    "Keys in progress whose lease has run out (owner gone or cut "
+	    "off).", "%llu", (unsigned long long)g->past_lease);
 	prom_gauge(f, "idemgate_oldest_in_progress_seconds",
 	    "Age of the oldest key in progress (0 if none).", "%.3f",
 	    g->oldest_in_progress_s);

@@ -580,6 +580,7 @@ guard_lookup(struct guarded *g)
 	if (r->ctx->rc != NULL) {
 		if (rcache_get(r->ctx->rc, &g->id, clock_now_us(), &hit)) {
 			count(r, STAT_REUSED);
+			count(r, STAT_CACHE_HITS);
 			guard_extra(extra, sizeof(extra), HDR_REUSED,
 			    hit.ans->expires_s);
 			reply_answer(r->out, hit.ans, extra);

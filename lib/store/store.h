@@ -216,6 +216,7 @@ enum stat_id {
 	STAT_INVALID_KEY,
 	STAT_PASSTHROUGH,	/* requests the guard did not protect */
 	STAT_QUOTA_REJECTED,	/* 429: new_keys_per_minute */
+	STAT_CACHE_HITS,	/* replays from the replay cache (of reused) */
 	STAT__COUNT
 };
 

@@ -390,11 +390,12 @@ gauges_rows(struct store *st, struct admin_gauges *g)
 	return er;
 }
 
-/* Expired rows, the oldest in progress, and the last cleanup runs. */
+/* Expired rows, the oldest in progress, those past their lease, and the
+ * last cleanup runs. */
 static enum idem_err
 gauges_times(struct store *st, struct admin_gauges *g)
 {
-	MYSQL_BIND	 res[2];
+	MYSQL_BIND	 res[3];
 	double		 d;
 	my_bool		 dnull, ocnull;
 	char		 oc[17];
@@ -404,10 +405,13 @@ gauges_times(struct store *st, struct admin_gauges *g)
 
 	store_out_u64(&res[0], &g->expired, NULL);
 	store_out_dbl(&res[1], &d, &dnull);
+	store_out_u64(&res[2], &g->past_lease, NULL);
+	/* The (state, lease_until) index answers the third. */
 	if ((er = one_row(st, "SELECT (SELECT COUNT(*) FROM idem_keys WHERE "
 	    "expires_at < NOW(6)), (SELECT UNIX_TIMESTAMP(NOW(6)) - "
-	    "UNIX_TIMESTAMP(MIN(created_at)) FROM idem_keys WHERE state = 0)",
-	    res, &found)) != IDEM_OK)
+	    "UNIX_TIMESTAMP(MIN(created_at)) FROM idem_keys WHERE state = 0), "
+	    "(SELECT COUNT(*) FROM idem_keys WHERE state = 0 AND "
+	    "lease_until < NOW(6))", res, &found)) != IDEM_OK)
 		return er;
 	if (!found)
 		return store_fail(st, IDEM_ESTORE, "no row");

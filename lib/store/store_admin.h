@@ -153,6 +153,7 @@ struct admin_gauges {
 	uint64_t	 rows[3];
 	uint64_t	 expired;		/* past expiry, any state */
 	uint64_t	 waiters;		/* sum over in-progress rows */
+	uint64_t	 past_lease;		/* in progress, lease run out */
 	double		 oldest_in_progress_s;	/* age, 0 if none */
 	int		 has_cleanup;		/* a finished run, not dry */
 	double		 last_cleanup_end;	/* unix seconds */

@@ -231,7 +231,8 @@ char *store_counters_fold_sql(void);
 #define COUNTER_STAT_COLUMNS(X)						\
 	X(requests) X(created) X(reused) X(mismatched) X(conflicted)	\
 	X(waited) X(released) X(tombstoned) X(store_errors)		\
-	X(missing_key) X(invalid_key) X(passthrough) X(quota_rejected)
+	X(missing_key) X(invalid_key) X(passthrough) X(quota_rejected)	\
+	X(cache_hits)
 #define COUNTER_WAIT_COLUMNS(X)						\
 	X(wait_sum_ms) X(wait_b0) X(wait_b1) X(wait_b2) X(wait_b3)	\
 	X(wait_b4) X(wait_b5) X(wait_b6) X(wait_b7) X(wait_b8) X(wait_b9)

@@ -45,6 +45,14 @@ expect_match "the service runs /usr/sbin/idemgate" '^ExecStart=/usr/sbin/idemgat
 	"$(grep '^ExecStart=' "$R/lib/systemd/system/idemgate.service")"
 check "grants.sql in the docs" test -f "$R/usr/share/doc/idemgate/grants.sql"
 check "copyright in the docs" test -f "$R/usr/share/doc/idemgate/copyright"
+check "Prometheus rules in /usr/share/idemgate" \
+	test -f "$R/usr/share/idemgate/prometheus/idemgate.rules.yml"
+check "Grafana dashboard in /usr/share/idemgate" \
+	test -f "$R/usr/share/idemgate/grafana/idemgate-dashboard.json"
+if command -v promtool >/dev/null 2>&1; then
+	out=$(promtool check rules "$R/usr/share/idemgate/prometheus/idemgate.rules.yml" 2>&1)
+	expect_eq "the packaged rules pass promtool check rules" 0 "$?"
+fi
 C=$R/etc/idemgate/idemgate.conf
 check "config in /etc/idemgate" test -f "$C"
 expect_match "the shipped config takes systemd's socket" '^listen = fd:0$' "$(grep '^listen' "$C")"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # make install: PREFIX and DESTDIR honoured; programs, man pages, the
-# example config, grants and systemd units where an operator expects them.
+# example config, grants, systemd units, Prometheus rules and the Grafana
+# dashboard where an operator expects them.
 . "$(dirname "$0")/../lib/harness.sh"
 
 D=$T/stage
@@ -20,6 +21,13 @@ expect_eq "the config is not world-readable (it names the option file)" 640 "$(s
 check "example config in the docs" test -f "$D/opt/idem/share/doc/idemgate/idemgate.conf.example"
 check "grants.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants.sql"
 check "grants-migrate.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants-migrate.sql"
+S=$D/opt/idem/share/idemgate
+check "Prometheus rules in share/idemgate" test -f "$S/prometheus/idemgate.rules.yml"
+check "Grafana dashboard in share/idemgate" test -f "$S/grafana/idemgate-dashboard.json"
+expect_file_eq "the rules installed as shipped" \
+	"$IDEM_ROOT/etc/prometheus/idemgate.rules.yml" "$S/prometheus/idemgate.rules.yml"
+expect_eq "the rules and dashboard are 0644" "644 644" \
+	"$(stat -c %a "$S/prometheus/idemgate.rules.yml" "$S/grafana/idemgate-dashboard.json" | tr '\n' ' ' | sed 's/ $//')"
 U=$D/opt/idem/lib/systemd/system
 for u in idemgate.service idemgate.socket idemctl-cleanup.service idemctl-cleanup.timer; do
 	check "unit $u" test -f "$U/$u"

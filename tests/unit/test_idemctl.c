@@ -180,5 +180,17 @@ main(void)
 	CHECK(strstr(p, "idemgate_last_cleanup_success 0\n") != NULL);
 	free(p);
 
+	/* replays from the cache; keys in progress past their lease */
+	rows[0].n[STAT_CACHE_HITS] = 1;
+	g.past_lease = 3;
+	f = open_memstream(&p, &len);
+	metrics_print(f, rows, 1, &g);
+	fclose(f);
+	CHECK(strstr(p, "# TYPE idemgate_keys_past_lease gauge\n") != NULL);
+	CHECK(strstr(p, "\nidemgate_keys_past_lease 3\n") != NULL);
+	CHECK(strstr(p, "idemgate_replay_cache_hits_total{route=\"/a\","
+	    "kind=\"http\"} 1\n") != NULL);
+	free(p);
+
 	return CHECK_DONE();
 }
