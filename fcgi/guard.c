@@ -30,19 +30,19 @@
 #define GUARD_EXTRA_MAX	160
 #define STORE_RETRY_S	5
 
-int
+enum idem_err
 guard_header_param(const char *name, char *out, size_t outlen)
 {
 	size_t	 i, n = strlen(name);
 
 	if (n + 6 > outlen)
-		return -1;
+		return IDEM_ETOOBIG;
 	memcpy(out, "HTTP_", 5);
 	for (i = 0; i < n; i++)
 		out[5 + i] = name[i] == '-' ? '_' :
 		    (char)toupper((unsigned char)name[i]);
 	out[5 + n] = '\0';
-	return 0;
+	return IDEM_OK;
 }
 
 
@@ -383,7 +383,7 @@ guard_twice(const struct request *r, const char *name)
 	char	 pname[300];
 	int	 twice = 0;
 
-	if (guard_header_param(name, pname, sizeof(pname)) == 0)
+	if (guard_header_param(name, pname, sizeof(pname)) == IDEM_OK)
 		(void)request_param_once(r->envp, pname, &twice);
 	return twice;
 }
@@ -400,7 +400,8 @@ guard_ambiguous(const struct request *r, const char **raw)
 	int			 twice = 0;
 
 	*raw = NULL;
-	if (guard_header_param(rt->key_header, pname, sizeof(pname)) == 0)
+	if (guard_header_param(rt->key_header, pname, sizeof(pname)) ==
+	    IDEM_OK)
 		*raw = request_param_once(r->envp, pname, &twice);
 	if (twice)
 		return rt->key_header;
@@ -434,7 +435,7 @@ guard_scope(const struct request *r, char *kind, size_t kindlen,
 		for (char *p = kind; *p != '\0'; p++)
 			*p = (char)tolower((unsigned char)*p);
 		if (guard_header_param(rt->scope_header, pname,
-		    sizeof(pname)) == 0)
+		    sizeof(pname)) == IDEM_OK)
 			v = request_param(r->envp, pname);
 		if (v != NULL && strcasecmp(rt->scope_header,
 		    "authorization") == 0 && (*owned = guard_auth_norm(v)) !=
@@ -468,7 +469,7 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 	for (i = 0; i < rt->nfp_headers && er == IDEM_OK; i++) {
 		v = NULL;
 		if (guard_header_param(rt->fp_headers[i], pname,
-		    sizeof(pname)) == 0)
+		    sizeof(pname)) == IDEM_OK)
 			v = request_param(r->envp, pname);
 		if (asprintf(&more[n], "%s%s%s", rt->fp_headers[i],
 		    v != NULL ? "=" : "", v != NULL ? v : "") < 0)

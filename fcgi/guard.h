@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cfg.h"
+#include "err.h"
 
 struct request;
 
@@ -18,9 +19,10 @@ void guard_serve(struct request *r);
 
 /*
  * Param name of a request header: "HTTP_" + name upper-cased with '-' ->
- * '_'.  0 on success, -1 if it does not fit in outlen.
+ * '_'.  IDEM_ETOOBIG if it does not fit in outlen.
  */
-int guard_header_param(const char *name, char *out, size_t outlen);
+enum idem_err guard_header_param(const char *name, char *out,
+    size_t outlen);
 
 /* An Authorization value by meaning: the scheme lower-cased and the
  * white space after it one space; the credentials as they are.  A new

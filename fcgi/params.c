@@ -74,22 +74,22 @@ request_path(char *const *envp)
 	return p;
 }
 
-int
+enum idem_err
 request_content_length(const char *s, size_t *out)
 {
 	size_t	 v = 0;
 
 	if (s == NULL || *s == '\0')
-		return -1;
+		return IDEM_EINVAL;
 	for (; *s != '\0'; s++) {
 		if (*s < '0' || *s > '9')
-			return -1;
+			return IDEM_EINVAL;
 		if (v > ((size_t)-1 - 9) / 10)
-			return -1;
+			return IDEM_EINVAL;
 		v = v * 10 + (size_t)(*s - '0');
 	}
 	*out = v;
-	return 0;
+	return IDEM_OK;
 }
 
 char **

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "err.h"
+
 /*
  * Pure functions of envp, below the request's modules (request, route,
  * guard, handler all read params through here).  Their names keep the
@@ -28,8 +30,8 @@ size_t request_params_size(char *const *envp);
  */
 char *request_path(char *const *envp);
 
-/* Strict CONTENT_LENGTH: digits only, no overflow.  0 on success. */
-int request_content_length(const char *s, size_t *out);
+/* Strict CONTENT_LENGTH: digits only, no overflow; else IDEM_EINVAL. */
+enum idem_err request_content_length(const char *s, size_t *out);
 
 /* Copies envp into a new NULL-terminated array (strings borrowed) without
  * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT.  Free with free(). */

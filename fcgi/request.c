@@ -40,7 +40,7 @@ request_take_body(struct request *r, struct job *j)
 	size_t		 want = 0;
 
 	cl = request_param(r->envp, "CONTENT_LENGTH");
-	if (request_content_length(cl, &want) == 0) {
+	if (request_content_length(cl, &want) == IDEM_OK) {
 		r->had_length = 1;
 		if (want > r->route->max_body)
 			return BODY_TOO_LARGE;

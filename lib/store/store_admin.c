@@ -117,13 +117,11 @@ first_row(struct store *st, const char *sql, MYSQL_BIND *in,
 {
 	MYSQL_STMT	*s;
 	enum idem_err	 er;
-	int		 rc;
 
 	if ((s = store_prepare(st, sql)) == NULL)
 		return IDEM_ESTORE;
-	if ((er = store_run(st, s, in, res)) == IDEM_OK &&
-	    (rc = store_fetch(st, s)) != 0)
-		er = rc == 1 ? IDEM_ENOTFOUND : IDEM_ESTORE;
+	if ((er = store_run(st, s, in, res)) == IDEM_OK)
+		er = store_fetch(st, s);
 	if (er != IDEM_OK) {
 		store_stmt_close(s);
 		return er;
@@ -323,7 +321,7 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 	unsigned long	 rlen;
 	my_bool		 rnull;
 	enum idem_err	 er;
-	int		 i, rc;
+	int		 i;
 
 	if ((s = store_prepare(st, SQL_STATS)) == NULL)
 		return IDEM_ESTORE;
@@ -339,8 +337,9 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 		goto out;
 	for (;;) {
 		memset(&cur, 0, sizeof(cur));
-		if ((rc = store_fetch(st, s)) != 0) {
-			er = rc < 0 ? IDEM_ESTORE : IDEM_OK;
+		if ((er = store_fetch(st, s)) != IDEM_OK) {
+			if (er == IDEM_ENOTFOUND)
+				er = IDEM_OK;	/* no more rows */
 			break;
 		}
 		store_out_text_end(cur.route, sizeof(cur.route), rlen, rnull);
@@ -367,7 +366,7 @@ gauges_rows(struct store *st, struct admin_gauges *g)
 	MYSQL_BIND	 res[3];
 	uint64_t	 state, cnt, wsum;
 	enum idem_err	 er;
-	int		 rc;
+	enum idem_err	 fe;
 
 	/* The (state, lease_until) index answers this without the rows. */
 	if ((s = store_prepare(st, "SELECT state, COUNT(*), "
@@ -377,14 +376,14 @@ gauges_rows(struct store *st, struct admin_gauges *g)
 	store_out_u64(&res[1], &cnt, NULL);
 	store_out_u64(&res[2], &wsum, NULL);
 	if ((er = store_run(st, s, NULL, res)) == IDEM_OK) {
-		while ((rc = store_fetch(st, s)) == 0) {
+		while ((fe = store_fetch(st, s)) == IDEM_OK) {
 			if (state < 3)
 				g->rows[state] = cnt;
 			if (state == 0)
 				g->waiters = wsum;
 		}
-		if (rc < 0)
-			er = IDEM_ESTORE;
+		if (fe != IDEM_ENOTFOUND)
+			er = fe;
 	}
 	store_stmt_close(s);
 	return er;

@@ -90,7 +90,7 @@ phase_count(struct store *st, int p, int64_t age_ms, uint64_t *n)
 	store_bind_i64(&in[0], &age_ms);
 	store_out_u64(&out[0], &v, NULL);
 	er = store_run(st, s, phases[p].use_age ? in : NULL, out);
-	if (er == IDEM_OK && store_fetch(st, s) < 0)
+	if (er == IDEM_OK && store_fetch(st, s) == IDEM_ESTORE)
 		er = IDEM_ESTORE;
 	if (er == IDEM_OK)
 		*n = v;
@@ -306,7 +306,7 @@ hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
 		store_out_i64(&out[0], v, &isnull);
 	}
 	if (store_run(h->st, s, in, v != NULL ? out : NULL) == IDEM_OK &&
-	    (v == NULL || store_fetch(h->st, s) == 0))
+	    (v == NULL || store_fetch(h->st, s) == IDEM_OK))
 		er = IDEM_OK;
 	if (v != NULL && isnull)
 		*v = -1;

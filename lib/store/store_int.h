@@ -150,7 +150,8 @@ void store_row_end(MYSQL_STMT *s);
  * an error, never a silent reconnect (a lock held on it would be gone).
  * store_prepare: NULL on failure.  store_run binds in (may be NULL),
  * executes, binds out (may be NULL) and buffers the result set.
- * store_fetch: 0 a row, 1 no more rows, -1 error.
+ * store_fetch: IDEM_OK a row, IDEM_ENOTFOUND no more rows, IDEM_ESTORE
+ * an error.
  */
 MYSQL_STMT *store_prepare(struct store *st, const char *sql);
 /* IDEM_OK while connected, else IDEM_ESTORE with "not connected" as the
@@ -158,7 +159,7 @@ MYSQL_STMT *store_prepare(struct store *st, const char *sql);
 enum idem_err store_need_conn(struct store *st);
 enum idem_err store_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in,
     MYSQL_BIND *out);
-int store_fetch(struct store *st, MYSQL_STMT *s);
+enum idem_err store_fetch(struct store *st, MYSQL_STMT *s);
 void store_stmt_close(MYSQL_STMT *s);		/* NULL is a no-op */
 
 /* Prepares, runs with in (may be NULL) and closes sql.  OUT: *rows (may

@@ -360,18 +360,18 @@ store_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in, MYSQL_BIND *out)
 	return IDEM_OK;
 }
 
-int
+enum idem_err
 store_fetch(struct store *st, MYSQL_STMT *s)
 {
 	int	 rc = mysql_stmt_fetch(s);
 
 	/* Strings are cut to their buffers on purpose. */
 	if (rc == 0 || rc == MYSQL_DATA_TRUNCATED)
-		return 0;
+		return IDEM_OK;
 	if (rc == MYSQL_NO_DATA)
-		return 1;
+		return IDEM_ENOTFOUND;
 	store_stmt_fail(st, s);
-	return -1;
+	return IDEM_ESTORE;
 }
 
 enum idem_err

@@ -82,10 +82,10 @@ static enum q_step
 q_next(struct store *st, struct q *q)
 {
 	unsigned	 i;
-	int		 rc;
+	enum idem_err	 er;
 
-	if ((rc = store_fetch(st, q->stmt)) != 0)
-		return rc == 1 ? Q_END : Q_FAILED;
+	if ((er = store_fetch(st, q->stmt)) != IDEM_OK)
+		return er == IDEM_ENOTFOUND ? Q_END : Q_FAILED;
 	/* Truncated only for columns wider than Q_COLCAP, which the schema
 	 * does not have: clipped rather than failed. */
 	for (i = 0; i < q->ncols; i++)

@@ -76,13 +76,13 @@ test_guard_helpers(void)
 {
 	char	 p[32];
 
-	CHECK(guard_header_param("Idempotency-Key", p, sizeof(p)) == 0);
+	CHECK(guard_header_param("Idempotency-Key", p, sizeof(p)) == IDEM_OK);
 	CHECK(strcmp(p, "HTTP_IDEMPOTENCY_KEY") == 0);
-	CHECK(guard_header_param("x-api-key", p, sizeof(p)) == 0);
+	CHECK(guard_header_param("x-api-key", p, sizeof(p)) == IDEM_OK);
 	CHECK(strcmp(p, "HTTP_X_API_KEY") == 0);
 	/* "HTTP_" + 26 + NUL == 32 fits; one more does not. */
-	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz", p, sizeof(p)) == 0);
-	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz1", p, sizeof(p)) == -1);
+	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz", p, sizeof(p)) == IDEM_OK);
+	CHECK(guard_header_param("abcdefghijklmnopqrstuvwxyz1", p, sizeof(p)) == IDEM_ETOOBIG);
 	/* Authorization by meaning: scheme case and repeated spaces. */
 	{
 		static const char *const same[] = { "Bearer abc",
@@ -158,12 +158,12 @@ test_request_helpers(void)
 	CHECK(p != NULL && strcmp(p, "/") == 0);
 	free(p);
 
-	CHECK(request_content_length("0", &n) == 0 && n == 0);
-	CHECK(request_content_length("1048576", &n) == 0 && n == 1048576);
-	CHECK(request_content_length("", &n) == -1);
-	CHECK(request_content_length("12a", &n) == -1);
-	CHECK(request_content_length("-1", &n) == -1);
-	CHECK(request_content_length("99999999999999999999999", &n) == -1);
+	CHECK(request_content_length("0", &n) == IDEM_OK && n == 0);
+	CHECK(request_content_length("1048576", &n) == IDEM_OK && n == 1048576);
+	CHECK(request_content_length("", &n) == IDEM_EINVAL);
+	CHECK(request_content_length("12a", &n) == IDEM_EINVAL);
+	CHECK(request_content_length("-1", &n) == IDEM_EINVAL);
+	CHECK(request_content_length("99999999999999999999999", &n) == IDEM_EINVAL);
 
 	f = request_params_filter(env1);
 	CHECK(f != NULL);
