@@ -26,12 +26,6 @@ fconn_reset(struct fconn *c)
 	fconn_init(c, mp, mb);
 }
 
-enum idem_err
-fconn_end(struct buf *out, uint16_t id, int ps)
-{
-	return fcgi_end(out, id, 0, ps);
-}
-
 /* Answers FCGI_GET_VALUES with what we are: no multiplexing. */
 static enum idem_err
 fconn_get_values(struct fconn *c, const unsigned char *p, size_t n)
@@ -146,10 +140,10 @@ fconn_record_in(struct fconn *c)
 		if (clen != FCGI_BODY_LEN || id == c->id)
 			return IDEM_EINVAL;
 		if (c->id != 0)		/* one request at a time */
-			return fconn_end(&c->reply, id, FCGI_CANT_MPX_CONN);
+			return fcgi_end(&c->reply, id, 0, FCGI_CANT_MPX_CONN);
 		fcgi_begin_decode(p, &role, &flags);
 		if (role != FCGI_RESPONDER)
-			return fconn_end(&c->reply, id, FCGI_UNKNOWN_ROLE);
+			return fcgi_end(&c->reply, id, 0, FCGI_UNKNOWN_ROLE);
 		c->id = id;
 		c->keep_conn = (flags & FCGI_KEEP_CONN) != 0;
 		return IDEM_OK;

@@ -67,10 +67,4 @@ enum idem_err fconn_feed(struct fconn *c, const void *p, size_t n,
  */
 enum idem_err fconn_params(const struct fconn *c, char ***out);
 
-/*
- * Appends END_REQUEST for id (app status 0, protocol status ps): the
- * refusal of a request the connection read.
- */
-enum idem_err fconn_end(struct buf *out, uint16_t id, int ps);
-
 #endif

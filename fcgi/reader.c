@@ -150,7 +150,7 @@ reader_ready(struct reader *rd, struct job *j)
 		pthread_mutex_unlock(&rd->mu);
 		log_warn("too many requests waiting for a thread; one "
 		    "refused");
-		(void)fconn_end(&j->fc.reply, j->fc.id, FCGI_OVERLOADED);
+		(void)fcgi_end(&j->fc.reply, j->fc.id, 0, FCGI_OVERLOADED);
 		(void)reader_reply(j);
 		job_close(j);
 		return;

@@ -7,7 +7,6 @@
 #include "buf.h"
 #include "cfg.h"
 #include "err.h"
-#include "params.h"
 #include "problem.h"
 #include "reply.h"
 

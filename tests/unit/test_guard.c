@@ -7,6 +7,7 @@
 #include "lease.h"
 #include "handler.h"
 #include "listen.h"
+#include "params.h"
 #include "problem.h"
 #include "request.h"
 
