@@ -51,11 +51,58 @@ say() { printf '%s\n' "$*" >&2; }
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
-# wrk_run URL SCRIPT [ARGS]: prints "rps p99ms non2xx"; $SECS overrides $DUR
+CLK=$(getconf CLK_TCK)
+# ticks FIELDS PID...: the sum of those fields of /proc/PID/stat (14,15 the
+# process's own user+system time, 16,17 its reaped children's), in ticks
+ticks() {
+	local f=$1 pid files=()
+	shift
+	for pid in "$@"; do
+		[ -r "/proc/$pid/stat" ] && files+=("/proc/$pid/stat")
+	done
+	[ ${#files[@]} -gt 0 ] || { echo 0; return; }
+	# the name in parentheses may hold spaces: count fields after it
+	sed 's/^.*) //' "${files[@]}" 2>/dev/null | awk -v f="$f" '
+		BEGIN { n = split(f, a, ",") }
+		{ for (i = 1; i <= n; i++) t += $(a[i] - 2) }
+		END { print t + 0 }'
+}
+# cpu_now: "mariadbd idemgate fcgiwrap cgi app lighttpd" in ticks; cgi is
+# what the gateways' reaped children (the CGI programs) used
+cpu_now() {
+	local gw fw
+	gw=$(pgrep -f "$B/idemgate -c $TESTROOT/idemgate.conf" | tr '\n' ' ')
+	fw=$(pgrep -f "$TESTROOT/fcgiwrap.sock|/usr/sbin/fcgiwrap" | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	echo "$(ticks 14,15 "$(cat "$MDB_DIR/mariadb.pid")")" \
+	    "$(ticks 14,15 $gw)" "$(ticks 14,15 $fw)" \
+	    "$(ticks 16,17 $gw $fw)" \
+	    "$(ticks 14,15 $(pgrep -f "$TESTROOT/fcgi_app" | tr '\n' ' '))" \
+	    "$(ticks 14,15 "$(cat "$TESTROOT/lighttpd.pid")")"
+}
+# wrk_run URL SCRIPT [ARGS]: prints "rps p99ms non2xx"; $SECS overrides
+# $DUR.  With CPU=LABEL, appends "LABEL requests rps" and the CPU ticks each
+# process used during the run (cpu_now's order, then wrk's) to cpu.tsv.
 wrk_run() {
 	local url=$1 script=$2; shift 2
-	local out
-	out=$(wrk -t2 -c"$CONN" -d"${SECS:-$DUR}s" --latency -s "$script" "$url" -- "$@" 2>&1)
+	local out before after
+	[ -n "${CPU:-}" ] && before=$(cpu_now)
+	# "times" last: the CPU of the one child this subshell had, wrk
+	out=$({ wrk -t2 -c"$CONN" -d"${SECS:-$DUR}s" --latency -s "$script" \
+	    "$url" -- "$@" 2>&1; times; })
+	if [ -n "${CPU:-}" ]; then
+		after=$(cpu_now)
+		local n wrk_cpu
+		n=$(echo "$out" | awk '/requests in/ { print $1 }')
+		wrk_cpu=$(echo "$out" | tail -n 1 | awk -v clk="$CLK" '{
+			for (i = 1; i <= 2; i++) {
+				split($i, m, "m"); sub(/s$/, "", m[2])
+				t += m[1] * 60 + m[2]
+			}
+			printf "%d", t * clk + 0.5 }')
+		echo "$CPU ${n:-0} $before $after $wrk_cpu" >>"$TESTROOT/cpu.tsv"
+	fi
+	out=$(echo "$out" | head -n -2)
 	echo "$out" >>"$TESTROOT/wrk.log"
 	local rps p99 non2xx
 	rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
@@ -93,6 +140,9 @@ handler = cgi:$TESTROOT/cgi/hello.cgi
 
 [route /ig/slow]
 handler = cgi:$TESTROOT/cgi/slow.cgi
+
+[route /ig/app]
+handler = fastcgi:unix:$TESTROOT/app.sock
 
 [route /ig/quota]
 handler = cgi:$TESTROOT/cgi/hello.cgi
@@ -141,7 +191,7 @@ lighttpd -D -f "$TESTROOT/lighttpd.conf" &
 pids+=($!)
 U=http://127.0.0.1:$PORT
 for _ in $(seq 1 100); do curl -fs -o /dev/null "$U/fw/hello.cgi" && break; sleep 0.1; done
-for path in /fw/hello.cgi /ig/hello /nc/hello /sm/hello /app/; do
+for path in /fw/hello.cgi /ig/hello /ig/app /nc/hello /sm/hello /app/; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' "$U$path")
 	[ "$code" = 200 ] || { say "bench: $path answered $code"; exit 1; }
 done
@@ -156,17 +206,20 @@ rss_sample() {	# total and largest RSS (KiB) of idemgate processes
 say "bench: $DUR s per run, wrk -t2 -c$CONN, loopback, 2 cores shared by everything"
 read -r fw_get fw_get99 _ < <(wrk_run "$U/fw/hello.cgi" /dev/null)
 read -r ig_get ig_get99 _ < <(wrk_run "$U/ig/hello" /dev/null)
-read -r fw_post fw_post99 _ < <(wrk_run "$U/fw/hello.cgi" bench/post.lua)
+read -r fw_post fw_post99 _ < <(CPU="fcgiwrap-cgi" wrk_run "$U/fw/hello.cgi" bench/post.lua)
 ( sleep $((DUR / 2)); rss_sample >"$TESTROOT/rss" ) &
 rss_pid=$!
-read -r ig_fresh ig_fresh99 ig_fresh_bad < <(wrk_run "$U/ig/hello" bench/fresh.lua "empty$$")
+read -r ig_fresh ig_fresh99 ig_fresh_bad < <(CPU="fresh-cgi" wrk_run "$U/ig/hello" bench/fresh.lua "empty$$")
 wait "$rss_pid"
 read -r rss_total rss_max <"$TESTROOT/rss"
-read -r app_get app_get99 _ < <(wrk_run "$U/app/" /dev/null)
+read -r app_get app_get99 _ < <(CPU="hello" wrk_run "$U/app/" /dev/null)
+# a fast FastCGI app: POSTs with fresh keys to it direct, then through idemgate
+read -r app_post _ _ < <(CPU="app-direct" wrk_run "$U/app/" bench/fresh.lua "direct$$")
+read -r ig_app ig_app99 ig_app_bad < <(CPU="fresh-app" wrk_run "$U/ig/app" bench/fresh.lua "app$$")
 # the same fresh keys on a route with a (never reached) new_keys_per_minute
 read -r ig_quota _ ig_quota_bad < <(wrk_run "$U/ig/quota" bench/fresh.lua "quota$$")
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-key' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/ig/hello"
-read -r ig_replay ig_replay99 ig_replay_bad < <(wrk_run "$U/ig/hello" bench/replay.lua)
+read -r ig_replay ig_replay99 ig_replay_bad < <(CPU="replay" wrk_run "$U/ig/hello" bench/replay.lua)
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-nc' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/nc/hello"
 read -r nc_replay nc_replay99 nc_replay_bad < <(wrk_run "$U/nc/hello" bench/replay.lua bench-replay-nc)
 
@@ -254,6 +307,21 @@ for i in 1 2 3; do
 done
 small_rows=$(mariadb_sql "SELECT COUNT(*) FROM benchsmall.idem_keys")
 
+# cpu_table: CPU microseconds per request by process, from cpu.tsv
+cpu_table() {
+	echo
+	echo "CPU us per request by process (utime+stime from /proc/PID/stat around each wrk run; cgi = idemgate's CGI children; fcgiwrap's are reaped unseen, in no column)"
+	printf '%-14s %9s %9s %9s %9s %9s %9s %9s %9s\n' path req/s mariadbd \
+	    idemgate fcgiwrap cgi app lighttpd wrk
+	awk -v clk="$CLK" -v d="${DUR}" '{
+		n = $2; if (n <= 0) next
+		printf "%-14s %9.0f", $1, n / d
+		for (i = 0; i < 6; i++)
+			printf " %9.0f", ($(9 + i) - $(3 + i)) * 1e6 / clk / n
+		printf " %9.0f\n", $15 * 1e6 / clk / n
+	}' "$TESTROOT/cpu.tsv"
+}
+
 cat <<OUT
 
 idemgate bench  (wrk -t2 -c$CONN -d${DUR}s through one lighttpd on 127.0.0.1; same C CGI)
@@ -262,7 +330,8 @@ MariaDB: ${durability}
 no key, GET            fcgiwrap ${fw_get} req/s   idemgate ${ig_get} req/s   ratio $(ratio "$ig_get" "$fw_get")x   (goal >= 1.0)
 fresh keys, POST       fcgiwrap ${fw_post} req/s   idemgate ${ig_fresh} req/s   ratio $(ratio "$ig_fresh" "$fw_post")x   (goal >= 1.0, never < 0.9; non-2xx: ${ig_fresh_bad})
 fresh keys, quota on   idemgate ${ig_quota} req/s vs without ${ig_fresh} req/s   ratio $(ratio "$ig_quota" "$ig_fresh")x   (new_keys_per_minute counted; goal >= 0.9; non-2xx: ${ig_quota_bad})
-replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} req/s   ratio $(ratio "$ig_replay" "$app_get")x   (goal >= 0.5; non-2xx: ${ig_replay_bad})
+fresh keys, FastCGI app  app direct ${app_post} req/s   idemgate -> app ${ig_app} req/s   ratio $(ratio "$ig_app" "$app_post")x   (goal >= 0.30; non-2xx: ${ig_app_bad})
+replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} req/s   ratio $(ratio "$ig_replay" "$app_get")x   (goal >= 1.15; non-2xx: ${ig_replay_bad})
   without replay_cache  libfcgi hello ${app_get} req/s   idemgate ${nc_replay} req/s   ratio $(ratio "$nc_replay" "$app_get")x   (every replay reads MySQL; non-2xx: ${nc_replay_bad})
 fresh, ${ROWS} rows    ${ig_fresh_big} req/s vs ${small_rows} rows ${ig_fresh_small} req/s   ratio $(ratio "$ig_fresh_big" "$ig_fresh_small")x   (3 alternating runs each; goal >= 0.9)
 waiters (8 on a 300 ms owner, 3 rounds): extra latency after the owner finished: median ${wait_med} ms, max ${wait_max} ms   (goal <= 50 ms)
@@ -272,8 +341,9 @@ RSS under fresh load, 2 workers x 32 threads: largest process $((rss_max / 1024)
 cleanup of ${deleted} expired rows, no traffic: ${cl_ms} ms (exit ${cl_rc}) = $(awk -v r="$deleted" -v m="$cl_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s   (goal >= 50000)
 cleanup of ${deleted2} expired rows under fresh traffic: ${cl2_ms} ms (exit ${cl2_rc}) = $(awk -v r="$deleted2" -v m="$cl2_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s
 fresh p99 during cleanup ${ig_during99} ms vs without ${ig_fresh_big99} ms ($((DUR * 3)) s runs)   ratio $(ratio "$ig_during99" "$ig_fresh_big99")x   (goal <= 2.0)
-p99 latencies (ms): fcgiwrap GET ${fw_get99}, idemgate GET ${ig_get99}, fcgiwrap POST ${fw_post99}, idemgate fresh ${ig_fresh99}, replay ${ig_replay99}, replay without cache ${nc_replay99}
+p99 latencies (ms): fcgiwrap GET ${fw_get99}, idemgate GET ${ig_get99}, fcgiwrap POST ${fw_post99}, idemgate fresh ${ig_fresh99}, idemgate -> app ${ig_app99}, replay ${ig_replay99}, replay without cache ${nc_replay99}
 OUT
+cpu_table
 
 # The cluster section: its own servers, the single server's figures above
 # to compare with (fresh keys and replays, req/s).  BENCH_CLUSTER=0 skips
