@@ -67,6 +67,10 @@ static const struct {
 	[PROB_STORE_UNAVAILABLE] = { 503, "store-unavailable",
 	    "Service unavailable",
 	    "The idempotency store is unavailable; retry later." },
+	[PROB_OVERLOADED] = { 503, "gateway-overloaded",
+	    "Service unavailable",
+	    "The gateway holds as many unfinished requests as it may; "
+	    "retry later." },
 	[PROB_GATEWAY_TIMEOUT] = { 504, "gateway-timeout",
 	    "Gateway timeout",
 	    "The application did not answer in time." },

@@ -26,6 +26,7 @@ enum problem {
 	PROB_INTERNAL,		/* 500 (out of memory and the like) */
 	PROB_BAD_GATEWAY,	/* 502 */
 	PROB_STORE_UNAVAILABLE,	/* 503 + Retry-After */
+	PROB_OVERLOADED,	/* 503 + Retry-After: max_pending_body */
 	PROB_GATEWAY_TIMEOUT,	/* 504 */
 	PROB_HANDLER_TIMEOUT,	/* 504 + Retry-After: an upstream still runs */
 	PROB__MAX

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,17 @@
 #include "listen.h"
 #include "log.h"
 #include "reader.h"
+#include "reply.h"
 
 #define READER_CONNS_MAX	4096	/* connections being read, per worker */
 #define READER_READY_MAX	4096	/* whole requests waiting for a
 					 * thread */
 #define READER_IDLE_MS		300000	/* a kept connection may idle this */
 #define READER_TICK_MS		1000
+/* A request still arriving with no more than this buffered is never
+ * refused for max_pending_body: small requests pass while large stalled
+ * ones hold the budget. */
+#define READER_SMALL		(64 * 1024)
 
 struct reader {
 	const struct cfg	*cfg;
@@ -42,6 +48,8 @@ struct reader {
 	/* Reader thread only. */
 	struct job		**conns;	/* being read */
 	size_t			 nconns;
+	size_t			 pending;	/* bytes they buffered */
+	size_t			 max_pending;
 };
 
 static void
@@ -64,6 +72,8 @@ reader_forget(struct reader *rd, struct job *j)
 	size_t	 i;
 
 	epoll_ctl(rd->ep, EPOLL_CTL_DEL, j->fd, NULL);
+	rd->pending -= j->held;
+	j->held = 0;
 	for (i = 0; i < rd->nconns; i++)
 		if (rd->conns[i] == j) {
 			rd->conns[i] = rd->conns[--rd->nconns];
@@ -141,6 +151,62 @@ reader_reply(struct job *j)
 	return 0;
 }
 
+/* Collects an answer the reader makes itself, for reply_problem. */
+static int
+reader_collect(void *arg, const void *p, size_t n)
+{
+	return buf_add(arg, p, n) == IDEM_OK ? 0 : -1;
+}
+
+/*
+ * Answers j's request with problem p before it is whole (STDOUT, then
+ * END_REQUEST) and closes it; j has left the reader's set.  The web server
+ * may still be sending: the answer is in its socket before the close.
+ */
+static void
+reader_refuse(struct job *j, enum problem p)
+{
+	struct buf	 out;
+	struct reply	 o = { .write = reader_collect, .arg = &out };
+
+	buf_init(&out, 8192);
+	reply_problem(&o, p, 1, 0, NULL);
+	buf_reset(&j->fc.reply);
+	if (!o.failed &&
+	    fcgi_stream(&j->fc.reply, FCGI_STDOUT, j->fc.id, out.p,
+	    out.len) == IDEM_OK &&
+	    fcgi_end(&j->fc.reply, j->fc.id, 0, FCGI_REQUEST_COMPLETE) ==
+	    IDEM_OK)
+		(void)reader_reply(j);
+	buf_free(&out);
+	job_close(j);
+}
+
+/*
+ * Counts what j buffers into the worker's pending bytes.  Past
+ * max_pending_body, a request still arriving that holds more than
+ * READER_SMALL, while others hold bytes too, is refused (503): one request
+ * alone is bounded by max_body, and small ones always pass.  Returns 0 if
+ * j may go on, -1 if it was refused and closed.
+ */
+static int
+reader_account(struct reader *rd, struct job *j)
+{
+	size_t	 now = j->fc.params.len + j->fc.body.len;
+
+	rd->pending = rd->pending - j->held + now;
+	j->held = now;
+	if (rd->pending <= rd->max_pending || now <= READER_SMALL ||
+	    rd->pending == now || j->fc.id == 0)
+		return 0;
+	log_warn("requests still arriving hold %zu bytes, over "
+	    "max_pending_body (%zu): one holding %zu refused (503)",
+	    rd->pending, rd->max_pending, now);
+	reader_forget(rd, j);
+	reader_refuse(j, PROB_OVERLOADED);
+	return -1;
+}
+
 /* Hands a whole request to the request threads. */
 static void
 reader_ready(struct reader *rd, struct job *j)
@@ -196,8 +262,11 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 		er = fconn_feed(&j->fc, buf, (size_t)k, &used);
 		if (reader_reply(j) != 0)
 			er = IDEM_EINVAL;
-		if (er == IDEM_EAGAIN)
+		if (er == IDEM_EAGAIN) {
+			if (reader_account(rd, j) != 0)
+				return;
 			continue;
+		}
 		reader_forget(rd, j);
 		if (er != IDEM_OK || used != (size_t)k) {
 			/* Bytes past a whole request: nobody pipelines
@@ -310,6 +379,12 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 		if (cfg->routes[i].max_body > rd->max_body)
 			rd->max_body = cfg->routes[i].max_body;
 	rd->max_body++;		/* one more byte tells "too large" */
+	rd->max_pending = cfg->max_pending_body;
+	/* Bodies over 128K get memory of their own, handed back when freed.
+	 * Left alone, glibc raises this threshold at the first such free
+	 * and keeps later bodies in the heap: a burst of stalled uploads
+	 * would stay resident after its connections went. */
+	(void)mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	pthread_mutex_init(&rd->mu, NULL);
 	pthread_cond_init(&rd->cv, NULL);
 	rd->ep = epoll_create1(EPOLL_CLOEXEC);

@@ -25,6 +25,7 @@ struct job {
 	int64_t		 deadline_ms;	/* while reading */
 	int		 started;	/* a byte of this request came */
 	int		 kept;		/* reused after a keep_conn request */
+	size_t		 held;		/* counted in the reader's pending */
 	struct job	*next;
 };
 

@@ -398,6 +398,7 @@ cfg_new(struct parser *p)
 	c->max_params = 64 * 1024;
 	c->counters_flush_ms = 5 * 1000;
 	c->client_timeout_ms = 30 * 1000;
+	c->max_pending_body = 64 * 1024 * 1024;
 	c->replay_cache = 8 * 1024 * 1024;
 	c->cleanup_batch = 1000;
 	c->cleanup_sleep_ms = 0;

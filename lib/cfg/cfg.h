@@ -108,6 +108,8 @@ struct cfg {
 	size_t		 max_params;
 	int64_t		 counters_flush_ms;	/* default 5s */
 	int64_t		 client_timeout_ms;	/* params + body; 30s */
+	/* Bytes a worker buffers for requests still arriving; 64M. */
+	size_t		 max_pending_body;
 	/* Bytes per worker, 0 off; default 8M. */
 	size_t		 replay_cache;
 	/* Problem types are <base><slug>; NULL: none. */

@@ -120,6 +120,7 @@ test_defaults(void)
 	CHECK(strcmp(c->mysql_group, "idemgate") == 0);
 	CHECK(c->host_name != NULL && c->host_name[0] != '\0');
 	CHECK(c->max_params == 64 * 1024);
+	CHECK(c->max_pending_body == 64 * 1024 * 1024);
 	CHECK(c->counters_flush_ms == 5000);
 	CHECK(c->replay_cache == 8 * 1024 * 1024);
 	CHECK(c->cleanup_batch == 1000);
@@ -188,6 +189,7 @@ test_values(void)
 	    "mysql_group = \"a \\\"b\\\" \\\\ c\"\n"
 	    "host_name = web-1.example\n"
 	    "max_params = 16M\n"
+	    "max_pending_body = 1G\n"
 	    "counters_flush = 250ms\n"
 	    "status_path = /idemgate-status\n"
 	    "[cleanup]\n"
@@ -239,6 +241,7 @@ test_values(void)
 	CHECK(strcmp(c->mysql_group, "a \"b\" \\ c") == 0);
 	CHECK(strcmp(c->host_name, "web-1.example") == 0);
 	CHECK(c->max_params == 16 * 1048576);
+	CHECK(c->max_pending_body == 1024 * 1048576);
 	CHECK(c->counters_flush_ms == 250);
 	CHECK(c->cleanup_batch == 100000 && c->cleanup_sleep_ms == 10);
 	CHECK(c->cleanup_max_ms == 0 && c->stale_after_ms == 7200000);

@@ -176,6 +176,8 @@ static const struct {
 	    "t.conf:2:14: max_params must be between 1K and 16M" },
 	{ "[gateway]\nmax_params = lots\n",
 	    "t.conf:2:14: bad size 'lots' for max_params" },
+	{ "[gateway]\nmax_pending_body = 1023K\n",
+	    "t.conf:2:20: max_pending_body must be between 1M and 64G" },
 	{ "[gateway]\nreplay_cache = 65535\n",
 	    "t.conf:2:16: replay_cache must be 0 (off) or between 64K and 1G" },
 	{ "[gateway]\nreplay_cache = 1025M\n",

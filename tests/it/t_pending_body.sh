@@ -1,0 +1,138 @@
+#!/bin/bash
+# Stalled bodies hold bounded memory: 600 FastCGI connections each send
+# their params and 1 MiB - 1 of a body, then stall within client_timeout.
+# A worker buffers at most max_pending_body for them (the rest get 503
+# gateway-overloaded), other requests are still served, and the memory
+# goes back once the connections go.
+. "$(dirname "$0")/../lib/harness.sh"
+
+P=$(cgi_install pay)
+db_new "$TNAME" || { done_testing; exit 1; }
+cat >"$T/gw.conf" <<EOF
+[gateway]
+listen = unix:$T/gw.sock
+socket_owner = :www-data
+workers = 1
+threads = 4
+client_timeout = 20s
+max_pending_body = 16M
+mysql_defaults_file = $DBCNF
+
+[route /pay]
+handler = cgi:$P
+max_body = 4M
+EOF
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+W=$(gw_workers gw)
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$W/status"; }
+http warm POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary x
+base=$(rss_kib)
+
+# The stallers: each prints "refused" (a 503 came back) or "stalled"; they
+# hold their connections until $T/go exists (or 30 s), then close.
+python3 - "$T/gw.sock" 600 "$T/go" >"$T/stall.out" 2>&1 <<'PY' &
+import os, socket, struct, sys, time
+path, n, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(k, v): return bytes([len(k), len(v)]) + k + v
+size = 1024 * 1024 - 1
+params = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
+    pair(b"CONTENT_LENGTH", str(size).encode()) +
+    pair(b"HTTP_IDEMPOTENCY_KEY", b"stalled"))
+head = rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, params) + rec(4, b"")
+body = b""
+left = size
+while left > 0:
+    k = min(left, 65535)
+    body += rec(5, b"s" * k)
+    left -= k
+def answer(s):
+    got = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    ok = b"Status: 503" in got and b"gateway-overloaded" in got
+    return "refused" if ok else "cut %r" % got[:80]
+sent = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.settimeout(10)
+    try:
+        s.sendall(head + body)  # no empty STDIN record: never whole
+        sent.append(s)
+    except OSError:
+        print(answer(s), flush=True)
+        s.close()
+# The gateway may refuse one after reading it all: an answer, then EOF.
+time.sleep(1)
+ss = []
+for s in sent:
+    s.setblocking(False)
+    try:
+        b = s.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        ss.append(s)
+        print("stalled", flush=True)
+        continue
+    s.setblocking(True)
+    print(answer(s), flush=True)
+    s.close()
+t0 = time.time()
+while not os.path.exists(go) and time.time() - t0 < 30:
+    time.sleep(0.1)
+for s in ss:
+    s.close()
+print("done", flush=True)
+PY
+H_BGPIDS+=($!)
+stallers=$!
+peak=$base
+for _ in $(seq 1 300); do
+	r=$(rss_kib)
+	[ "${r:-0}" -gt "$peak" ] && peak=$r
+	[ "$(grep -cE '^(stalled|refused|cut)' "$T/stall.out")" -ge 600 ] && break
+	sleep 0.1
+done
+r=$(rss_kib)
+[ "${r:-0}" -gt "$peak" ] && peak=$r
+stalled=$(grep -c '^stalled' "$T/stall.out")
+refused=$(grep -c '^refused' "$T/stall.out")
+expect_eq "600 stalled uploads: each is held or refused with 503 gateway-overloaded" \
+	600 "$((stalled + refused))"
+check "some are held (up to max_pending_body = 16M): $stalled" test "$stalled" -ge 8
+check "the rest are refused: $refused" test "$refused" -ge 500
+# 16M of bodies, buffers that grow by doubling: at most 32M, and one more
+# request alone may take max_body.
+expect_lt "worker RSS stays under its start + 48 MiB (peak $((peak / 1024)) MiB, start $((base / 1024)) MiB)" \
+	"$((peak - base))" $((48 * 1024))
+expect_match "the refusals are logged" 'over max_pending_body' "$(cat "$T/gw.log")"
+
+K=$(new_key)
+t0=$(now_ms)
+http b POST "$(url web /pay)" -H "Idempotency-Key: $K" --data-binary amount=1
+expect_eq "while they stall, another payment is served" created "$(hdr b Idempotency-Result)"
+expect_lt "... within 2 s" "$(($(now_ms) - t0))" 2000
+http big POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary @<(head -c 2000000 /dev/zero | tr '\0' b)
+is_problem "a 2 MB body while the budget is spent" big 503 gateway-overloaded
+expect_match "... with Retry-After" '^[0-9]+$' "$(hdr big Retry-After)"
+expect_eq "nothing ran for the stalled or refused uploads" 2 "$(runs pay)"
+
+touch "$T/go"
+wait_until 20 sh -c "grep -q '^done' '$T/stall.out'"
+ok_back=0
+for _ in $(seq 1 50); do
+	r=$(rss_kib)
+	[ "$((r - base))" -lt $((16 * 1024)) ] && { ok_back=1; break; }
+	sleep 0.1
+done
+check "the memory goes back once they go (RSS $((r / 1024)) MiB, start $((base / 1024)) MiB)" test "$ok_back" = 1
+http c POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary @<(head -c 2000000 /dev/zero | tr '\0' c)
+expect_eq "afterwards a 2 MB body is taken again" created "$(hdr c Idempotency-Result)"
+done_testing
