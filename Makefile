@@ -58,7 +58,8 @@ UNITDIR		?= $(PREFIX)/lib/systemd/system
 # Web-server wiring, one line per server, "FOLDER:DIR": every file of
 # etc/FOLDER goes into $(SYSCONFDIR)/DIR, 0644 (the .deb's conffiles).
 WEBCONF		 = lighttpd:lighttpd/conf-available \
-		   nginx:nginx/snippets
+		   nginx:nginx/snippets \
+		   caddy:caddy
 
 .PHONY: all run test bench asan fuzz format clean deps tests install install-files
 # Keep test objects between builds.
