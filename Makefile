@@ -55,6 +55,11 @@ DOCDIR		 = $(PREFIX)/share/doc/idemgate
 # under doc/, which Debian lets an administrator leave out.
 DATADIR		 = $(PREFIX)/share/idemgate
 UNITDIR		?= $(PREFIX)/lib/systemd/system
+# Web-server wiring, one line per server, "FOLDER:DIR": every file of
+# etc/FOLDER goes into $(SYSCONFDIR)/DIR, 0644 (the .deb's conffiles).
+WEBCONF		 = lighttpd:lighttpd/conf-available \
+		   nginx:nginx/snippets \
+		   caddy:caddy
 
 .PHONY: all run test bench asan fuzz format clean deps tests install install-files
 # Keep test objects between builds.
@@ -199,6 +204,10 @@ install-files:
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $$u \
 		    > $(DESTDIR)$(UNITDIR)/$$(basename $$u) || exit 1; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); \
+	done
+	for w in $(WEBCONF); do \
+		d=$(DESTDIR)$(SYSCONFDIR)/$${w#*:}; \
+		install -d $$d && install -m 0644 etc/$${w%%:*}/* $$d/ || exit 1; \
 	done
 
 format:

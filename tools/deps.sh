@@ -5,7 +5,7 @@ pkgs="build-essential pkg-config clang libclang-rt-14-dev libfcgi-dev libfcgi-bi
 default-libmysqlclient-dev libssl-dev libncurses-dev mariadb-server mariadb-client
 lighttpd apache2 libapache2-mod-fcgid nginx-light spawn-fcgi fcgiwrap wrk tmux curl
 procps iproute2 python3 clang-format debhelper lintian python3-prometheus-client
-galera-4 rsync php-fpm php-cli socat iptables prometheus"
+galera-4 rsync php-fpm php-cli socat iptables prometheus caddy"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,10 +1,12 @@
 #!/bin/bash
 # make run: a private MariaDB, idemgate and lighttpd on 127.0.0.1:8080 in
 # front of a demo legacy "payments" CGI.  Ctrl-C stops everything.
+# lighttpd loads the package's own etc/lighttpd/20-idemgate.conf.
+# PORT and IDEM_RUN_DIR (default run/ in the tree) may be set.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-RUN="$top/run"
+RUN=${IDEM_RUN_DIR:-$top/run}
 PORT=${PORT:-8080}
 mkdir -p "$RUN/cgi-bin" "$RUN/www/cgi-bin" "$RUN/log"
 : > "$RUN/ledger.txt"
@@ -85,18 +87,24 @@ build/idemgate -c "$RUN/idemgate.conf" 2>>"$RUN/log/idemgate.log" &
 pids+=($!)
 for _ in $(seq 1 100); do [ -S "$RUN/idemgate.sock" ] && break; sleep 0.1; done
 
+# The package's lighttpd module as lighty-enable-mod would enable it, its
+# socket moved to the demo's; it mounts /cgi-bin/ and streams answers.
+sed "s|/run/idemgate/idemgate.sock|$RUN/idemgate.sock|" \
+	etc/lighttpd/20-idemgate.conf > "$RUN/20-idemgate.conf"
 cat > "$RUN/lighttpd.conf" <<CONF
-server.modules = ("mod_fastcgi", "mod_accesslog")
+# Debian's lighttpd.conf loads mod_alias; 10-fastcgi.conf mod_fastcgi.
+server.modules = ("mod_alias", "mod_fastcgi", "mod_accesslog")
 server.bind = "127.0.0.1"
 server.port = $PORT
 server.document-root = "$RUN/www"
 server.pid-file = "$RUN/lighttpd.pid"
 server.errorlog = "$RUN/log/lighttpd-error.log"
 accesslog.filename = "$RUN/log/lighttpd-access.log"
-fastcgi.server = (
-	"/payments" => (( "socket" => "$RUN/idemgate.sock", "check-local" => "disable" )),
-	"/cgi-bin/" => (( "socket" => "$RUN/idemgate.sock", "check-local" => "disable" )),
-)
+include "$RUN/20-idemgate.conf"
+# The demo's scripts live in run/www/cgi-bin, not /usr/lib/cgi-bin.
+alias.url := ( "/cgi-bin/" => "$RUN/www/cgi-bin/" )
+# Another prefix for idemgate, as the module's comment shows.
+fastcgi.server += ( "/payments" => (( "socket" => "$RUN/idemgate.sock", "check-local" => "disable" )) )
 CONF
 lighttpd -D -f "$RUN/lighttpd.conf" &
 pids+=($!)

@@ -57,6 +57,17 @@ C=$R/etc/idemgate/idemgate.conf
 check "config in /etc/idemgate" test -f "$C"
 expect_match "the shipped config takes systemd's socket" '^listen = fd:0$' "$(grep '^listen' "$C")"
 expect_match "config is a conffile" '^/etc/idemgate/idemgate.conf$' "$(dpkg-deb -f "$DEB" Conffiles 2>/dev/null; dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)"
+# The web-server wiring: shipped as it is in etc/, each a conffile.
+conffiles=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)
+for w in lighttpd/conf-available/20-idemgate.conf:lighttpd/20-idemgate.conf \
+    lighttpd/conf-available/20-idemgate-php.conf:lighttpd/20-idemgate-php.conf \
+    nginx/snippets/idemgate.conf:nginx/idemgate.conf \
+    nginx/snippets/idemgate-php.conf:nginx/idemgate-php.conf \
+    caddy/idemgate.caddy:caddy/idemgate.caddy; do
+	f=/etc/${w%%:*}
+	expect_file_eq "$f in the package" "$IDEM_ROOT/etc/${w#*:}" "$R$f"
+	expect_match "$f is a conffile" "^$f\$" "$conffiles"
+done
 out=$("$R/usr/sbin/idemgate" -t -c "$C" 2>&1)
 expect_eq "idemgate -t on the shipped config" "0 syntax ok" "$? $out"
 

@@ -1,0 +1,43 @@
+#!/bin/bash
+# make run's demo (tools/run.sh, in a directory of the test's own, on a
+# free port): its lighttpd loads the package's 20-idemgate.conf (socket
+# path aside, unchanged) so it streams answers as the shipped file does,
+# a payment is created and replayed, the fcgiwrap-style /cgi-bin/ script
+# runs, and a TERM stops every service it started.
+. "$(dirname "$0")/../lib/harness.sh"
+
+R=$T/run
+P=$(free_port)
+IDEM_RUN_DIR=$R PORT=$P bash "$IDEM_ROOT/tools/run.sh" >"$T/run.out" 2>&1 &
+RUNPID=$!
+H_BGPIDS+=("$RUNPID")
+if ! wait_until 120 grep -q 'idemgate is up' "$T/run.out" || ! wait_until 10 port_open "$P"; then
+	not_ok "make run comes up" "$(tail -5 "$T/run.out")"
+	done_testing
+	exit 1
+fi
+expect_eq "the shipped module, only its socket moved" "" \
+    "$(sed "s|$R/idemgate.sock|/run/idemgate/idemgate.sock|" "$R/20-idemgate.conf" |
+	diff - "$IDEM_ROOT/etc/lighttpd/20-idemgate.conf")"
+expect_match "lighttpd includes it" "^include \"$R/20-idemgate.conf\"" "$(cat "$R/lighttpd.conf")"
+expect_match "lighttpd streams answers" 'server.stream-response-body *= *2' \
+    "$(lighttpd -p -f "$R/lighttpd.conf" 2>&1)"
+
+K=$(new_key)
+http p1 POST "http://127.0.0.1:$P/payments" -H "Idempotency-Key: $K" -d 'amount=4200'
+expect_eq "demo payment: created" "201 created" "$HS $(hdr p1 Idempotency-Result)"
+http p2 POST "http://127.0.0.1:$P/payments" -H "Idempotency-Key: $K" -d 'amount=4200'
+expect_eq "demo payment: reused" "201 reused" "$HS $(hdr p2 Idempotency-Result)"
+expect_file_eq "demo payment: the same answer" "$T/p1.b" "$T/p2.b"
+expect_eq "demo payment: one ledger line" 1 "$(grep -c . "$R/ledger.txt")"
+http h GET "http://127.0.0.1:$P/cgi-bin/hello.cgi"
+expect_eq "the demo's /cgi-bin/ script runs" "200 hello from a legacy CGI" "$HS $(body h)"
+
+kids=$(cat "$R/lighttpd.pid" "$R/mariadb.pid" 2>/dev/null)
+stop_pid "$RUNPID"
+for k in $kids; do
+	wait_until 10 sh -c "! kill -0 $k 2>/dev/null" || not_ok "TERM stops $k"
+done
+expect_match "TERM stops everything" 'stopped' "$(cat "$T/run.out")"
+check "nothing left listening on $P" sh -c "! (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null"
+done_testing
