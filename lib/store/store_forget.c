@@ -15,8 +15,9 @@
  * column's collation would join /Pay and /pay), whether a status range
  * applies, the range, and the created_at cutoff (NULL: any age) twice.
  */
-#define FILTER								\
-	" BINARY route = ? AND (? = 0 OR resp_status BETWEEN ? AND ?)"	\
+#define FILTER							\
+	" route = CAST(? AS BINARY)"					\
+	" AND (? = 0 OR resp_status BETWEEN ? AND ?)"			\
 	" AND (? IS NULL OR created_at >= ?)"
 #define FILTER_BINDS	6
 

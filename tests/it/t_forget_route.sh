@@ -21,9 +21,12 @@ sq() { db_query "$TNAME" "SET time_zone = '+00:00'; $1"; }
 rows() { sq "SELECT COUNT(*) FROM idem_keys WHERE $1"; }
 # post OUT PATH KEY: a protected POST; the CGI answers ?status=N
 post() { http "$1" POST "$(url web "$2")" -H "Idempotency-Key: $3" --data-binary 'amount=7'; }
+# idemctl's stderr is kept in $T/ctl.log too, where the harness looks for
+# sanitizer reports.
 ctl() { # ctl ARGS... (stdin as given): RC, $T/out, $T/err
 	"$IDEMCTL" -c "$CONF" "$@" >"$T/out" 2>"$T/err"
 	RC=$?
+	cat "$T/err" >>"$T/ctl.log"
 }
 lines() { wc -l <"$1" | tr -d ' '; }
 
@@ -99,6 +102,7 @@ tty_forget() { # tty_forget ANSWER ARGS...: RC, the terminal's text in $T/tty
 	shift
 	printf '%s\n' "$ans" | script -qec "$(printf '%q ' "$IDEMCTL" -c "$CONF" forget "$@")" /dev/null >"$T/tty" 2>&1
 	RC=$?
+	cat "$T/tty" >>"$T/ctl.log"
 }
 if command -v script >/dev/null; then
 	tty_forget n --route /pay.php --status 404 --since 2h
