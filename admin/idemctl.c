@@ -27,7 +27,7 @@ static const struct {
 	{ "show", ctl_show, ctl_show_usage,
 	  "show one key (--body: its stored response body)" },
 	{ "forget", ctl_forget, ctl_forget_usage,
-	  "delete one key so it runs again" },
+	  "delete a key (or a route's, --route) so it runs again" },
 	{ "stats", ctl_stats, ctl_stats_usage,
 	  "fleet counters per route (table, tsv, json)" },
 	{ "metrics", ctl_metrics, ctl_metrics_usage,
@@ -67,7 +67,7 @@ usage(FILE *f)
 	    "  0 ok (cleanup: also stopped   6 schema missing or older than "
 	    "this build\n"
 	    "    at --max-seconds)\n"
-	    "  1 usage (command, flag, key)\n"
+	    "  1 usage (command, flag, key); forget --route not confirmed\n"
 	    "  2 config file invalid        7 no such key (show, forget)\n"
 	    "  3 database unreachable or    8 key in progress (forget "
 	    "without --force)\n"

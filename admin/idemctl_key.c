@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "idemctl_forget.h"
 #include "idemctl_key.h"
 #include "store_admin.h"
 
@@ -30,17 +31,33 @@ SCOPE_HELP
 
 const char ctl_forget_usage[] =
 "usage: idemctl [-c FILE] forget KEY [--scope S] [--force]\n"
+"       idemctl [-c FILE] forget --route PREFIX [--status N|Nxx] [--since D]\n"
+"                         [--dry-run] [--yes] [--force]\n"
 "\n"
 "Deletes a completed, tombstoned or expired key so the next request with it\n"
 "runs the handler again.  Refuses a key still in progress unless --force\n"
 "(its handler may still be running: a retry could then run it twice).\n"
+"Returns once no gateway can replay a forgotten answer from memory.\n"
+"\n"
+"With --route, every key of one route by the same rule (say, the 404s\n"
+"an upstream gave during a misconfiguration): prints the count, then asks\n"
+"on a terminal unless --yes; with standard input not a terminal and no\n"
+"--yes it forgets nothing and exits 1.  Deletes in batches of 500.\n"
 "\n"
 SCOPE_HELP
 "  -f, --force        delete even an in-progress key\n"
+"  -r, --route PREFIX the keys of this route: its [route PREFIX] exactly, as\n"
+"                     show prints it (job:NAME for idemctl run's keys)\n"
+"      --status N     only keys whose stored answer has this status (404)\n"
+"                     or class (4xx)\n"
+"      --since D      only keys created within D (10m, 2h, 1d); default:\n"
+"                     any age\n"
+"  -n, --dry-run      print the count, forget nothing\n"
+"  -y, --yes          do not ask\n"
 "  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
 "\n"
-"Exit: 0 forgotten, 1 usage, 2 config, 3 database,\n"
-"      7 no such key, 8 key in progress (no --force).\n";
+"Exit: 0 forgotten (or nothing to forget), 1 usage or not confirmed,\n"
+"      2 config, 3 database, 7 no such key, 8 key in progress (no --force).\n";
 
 struct key_args {
 	const char	*scope_arg;
@@ -48,7 +65,25 @@ struct key_args {
 	char		 key[FP_KEY_MAX + 1];
 	size_t		 keylen;
 	int		 flag;		/* --body or --force */
+	struct forget_route_args r;	/* forget --route */
 };
+
+/* forget --route's operands: none (KEY names one key, --route many), a
+ * route of 1 to 255 bytes, no --scope. */
+static int
+route_opts(const char *cmd, const struct key_args *a, const char *operand)
+{
+	size_t	 len = strlen(a->r.route);
+
+	if (operand != NULL)
+		return ctl_usage_err(cmd, "give KEY or --route, not both");
+	if (a->scope_arg != NULL)
+		return ctl_usage_err(cmd, "--scope goes with KEY, not --route");
+	if (len == 0 || len > 255)
+		return ctl_usage_err(cmd, "--route wants a route prefix of 1 "
+		    "to 255 bytes (/pay.php, or job:NAME)");
+	return CTL_OK;
+}
 
 /* show's and forget's options: each refuses the other's flag. */
 static int
@@ -63,6 +98,18 @@ key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 		  .dst = &a->flag, .elsewhere = !is_show },
 		{ .name = "force", .letter = 'f', .kind = CTL_OPT_FLAG,
 		  .dst = &a->flag, .elsewhere = is_show },
+		{ .name = "route", .letter = 'r', .kind = CTL_OPT_STRING,
+		  .dst = &a->r.route, .elsewhere = is_show },
+		{ .name = "status", .kind = CTL_OPT_PARSE, .dst = &a->r,
+		  .parse = forget_opt_status, .elsewhere = is_show,
+		  .wants = "a status (404) or a class (4xx)" },
+		{ .name = "since", .kind = CTL_OPT_PARSE, .dst = &a->r,
+		  .parse = forget_opt_since, .elsewhere = is_show,
+		  .wants = "a duration (90s, 10m, 2h, 1d)" },
+		{ .name = "dry-run", .letter = 'n', .kind = CTL_OPT_FLAG,
+		  .dst = &a->r.dry_run, .elsewhere = is_show },
+		{ .name = "yes", .letter = 'y', .kind = CTL_OPT_FLAG,
+		  .dst = &a->r.yes, .elsewhere = is_show },
 		{ NULL },
 	};
 	const struct ctl_cmdline cl = { .cmd = cmd, .usage = usage,
@@ -72,6 +119,12 @@ key_opts(struct ctl *c, const char *cmd, const char *usage, int argc,
 	memset(a, 0, sizeof(*a));
 	if ((rc = ctl_opts_parse(c, &cl, argc, argv, &argi)) != CTL_OK)
 		return rc;
+	if (a->r.route != NULL)
+		return route_opts(cmd, a, argi < argc ? argv[argi] : NULL);
+	if (a->r.status != NULL || a->r.since != NULL || a->r.dry_run ||
+	    a->r.yes)
+		return ctl_usage_err(cmd, "--status, --since, --dry-run and "
+		    "--yes go with --route");
 	if (argi >= argc)
 		return ctl_usage_err(cmd, "missing KEY");
 	if (ctl_parse_key(argv[argi], a->key, &a->keylen) != 0)
@@ -196,6 +249,8 @@ ctl_forget(struct ctl *c, int argc, char **argv)
 	if ((rc = key_opts(c, "forget", ctl_forget_usage, argc, argv, &a))
 	    != 0)
 		return rc < 0 ? CTL_OK : rc;
+	if (a.r.route != NULL)
+		return ctl_forget_route(c, &a.r, a.flag);
 	if ((rc = ctl_connect(c)) != CTL_OK)
 		return rc;
 	er = store_admin_key_forget(c->st, a.scope, a.key, a.keylen, a.flag);

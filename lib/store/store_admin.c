@@ -218,10 +218,6 @@ forget_rows(struct store *st, const char *sql, MYSQL_BIND *in, uint64_t *n)
 	return IDEM_OK;
 }
 
-/* In progress and not expired: only with force. */
-#define FORGET_UNLESS_LIVE \
-	" AND (? = 1 OR state <> 0 OR expires_at < NOW(6))"
-
 enum idem_err
 store_admin_key_forget(struct store *st, const unsigned char scope[FP_LEN],
     const char *key, size_t keylen, int force)

@@ -130,6 +130,49 @@ enum idem_err store_admin_key_forget(struct store *st,
 enum idem_err store_admin_forget_id(struct store *st, uint64_t id, int force,
     int *deleted);
 
+/* Which keys a bulk forget takes: those of one route, by the status of
+ * their stored answer and by age.  Strings are borrowed. */
+struct forget_filter {
+	const char	*route;		/* the stored route, byte for byte */
+	int		 status_lo;	/* answers in [lo, hi]; 0: any row */
+	int		 status_hi;
+	int64_t		 since_ms;	/* created within; 0: any age */
+	int		 force;		/* in-progress keys too */
+};
+
+/* What store_admin_route_count found, and the bounds that keep the
+ * forget to it. */
+struct forget_plan {
+	uint64_t	 n;		/* keys the forget rule lets go */
+	uint64_t	 kept;		/* in progress, kept (no force) */
+	uint64_t	 max_id;	/* rows claimed later are spared */
+	char		 cutoff[32];	/* created_at >= this; "" any age */
+};
+
+/* Rows per DELETE of a bulk forget. */
+#define FORGET_BATCH	500
+
+/*
+ * Counts the keys of f (a consistent, non-locking read) and fixes the
+ * window they were counted in: the newest row id and the created_at
+ * cutoff, both on the server.  OUT: out.
+ */
+enum idem_err store_admin_route_count(struct store *st,
+    const struct forget_filter *f, struct forget_plan *out);
+
+/*
+ * Forgets the keys of f within plan p, by the one forget rule
+ * (store_admin_key_forget): ids found by a non-locking read, FORGET_BATCH
+ * at a time, each batch one autocommitted DELETE by primary key that
+ * checks the filter and the rule again, so a row claimed or changed
+ * meanwhile is not touched.  Once any row went it returns only when no
+ * gateway may replay a deleted answer from memory (RCACHE_FORGET_WAIT_MS),
+ * also on failure.  OUT: *forgotten, rows deleted (also on failure).
+ */
+enum idem_err store_admin_route_forget(struct store *st,
+    const struct forget_filter *f, const struct forget_plan *p,
+    uint64_t *forgotten);
+
 /* Counters summed over idem_counters rows, per route or for the fleet. */
 struct admin_stat {
 	char		 route[256];

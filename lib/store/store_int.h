@@ -218,6 +218,11 @@ void store_out_text(MYSQL_BIND *b, char *p, size_t cap, unsigned long *len,
 void store_out_text_end(char *p, size_t cap, unsigned long len,
     my_bool isnull);
 
+/* The one forget rule's condition (store_admin.c): a row in progress and
+ * not expired goes only with force, its one placeholder (0 or 1). */
+#define FORGET_UNLESS_LIVE \
+	" AND (? = 1 OR state <> 0 OR expires_at < NOW(6))"
+
 /* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
  * before @idem_cut to idem_counters_total, per host and route, every
  * counter column from COUNTER_COLUMNS like the gateway's INSERT. */

@@ -6,6 +6,7 @@
 #include "../lib/check.h"
 #include "grants.h"
 #include "idemctl_common.h"
+#include "idemctl_forget.h"
 #include "idemctl_stats.h"
 #include "store_admin.h"
 
@@ -43,6 +44,52 @@ test_grants(void)
 	CHECK(ins == 1 && writes == 0);
 }
 
+/* forget --route's --status and --since values. */
+static void
+test_forget_filters(void)
+{
+	struct forget_route_args r;
+	int	 lo = -1, hi = -1;
+
+	CHECK(ctl_parse_status("404", &lo, &hi) == 0 && lo == 404 &&
+	    hi == 404);
+	CHECK(ctl_parse_status("4xx", &lo, &hi) == 0 && lo == 400 &&
+	    hi == 499);
+	CHECK(ctl_parse_status("5XX", &lo, &hi) == 0 && lo == 500 &&
+	    hi == 599);
+	/* the bounds: stored answers are 200..599 (a CGI 1xx is a 502) */
+	CHECK(ctl_parse_status("200", &lo, &hi) == 0 && lo == 200);
+	CHECK(ctl_parse_status("599", &lo, &hi) == 0 && hi == 599);
+	lo = hi = -1;
+	CHECK(ctl_parse_status("199", &lo, &hi) == -1 && lo == -1 &&
+	    hi == -1);
+	CHECK(ctl_parse_status("600", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("1xx", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("6xx", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("4x", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("4x4", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("40", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("4040", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("404 ", &lo, &hi) == -1);
+	CHECK(ctl_parse_status(" 404", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("+40", &lo, &hi) == -1);
+	CHECK(ctl_parse_status("", &lo, &hi) == -1);
+	CHECK(ctl_parse_status(NULL, &lo, &hi) == -1);
+	CHECK(lo == -1 && hi == -1);
+
+	memset(&r, 0, sizeof(r));
+	CHECK(forget_opt_status("4xx", &r) == 0 && r.status_lo == 400 &&
+	    r.status_hi == 499 && strcmp(r.status, "4xx") == 0);
+	CHECK(forget_opt_status("abc", &r) == -1 &&
+	    strcmp(r.status, "4xx") == 0);
+	CHECK(forget_opt_since("2h", &r) == 0 && r.since_ms == 7200000 &&
+	    strcmp(r.since, "2h") == 0);
+	CHECK(forget_opt_since("1ms", &r) == 0 && r.since_ms == 1);
+	CHECK(forget_opt_since("0", &r) == -1 && r.since_ms == 1);
+	CHECK(forget_opt_since("2w", &r) == -1);
+	CHECK(forget_opt_since("-5m", &r) == -1);
+}
+
 int
 main(void)
 {
@@ -56,6 +103,7 @@ main(void)
 	FILE		*f;
 
 	test_grants();
+	test_forget_filters();
 
 	/* scopes */
 	CHECK(ctl_parse_scope(NULL, a) == 0);
