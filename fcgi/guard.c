@@ -185,7 +185,8 @@ guard_handled(struct guarded *g, const struct answer *a)
 	}
 	count(r, STAT_CREATED);
 	buf_init(&rh, RESP_HEAD_MAX);
-	if (resp_hdrs_for_replay(&a->hdrs, &rh) == IDEM_OK) {
+	if (resp_hdrs_for_replay(&a->hdrs, r->route->store_drop,
+	    r->route->nstore_drop, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
 		guard_record(g, REC_COMPLETE, &kept);
