@@ -210,6 +210,11 @@ ctl_load(struct ctl *c)
 		ctl_err("%s", err);
 		return CTL_ECONFIG;
 	}
+	/* An operator without the key file still runs stats, cleanup and
+	 * show (which then says what it cannot open). */
+	if (cfg_load_secrets(c->cfg, c->secrets_err, sizeof(c->secrets_err))
+	    == IDEM_OK)
+		c->secrets_err[0] = '\0';
 	if (c->mysql_group != NULL &&
 	    cfg_set_mysql_group(c->cfg, c->mysql_group) != IDEM_OK) {
 		ctl_err("out of memory");

@@ -26,6 +26,7 @@ enum ctl_exit {
 	/* run (sysexits.h, so queue consumers know what to do) */
 	CTL_RUN_DATAERR = 65,	/* key reused for other argv or stdin */
 	CTL_RUN_UNAVAILABLE = 69,	/* store unreachable: nothing ran */
+	CTL_RUN_SOFTWARE = 70,	/* ran before; its output unreadable */
 	CTL_RUN_TEMPFAIL = 75,	/* still running elsewhere: try later */
 };
 
@@ -35,6 +36,9 @@ struct ctl {
 	const char	*mysql_group;	/* -g GROUP, over [gateway]'s */
 	int		 verbose;	/* -v / --verbose */
 	struct cfg	*cfg;		/* owned; ctl_close() frees */
+	/* Why secret_key_file could not be read ("" when it was, or is
+	 * unset): show and check say so, run refuses. */
+	char		 secrets_err[512];
 	struct store	*st;		/* owned; ctl_close() frees */
 	/* 1: the store keeps the gateway's short deadlines (run owns keys
 	 * under a lease); else it is patient (long operator statements). */

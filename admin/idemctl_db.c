@@ -258,6 +258,22 @@ check_mode(struct ctl *c)
 		    m.state, m.group);
 }
 
+/* Whether stored answers are sealed (SPEC section 11). */
+static void
+check_secrets(struct ctl *c)
+{
+	const struct cfg_secret	*k = cfg_secret(c->cfg, NULL);
+
+	if (c->cfg->secret_key_file == NULL)
+		finding("warn", "answers stored in clear (no "
+		    "secret_key_file)");
+	else if (c->secrets_err[0] != '\0')
+		finding("warn", "%s", c->secrets_err);
+	else if (k != NULL)
+		finding(" ok ", "answers sealed, current key %s (%zu key%s)",
+		    k->id, c->cfg->nsecrets, c->cfg->nsecrets == 1 ? "" : "s");
+}
+
 /* The schema's version against this build's; CTL_OK, or the code. */
 static int
 check_schema(struct ctl *c)
@@ -330,6 +346,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	}
 	finding(" ok ", "config %s valid (%zu route%s)", c->cfgpath,
 	    c->cfg->nroutes, c->cfg->nroutes == 1 ? "" : "s");
+	check_secrets(c);
 	if ((rc = ctl_connect(c)) != CTL_OK) {
 		finding("fail", "database unreachable (option file %s, "
 		    "group [%s])", c->cfg->mysql_defaults_file ?

@@ -188,7 +188,10 @@ show_key(const struct key_args *a, const struct admin_key *k)
 	printf("owner        ");
 	ctl_put_escaped(stdout, k->owner, strlen(k->owner));
 	printf("\nwaiters      %llu\n", (unsigned long long)k->waiters);
-	if (k->has_resp)
+	if (k->has_resp && k->seal_kid[0] != '\0')
+		printf("response     encrypted, key %s, %llu bytes\n",
+		    k->seal_kid, (unsigned long long)k->resp_size);
+	else if (k->has_resp)
 		printf("response     status %d, %llu bytes\n", k->resp_status,
 		    (unsigned long long)k->resp_size);
 	else

@@ -716,12 +716,25 @@ run_busy(struct once *o, void *arg)
 	j->what = STAT_CONFLICTED;
 }
 
+static void
+run_sealed(struct once *o, void *arg)
+{
+	struct run_job	*j = arg;
+
+	ctl_err("run: key already ran; its stored output (key id '%s') %s",
+	    o->c.seal_kid, o->c.seal_er == IDEM_ENOTFOUND ?
+	    "is sealed under a key secret_key_file does not hold" :
+	    "does not decrypt (wrong key, or moved or altered)");
+	j->rc = CTL_RUN_SOFTWARE;
+}
+
 static const struct once_ops run_ops = {
 	.run = run_claimed_new,
 	.replay = run_replay,
 	.mismatch = run_mismatch,
 	.tombstone = run_tombstone,
 	.busy = run_busy,
+	.sealed = run_sealed,
 };
 
 int
@@ -737,6 +750,11 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	if ((rc = run_opts(c, argc, argv, &a)) != CTL_OK)
 		return rc < 0 ? CTL_OK : rc;
+	/* Never store an answer in clear that the file says to seal. */
+	if (c->secrets_err[0] != '\0') {
+		ctl_err("run: %s", c->secrets_err);
+		return CTL_RUN_UNAVAILABLE;
+	}
 	buf_init(&in, c->cfg->defaults.max_body);
 	j.in = &in;
 	once_init(&j.o, NULL, &id, "run");

@@ -185,7 +185,8 @@ guard_handled(struct guarded *g, const struct answer *a)
 	}
 	count(r, STAT_CREATED);
 	buf_init(&rh, RESP_HEAD_MAX);
-	if (resp_hdrs_for_replay(&a->hdrs, &rh) == IDEM_OK) {
+	if (resp_hdrs_for_replay(&a->hdrs, r->route->store_drop,
+	    r->route->nstore_drop, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
 		guard_record(g, REC_COMPLETE, &kept);
@@ -682,6 +683,26 @@ guard_tombstone(struct once *o, void *arg)
 }
 
 static void
+guard_sealed(struct once *o, void *arg)
+{
+	struct guarded	*g = arg;
+
+	if (o->c.seal_er == IDEM_ENOTFOUND)
+		log_err("%s: key %s: its stored answer is sealed under key id "
+		    "'%s', which secret_key_file does not hold; not run "
+		    "again", g->r->tag, g->lkey, o->c.seal_kid);
+	else if (o->c.seal_er == IDEM_ESEAL)
+		log_err("%s: key %s: its stored answer (key id '%s') fails "
+		    "its authentication tag: wrong key material, or the row "
+		    "was moved or altered in the store; not run again",
+		    g->r->tag, g->lkey, o->c.seal_kid);
+	else
+		log_err("%s: key %s: cannot open its stored answer: %s",
+		    g->r->tag, g->lkey, idem_strerror(o->c.seal_er));
+	reply_problem(g->r->out, PROB_STORE_KEY_MISSING, 0, 0, NULL);
+}
+
+static void
 guard_busy(struct once *o, void *arg)
 {
 	struct guarded	*g = arg;
@@ -699,6 +720,7 @@ static const struct once_ops guard_ops = {
 	.mismatch = guard_mismatch,
 	.tombstone = guard_tombstone,
 	.busy = guard_busy,
+	.sealed = guard_sealed,
 };
 
 void

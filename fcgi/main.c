@@ -72,6 +72,13 @@ main(int argc, char *argv[])
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
+	/* A key file refused stops the start: answers are never stored in
+	 * clear by mistake. */
+	if (cfg_load_secrets(cfg, err, sizeof(err)) != IDEM_OK) {
+		fprintf(stderr, "%s\n", err);
+		cfg_free(cfg);
+		return 1;
+	}
 	if (check) {
 		if (cfg_check_gateway(cfg, err, sizeof(err)) != 0 ||
 		    cfg_check_files(cfg, err, sizeof(err)) != 0) {
@@ -80,6 +87,9 @@ main(int argc, char *argv[])
 			return 1;
 		}
 		(void)cfg_warnings(cfg, stderr);
+		if (cfg->secret_key_file == NULL)
+			fprintf(stderr, "%s: note: answers stored in clear "
+			    "(no secret_key_file)\n", cfg->path);
 		cfg_free(cfg);
 		printf("syntax ok\n");
 		return 0;

@@ -61,6 +61,11 @@ static const struct {
 	[PROB_INTERNAL] = { 500, "internal-error",
 	    "Internal error",
 	    "The gateway could not process the request." },
+	[PROB_STORE_KEY_MISSING] = { 500, "store-key-missing",
+	    "Stored response unreadable",
+	    "This request already ran, but its stored response cannot be "
+	    "decrypted with the keys this gateway has; it is not run "
+	    "again." },
 	[PROB_BAD_GATEWAY] = { 502, "bad-gateway",
 	    "Bad gateway",
 	    "The application failed to produce a valid response." },

@@ -342,8 +342,10 @@ reload(struct super *s)
 	struct cfg	*nc = NULL;
 	char		 err[512];
 
-	if (cfg_load(s->cfg->path, &nc, err, sizeof(err)) != IDEM_OK) {
+	if (cfg_load(s->cfg->path, &nc, err, sizeof(err)) != IDEM_OK ||
+	    cfg_load_secrets(nc, err, sizeof(err)) != IDEM_OK) {
 		log_err("reload refused, keeping the running config: %s", err);
+		cfg_free(nc);
 		return;
 	}
 	if (strcmp(nc->listen ? nc->listen : "", s->cfg->listen ?

@@ -19,6 +19,7 @@ static const char *const texts[IDEM_ERR__MAX] = {
 	[IDEM_EAGAIN] = "incomplete input",
 	[IDEM_ELEASE] = "lease lost",
 	[IDEM_EBROKEN] = "run ended without a whole answer",
+	[IDEM_ESEAL] = "sealed answer does not decrypt",
 };
 
 const char *

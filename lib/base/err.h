@@ -23,6 +23,8 @@ enum idem_err {
 	IDEM_EBROKEN,	/* a run we could not stop ended without a whole answer
 			 * (upstream broke off, or ran past run_limit): its
 			 * work may have happened */
+	IDEM_ESEAL,	/* a sealed answer failed its tag: wrong key, or
+			 * moved or altered in the store */
 	IDEM_ERR__MAX
 };
 

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "cfg.h"
 #include "cfg_int.h"
 
@@ -556,6 +558,10 @@ cfg_free(struct cfg *c)
 	free(c->problem_base_url);
 	free(c->status_path);
 	free(c->replicas);
+	free(c->secret_key_file);
+	if (c->secrets != NULL)
+		OPENSSL_cleanse(c->secrets, c->nsecrets * sizeof(*c->secrets));
+	free(c->secrets);
 	free(c);
 }
 

@@ -28,6 +28,7 @@ enum store_err_mode {
 
 #define CFG_MAX_METHODS	16
 #define CFG_MAX_FP_HEADERS	16
+#define CFG_MAX_STORE_DROP	16
 
 enum key_format {
 	KEYFMT_ANY = 0,		/* printable, 1..255 bytes (key_parse) */
@@ -85,6 +86,19 @@ struct route {
 	size_t			 nfp_headers;
 	enum fp_mode		 fingerprint;	/* default exact */
 	uint32_t		 new_keys_per_minute;	/* per scope; 0 none */
+	/* Response headers delivered to the first client but never stored
+	 * (store_headers_drop), as written; default Set-Cookie
+	 * Set-Cookie2. */
+	char			*store_drop[CFG_MAX_STORE_DROP];
+	size_t			 nstore_drop;
+};
+
+/* One line of the secret_key_file: "ID HEX" (64 hex digits). */
+#define CFG_SECRET_LEN		32
+#define CFG_SECRET_ID_MAX	32	/* [A-Za-z0-9._-], 1..32 bytes */
+struct cfg_secret {
+	char		 id[CFG_SECRET_ID_MAX + 1];
+	unsigned char	 key[CFG_SECRET_LEN];
 };
 
 struct cfg {
@@ -116,6 +130,13 @@ struct cfg {
 	char		*problem_base_url;
 	/* The status page's path, or NULL (off). */
 	char		*status_path;
+	/* Keys that seal stored answers, or NULL: stored in clear. */
+	char		*secret_key_file;
+	int		 secret_line, secret_col;
+	/* Its keys in file order, the last one current; loaded by
+	 * cfg_load_secrets() only, wiped by cfg_free(). */
+	struct cfg_secret *secrets;
+	size_t		 nsecrets;
 
 	/* [cleanup] (idemctl cleanup) */
 	int		 cleanup_batch;		/* default 1000 */
@@ -171,6 +192,21 @@ void cfg_free(struct cfg *c);
  * routes.
  */
 enum idem_err cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
+
+/*
+ * Reads c->secret_key_file (a no-op when unset) into c->secrets.  The
+ * file must be a regular file neither group- or world-writable nor
+ * world-readable (0600 or 0640); each line "ID HEX" (64 hex digits),
+ * blank lines and "#" comments allowed, ids unique, at least one key;
+ * the last line is the current key.  On failure c is unchanged and err
+ * holds "FILE:LINE:COL: message" (the key file's position for a bad line,
+ * the config's for the rest); key material is never quoted.
+ */
+enum idem_err cfg_load_secrets(struct cfg *c, char *err, size_t errlen);
+
+/* The loaded key named id, or the current one for id NULL; NULL when
+ * there is none. */
+const struct cfg_secret *cfg_secret(const struct cfg *c, const char *id);
 
 /* Word i (0-based) of a blank-separated list (mysql_group, replicas) into
  * out, cut to cap - 1 bytes.  0 when the list has no word i. */

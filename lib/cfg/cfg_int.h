@@ -38,15 +38,14 @@ enum key_id {
 	K_WAIT, K_LEASE, K_STORE_5XX, K_MAX_BODY, K_MAX_RESPONSE,
 	K_ON_STORE_ERROR, K_TIMEOUT, K_RELEASE_STATUSES, K_KEY_FORMAT,
 	K_KEYS_PER_ROUTE, K_FP_HEADERS, K_FINGERPRINT, K_NEW_KEYS_PER_MINUTE,
-	K_RUN_LIMIT,
+	K_RUN_LIMIT, K_STORE_HEADERS_DROP,
 	/* [route] only */
 	K_HANDLER, K_SCRIPT_ROOT,
 	/* [gateway] */
 	K_LISTEN, K_SOCKET_OWNER, K_SOCKET_MODE, K_THREADS, K_WORKERS, K_LOG,
 	K_MYSQL_DEFAULTS_FILE, K_MYSQL_GROUP, K_HOST_NAME, K_MAX_PARAMS,
 	K_COUNTERS_FLUSH, K_REPLAY_CACHE, K_CLIENT_TIMEOUT, K_MAX_PENDING_BODY,
-	K_PROBLEM_BASE_URL,
-	K_STATUS_PATH,
+	K_PROBLEM_BASE_URL, K_STATUS_PATH, K_SECRET_KEY_FILE,
 	/* [cleanup] */
 	K_BATCH, K_SLEEP, K_MAX_SECONDS, K_STALE_AFTER, K_COUNTERS_RETENTION,
 	K_RUNS_RETENTION, K_MAX_LAG, K_REPLICAS,
@@ -150,9 +149,12 @@ enum idem_err cfg_set_fp_headers(struct parser *p, const struct cfg_val *kv,
     void *dst);
 enum idem_err cfg_set_new_keys(struct parser *p, const struct cfg_val *kv,
     void *dst);
+enum idem_err cfg_set_store_drop(struct parser *p, const struct cfg_val *kv,
+    void *dst);
 
-/* The built-in request policy: release_statuses = 5xx, the rest off. */
-void cfg_policy_defaults(struct route *r);
+/* The built-in request policy: release_statuses = 5xx,
+ * store_headers_drop = Set-Cookie Set-Cookie2, the rest off. */
+enum idem_err cfg_policy_defaults(struct parser *p, struct route *r);
 
 /* Copies the request policy of d that r did not set (seen: bits of the
  * keys r set). */

@@ -550,6 +550,19 @@ set_mysql_defaults_file(struct parser *p, const struct cfg_val *kv, void *dst)
 	return cfg_set_str(p, &c->mysql_defaults_file, kv->v);
 }
 
+/* Where it was set, for cfg_load_secrets' messages. */
+static enum idem_err
+set_secret_key_file(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct cfg	*c = dst;
+
+	if (kv->v[0] != '/')
+		return cfg_bad(p, kv, "secret_key_file", " (an absolute path)");
+	c->secret_line = kv->line;
+	c->secret_col = kv->col;
+	return cfg_set_str(p, &c->secret_key_file, kv->v);
+}
+
 #define QUOTE_(x)	#x
 #define QUOTE(x)	QUOTE_(x)
 #define ROUTE(f)	offsetof(struct route, f)
@@ -606,6 +619,8 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_NEW_KEYS_PER_MINUTE] = OWN("new_keys_per_minute", RI,
 	    cfg_set_new_keys, ROUTE(new_keys_per_minute)),
 	[K_RUN_LIMIT] = DUR("run_limit", RI, ROUTE(run_limit_ms), POSITIVE),
+	[K_STORE_HEADERS_DROP] = { .name = "store_headers_drop", .sects = RI,
+	    .set = cfg_set_store_drop, .empty_ok = 1 },
 
 	/* [route] only */
 	[K_HANDLER] = OWN("handler", SECT_ROUTE, set_handler, 0),
@@ -648,6 +663,8 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_STATUS_PATH] = STR("status_path", SECT_GATEWAY, CONF(status_path),
 	    ok_status_path, "status_path",
 	    " (an absolute path of visible ASCII, no '?' or '%')"),
+	[K_SECRET_KEY_FILE] = OWN("secret_key_file", SECT_GATEWAY,
+	    set_secret_key_file, 0),
 
 	/* [cleanup] */
 	[K_BATCH] = INT("batch", SECT_CLEANUP, CONF(cleanup_batch), 1, 100000),
@@ -747,7 +764,8 @@ cfg_route_defaults(struct parser *p, struct route *r)
 	r->max_body = 1024 * 1024;
 	r->max_response = 8 * 1024 * 1024;
 	r->on_store_error = STORE_ERR_REJECT;
-	cfg_policy_defaults(r);
+	if (cfg_policy_defaults(p, r) != IDEM_OK)
+		return IDEM_ENOMEM;
 	if (cfg_set_str(p, &r->key_header, "Idempotency-Key") != IDEM_OK)
 		return IDEM_ENOMEM;
 	for (i = 0; i < 2; i++) {

@@ -280,11 +280,69 @@ cfg_set_new_keys(struct parser *p, const struct cfg_val *kv, void *dst)
 	return IDEM_OK;
 }
 
-void
-cfg_policy_defaults(struct route *r)
+/* Frees r's store_headers_drop names. */
+static void
+store_drop_clear(struct route *r)
+{
+	size_t	 i;
+
+	for (i = 0; i < r->nstore_drop; i++)
+		free(r->store_drop[i]);
+	r->nstore_drop = 0;
+}
+
+/* Appends a copy of the n bytes of name to r's store_headers_drop. */
+static enum idem_err
+store_drop_add(struct parser *p, struct route *r, const char *name, size_t n)
+{
+	char	*h;
+
+	if ((h = strndup(name, n)) == NULL)
+		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+	r->store_drop[r->nstore_drop++] = h;
+	return IDEM_OK;
+}
+
+/* Header names (RFC 9110 tokens), space or comma separated; empty: every
+ * header is stored. */
+enum idem_err
+cfg_set_store_drop(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct route	*r = dst;
+	const char	*v = kv->v;
+	const char	*item;
+	size_t		 n, i;
+
+	store_drop_clear(r);
+	while ((item = next_item(&v, &n)) != NULL) {
+		if (r->nstore_drop == CFG_MAX_STORE_DROP || n > 128)
+			return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+			    "store_headers_drop: at most %d names of 128 "
+			    "bytes", CFG_MAX_STORE_DROP);
+		for (i = 0; i < n; i++)
+			if (!isalnum((unsigned char)item[i]) &&
+			    strchr("!#$%&'*+-.^_`|~", item[i]) == NULL)
+				return cfg_perr(p, IDEM_ECONFIG, kv->line,
+				    kv->col, "bad header name in "
+				    "store_headers_drop '%.*s'", (int)n, item);
+		if (store_drop_add(p, r, item, n) != IDEM_OK)
+			return IDEM_ENOMEM;
+	}
+	return IDEM_OK;
+}
+
+enum idem_err
+cfg_policy_defaults(struct parser *p, struct route *r)
 {
 	memset(r->release, 0, sizeof(r->release));
 	release_set(r, 500, 599);
+	/* What replays have never repeated: a session cookie is the first
+	 * client's, not every retry's. */
+	store_drop_clear(r);
+	if (store_drop_add(p, r, "Set-Cookie", 10) != IDEM_OK ||
+	    store_drop_add(p, r, "Set-Cookie2", 11) != IDEM_OK)
+		return IDEM_ENOMEM;
+	return IDEM_OK;
 }
 
 void
@@ -296,6 +354,7 @@ cfg_policy_clear(struct route *r)
 	for (i = 0; i < r->nfp_headers; i++)
 		free(r->fp_headers[i]);
 	r->nfp_headers = 0;
+	store_drop_clear(r);
 }
 
 enum idem_err
@@ -323,5 +382,10 @@ cfg_policy_fold(struct parser *p, struct route *r, const struct route *d,
 				    "out of memory");
 			r->nfp_headers++;
 		}
+	if (CFG_UNSET(seen, K_STORE_HEADERS_DROP))
+		for (i = 0; i < d->nstore_drop; i++)
+			if (store_drop_add(p, r, d->store_drop[i],
+			    strlen(d->store_drop[i])) != IDEM_OK)
+				return IDEM_ENOMEM;
 	return IDEM_OK;
 }

@@ -50,6 +50,9 @@ once_dispatch(struct once *o, const struct once_ops *ops, void *arg)
 	case CLAIM_TOMBSTONE:
 		ops->tombstone(o, arg);
 		break;
+	case CLAIM_SEALED:
+		ops->sealed(o, arg);
+		break;
 	default:	/* CLAIM_BUSY */
 		ops->busy(o, arg);
 		break;

@@ -53,7 +53,8 @@ int64_t once_claimed_ms(const struct once *o);
 /*
  * What a caller does with each state a claim can end in: run (CLAIM_NEW,
  * the key is ours), replay (CLAIM_DONE), or refuse (the key's request
- * differs; it ran and left only a tombstone; it is busy past the wait).
+ * differs; it ran and left only a tombstone or an answer we cannot
+ * open; it is busy past the wait).
  * arg is the caller's.
  */
 struct once_ops {
@@ -62,6 +63,9 @@ struct once_ops {
 	void	(*mismatch)(struct once *o, void *arg);
 	void	(*tombstone)(struct once *o, void *arg);
 	void	(*busy)(struct once *o, void *arg);
+	/* It ran, but its sealed answer cannot be opened (o->c.seal_er,
+	 * o->c.seal_kid): never run again. */
+	void	(*sealed)(struct once *o, void *arg);
 };
 
 /* Calls the op for o->c.state (after once_claim gave IDEM_OK). */

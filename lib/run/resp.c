@@ -147,8 +147,7 @@ int
 resp_hdr_dropped_on_replay(const char *name, size_t len)
 {
 	static const char *const names[] = { "Connection", "Keep-Alive",
-		"TE", "Trailer", "Transfer-Encoding", "Upgrade", "Set-Cookie",
-		"Set-Cookie2", NULL };
+		"TE", "Trailer", "Transfer-Encoding", "Upgrade", NULL };
 	size_t	 i;
 
 	for (i = 0; names[i] != NULL; i++)
@@ -216,8 +215,21 @@ resp_conn_listed(const struct buf *hdrs, const char *name, size_t nlen)
 	return 0;
 }
 
+/* 1 if name (nlen bytes) is one of the n names of drop. */
+static int
+resp_listed(const char *name, size_t nlen, char *const *drop, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		if (resp_name_eq(name, nlen, drop[i]))
+			return 1;
+	return 0;
+}
+
 enum idem_err
-resp_hdrs_for_replay(const struct buf *in, struct buf *out)
+resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
+    struct buf *out)
 {
 	const char	*n, *v;
 	size_t		 off = 0, nl, vl, start = out->len;
@@ -225,7 +237,8 @@ resp_hdrs_for_replay(const struct buf *in, struct buf *out)
 
 	while (resp_hdr_next(in, &off, &n, &nl, &v, &vl)) {
 		if (nl == 0 || resp_hdr_dropped_on_replay(n, nl) ||
-		    resp_conn_listed(in, n, nl))
+		    resp_conn_listed(in, n, nl) ||
+		    resp_listed(n, nl, drop, ndrop))
 			continue;
 		if ((er = buf_add(out, n, nl)) != IDEM_OK ||
 		    (er = buf_add(out, ": ", 2)) != IDEM_OK ||

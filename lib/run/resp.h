@@ -29,17 +29,20 @@ enum idem_err resp_parse_cgi(const char *p, size_t len, struct answer *out,
     size_t *used);
 
 /* 1 if name (len bytes) is a hop-by-hop header (Connection, Keep-Alive,
- * Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade) or Set-Cookie, which a
- * replay must not repeat.  Case-insensitive. */
+ * Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), which a replay must
+ * not repeat.  Case-insensitive. */
 int resp_hdr_dropped_on_replay(const char *name, size_t len);
 
 /*
- * Appends the lines of in that a replay may repeat to out (see above);
- * also drops headers named in a Connection header.  in is a protected
- * answer's, so resp_drop_idem_hdrs already ran on it.  On failure out is
- * unchanged.
+ * Appends the lines of in that a replay may repeat, and so the store may
+ * keep, to out: not hop-by-hop (see above), not named in a Connection
+ * header, not among the ndrop names of drop (a route's
+ * store_headers_drop, case-insensitive; drop may be NULL when ndrop is
+ * 0).  in is a protected answer's, so resp_drop_idem_hdrs already ran on
+ * it.  On failure out is unchanged.
  */
-enum idem_err resp_hdrs_for_replay(const struct buf *in, struct buf *out);
+enum idem_err resp_hdrs_for_replay(const struct buf *in,
+    char *const *drop, size_t ndrop, struct buf *out);
 
 /* Drops the Idempotent-Replayed, Idempotency-Result and
  * Idempotency-Expires lines from hdrs: on a protected route only the

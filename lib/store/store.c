@@ -171,7 +171,7 @@ takeover_floor(const struct store *st, int64_t lease_ms)
 	return st->boot_s + (lease_ms < 0 ? 0 : lease_ms + 999) / 1000;
 }
 
-#define READ_COLS	13
+#define READ_COLS	16
 
 /* What STMT_READ saw, bound straight to its columns; the stored answer
  * goes to the claim. */
@@ -188,8 +188,26 @@ struct row {
 	int64_t		 expires_left_us;	/* ttl left (<= 0: passed) */
 	int64_t		 takeovers;
 	unsigned long	 hlen, blen;
+	char		 route[SEAL_FIELD_MAX + 1];
+	unsigned long	 routelen;
+	char		 kid[CFG_SECRET_ID_MAX + 1];
+	unsigned long	 kidlen;
+	unsigned char	 nonce[SEAL_NONCE_LEN];
+	unsigned long	 noncelen;
+	enum idem_err	 seal_er;	/* sealed: what opening it gave */
 	my_bool		 nul[READ_COLS];
 };
+
+/* Binds a result column to a fixed buffer. */
+static void
+bind_fixed(MYSQL_BIND *b, enum enum_field_types t, void *p, size_t cap,
+    unsigned long *len)
+{
+	b->buffer_type = t;
+	b->buffer = p;
+	b->buffer_length = cap;
+	b->length = len;
+}
 
 /* Binds STMT_READ's result columns to r and c's status. */
 static void
@@ -218,6 +236,59 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
 	store_bind_out(&res[10], MYSQL_TYPE_LONGLONG, &r->kept, 0);
 	store_bind_out(&res[11], MYSQL_TYPE_LONGLONG, &r->expires_left_us, 0);
 	store_bind_out(&res[12], MYSQL_TYPE_LONGLONG, &r->takeovers, 0);
+	bind_fixed(&res[13], MYSQL_TYPE_STRING, r->route, sizeof(r->route) - 1,
+	    &r->routelen);
+	bind_fixed(&res[14], MYSQL_TYPE_STRING, r->kid, sizeof(r->kid) - 1,
+	    &r->kidlen);
+	bind_fixed(&res[15], MYSQL_TYPE_BLOB, r->nonce, sizeof(r->nonce),
+	    &r->noncelen);
+}
+
+/*
+ * Opens the sealed answer ct of the row r of id into c->ans, or says in
+ * r->seal_er why not: IDEM_ENOTFOUND (its key id is not in the file),
+ * IDEM_ESEAL (the tag failed), IDEM_ENOMEM.
+ */
+static void
+read_open(struct store *st, const struct idem_id *id, struct row *r,
+    const struct buf *ct, struct claim *c)
+{
+	const struct cfg_secret	*k;
+	struct seal_ad		 ad;
+
+	r->kid[r->kidlen < sizeof(r->kid) ? r->kidlen : 0] = '\0';
+	r->route[r->routelen < sizeof(r->route) ? r->routelen : 0] = '\0';
+	snprintf(c->seal_kid, sizeof(c->seal_kid), "%s", r->kid);
+	if ((k = cfg_secret(st->cfg, r->kid)) == NULL) {
+		r->seal_er = IDEM_ENOTFOUND;
+		return;
+	}
+	if (r->noncelen != SEAL_NONCE_LEN) {
+		r->seal_er = IDEM_ESEAL;
+		return;
+	}
+	seal_ad_set(&ad, id->scope, id->key, id->keylen, r->route);
+	r->seal_er = seal_open(k->key, &ad, r->nonce, ct->p, ct->len,
+	    &c->ans);
+}
+
+/* The rest of store_read for a sealed answer: reads the ciphertext and
+ * opens it (r->seal_er says how that went). */
+static enum idem_err
+read_sealed(struct store *st, const struct idem_id *id, MYSQL_STMT *s,
+    MYSQL_BIND *res, struct row *r, struct claim *c)
+{
+	struct buf	 ct;
+	enum idem_err	 er;
+
+	buf_init(&ct, CLAIM_MAX_HDRS + CLAIM_MAX_BODY + 64);
+	if ((er = store_row_blob(st, s, &res[9], 9, r->blen, &ct)) ==
+	    IDEM_OK) {
+		store_row_end(s);
+		read_open(st, id, r, &ct, c);
+	}
+	buf_free(&ct);
+	return er;
 }
 
 /* Whom a read of a key's row is for. */
@@ -279,6 +350,8 @@ store_read(struct store *st, const struct idem_id *id,
 	if (!r->nul[8] && (er = store_row_blob(st, s, &res[8], 8, r->hlen,
 	    &c->ans.hdrs)) != IDEM_OK)
 		return er;
+	if (!r->nul[9] && !r->nul[14])
+		return read_sealed(st, id, s, res, r, c);
 	if (!r->nul[9] && (er = store_row_blob(st, s, &res[9], 9, r->blen,
 	    &c->ans.body)) != IDEM_OK)
 		return er;
@@ -327,8 +400,8 @@ store_takeover(struct store *st, const struct idem_id *id, uint64_t rowid,
 /* Marks c as ours: the row id, our token, the lock on this connection,
  * the fence of this claim (takeovers: the row's count with ours). */
 static enum idem_err
-claim_won(struct store *st, struct claim *c, uint64_t rowid,
-    uint64_t token, uint64_t takeovers)
+claim_won(struct store *st, const struct idem_id *id, struct claim *c,
+    uint64_t rowid, uint64_t token, uint64_t takeovers)
 {
 	c->state = CLAIM_NEW;
 	c->id = rowid;
@@ -336,6 +409,7 @@ claim_won(struct store *st, struct claim *c, uint64_t rowid,
 	c->fence = rowid * STORE_FENCE_STEP + takeovers;
 	c->locked = !st->galera;
 	c->conn_gen = st->generation;
+	seal_ad_set(&c->ad, id->scope, id->key, id->keylen, id->route);
 	return IDEM_OK;
 }
 
@@ -350,7 +424,8 @@ claim_seen(struct store *st, const struct idem_id *id, struct claim *c)
 	if (!seen_has(st, id->lockname))
 		return 0;
 	if (store_read(st, id, &plain, c, &r) == IDEM_OK && r.live &&
-	    r.state == 1 && CRYPTO_memcmp(r.fp, id->fp, FP_LEN) == 0) {
+	    r.state == 1 && r.seal_er == IDEM_OK &&
+	    CRYPTO_memcmp(r.fp, id->fp, FP_LEN) == 0) {
 		c->state = CLAIM_DONE;
 		c->id = r.id;
 		c->expires_in_us = r.expires_left_us;
@@ -398,7 +473,7 @@ claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
 	er = store_exec(st, STMT_CLAIM, par, 1, &s);
 	*other = 0;
 	if (er == IDEM_OK && stmt_rows(s) == 1)
-		return claim_won(st, c, mysql_stmt_insert_id(s), token, 0);
+		return claim_won(st, id, c, mysql_stmt_insert_id(s), token, 0);
 	if (er == IDEM_OK)
 		*held = 0;	/* someone else holds the lock */
 	else if (st->errnum == ER_DUP_ENTRY)
@@ -429,6 +504,12 @@ claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
 	}
 	switch (r->state) {
 	case 1:
+		if ((c->seal_er = r->seal_er) != IDEM_OK) {
+			/* Never run again: the answer is there, unreadable
+			 * to us. */
+			c->state = CLAIM_SEALED;
+			return;
+		}
 		c->state = CLAIM_DONE;
 		c->expires_in_us = r->expires_left_us;
 		seen_add(st, id->lockname);
@@ -500,7 +581,7 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	    IDEM_OK)
 		goto out;
 	if (won && st->generation == gen)
-		return claim_won(st, c, r.id, token,
+		return claim_won(st, id, c, r.id, token,
 		    (uint64_t)r.takeovers + 1);
 	if ((er = store_unlock(st, id->lockname)) != IDEM_OK)
 		goto out;
@@ -695,16 +776,50 @@ store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
 	return IDEM_ENOTFOUND;
 }
 
+/* Binds par[1..3] and par[5..6] of STMT_COMPLETE for a: in clear, or
+ * sealed into *ct (the caller frees) under the current key. */
+static enum idem_err
+complete_bind(struct store *st, const struct claim *c, const struct answer *a,
+    MYSQL_BIND *par, int32_t *st32, unsigned char *nonce, unsigned char **ct)
+{
+	const struct cfg_secret	*k = cfg_secret(st->cfg, NULL);
+	size_t			 len;
+	enum idem_err		 er;
+
+	if (k == NULL) {
+		store_bind_i32(&par[1], st32);
+		store_bind_blob(&par[2], a->hdrs.len > 0 ? a->hdrs.p : NULL,
+		    a->hdrs.len);
+		store_bind_blob(&par[3], a->body.len > 0 ? a->body.p : NULL,
+		    a->body.len);
+		store_bind_in(&par[5], MYSQL_TYPE_STRING, NULL, 0);
+		store_bind_in(&par[6], MYSQL_TYPE_BLOB, NULL, 0);
+		return IDEM_OK;
+	}
+	if ((er = seal_answer(k->key, &c->ad, a, nonce, ct, &len)) != IDEM_OK)
+		return store_fail(st, er, "cannot seal the answer: %s",
+		    idem_strerror(er));
+	store_bind_in(&par[1], MYSQL_TYPE_NULL, NULL, 0);
+	store_bind_in(&par[2], MYSQL_TYPE_BLOB, NULL, 0);
+	store_bind_blob(&par[3], *ct, len);
+	store_bind_str(&par[5], k->id);
+	store_bind_blob(&par[6], nonce, SEAL_NONCE_LEN);
+	return IDEM_OK;
+}
+
 enum idem_err
 store_complete(struct store *st, const struct claim *c,
     const struct answer *a, int64_t ttl_ms)
 {
-	MYSQL_BIND	 par[8];
+	MYSQL_BIND	 par[10];
 	int32_t		 st32 = a->status;
 	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms);
+	unsigned char	 nonce[SEAL_NONCE_LEN], *ct = NULL;
+	enum idem_err	 er;
 
-	/* The row's other columns and the protocol take well under 4 KiB. */
+	/* The row's other columns, the seal and the protocol take well
+	 * under 4 KiB. */
 	if (st->max_packet > 0 && (int64_t)(a->hdrs.len + a->body.len) + 4096 >
 	    st->max_packet)
 		return store_fail(st, IDEM_ETOOBIG, "answer of %zu bytes does "
@@ -712,16 +827,15 @@ store_complete(struct store *st, const struct claim *c,
 		    a->hdrs.len + a->body.len, (long long)st->max_packet);
 
 	store_bind_str(&par[0], c->lockname);
-	store_bind_i32(&par[1], &st32);
-	store_bind_blob(&par[2], a->hdrs.len > 0 ? a->hdrs.p : NULL,
-	    a->hdrs.len);
-	store_bind_blob(&par[3], a->body.len > 0 ? a->body.p : NULL,
-	    a->body.len);
+	if ((er = complete_bind(st, c, a, par, &st32, nonce, &ct)) != IDEM_OK)
+		return er;
 	store_bind_u64(&par[4], &size);
-	store_bind_i64(&par[5], &ttl_us);
-	store_bind_u64(&par[6], &rid);
-	store_bind_u64(&par[7], &tok);
-	return store_finish(st, c, STMT_COMPLETE, par);
+	store_bind_i64(&par[7], &ttl_us);
+	store_bind_u64(&par[8], &rid);
+	store_bind_u64(&par[9], &tok);
+	er = store_finish(st, c, STMT_COMPLETE, par);
+	free(ct);
+	return er;
 }
 
 enum idem_err

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "fp.h"
 #include "ident.h"
+#include "seal.h"
 
 /*
  * One connection with its prepared statements.  Not thread-safe: one per
@@ -100,6 +101,9 @@ enum claim_state {
 				 * rerun */
 	CLAIM_AGAIN,		/* the row changed under the claim: claim
 				 * again */
+	CLAIM_SEALED,		/* completed, same fingerprint, but sealed
+				 * under a key we lack or failing its tag:
+				 * error, no rerun */
 };
 
 /*
@@ -124,6 +128,13 @@ struct claim {
 	/* CLAIM_NEW: IDEMGATE_FENCE, larger at each claim or takeover of
 	 * the key (row id * STORE_FENCE_STEP + takeovers). */
 	uint64_t	 fence;
+	/* CLAIM_NEW: the row's identity, bound into its sealed answer. */
+	struct seal_ad	 ad;
+	/* CLAIM_SEALED: the row's key id, and IDEM_ENOTFOUND (no such key
+	 * in the file) or IDEM_ESEAL (the tag failed: wrong key material,
+	 * or the ciphertext was moved or altered). */
+	char		 seal_kid[CFG_SECRET_ID_MAX + 1];
+	enum idem_err	 seal_er;
 };
 
 #define STORE_FENCE_STEP	1000000u
@@ -185,7 +196,9 @@ enum idem_err store_renew(struct store *st, const struct claim *c,
 /*
  * Stores the handler's answer a (its replayable header lines; the body
  * binary-safe), marks the row completed with expiry now + ttl_ms and
- * drops the named lock.  IDEM_ETOOBIG (nothing sent) when a cannot fit
+ * drops the named lock.  With a secret_key_file loaded (cfg_load_secrets)
+ * the status, headers and body are sealed under its current key, bound
+ * to the row (c->ad); a later claim opens them (or says CLAIM_SEALED).  IDEM_ETOOBIG (nothing sent) when a cannot fit
  * the server's max_allowed_packet.
  */
 enum idem_err store_complete(struct store *st, const struct claim *c,

@@ -41,6 +41,8 @@ struct key_row {
 	unsigned long	 rlen, mlen, olen, flen;
 	my_bool		 rnull, mnull, onull, fnull, cnull, stnull, sznull;
 	my_bool		 tnull[3];
+	unsigned long	 kidlen;
+	my_bool		 kidnull;
 };
 
 static const char SQL_KEY_GET[] =
@@ -48,8 +50,8 @@ static const char SQL_KEY_GET[] =
     " UNIX_TIMESTAMP(created_at), UNIX_TIMESTAMP(expires_at),"
     " UNIX_TIMESTAMP(lease_until), UNIX_TIMESTAMP(completed_at),"
     " resp_status, resp_size, UNIX_TIMESTAMP(NOW(6)),"
-    " (state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6))"
-    " FROM idem_keys WHERE scope = ? AND idem_key = ?";
+    " (state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6)),"
+    " seal_kid FROM idem_keys WHERE scope = ? AND idem_key = ?";
 
 static void
 key_bind(MYSQL_BIND *res, struct key_row *r)
@@ -75,6 +77,8 @@ key_bind(MYSQL_BIND *res, struct key_row *r)
 	store_out_u64(&res[12], &k->resp_size, &r->sznull);
 	store_out_dbl(&res[13], &k->now, NULL);
 	store_out_u64(&res[14], &r->live, NULL);
+	store_out_text(&res[15], k->seal_kid, sizeof(k->seal_kid), &r->kidlen,
+	    &r->kidnull);
 }
 
 /* What the fetched columns say, in struct admin_key's terms. */
@@ -92,7 +96,9 @@ key_decode(struct key_row *r)
 		k->completed_at = 0;
 	k->raw_state = (int)r->state;
 	k->lease_live = (r->live & 1) != 0;
-	k->has_resp = !r->stnull;
+	store_out_text_end(k->seal_kid, sizeof(k->seal_kid), r->kidlen,
+	    r->kidnull);
+	k->has_resp = !r->stnull || k->seal_kid[0] != '\0';
 	k->resp_status = r->stnull ? 0 : (int)r->status;
 	if (r->sznull)
 		k->resp_size = 0;
@@ -178,7 +184,7 @@ store_admin_key_get(struct store *st, const unsigned char scope[FP_LEN],
     const char *key, size_t keylen, struct admin_key *out, struct buf *body)
 {
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[2], res[15];
+	MYSQL_BIND	 in[2], res[16];
 	struct key_row	 r;
 	enum idem_err	 er;
 

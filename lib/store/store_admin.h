@@ -101,6 +101,8 @@ struct admin_key {
 	int			 has_resp;
 	int			 resp_status;
 	uint64_t		 resp_size;
+	/* The key id its answer is sealed under; "" in clear. */
+	char			 seal_kid[CFG_SECRET_ID_MAX + 1];
 	double			 now;		/* the server's clock */
 };
 

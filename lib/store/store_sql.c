@@ -46,7 +46,8 @@
 	RUN_OVER							\
 	"   ) OR owner_token = ?)), 1,"					\
 	"   " DROP "), 0),"						\
-	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at), takeovers"	\
+	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at), takeovers,"	\
+	" route, seal_kid, seal_nonce"					\
 	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
 /* waiters first: MariaDB's SET sees values assigned before it. */
 #define TAKEOVER_SQL							\
@@ -58,7 +59,7 @@
 	" run_deadline = " RUN_US ", takeovers = takeovers + 1,"	\
 	" expires_at = " LEASE_US ", completed_at = NULL,"		\
 	" resp_status = NULL, resp_headers = NULL, resp_body = NULL,"	\
-	" resp_size = NULL"						\
+	" resp_size = NULL, seal_kid = NULL, seal_nonce = NULL"		\
 	" WHERE id = ? AND ((state <> 0 AND expires_at <= NOW(6)) OR"	\
 	" (state = 0 AND owner_token = ? AND (" RUN_OVER " OR"		\
 	" owner_token = ?)))"
@@ -66,7 +67,8 @@
 	"UPDATE idem_keys SET"						\
 	" waiters = waiters + " DROP ","				\
 	" state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"	\
-	" resp_size = ?, completed_at = NOW(6), expires_at = " LEASE_US	\
+	" resp_size = ?, seal_kid = ?, seal_nonce = ?,"			\
+	" completed_at = NOW(6), expires_at = " LEASE_US			\
 	" WHERE id = ? AND owner_token = ?"
 #define TOMBSTONE_SQL(DROP)						\
 	"UPDATE idem_keys SET"						\

@@ -25,7 +25,8 @@ script_root = $T/cgi
 EOF
 out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
 expect_eq "good config: exit 0" 0 "$?"
-expect_eq "good config: syntax ok" "syntax ok" "$out"
+expect_eq "good config: syntax ok, last" "syntax ok" "$(printf '%s\n' "$out" | tail -n 1)"
+expect_match "good config: says answers are stored in clear" "good.conf: note: answers stored in clear" "$out"
 
 # bad_conf NAME LINE TEXT: a config whose error is on line LINE
 bad_conf() {

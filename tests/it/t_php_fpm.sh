@@ -187,5 +187,5 @@ expect_eq "-t: still valid" 0 $?
 expect_eq "-t: one warning" 1 "$(printf '%s\n' "$out" | grep -c 'warning')"
 expect_match "-t: names request_terminate_timeout" "nolimit.conf:[0-9]+:[0-9]+: warning: .*run_limit.*request_terminate_timeout" "$out"
 out=$("$IDEMGATE" -t -c "$T/gw.conf" 2>&1)
-expect_eq "-t: with run_limit, no warning" "syntax ok" "$out"
+expect_eq "-t: with run_limit, no warning" "syntax ok" "$(printf '%s\n' "$out" | grep -v ': note: ')"
 done_testing

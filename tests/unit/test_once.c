@@ -83,12 +83,18 @@ op_busy(struct once *o, void *arg)
 }
 
 static void
+op_sealed(struct once *o, void *arg)
+{
+	*(int *)arg = 6;
+}
+
+static void
 test_dispatch(void)
 {
 	const struct once_ops	 ops = { op_run, op_replay, op_mismatch,
-	    op_tombstone, op_busy };
+	    op_tombstone, op_busy, op_sealed };
 	const enum claim_state	 st[] = { CLAIM_NEW, CLAIM_DONE,
-	    CLAIM_MISMATCH, CLAIM_TOMBSTONE, CLAIM_BUSY };
+	    CLAIM_MISMATCH, CLAIM_TOMBSTONE, CLAIM_BUSY, CLAIM_SEALED };
 	struct idem_id		 id;
 	struct once		 o;
 	size_t			 i;

@@ -1,0 +1,224 @@
+/* The secret_key_file: the keys that seal stored answers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cfg.h"
+#include "path.h"
+
+#define SECRET_FILE_MAX	(64 * 1024)	/* far past any real key ring */
+#define SECRET_MAX	1024		/* keys in one file */
+
+/* Where the file is read and what it gave so far. */
+struct keyfile {
+	const char		*name;
+	char			*err;
+	size_t			 errlen;
+	struct cfg_secret	*keys;
+	size_t			 n;
+};
+
+/* Formats "FILE:LINE:COL: message" and returns IDEM_ECONFIG. */
+static enum idem_err
+kf_err(struct keyfile *kf, int line, int col, const char *msg)
+{
+	snprintf(kf->err, kf->errlen, "%s:%d:%d: %s", kf->name, line, col,
+	    msg);
+	return IDEM_ECONFIG;
+}
+
+static int
+id_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+}
+
+/* Reads "ID HEX" from p (len bytes, no newline) into k. */
+static enum idem_err
+kf_line(struct keyfile *kf, const char *p, size_t len, int line,
+    struct cfg_secret *k)
+{
+	size_t	 i = 0, idlen, h, at;
+	int	 hi, lo;
+
+	while (i < len && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	for (idlen = 0; i + idlen < len && id_char(p[i + idlen]); idlen++)
+		;
+	if (idlen == 0 || idlen > CFG_SECRET_ID_MAX || i + idlen == len ||
+	    (p[i + idlen] != ' ' && p[i + idlen] != '\t'))
+		return kf_err(kf, line, (int)i + 1, "bad key id (1..32 of "
+		    "A-Z a-z 0-9 . _ -, then a blank and 64 hex digits)");
+	memcpy(k->id, p + i, idlen);
+	k->id[idlen] = '\0';
+	i += idlen;
+	while (i < len && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	at = i;
+	for (h = 0; h < CFG_SECRET_LEN; h++, i += 2)
+		if (i + 1 >= len || (hi = path_hexval(p[i])) < 0 ||
+		    (lo = path_hexval(p[i + 1])) < 0)
+			break;
+		else
+			k->key[h] = (unsigned char)(hi << 4 | lo);
+	while (h == CFG_SECRET_LEN && i < len && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	if (h != CFG_SECRET_LEN || i != len)
+		return kf_err(kf, line, (int)at + 1, "key must be 64 hex "
+		    "digits (32 bytes)");
+	return IDEM_OK;
+}
+
+/* Adds the line at p (len bytes) unless it is blank or a comment. */
+static enum idem_err
+kf_add(struct keyfile *kf, const char *p, size_t len, int line)
+{
+	struct cfg_secret	*k;
+	size_t			 i;
+	enum idem_err		 er;
+
+	for (i = 0; i < len && (p[i] == ' ' || p[i] == '\t'); i++)
+		;
+	if (i == len || p[i] == '#')
+		return IDEM_OK;
+	if (kf->n == SECRET_MAX)
+		return kf_err(kf, line, 1, "too many keys (at most 1024)");
+	k = &kf->keys[kf->n];
+	if ((er = kf_line(kf, p, len, line, k)) != IDEM_OK)
+		return er;
+	for (i = 0; i < kf->n; i++)
+		if (strcmp(kf->keys[i].id, k->id) == 0)
+			return kf_err(kf, line, 1, "duplicate key id");
+	kf->n++;
+	return IDEM_OK;
+}
+
+/* Parses text (len bytes) into kf->keys. */
+static enum idem_err
+kf_parse(struct keyfile *kf, const char *text, size_t len)
+{
+	const char	*p = text, *end = text + len, *nl;
+	int		 line = 1;
+	enum idem_err	 er;
+
+	for (; p < end; p = nl + 1, line++) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if ((er = kf_add(kf, p, (size_t)(nl - p) -
+		    (nl > p && nl[-1] == '\r'), line)) != IDEM_OK)
+			return er;
+	}
+	if (kf->n == 0)
+		return kf_err(kf, line > 1 ? line - 1 : 1, 1, "no key");
+	return IDEM_OK;
+}
+
+/* Opens the file for c and checks its mode; -1 with err set. */
+static int
+kf_open(const struct cfg *c, char *err, size_t errlen)
+{
+	struct stat	 sb;
+	const char	*why = NULL;
+	int		 fd;
+
+	if ((fd = open(c->secret_key_file, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &sb) != 0)
+		why = strerror(errno);
+	else if (!S_ISREG(sb.st_mode))
+		why = "not a regular file";
+	else if (sb.st_mode & (S_IWGRP | S_IWOTH))
+		why = "group- or world-writable (chmod 0600 or 0640)";
+	else if (sb.st_mode & S_IROTH)
+		why = "world-readable (chmod 0600 or 0640)";
+	else if (sb.st_size > SECRET_FILE_MAX)
+		why = "larger than 64K";
+	if (why == NULL)
+		return fd;
+	snprintf(err, errlen, "%s:%d:%d: secret_key_file %s: %s", c->path,
+	    c->secret_line, c->secret_col, c->secret_key_file, why);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Reads fd whole into buf (cap bytes); -1 on error or past cap. */
+static ssize_t
+kf_read(int fd, char *buf, size_t cap)
+{
+	size_t	 len = 0;
+	ssize_t	 n;
+
+	while ((n = read(fd, buf + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (len += (size_t)n) == cap)
+			return -1;
+	}
+	return (ssize_t)len;
+}
+
+enum idem_err
+cfg_load_secrets(struct cfg *c, char *err, size_t errlen)
+{
+	struct keyfile	 kf = { c->secret_key_file, err, errlen, NULL, 0 };
+	char		*text = NULL;
+	ssize_t		 len;
+	enum idem_err	 er = IDEM_ENOMEM;
+	int		 fd;
+
+	if (c->secret_key_file == NULL)
+		return IDEM_OK;
+	if ((fd = kf_open(c, err, errlen)) < 0)
+		return IDEM_ECONFIG;
+	if ((text = malloc(SECRET_FILE_MAX + 1)) == NULL ||
+	    (kf.keys = calloc(SECRET_MAX, sizeof(*kf.keys))) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", c->secret_key_file);
+		goto out;
+	}
+	if ((len = kf_read(fd, text, SECRET_FILE_MAX + 1)) < 0) {
+		er = kf_err(&kf, 0, 0, "cannot read (or larger than 64K)");
+		goto out;
+	}
+	if ((er = kf_parse(&kf, text, (size_t)len)) != IDEM_OK)
+		goto out;
+	if (c->secrets != NULL) {
+		OPENSSL_cleanse(c->secrets, c->nsecrets * sizeof(*c->secrets));
+		free(c->secrets);
+	}
+	c->secrets = kf.keys;
+	c->nsecrets = kf.n;
+	kf.keys = NULL;
+out:
+	if (text != NULL) {
+		OPENSSL_cleanse(text, SECRET_FILE_MAX + 1);
+		free(text);
+	}
+	if (kf.keys != NULL) {
+		OPENSSL_cleanse(kf.keys, SECRET_MAX * sizeof(*kf.keys));
+		free(kf.keys);
+	}
+	close(fd);
+	return er;
+}
+
+const struct cfg_secret *
+cfg_secret(const struct cfg *c, const char *id)
+{
+	size_t	 i;
+
+	if (c == NULL || c->nsecrets == 0)
+		return NULL;
+	if (id == NULL)
+		return &c->secrets[c->nsecrets - 1];
+	for (i = 0; i < c->nsecrets; i++)
+		if (strcmp(c->secrets[i].id, id) == 0)
+			return &c->secrets[i];
+	return NULL;
+}

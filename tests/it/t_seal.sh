@@ -1,0 +1,132 @@
+#!/bin/bash
+# Stored answers sealed at rest: nothing in clear in the store or a dump,
+# byte-for-byte replays, wrong or missing keys never rerun, moved rows fail.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+K1=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+K1BAD=ff112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+K2=2222222222222222222222222222222222222222222222222222222222222222
+ROUTES="[route /payments]
+handler = cgi:$PAY"
+
+# conf FILE [KEYFILE]: the gateway's config, sealed when KEYFILE is given
+conf() {
+	gw_conf "$1" "unix:$T/gw.sock" "$DBCNF"
+	[ -z "${2:-}" ] || echo "secret_key_file = $2" >>"$1"
+	printf '\n%s\n' "$ROUTES" >>"$1"
+}
+keys() { # keys FILE MODE LINE...
+	local f=$1 m=$2
+	shift 2
+	printf '%s\n' "$@" >"$f"
+	chmod "$m" "$f"
+}
+
+db_new "$TNAME" || { done_testing; exit 1; }
+keys "$T/k.keys" 0600 "# ring" "k1 $K1"
+conf "$T/clear.conf"
+conf "$T/seal.conf" "$T/k.keys"
+
+# -t: clear is noted, sealed is not; the mode refusals.
+out=$("$IDEMGATE" -t -c "$T/clear.conf" 2>&1)
+expect_eq "-t clear: ok, syntax ok last" "0 syntax ok" "$? $(printf '%s\n' "$out" | tail -n 1)"
+expect_match "-t clear: answers stored in clear" "clear.conf: note: answers stored in clear" "$out"
+out=$("$IDEMGATE" -t -c "$T/seal.conf" 2>&1)
+expect_eq "-t sealed: only syntax ok" "0 syntax ok" "$? $out"
+for m in 0644:world-readable 0660:writable 0602:writable; do
+	chmod "${m%%:*}" "$T/k.keys"
+	out=$("$IDEMGATE" -t -c "$T/seal.conf" 2>&1)
+	expect_eq "-t key file ${m%%:*}: refused" 1 "$?"
+	expect_match "-t key file ${m%%:*}: one line naming it" "^$T/seal.conf:[0-9]+:[0-9]+: secret_key_file $T/k.keys: .*${m#*:}" "$out"
+	timeout 5 "$IDEMGATE" -c "$T/seal.conf" >/dev/null 2>"$T/refused.err"
+	expect_eq "start with key file ${m%%:*}: refused" 1 "$?"
+done
+chmod 0640 "$T/k.keys"
+keys "$T/dup.keys" 0600 "k1 $K1" "k1 $K2"
+conf "$T/dup.conf" "$T/dup.keys"
+out=$("$IDEMGATE" -t -c "$T/dup.conf" 2>&1)
+expect_eq "-t duplicate id: refused at its line" "1 $T/dup.keys:2:1: duplicate key id" "$? $out"
+
+# A clear row, written before the key was set.
+gw_start gw "$T/clear.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock"
+U=$(url web /payments)
+KC=$(new_key)
+http c1 POST "$U?m=CLEARMARK" -H "Idempotency-Key: $KC" --data-binary 'c'
+expect_eq "clear: created" 201 "$HS"
+gw_stop gw
+
+# Sealed from now on.
+gw_start gw "$T/seal.conf" || { done_testing; exit 1; }
+http c2 POST "$U?m=CLEARMARK" -H "Idempotency-Key: $KC" --data-binary 'c'
+expect_eq "clear row after the key: replayed" true "$(hdr c2 Idempotent-Replayed)"
+expect_file_eq "clear row after the key: body" "$T/c1.b" "$T/c2.b"
+KA=$(new_key)
+KB=$(new_key)
+http a1 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"4242"}'
+expect_eq "sealed: created" 201 "$HS"
+PID=$(hdr a1 X-Payment-Id)
+expect_match "sealed: the answer has an id" '^[0-9]+-[0-9]+$' "$PID"
+http b1 POST "$U?m=OTHERMARK" -H "Idempotency-Key: $KB" --data-binary '{"card":"5555"}'
+expect_eq "runs so far" 3 "$(runs pay)"
+
+row=$(db_query "$TNAME" "SELECT seal_kid, HEX(seal_nonce) <> '', resp_status IS NULL, resp_headers IS NULL, resp_size FROM idem_keys WHERE idem_key = '$KA'")
+expect_eq "sealed row: kid, nonce, no clear status or headers, size" "k1	1	1	1	$(stat -c %s "$T/a1.b")" "$row"
+db_query "$TNAME" "SELECT * FROM idem_keys" >"$T/rows.txt"
+mariadb-dump --no-defaults --socket="$MDB_SOCK" -uroot "$TNAME" >"$T/dump.sql" 2>"$T/dump.err"
+expect_match "dump taken" "CREATE TABLE .idem_keys." "$(cat "$T/dump.sql")"
+for f in rows.txt dump.sql; do
+	check "$f: no payment id in clear" sh -c "! grep -aq -- '$PID' '$T/$f'"
+	check "$f: no body marker in clear" sh -c "! grep -aq SEALMARK7 '$T/$f'"
+	check "$f: no card digits in clear" sh -c "! grep -aq 4242 '$T/$f'"
+	check "$f: the clear row is still clear" grep -aq CLEARMARK "$T/$f"
+done
+
+# Another gateway process with the same key file: byte-for-byte.
+gw_stop gw
+gw_start gw "$T/seal.conf" || { done_testing; exit 1; }
+http a2 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"4242"}'
+expect_eq "replay, new process: Idempotent-Replayed" true "$(hdr a2 Idempotent-Replayed)"
+expect_eq "replay, new process: status line" "$(head -1 "$T/a1.h" | tr -d '\r')" "$(head -1 "$T/a2.h" | tr -d '\r')"
+expect_file_eq "replay, new process: body byte-for-byte" "$T/a1.b" "$T/a2.b"
+expect_eq "replay, new process: headers" "$(hdr_block a1)" "$(hdr_block a2)"
+expect_eq "replay, new process: Set-Cookie not stored" "" "$(hdr a2 Set-Cookie)"
+http a3 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"9999"}'
+is_problem "sealed row, another body" a3 422 key-mismatch
+expect_eq "replays ran nothing" 3 "$(runs pay)"
+
+# The AAD swap: KA's sealed columns copied into KB's row.
+db_query "$TNAME" "UPDATE idem_keys b JOIN idem_keys a ON a.idem_key = '$KA' SET b.resp_body = a.resp_body, b.seal_nonce = a.seal_nonce, b.seal_kid = a.seal_kid WHERE b.idem_key = '$KB'"
+sleep 0.3
+http b2 POST "$U?m=OTHERMARK" -H "Idempotency-Key: $KB" --data-binary '{"card":"5555"}'
+is_problem "moved ciphertext" b2 500 store-key-missing
+check "moved ciphertext: not the other answer" sh -c "! grep -q SEALMARK7 '$T/b2.b'"
+expect_match "moved ciphertext: log says the tag failed" "authentication tag" "$(cat "$T/gw.log")"
+expect_eq "moved ciphertext: nothing ran" 3 "$(runs pay)"
+gw_stop gw
+
+# Wrong key material under the same id, then a file without k1.
+keys "$T/bad.keys" 0600 "k1 $K1BAD"
+conf "$T/bad.conf" "$T/bad.keys"
+keys "$T/k2.keys" 0600 "k2 $K2"
+conf "$T/k2.conf" "$T/k2.keys"
+for c in bad k2; do
+	gw_start gw "$T/$c.conf" || break
+	http w$c POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"4242"}'
+	is_problem "$c key file" w$c 500 store-key-missing
+	check "$c key file: no answer leaked" sh -c "! grep -q -- '$PID' '$T/w$c.b'"
+	expect_eq "$c key file: nothing ran again" 3 "$(runs pay)"
+	gw_stop gw
+done
+expect_match "a missing key id is named in the log" "sealed under key id 'k1', which secret_key_file does not hold" "$(cat "$T/gw.log")"
+
+# idemctl: check says sealed; show names the key.
+"$IDEMCTL" -c "$T/seal.conf" check >"$T/check.out" 2>&1
+expect_match "check: sealed, current key" '^\[ ok \] answers sealed, current key k1' "$(cat "$T/check.out")"
+"$IDEMCTL" -c "$T/clear.conf" check >"$T/check0.out" 2>&1
+expect_match "check: clear noted" '^\[warn\] answers stored in clear' "$(cat "$T/check0.out")"
+out=$("$IDEMCTL" -c "$T/seal.conf" show "$KA" 2>&1)
+expect_match "show: encrypted, key k1" "response +encrypted, key k1" "$out"
+check "show: no payment id" sh -c "! printf '%s' \"\$1\" | grep -q -- '$PID'" _ "$out"
+done_testing
