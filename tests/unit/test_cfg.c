@@ -572,7 +572,8 @@ test_status_shadow(void)
 		}
 		err[0] = '\0';
 		if (tab[i].hides == NULL) {
-			CHECK(cfg_check_gateway(c, err, sizeof(err)) == IDEM_OK);
+			CHECK(cfg_check_gateway(c, err, sizeof(err)) ==
+			    IDEM_OK);
 		} else {
 			snprintf(want, sizeof(want), "t.conf:2:15: status_path "
 			    "%s hides [route %s] ", tab[i].status,
