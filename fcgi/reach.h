@@ -2,9 +2,10 @@
  * What idemgate -t checks as the user the gateway runs as: the files it
  * opens, each fastcgi: upstream it connects to, and the socket_owner it
  * gives its unix socket.  The shipped idemgate.service runs -t as user
- * idemgate itself; root running -t checks as a user it switches to in a
- * child process (fork, initgroups, setgid, setuid), so the answer is the
- * one the gateway will get, not root's.
+ * idemgate itself; root checks as another user (-u, or the service's
+ * user for the service's config) in a child process that becomes it
+ * (fork, initgroups, setgid, setuid), so the answer is the one the
+ * gateway will get, not root's.
  */
 #ifndef IDEM_REACH_H
 #define IDEM_REACH_H
