@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "cfg.h"
-#include "reach.h"
 #include "log.h"
 #include "problem.h"
+#include "reach.h"
 #include "super.h"
 #include "version.h"
 
