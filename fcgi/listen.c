@@ -20,9 +20,9 @@
 
 #define LISTEN_BACKLOG	1024
 
-/* Resolves "user:group", "user", ":group" into ids (-1 = unchanged). */
-static int
-owner_ids(const char *spec, uid_t *uid, gid_t *gid)
+int
+listen_owner_ids(const char *spec, uid_t *uid, gid_t *gid, char *why,
+    size_t whylen)
 {
 	char		 user[256], *colon;
 	struct passwd	*pw;
@@ -30,13 +30,15 @@ owner_ids(const char *spec, uid_t *uid, gid_t *gid)
 
 	*uid = (uid_t)-1;
 	*gid = (gid_t)-1;
-	if (snprintf(user, sizeof(user), "%s", spec) >= (int)sizeof(user))
+	if (snprintf(user, sizeof(user), "%s", spec) >= (int)sizeof(user)) {
+		snprintf(why, whylen, "too long");
 		return -1;
+	}
 	if ((colon = strchr(user, ':')) != NULL) {
 		*colon = '\0';
 		if (colon[1] != '\0') {
 			if ((gr = getgrnam(colon + 1)) == NULL) {
-				log_err("socket_owner: no group %s", colon + 1);
+				snprintf(why, whylen, "no group %s", colon + 1);
 				return -1;
 			}
 			*gid = gr->gr_gid;
@@ -44,7 +46,7 @@ owner_ids(const char *spec, uid_t *uid, gid_t *gid)
 	}
 	if (user[0] != '\0') {
 		if ((pw = getpwnam(user)) == NULL) {
-			log_err("socket_owner: no user %s", user);
+			snprintf(why, whylen, "no user %s", user);
 			return -1;
 		}
 		*uid = pw->pw_uid;
@@ -89,6 +91,7 @@ open_unix(const struct cfg *cfg, const char *path, int *out)
 	mode_t			 old;
 	uid_t			 uid = (uid_t)-1;
 	gid_t			 gid = (gid_t)-1;
+	char			 why[300];
 	int			 fd, rc;
 
 	memset(&sa, 0, sizeof(sa));
@@ -98,9 +101,11 @@ open_unix(const struct cfg *cfg, const char *path, int *out)
 		return IDEM_ECONFIG;
 	}
 	memcpy(sa.sun_path, path, strlen(path));
-	if (cfg->socket_owner != NULL &&
-	    owner_ids(cfg->socket_owner, &uid, &gid) != 0)
+	if (cfg->socket_owner != NULL && listen_owner_ids(cfg->socket_owner,
+	    &uid, &gid, why, sizeof(why)) != 0) {
+		log_err("socket_owner %s: %s", cfg->socket_owner, why);
 		return IDEM_ECONFIG;
+	}
 	if (unlink_stale(path, &sa) != 0)
 		return IDEM_ESYS;
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {

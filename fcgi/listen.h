@@ -2,6 +2,9 @@
 #ifndef IDEM_LISTEN_H
 #define IDEM_LISTEN_H
 
+#include <sys/types.h>
+#include <stddef.h>
+
 #include "cfg.h"
 #include "err.h"
 
@@ -19,6 +22,14 @@
  * Logs the reason on failure.  OUT: fd.
  */
 enum idem_err listen_open(const struct cfg *cfg, int *fd);
+
+/*
+ * Resolves socket_owner ("user:group", "user" or ":group") into ids,
+ * (uid_t)-1 / (gid_t)-1 for a part it does not give.  0, or -1 with the
+ * reason ("no user www") in why.
+ */
+int listen_owner_ids(const char *spec, uid_t *uid, gid_t *gid, char *why,
+    size_t whylen);
 
 /* Closes fd and, for a unix: listener we created, unlinks its path. */
 void listen_close(const struct cfg *cfg, int fd);

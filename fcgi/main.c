@@ -1,4 +1,6 @@
 /* idemgate: the FastCGI idempotency gateway's command line. */
+#include <sys/stat.h>
+
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include "cfg.h"
 #include "log.h"
 #include "problem.h"
+#include "reach.h"
 #include "super.h"
 #include "version.h"
 
@@ -16,16 +19,63 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: idemgate [-c FILE] [-t] [-V] [-h]\n"
+	fprintf(f, "usage: idemgate [-c FILE] [-t [-u USER]] [-V] [-h]\n"
 	    "  -c, --config FILE  configuration (default " DEFAULT_CONFIG ")\n"
-	    "  -t, --test         check the configuration, its cgi: programs\n"
-	    "                     and its MySQL option file, print "
-	    "\"syntax ok\"\n"
-	    "                     and exit\n"
+	    "  -t, --test         check the configuration, its cgi: programs,\n"
+	    "                     its MySQL option file, its fastcgi:\n"
+	    "                     upstreams and socket_owner as the gateway's\n"
+	    "                     user, print \"syntax ok\" and exit\n"
+	    "  -u, --user USER    with -t as root: check as USER (default\n"
+	    "                     for " DEFAULT_CONFIG ":\n"
+	    "                     " REACH_DEFAULT_USER
+	    " when that user exists)\n"
 	    "  -V, --version      print the version and exit\n"
 	    "  -h, --help         this help\n"
 	    "Runs in the foreground; logs to stderr or syslog.  SIGTERM or\n"
 	    "SIGINT drains and exits, SIGHUP reloads the configuration.\n");
+}
+
+/* 1 if path is the config the packaged idemgate.service runs. */
+static int
+service_config(const char *path)
+{
+	struct stat	 a, b;
+
+	return stat(path, &a) == 0 && stat(DEFAULT_CONFIG, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* idemgate -t: exit 0 ("syntax ok"), 1 (a finding) or 2 (bad -u). */
+static int
+test_config(const struct cfg *cfg, const char *user)
+{
+	struct reach_user	 u;
+	char			 err[2048];
+	int			 warned = 0, rc = 1;
+
+	if (reach_user_pick(user, service_config(cfg->path), &u, err,
+	    sizeof(err)) != IDEM_OK) {
+		fprintf(stderr, "idemgate: %s\n", err);
+		return 2;
+	}
+	if (cfg_check_gateway(cfg, err, sizeof(err)) != IDEM_OK ||
+	    reach_check_as(cfg, &u, &warned, err, sizeof(err)) != IDEM_OK)
+		fprintf(stderr, "%s\n", err);
+	else
+		rc = 0;
+	/* Only when there is something to say: the shipped service's own
+	 * check prints "syntax ok" alone. */
+	if (u.implied && (rc != 0 || warned > 0))
+		fprintf(stderr, "idemgate: checked as user %s (-u USER checks "
+		    "as another)\n", u.name);
+	if (rc != 0)
+		return rc;
+	(void)cfg_warnings(cfg, stderr);
+	if (cfg->secret_key_file == NULL)
+		fprintf(stderr, "%s: note: answers stored in clear "
+		    "(no secret_key_file)\n", cfg->path);
+	printf("syntax ok\n");
+	return 0;
 }
 
 int
@@ -34,23 +84,28 @@ main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "test", no_argument, NULL, 't' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char	*path = DEFAULT_CONFIG;
+	const char	*path = DEFAULT_CONFIG, *user = NULL;
 	struct cfg	*cfg = NULL;
 	char		 err[1024];
-	int		 ch, check = 0;
+	int		 ch, check = 0, rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((ch = getopt_long(argc, argv, "c:thV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:tu:hV", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
 			break;
 		case 't':
 			check = 1;
+			break;
+		case 'u':
+			user = optarg;
 			break;
 		case 'V':
 			printf("idemgate %s\n", IDEM_VERSION);
@@ -63,7 +118,9 @@ main(int argc, char *argv[])
 			return 2;
 		}
 	}
-	if (optind != argc) {
+	/* The gateway takes its user from whoever starts it (systemd,
+	 * spawn-fcgi -u): -u only says whom -t checks as. */
+	if (optind != argc || (user != NULL && !check)) {
 		usage(stderr);
 		return 2;
 	}
@@ -80,19 +137,9 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	if (check) {
-		if (cfg_check_gateway(cfg, err, sizeof(err)) != 0 ||
-		    cfg_check_files(cfg, err, sizeof(err)) != 0) {
-			fprintf(stderr, "%s\n", err);
-			cfg_free(cfg);
-			return 1;
-		}
-		(void)cfg_warnings(cfg, stderr);
-		if (cfg->secret_key_file == NULL)
-			fprintf(stderr, "%s: note: answers stored in clear "
-			    "(no secret_key_file)\n", cfg->path);
+		rc = test_config(cfg, user);
 		cfg_free(cfg);
-		printf("syntax ok\n");
-		return 0;
+		return rc;
 	}
 	/* A missing option file would be the default socket, silently. */
 	if (cfg_check_option_file(cfg, err, sizeof(err)) != 0) {

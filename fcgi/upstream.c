@@ -188,6 +188,12 @@ up_connect(const char *addr, int64_t deadline)
 	return fd;
 }
 
+int
+upstream_connect(const char *addr, int64_t timeout_ms)
+{
+	return up_connect(addr, clock_now_ms() + timeout_ms);
+}
+
 /* ---- the exchange ---- */
 
 /* What is left to send: the head buffer, then STDIN records of the body. */

@@ -45,4 +45,12 @@ upstream_tag(const struct upstream_req *r)
  */
 enum idem_err upstream_exec(const struct upstream_req *r, int *app_status);
 
+/*
+ * Connects to addr ("unix:/path.sock" or "tcp:host:port") as
+ * upstream_exec does, waiting at most timeout_ms: a non-blocking,
+ * close-on-exec fd the caller closes, or -1 with errno (ETIMEDOUT past
+ * the wait; EINVAL for a bad addr).
+ */
+int upstream_connect(const char *addr, int64_t timeout_ms);
+
 #endif

@@ -565,13 +565,40 @@ cfg_free(struct cfg *c)
 	free(c);
 }
 
+int
+cfg_status_shadows(const char *status_path, const struct route *r)
+{
+	size_t	 n = strlen(r->prefix);
+
+	if (strcmp(status_path, r->prefix) == 0)
+		return 1;
+	return r->prefix[n - 1] != '/' &&
+	    strncmp(status_path, r->prefix, n) == 0 &&
+	    strcmp(status_path + n, "/") == 0;
+}
+
 enum idem_err
 cfg_check_gateway(const struct cfg *c, char *err, size_t errlen)
 {
+	size_t	 i;
+
 	if (c->nroutes == 0) {
 		if (err != NULL && errlen > 0)
 			snprintf(err, errlen, "%s: no [route] section: "
 			    "idemgate has nothing to serve", c->path);
+		return IDEM_ECONFIG;
+	}
+	for (i = 0; c->status_path != NULL && i < c->nroutes; i++) {
+		if (!cfg_status_shadows(c->status_path, &c->routes[i]))
+			continue;
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "%s:%d:%d: status_path %s "
+			    "hides [route %s] (line %d): its requests would "
+			    "get the status page; choose a path no route "
+			    "names, such as /idemgate-status", c->path,
+			    c->status_path_line, c->status_path_col,
+			    c->status_path, c->routes[i].prefix,
+			    c->routes[i].line);
 		return IDEM_ECONFIG;
 	}
 	return IDEM_OK;

@@ -108,6 +108,7 @@ struct cfg {
 	char		*listen;		/* unix:/p, tcp:h:p or fd:0 */
 	/* "user:group", "user", ":group" or NULL. */
 	char		*socket_owner;
+	int		 socket_owner_line, socket_owner_col;
 	/* Default 0660; any bit of 0007 refused. */
 	unsigned	 socket_mode;
 	int		 threads;		/* per worker, default 32 */
@@ -130,6 +131,7 @@ struct cfg {
 	char		*problem_base_url;
 	/* The status page's path, or NULL (off). */
 	char		*status_path;
+	int		 status_path_line, status_path_col;
 	/* Keys that seal stored answers, or NULL: stored in clear. */
 	char		*secret_key_file;
 	int		 secret_line, secret_col;
@@ -187,9 +189,10 @@ enum idem_err cfg_parse(const char *text, size_t len, const char *name,
 void cfg_free(struct cfg *c);
 
 /*
- * IDEM_OK if c is usable by idemgate (at least one route); otherwise
- * IDEM_ECONFIG with "FILE: message" in err.  idemctl and idemtop need no
- * routes.
+ * IDEM_OK if c is usable by idemgate: at least one route, and no route
+ * hidden by the status page (cfg_status_shadows).  Otherwise IDEM_ECONFIG
+ * with "FILE: message" or "FILE:LINE:COL: message" in err.  idemctl and
+ * idemtop need no routes.
  */
 enum idem_err cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 
@@ -227,6 +230,15 @@ enum idem_err cfg_check_files(const struct cfg *c, char *err, size_t errlen);
  * too): IDEM_OK, or IDEM_ECONFIG with "FILE:LINE:COL: message" in err. */
 enum idem_err cfg_check_option_file(const struct cfg *c, char *err,
     size_t errlen);
+
+/*
+ * 1 if the status page at status_path answers requests that route r
+ * would otherwise serve at its own prefix: status_path is r's prefix, or
+ * r's prefix and a "/" when r's prefix has none (r matches both).  A
+ * status_path below a prefix ("/idemgate-status" under "/") takes that
+ * one path from the route, as php-fpm's pm.status_path does: not this.
+ */
+int cfg_status_shadows(const char *status_path, const struct route *r);
 
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */

@@ -563,6 +563,35 @@ set_secret_key_file(struct parser *p, const struct cfg_val *kv, void *dst)
 	return cfg_set_str(p, &c->secret_key_file, kv->v);
 }
 
+/* A string key whose position later checks name (cfg_check_gateway,
+ * idemgate -t). */
+static enum idem_err
+set_str_at(struct parser *p, const struct cfg_val *kv, char **dst,
+    int *line, int *col)
+{
+	*line = kv->line;
+	*col = kv->col;
+	return set_str(p, kv, dst);
+}
+
+static enum idem_err
+set_socket_owner(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct cfg	*c = dst;
+
+	return set_str_at(p, kv, &c->socket_owner, &c->socket_owner_line,
+	    &c->socket_owner_col);
+}
+
+static enum idem_err
+set_status_path(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct cfg	*c = dst;
+
+	return set_str_at(p, kv, &c->status_path, &c->status_path_line,
+	    &c->status_path_col);
+}
+
 #define QUOTE_(x)	#x
 #define QUOTE(x)	QUOTE_(x)
 #define ROUTE(f)	offsetof(struct route, f)
@@ -589,6 +618,10 @@ set_secret_key_file(struct parser *p, const struct cfg_val *kv, void *dst)
 	  .ok = (ok_), .what = (what_), .tail = (tail_) }
 #define OWN(n, s, set_, off_) \
 	{ .name = (n), .sects = (s), .set = (set_), .off = (off_) }
+/* A string with a setter of its own (set_str_at). */
+#define STR_AT(n, s, set_, ok_, what_, tail_) \
+	{ .name = (n), .sects = (s), .set = (set_), .ok = (ok_), \
+	  .what = (what_), .tail = (tail_) }
 
 const struct cfg_key cfg_keys[K__MAX] = {
 	/* [idempotency] and [route] */
@@ -629,8 +662,8 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	/* [gateway] */
 	[K_LISTEN] = STR("listen", SECT_GATEWAY, CONF(listen), ok_listen,
 	    "listen address", " (unix:/path, tcp:host:port or fd:N)"),
-	[K_SOCKET_OWNER] = STR("socket_owner", SECT_GATEWAY,
-	    CONF(socket_owner), ok_owner, "socket_owner",
+	[K_SOCKET_OWNER] = STR_AT("socket_owner", SECT_GATEWAY,
+	    set_socket_owner, ok_owner, "socket_owner",
 	    " (user:group, user or :group)"),
 	[K_SOCKET_MODE] = OWN("socket_mode", SECT_GATEWAY, set_socket_mode,
 	    CONF(socket_mode)),
@@ -660,8 +693,8 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_PROBLEM_BASE_URL] = STR("problem_base_url", SECT_GATEWAY,
 	    CONF(problem_base_url), ok_problem_base_url, "problem_base_url",
 	    " (a URL of visible ASCII, no quotes)"),
-	[K_STATUS_PATH] = STR("status_path", SECT_GATEWAY, CONF(status_path),
-	    ok_status_path, "status_path",
+	[K_STATUS_PATH] = STR_AT("status_path", SECT_GATEWAY,
+	    set_status_path, ok_status_path, "status_path",
 	    " (an absolute path of visible ASCII, no '?' or '%')"),
 	[K_SECRET_KEY_FILE] = OWN("secret_key_file", SECT_GATEWAY,
 	    set_secret_key_file, 0),
@@ -694,6 +727,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 #undef SIZE
 #undef ENUM
 #undef STR
+#undef STR_AT
 #undef OWN
 
 enum idem_err

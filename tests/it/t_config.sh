@@ -101,6 +101,17 @@ for p in "$IDEMGATE" "$IDEMCTL" "$IDEM_BUILD/idemtop"; do
 done
 expect_eq "one version for the three programs" 1 "$(sort -u "$T/versions" | wc -l | tr -d ' ')"
 
+# The status page answers its path before any route: a status_path that
+# is a route's own path would hide that route.
+sed 's|^listen = .*|&\nstatus_path = /payments|' "$T/good.conf" >"$T/shadow.conf"
+out=$("$IDEMGATE" -t -c "$T/shadow.conf" 2>&1)
+expect_eq "status_path = a route prefix: exit 1" 1 "$?"
+expect_match "status_path = a route prefix: names both" \
+	"^$T/shadow.conf:3:15: status_path /payments hides \[route /payments\] \(line 11\)" "$out"
+sed 's|^listen = .*|&\nstatus_path = /idemgate-status|' "$T/good.conf" >"$T/status.conf"
+out=$("$IDEMGATE" -t -c "$T/status.conf" 2>&1)
+expect_eq "status_path below [route /]: syntax ok" "0 syntax ok" "$? $out"
+
 out=$("$IDEMGATE" -t -c "$T/does-not-exist.conf" 2>&1)
 expect_ne "missing config file: non-zero exit" 0 "$?"
 out=$("$IDEMGATE" -V 2>&1)

@@ -77,6 +77,7 @@ mkdir -p "$T/ctl"
 dpkg-deb -e "$DEB" "$T/ctl"
 check "postinst is valid sh" sh -n "$T/ctl/postinst"
 expect_match "postinst creates the system user" 'adduser --system --group' "$(cat "$T/ctl/postinst")"
+expect_match "postinst puts idemgate in group www-data (PHP-FPM's socket)" 'adduser --quiet idemgate www-data' "$(cat "$T/ctl/postinst")"
 expect_match "postinst gives the config to group idemgate, 0640" 'chmod 0640 /etc/idemgate/idemgate.conf' "$(cat "$T/ctl/postinst")"
 for u in idemgate.socket idemctl-cleanup.timer; do
 	expect_match "postinst enables $u" "deb-systemd-helper .*enable.*$u|$u.*deb-systemd-helper" "$(grep -A3 "$u" "$T/ctl/postinst")"

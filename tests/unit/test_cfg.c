@@ -537,6 +537,66 @@ test_route(void)
 	cfg_free(c);
 }
 
+/* The status page may not take a route's own path: status_path equal to
+ * a prefix, or a prefix and "/" that the route also serves.  Below a
+ * prefix it takes one path, as php-fpm's pm.status_path does. */
+static void
+test_status_shadow(void)
+{
+	static const struct {
+		const char	*status;
+		const char	*hides;	/* the route refused for, or NULL */
+	} tab[] = {
+		{ "/payments", "/payments" },
+		{ "/payments/", "/payments" },
+		{ "/payments/refunds/", "/payments/refunds" },
+		{ "/api/", "/api/" },
+		{ "/", "/" },
+		{ "/api", NULL },		/* /api/ never serves /api */
+		{ "/payments//", NULL },
+		{ "/paymentsX", NULL },
+		{ "/payments/status", NULL },
+		{ "/idemgate-status", NULL },
+	};
+	char		 text[512], want[256];
+	struct cfg	*c;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		snprintf(text, sizeof(text), "[gateway]\nstatus_path = %s\n"
+		    "[route /]\nhandler = cgi:/root\n"
+		    "[route /payments]\nhandler = cgi:/p\n"
+		    "[route /api/]\nhandler = cgi:/a\n"
+		    "[route /payments/refunds]\nhandler = cgi:/r\n",
+		    tab[i].status);
+		if ((c = parse(text)) == NULL) {
+			CHECK(c != NULL);
+			continue;
+		}
+		err[0] = '\0';
+		if (tab[i].hides == NULL) {
+			CHECK(cfg_check_gateway(c, err, sizeof(err)) ==
+			    IDEM_OK);
+		} else {
+			snprintf(want, sizeof(want), "t.conf:2:15: status_path "
+			    "%s hides [route %s] ", tab[i].status,
+			    tab[i].hides);
+			CHECK(cfg_check_gateway(c, err, sizeof(err)) ==
+			    IDEM_ECONFIG);
+			CHECK(strncmp(err, want, strlen(want)) == 0);
+		}
+		cfg_free(c);
+	}
+	c = parse("[gateway]\nstatus_path = /s\n[route /s]\nhandler = "
+	    "cgi:/s\n");
+	CHECK(c != NULL && cfg_check_gateway(c, err, sizeof(err)) ==
+	    IDEM_ECONFIG);
+	CHECK(strcmp(err, "t.conf:2:15: status_path /s hides [route /s] "
+	    "(line 3): its requests would get the status page; choose a "
+	    "path no route names, such as /idemgate-status") == 0);
+	cfg_free(c);
+}
+
 static void
 test_load(void)
 {
@@ -644,6 +704,7 @@ main(void)
 	test_policy_fold();
 	test_policy();
 	test_route();
+	test_status_shadow();
 	test_load();
 	return CHECK_DONE();
 }
