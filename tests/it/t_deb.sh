@@ -57,6 +57,22 @@ C=$R/etc/idemgate/idemgate.conf
 check "config in /etc/idemgate" test -f "$C"
 expect_match "the shipped config takes systemd's socket" '^listen = fd:0$' "$(grep '^listen' "$C")"
 expect_match "config is a conffile" '^/etc/idemgate/idemgate.conf$' "$(dpkg-deb -f "$DEB" Conffiles 2>/dev/null; dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)"
+CONFFILES=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)
+for f in idemgate.conf idemgate-php.conf; do
+	A=/etc/apache2/conf-available/$f
+	expect_file_eq "Apache's $f in the package, as shipped" "$IDEM_ROOT/etc/apache2/$f" "$R$A"
+	expect_eq "$A is 0644 root:root" "644 root/root" "$(dpkg-deb -c "$DEB" | awk -v f=".$A" '$6 == f { print $1, $2 }' | sed 's/-rw-r--r--/644/')"
+	expect_match "$A is a conffile" "^$A\$" "$CONFFILES"
+done
+check "the option file's example in the docs, uncompressed" \
+	test -f "$R/usr/share/doc/idemgate/my.cnf.example"
+for f in grants-migrate.sql grants.sql; do
+	check "$f in the docs, uncompressed (the README copies it)" \
+		test -f "$R/usr/share/doc/idemgate/$f"
+done
+expect_match "the cleanup timer runs as the cleanup user" \
+	'^ExecStart=/usr/bin/idemctl .*-g idem_cleanup cleanup' \
+	"$(grep '^ExecStart=' "$R/lib/systemd/system/idemctl-cleanup.service")"
 out=$("$R/usr/sbin/idemgate" -t -c "$C" 2>&1)
 expect_eq "idemgate -t on the shipped config" "0 syntax ok" "$? $out"
 
