@@ -239,15 +239,24 @@ cpw=$(sed -n '/^\[idem_console\]/,/^database/s/^password = //p' "$M")
 sed -e '/^\[idem_cleanup\]/,/^database/s/^user = .*/user = idem_console/' \
     -e "/^\[idem_cleanup\]/,/^database/s/^password = .*/password = $cpw/" "$M" >"$T/wrong.cnf"
 sed "s|^mysql_defaults_file = .*|mysql_defaults_file = $T/wrong.cnf|" "$C" >"$T/wrong.conf"
-out=$("$S/usr/bin/idemctl" -c "$T/wrong.conf" check 2>&1)
+# (outputs kept in $T/*.log, where the harness looks for sanitizer reports)
+"$S/usr/bin/idemctl" -c "$T/wrong.conf" check >"$T/check-wrong.log" 2>&1
 expect_eq "check: [idem_cleanup] with the console's user: exit 9" 9 "$?"
+out=$(cat "$T/check-wrong.log")
 expect_match "check: that group's gap fails" '^\[fail\] privileges missing for cleanup .*group \[idem_cleanup\]: .*idem_keys:DELETE' "$out"
 awk '/^\[/ { skip = ($0 == "[idem_console]") } !skip' "$M" >"$T/nocons.cnf"
 sed "s|^mysql_defaults_file = .*|mysql_defaults_file = $T/nocons.cnf|" "$C" >"$T/nocons.conf"
-out=$("$S/usr/bin/idemctl" -c "$T/nocons.conf" check 2>&1)
+"$S/usr/bin/idemctl" -c "$T/nocons.conf" check >"$T/check-nocons.log" 2>&1
 expect_eq "check: no [idem_console] group: exit 0" 0 "$?"
+out=$(cat "$T/check-nocons.log")
 expect_match "check: the console, as the gateway's user, says what to add" \
 	"^\[warn\] privileges missing for console .*no \[idem_console\] group in $T/nocons.cnf: add one" "$out"
+
+sed '/^\[idem_cleanup\]/,/^database/s/^password = .*/password = wrong/' "$M" >"$T/badpw.cnf"
+sed "s|^mysql_defaults_file = .*|mysql_defaults_file = $T/badpw.cnf|" "$C" >"$T/badpw.conf"
+"$S/usr/bin/idemctl" -c "$T/badpw.conf" check >"$T/check-badpw.log" 2>&1
+expect_eq "check: [idem_cleanup] cannot log in: exit 3" 3 "$?"
+expect_match "check: says which group" "^\[fail\] cleanup: database unreachable as group \[idem_cleanup\] of $T/badpw.cnf" "$(cat "$T/check-badpw.log")"
 
 # --- 9. A payment and its retry, through Apache, idemgate and PHP-FPM.
 step app
