@@ -187,6 +187,7 @@ install-files:
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \
 	    $(DESTDIR)$(SYSCONFDIR)/idemgate \
+	    $(DESTDIR)$(SYSCONFDIR)/apache2/conf-available \
 	    $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)/grafana
 	install -m 0755 $(B)/idemgate $(DESTDIR)$(SBINDIR)/idemgate
 	install -m 0755 $(B)/idemctl $(B)/idemtop $(DESTDIR)$(BINDIR)/
@@ -194,13 +195,15 @@ install-files:
 	install -m 0644 admin/idemtop.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 etc/idemgate.conf $(DESTDIR)$(DOCDIR)/idemgate.conf.example
 	install -m 0644 sql/grants-migrate.sql sql/grants.sql README.md \
-	    $(DESTDIR)$(DOCDIR)/
+	    etc/my.cnf.example $(DESTDIR)$(DOCDIR)/
 	install -m 0644 etc/prometheus/idemgate.rules.yml \
 	    $(DESTDIR)$(DATADIR)/prometheus/
 	install -m 0644 etc/grafana/idemgate-dashboard.json \
 	    $(DESTDIR)$(DATADIR)/grafana/
-	[ -e $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf ] || \
-	    install -m 0640 etc/idemgate.conf $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf
+	install -m 0644 etc/apache2/idemgate.conf etc/apache2/idemgate-php.conf \
+	    $(DESTDIR)$(SYSCONFDIR)/apache2/conf-available/
+	@$(SHELL) tools/install-conf.sh etc/idemgate.conf \
+	    $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf "$(DESTDIR)"
 	for u in etc/systemd/*; do \
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $$u \
 		    > $(DESTDIR)$(UNITDIR)/$$(basename $$u) || exit 1; \

@@ -24,9 +24,12 @@ const char ctl_check_usage[] =
 "current, and which programs the MySQL user has privileges enough for\n"
 "(gateway: idemgate; cleanup: idemctl cleanup/forget; console: idemtop and\n"
 "idemctl show/stats/metrics; see sql/grants.sql).  One line per finding,\n"
-"starting '[ ok ]', '[warn]' or '[fail]'.  Without --role a missing\n"
-"privilege is a warning unless the user is fit for no program at all; with\n"
-"--role ROLE, that program's missing privileges fail.\n"
+"starting '[ ok ]', '[warn]' or '[fail]'.  Without --role or -g, each\n"
+"program is checked as the user of its own option-file group when the file\n"
+"has it ([idem_cleanup], [idem_console]; the gateway: the config's group),\n"
+"and that user's gaps fail; other gaps are warnings unless no program can\n"
+"run.  With -g, that group's user for every program; with --role ROLE,\n"
+"that program's missing privileges fail.\n"
 "\n"
 "Exit: 0 all ok (warnings allowed), 1 usage, 2 config, 3 database,\n"
 "      6 schema, 9 privileges missing.\n";
@@ -96,20 +99,24 @@ fmt_age(double secs, char *out, size_t len)
 
 /*
  * The programs one config file may serve with a least-privilege user;
- * what each needs comes from sql/grants.sql (lib/store/grants.h).
+ * what each needs comes from sql/grants.sql (lib/store/grants.h).  group:
+ * the option-file group of that program's user, as the README and
+ * etc/my.cnf.example name it (the gateway's is the config's mysql_group).
  */
 static const struct {
 	const char	*name;
 	const char	*who;
+	const char	*group;
 } roles[] = {
-	{ "gateway", "idemgate" },
-	{ "cleanup", "idemctl cleanup/forget" },
-	{ "console", "idemtop, idemctl show/stats/metrics" },
+	{ "gateway", "idemgate", NULL },
+	{ "cleanup", "idemctl cleanup/forget", "idem_cleanup" },
+	{ "console", "idemtop, idemctl show/stats/metrics", "idem_console" },
 };
 
 #define NROLES	(sizeof(roles) / sizeof(roles[0]))
 /* Room for the headers and the rest of the statement. */
 #define CHECK_PACKET_SLACK	(64 * 1024)
+#define CHECK_NPRIVS		32
 
 static int
 has_priv(const struct admin_priv *p, size_t n, const char *need)
@@ -124,6 +131,57 @@ has_priv(const struct admin_priv *p, size_t n, const char *need)
 	return 0;
 }
 
+/* What role r needs that p lacks, ", "-separated; "" when fit.  OUT:
+ * missing. */
+static void
+role_missing(const struct admin_priv *p, size_t n, size_t r, char *missing,
+    size_t len)
+{
+	size_t		 k, off = 0;
+
+	missing[0] = '\0';
+	for (k = 0; k < ngrants; k++) {
+		if (strcmp(grants[k].role, roles[r].name) != 0 ||
+		    has_priv(p, n, grants[k].need))
+			continue;
+		off += (size_t)snprintf(missing + off, len - off, "%s%s",
+		    off ? ", " : "", grants[k].need);
+		if (off >= len)
+			off = len - 1;
+	}
+}
+
+/*
+ * One line for role r as the user whose privileges p holds: ok, or its
+ * gaps tagged gap ("warn" or "fail").  via follows the role's name
+ * (", group [G]" or ""), hint the list of gaps.  Returns 1 when fit.
+ */
+static int
+report_role(const struct admin_priv *p, size_t n, size_t r, const char *gap,
+    const char *via, const char *hint)
+{
+	char		 missing[512];
+
+	role_missing(p, n, r, missing, sizeof(missing));
+	if (missing[0] == '\0') {
+		finding(" ok ", "privileges enough for %s (%s)%s",
+		    roles[r].name, roles[r].who, via);
+		return 1;
+	}
+	finding(gap, "privileges missing for %s (%s)%s: %s%s", roles[r].name,
+	    roles[r].who, via, missing, hint);
+	return 0;
+}
+
+/* The last line when no program could run with these users. */
+static int
+check_none_fit(void)
+{
+	finding("fail", "privileges: no user here can serve idemgate, "
+	    "idemctl cleanup or the console (see sql/grants.sql)");
+	return CTL_EPRIV;
+}
+
 /*
  * One line per role.  Without --role, a role the user cannot fill is a
  * warning and only a user fit for none fails; with --role, that role's
@@ -132,8 +190,7 @@ has_priv(const struct admin_priv *p, size_t n, const char *need)
 static int
 check_roles(const struct admin_priv *p, size_t n, const char *want)
 {
-	char		 missing[512];
-	size_t		 r, k, off;
+	size_t		 r;
 	int		 fit = 0, result = CTL_OK;
 
 	for (r = 0; r < NROLES; r++) {
@@ -142,36 +199,81 @@ check_roles(const struct admin_priv *p, size_t n, const char *want)
 
 		if (want != NULL && !wanted)
 			continue;
-		off = 0;
-		missing[0] = '\0';
-		for (k = 0; k < ngrants; k++) {
-			if (strcmp(grants[k].role, roles[r].name) != 0 ||
-			    has_priv(p, n, grants[k].need))
-				continue;
-			off += (size_t)snprintf(missing + off,
-			    sizeof(missing) - off, "%s%s", off ? ", " : "",
-			    grants[k].need);
-			if (off >= sizeof(missing))
-				off = sizeof(missing) - 1;
-		}
-		if (missing[0] == '\0') {
+		if (report_role(p, n, r, wanted ? "fail" : "warn", "", ""))
 			fit++;
-			finding(" ok ", "privileges enough for %s (%s)",
-			    roles[r].name, roles[r].who);
-		} else {
-			finding(wanted ? "fail" : "warn", "privileges missing "
-			    "for %s (%s): %s", roles[r].name, roles[r].who,
-			    missing);
-			if (wanted)
-				result = CTL_EPRIV;
+		else if (wanted)
+			result = CTL_EPRIV;
+	}
+	if (want == NULL && fit == 0)
+		result = check_none_fit();
+	return result;
+}
+
+/*
+ * Role r as the user of its own option-file group, which exists for it:
+ * gaps fail.  *fit counts a fit role.  Returns CTL_OK, CTL_EPRIV, or the
+ * code of a failed log-in.
+ */
+static int
+check_group_role(struct ctl *c, size_t r, int *fit)
+{
+	struct ctl		 sub = { .cfgpath = c->cfgpath,
+	    .mysql_group = roles[r].group, .verbose = c->verbose };
+	struct admin_priv	 privs[CHECK_NPRIVS];
+	char			 via[64];
+	size_t			 n = 0;
+	int			 rc;
+
+	if ((rc = ctl_connect(&sub)) != CTL_OK) {
+		finding("fail", "%s: database unreachable as group [%s] of %s",
+		    roles[r].name, roles[r].group,
+		    c->cfg->mysql_defaults_file);
+		ctl_close(&sub);
+		return rc;
+	}
+	store_admin_privileges(sub.st, privs, CHECK_NPRIVS, &n);
+	ctl_close(&sub);
+	snprintf(via, sizeof(via), ", group [%s]", roles[r].group);
+	if (!report_role(privs, n, r, "fail", via, ""))
+		return CTL_EPRIV;
+	(*fit)++;
+	return CTL_OK;
+}
+
+/*
+ * No --role, no -g: each program as the user it runs as.  A role whose
+ * group ([idem_cleanup], [idem_console]) the option file has is checked
+ * as that group's user; the gateway, and a role whose group is missing,
+ * as the config's user, where a gap is a warning that says how to check
+ * it.  Only a set-up fit for no program fails on privileges alone.
+ */
+static int
+check_role_groups(struct ctl *c, const struct admin_priv *p, size_t n)
+{
+	const char	*file = c->cfg->mysql_defaults_file;
+	char		 hint[512];
+	size_t		 r;
+	int		 fit = 0, rc, result = CTL_OK;
+
+	for (r = 0; r < NROLES; r++) {
+		if (roles[r].group != NULL &&
+		    cfg_option_file_has_group(file, roles[r].group)) {
+			rc = check_group_role(c, r, &fit);
+			if (result == CTL_OK)
+				result = rc;
+			continue;
 		}
+		hint[0] = '\0';
+		if (roles[r].group != NULL)
+			snprintf(hint, sizeof(hint), "; no [%s] group in %s: "
+			    "add one with the %s user (sql/grants.sql), or run "
+			    "'idemctl -g GROUP check --role %s'",
+			    roles[r].group, file ? file : "mysql_defaults_file",
+			    roles[r].group, roles[r].name);
+		fit += report_role(p, n, r, "warn", "", hint);
 	}
-	if (want == NULL && fit == 0) {
-		finding("fail", "privileges: this user can serve none of "
-		    "idemgate, idemctl cleanup or the console (see "
-		    "sql/grants.sql)");
-		result = CTL_EPRIV;
-	}
+	if (fit == 0)
+		result = check_none_fit();
 	return result;
 }
 
@@ -330,7 +432,7 @@ check_cleanups(struct ctl *c)
 int
 ctl_check(struct ctl *c, int argc, char **argv)
 {
-	struct admin_priv	 privs[32];
+	struct admin_priv	 privs[CHECK_NPRIVS];
 	size_t			 n = 0;
 	const char		*role = NULL;
 	int			 rc, result;
@@ -360,9 +462,13 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	if ((result = check_schema(c)) != CTL_OK)
 		return result;
 
-	store_admin_privileges(c->st, privs, sizeof(privs) / sizeof(privs[0]),
-	    &n);
-	if ((rc = check_roles(privs, n, role)) != CTL_OK)
+	store_admin_privileges(c->st, privs, CHECK_NPRIVS, &n);
+	/* -g or --role: one user, as asked; else each role's own group. */
+	if (role != NULL || c->mysql_group != NULL)
+		rc = check_roles(privs, n, role);
+	else
+		rc = check_role_groups(c, privs, n);
+	if (rc != CTL_OK)
 		result = rc;
 
 	check_packet(c);

@@ -8,13 +8,15 @@
 -- Replace every CHANGE-ME password first and, if your database is not
 -- called `idemgate`, every `idemgate`. below.
 --
--- Then give each program its own option file (mode 0600, owned by the user
--- the program runs as), named by mysql_defaults_file in its config:
+-- Then put each user in its own group of one option file, the one the
+-- config's mysql_defaults_file names (etc/my.cnf.example, whole, installed
+-- in the docs), mode 0640, owner root, group idemgate: the gateway and
+-- the cleanup timer both run as idemgate.
 --
---   [idemgate]
---   socket   = /run/mysqld/mysqld.sock     ; or host= / port=
---   user     = idem_gateway                ; idem_cleanup, idem_console ...
---   password = ...
+--   [idemgate]                             ; idem_migrate, idem_cleanup,
+--   socket   = /run/mysqld/mysqld.sock     ; idem_console: the same four
+--   user     = idem_gateway                ; lines each, socket included
+--   password = ...                         ; (or host= / port=)
 --   database = idemgate
 --
 --   idem_migrate  (sql/grants-migrate.sql) idemctl migrate

@@ -6,6 +6,8 @@ default-libmysqlclient-dev libssl-dev libncurses-dev mariadb-server mariadb-clie
 lighttpd apache2 libapache2-mod-fcgid nginx-light spawn-fcgi fcgiwrap wrk tmux curl
 procps iproute2 python3 clang-format debhelper lintian python3-prometheus-client
 galera-4 rsync php-fpm php-cli socat iptables prometheus caddy"
+# The README's Installing path (t_newcomer): passwords, the postinst's user.
+pkgs="$pkgs openssl adduser"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

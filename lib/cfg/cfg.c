@@ -1,6 +1,7 @@
 /* The INI config of idemgate, idemctl and idemtop: parse, validate, route. */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -497,7 +498,7 @@ cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 {
 	struct parser	 p;
 	struct stat	 st;
-	char		*text = NULL;
+	char		*text = NULL, why[512];
 	size_t		 len = 0;
 	ssize_t		 n;
 	int		 fd = -1;
@@ -505,7 +506,8 @@ cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 
 	parser_init(&p, path, 1, err, errlen);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		er = cfg_perr(&p, IDEM_ESYS, 0, 0, "%s", strerror(errno));
+		cfg_open_error(errno, path, why, sizeof(why));
+		er = cfg_perr(&p, IDEM_ESYS, 0, 0, "%s", why);
 		goto out;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -643,6 +645,7 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 enum idem_err
 cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 {
+	char	 why[512];
 	int	 fd;
 
 	if (c->mysql_defaults_file == NULL)
@@ -650,13 +653,89 @@ cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 	/* Opened, not just looked at: MySQL would fall back to its default
 	 * socket without a word. */
 	if ((fd = open(c->mysql_defaults_file, O_RDONLY)) < 0) {
+		cfg_open_error(errno, c->mysql_defaults_file, why,
+		    sizeof(why));
 		snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
 		    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
-		    c->mysql_defaults_file, strerror(errno));
+		    c->mysql_defaults_file, why);
 		return IDEM_ECONFIG;
 	}
 	close(fd);
 	return IDEM_OK;
+}
+
+/* Nesting allowed for !include: a file that includes itself stops. */
+#define CFG_OPT_INCLUDE_DEPTH	8
+
+static int	optfile_group(const char *, const char *, int);
+
+/* !includedir DIR: the *.cnf files in it, as the client library reads. */
+static int
+optfile_dir_group(const char *dir, const char *group, int depth)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[PATH_MAX];
+	size_t		 n;
+	int		 found = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		n = strlen(de->d_name);
+		if (n < 5 || strcmp(de->d_name + n - 4, ".cnf") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		found = optfile_group(path, group, depth + 1);
+	}
+	closedir(d);
+	return found;
+}
+
+/* One line of an option file: 1 when it is group's header, or pulls in
+ * a file that has it. */
+static int
+optfile_line(char *line, const char *group, int depth)
+{
+	size_t	 n;
+
+	line += strspn(line, " \t");
+	n = strlen(line);
+	while (n > 0 && strchr(" \t\r\n", line[n - 1]) != NULL)
+		line[--n] = '\0';
+	if (line[0] == '[' && n > 2 && line[n - 1] == ']')
+		return n - 2 == strlen(group) &&
+		    strncmp(line + 1, group, n - 2) == 0;
+	if (strncmp(line, "!includedir", 11) == 0 && cfg_is_ws(line[11]))
+		return optfile_dir_group(line + 12 + strspn(line + 12, " \t"),
+		    group, depth);
+	if (strncmp(line, "!include", 8) == 0 && cfg_is_ws(line[8]))
+		return optfile_group(line + 9 + strspn(line + 9, " \t"),
+		    group, depth + 1);
+	return 0;
+}
+
+static int
+optfile_group(const char *file, const char *group, int depth)
+{
+	FILE	*f;
+	char	 line[1024];
+	int	 found = 0;
+
+	if (depth > CFG_OPT_INCLUDE_DEPTH || (f = fopen(file, "re")) == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = optfile_line(line, group, depth);
+	fclose(f);
+	return found;
+}
+
+int
+cfg_option_file_has_group(const char *file, const char *group)
+{
+	if (file == NULL || group == NULL)
+		return 0;
+	return optfile_group(file, group, 0);
 }
 
 int64_t

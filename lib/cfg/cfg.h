@@ -240,6 +240,13 @@ enum idem_err cfg_check_option_file(const struct cfg *c, char *err,
  */
 int cfg_status_shadows(const char *status_path, const struct route *r);
 
+/*
+ * 1 when the MySQL option file names group ("[group]" on a line of its
+ * own, or of a file it pulls in with !include or !includedir, as the
+ * client library reads them), else 0 (also when a file cannot be read).
+ */
+int cfg_option_file_has_group(const char *file, const char *group);
+
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
 const struct route *cfg_route(const struct cfg *c, const char *path);

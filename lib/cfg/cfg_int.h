@@ -134,6 +134,13 @@ enum idem_err cfg_bad(struct parser *p, const struct cfg_val *kv,
 /* 1 for a space or a tab. */
 int cfg_is_ws(char ch);
 
+/*
+ * strerror(e) for a file this process could not open, and for EACCES
+ * the fix: the user and group it runs as, and the one rule (0640, owner
+ * root, this process's group) that the package follows.  OUT: out.
+ */
+void cfg_open_error(int e, const char *path, char *out, size_t len);
+
 /* Replaces *dst with a copy of v; *dst unchanged on failure. */
 enum idem_err cfg_set_str(struct parser *p, char **dst, const char *v);
 

@@ -1,8 +1,12 @@
 /* Config parser's bottom for lib/cfg: errors, blanks, words, copied strings. */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cfg.h"
 #include "cfg_int.h"
@@ -35,6 +39,30 @@ cfg_bad(struct parser *p, const struct cfg_val *kv, const char *what,
 {
 	return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col, "bad %s '%.*s'%s",
 	    what, CFG_MAX_SHOWN, kv->v, tail);
+}
+
+void
+cfg_open_error(int e, const char *path, char *out, size_t len)
+{
+	struct passwd	 pw, *pwp = NULL;
+	struct group	 gr, *grp = NULL;
+	char		 pwbuf[1024], grbuf[4096], user[64], group[64];
+
+	if (e != EACCES) {
+		snprintf(out, len, "%s", strerror(e));
+		return;
+	}
+	snprintf(user, sizeof(user), "%lu", (unsigned long)geteuid());
+	snprintf(group, sizeof(group), "%lu", (unsigned long)getegid());
+	if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 &&
+	    pwp != NULL)
+		snprintf(user, sizeof(user), "%s", pw.pw_name);
+	if (getgrgid_r(getegid(), &gr, grbuf, sizeof(grbuf), &grp) == 0 &&
+	    grp != NULL)
+		snprintf(group, sizeof(group), "%s", gr.gr_name);
+	snprintf(out, len, "%s (running as user %s, group %s: "
+	    "chgrp %s %s && chmod 0640 %s)", strerror(e), user, group, group,
+	    path, path);
 }
 
 int

@@ -68,6 +68,21 @@ for w in lighttpd/conf-available/20-idemgate.conf:lighttpd/20-idemgate.conf \
 	expect_file_eq "$f in the package" "$IDEM_ROOT/etc/${w#*:}" "$R$f"
 	expect_match "$f is a conffile" "^$f\$" "$conffiles"
 done
+for f in idemgate.conf idemgate-php.conf; do
+	A=/etc/apache2/conf-available/$f
+	expect_file_eq "Apache's $f in the package, as shipped" "$IDEM_ROOT/etc/apache2/$f" "$R$A"
+	expect_eq "$A is 0644 root:root" "644 root/root" "$(dpkg-deb -c "$DEB" | awk -v f=".$A" '$6 == f { print $1, $2 }' | sed 's/-rw-r--r--/644/')"
+	expect_match "$A is a conffile" "^$A\$" "$conffiles"
+done
+check "the option file's example in the docs, uncompressed" \
+	test -f "$R/usr/share/doc/idemgate/my.cnf.example"
+for f in grants-migrate.sql grants.sql; do
+	check "$f in the docs, uncompressed (the README copies it)" \
+		test -f "$R/usr/share/doc/idemgate/$f"
+done
+expect_match "the cleanup timer runs as the cleanup user" \
+	'^ExecStart=/usr/bin/idemctl .*-g idem_cleanup cleanup' \
+	"$(grep '^ExecStart=' "$R/lib/systemd/system/idemctl-cleanup.service")"
 out=$("$R/usr/sbin/idemgate" -t -c "$C" 2>&1)
 rc=$?
 expect_eq "idemgate -t on the shipped config" "0 syntax ok" "$rc $(printf '%s\n' "$out" | tail -n 1)"

@@ -21,6 +21,24 @@ expect_eq "the config is not world-readable (it names the option file)" 640 "$(s
 check "example config in the docs" test -f "$D/opt/idem/share/doc/idemgate/idemgate.conf.example"
 check "grants.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants.sql"
 check "grants-migrate.sql in the docs" test -f "$D/opt/idem/share/doc/idemgate/grants-migrate.sql"
+check "my.cnf.example in the docs" test -f "$D/opt/idem/share/doc/idemgate/my.cnf.example"
+for f in idemgate.conf idemgate-php.conf; do
+	expect_file_eq "Apache's $f in /etc/apache2/conf-available, as shipped" \
+		"$IDEM_ROOT/etc/apache2/$f" "$D/etc/apache2/conf-available/$f"
+	expect_eq "Apache's $f is 0644" 644 "$(stat -c %a "$D/etc/apache2/conf-available/$f")"
+	if command -v apache2 >/dev/null 2>&1; then
+		# The modules its a2enmod line names, so every block is read.
+		{
+			printf 'ServerRoot "%s"\nServerName localhost\nErrorLog %s/apache-t.log\n' "$T" "$T"
+			for m in mpm_event authz_core alias proxy proxy_fcgi setenvif reqtimeout; do
+				printf 'LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so\n' "$m" "$m"
+			done
+			printf 'Include %s\n' "$D/etc/apache2/conf-available/$f"
+		} >"$T/$f.apache"
+		out=$(apache2 -t -f "$T/$f.apache" 2>&1)
+		expect_eq "apache2 -t with $f and its modules" "0 Syntax OK" "$? $out"
+	fi
+done
 S=$D/opt/idem/share/idemgate
 check "Prometheus rules in share/idemgate" test -f "$S/prometheus/idemgate.rules.yml"
 check "Grafana dashboard in share/idemgate" test -f "$S/grafana/idemgate-dashboard.json"
@@ -47,6 +65,21 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	expect_eq "systemd-analyze verify: the units are clean" "0 " "$? $out"
 else
 	echo "# systemd-analyze not installed: units not verified"
+fi
+
+# Without DESTDIR the config goes to group idemgate, as the package's
+# postinst does, so the units (User=idemgate) can read it; without that
+# group, make install says what to do.
+N=$T/nodestdir
+make -s -C "$IDEM_ROOT" install-files B="$IDEM_BUILD" PREFIX="$N/usr" \
+    SYSCONFDIR="$N/etc" UNITDIR="$N/units" >"$T/nd.log" 2>&1
+expect_eq "make install-files without DESTDIR: exit 0" 0 "$?"
+if getent group idemgate >/dev/null; then
+	expect_eq "the config: 0640, group idemgate" "640 idemgate" "$(stat -c '%a %G' "$N/etc/idemgate/idemgate.conf")"
+else
+	expect_eq "the config: 0640" 640 "$(stat -c %a "$N/etc/idemgate/idemgate.conf")"
+	expect_match "no group idemgate: make install says what to do" \
+		"adduser --system --group .* idemgate.*chgrp idemgate $N/etc/idemgate/idemgate.conf" "$(cat "$T/nd.log")"
 fi
 
 # A second install keeps an edited config.

@@ -693,6 +693,67 @@ test_load(void)
 	rmdir(dir);
 }
 
+/* Writes text to dir/name; the path into out. */
+static void
+put_file(const char *dir, const char *name, const char *text, char *out,
+    size_t len)
+{
+	FILE	*f;
+
+	snprintf(out, len, "%s/%s", dir, name);
+	if ((f = fopen(out, "w")) == NULL) {
+		CHECK(!"fopen");
+		return;
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Option-file groups as the client library finds them, includes too. */
+static void
+test_option_groups(void)
+{
+	char	 dir[] = "/tmp/test_cfg.XXXXXX", d2[300], main_cnf[300];
+	char	 inc[300], incdir[300], other[300], text[1024];
+
+	if (mkdtemp(dir) == NULL) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(d2, sizeof(d2), "%s/conf.d", dir);
+	CHECK(mkdir(d2, 0755) == 0);
+	put_file(dir, "inc.cnf", "[idem_cleanup]\nuser = c\n", inc,
+	    sizeof(inc));
+	put_file(d2, "console.cnf", "  [idem_console]  \r\n", incdir,
+	    sizeof(incdir));
+	put_file(d2, "skipped.txt", "[idem_skipped]\n", other,
+	    sizeof(other));
+	snprintf(text, sizeof(text), "# [commented]\n[idemgate]\n"
+	    "socket = /s\n[idem_migrate]\n!include %s\n!includedir %s\n"
+	    "!include %s/main.cnf\n", inc, d2, dir);
+	put_file(dir, "main.cnf", text, main_cnf, sizeof(main_cnf));
+
+	CHECK(cfg_option_file_has_group(main_cnf, "idemgate") == 1);
+	CHECK(cfg_option_file_has_group(main_cnf, "idem_migrate") == 1);
+	CHECK(cfg_option_file_has_group(main_cnf, "idem_cleanup") == 1);
+	CHECK(cfg_option_file_has_group(main_cnf, "idem_console") == 1);
+	/* Only *.cnf files of an !includedir; comments; prefixes; loops. */
+	CHECK(cfg_option_file_has_group(main_cnf, "idem_skipped") == 0);
+	CHECK(cfg_option_file_has_group(main_cnf, "commented") == 0);
+	CHECK(cfg_option_file_has_group(main_cnf, "idem") == 0);
+	CHECK(cfg_option_file_has_group(main_cnf, "idemgate2") == 0);
+	CHECK(cfg_option_file_has_group(main_cnf, "nowhere") == 0);
+	CHECK(cfg_option_file_has_group("/nonexistent.cnf", "idemgate") == 0);
+	CHECK(cfg_option_file_has_group(NULL, "idemgate") == 0);
+
+	unlink(inc);
+	unlink(incdir);
+	unlink(other);
+	unlink(main_cnf);
+	rmdir(d2);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -706,5 +767,6 @@ main(void)
 	test_route();
 	test_status_shadow();
 	test_load();
+	test_option_groups();
 	return CHECK_DONE();
 }
