@@ -29,7 +29,11 @@ t() {
 	shift
 	OUT=$("$IDEMGATE" -t "$@" -c "$T/$name.conf" 2>&1)
 	RC=$?
+	OUT=$(printf '%s\n' "$OUT" | nonote)
 }
+# nonote: drops -t's note on a config without secret_key_file (t_seal
+# checks it), which is not what these checks are about.
+nonote() { grep -v ': note: answers stored in clear' || true; }
 
 # --- Debian's PHP-FPM socket: www-data:www-data 0660.
 fpm_start fpm "listen.owner = www-data
@@ -59,7 +63,8 @@ expect_match "as $U itself: the same answer" "user $U may not connect: no write 
 # reaches the pool: the process's own groups count.
 OUT=$(setpriv --reuid="$U" --regid="$U" --groups="$G,www-data" \
 	"$IDEMGATE" -t -c "$T/fpm.conf" 2>&1)
-expect_eq "as $U in group www-data: syntax ok" "0 syntax ok" "$? $OUT"
+RC=$?
+expect_eq "as $U in group www-data: syntax ok" "0 syntax ok" "$RC $(printf '%s\n' "$OUT" | nonote)"
 
 # What -t predicts is what a FastCGI client meets on that socket.
 fcgi_get() { # fcgi_get RUNNER...: one GET of pay.php through the pool
@@ -147,7 +152,8 @@ expect_ne "the gateway itself, started so, exits non-zero" 0 "$?"
 expect_match "the gateway itself: chown refused" "chown .*Operation not permitted" "$OUT"
 sed -i "s/^socket_owner = .*/socket_owner = $U:$G/" "$T/owner.conf"
 OUT=$(runuser -u "$U" -- "$IDEMGATE" -t -c "$T/owner.conf" 2>&1)
-expect_eq "socket_owner $U:$G as $U: syntax ok" "0 syntax ok" "$? $OUT"
+RC=$?
+expect_eq "socket_owner $U:$G as $U: syntax ok" "0 syntax ok" "$RC $(printf '%s\n' "$OUT" | nonote)"
 t owner -u root
 expect_eq "socket_owner: root may give it to anyone" "0 syntax ok" "$RC $OUT"
 

@@ -134,6 +134,8 @@ expect_eq "3. the pool's socket: www-data, 0660, as Debian's" "660 www-data:www-
 step config
 expect_eq "4. the README's config step" 0 "$?"
 expect_eq "4. the config keeps 0640 root:idemgate" "640 root:idemgate" "$(stat -c '%a %U:%G' "$C")"
+expect_eq "4. the key file: 0640 root:idemgate" "640 root:idemgate" \
+	"$(stat -c '%a %U:%G' "$S/etc/idemgate/keys")"
 
 # --- 5. The database, in the README's order, with its option file.
 step db
