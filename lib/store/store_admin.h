@@ -101,15 +101,24 @@ struct admin_key {
 	int			 has_resp;
 	int			 resp_status;
 	uint64_t		 resp_size;
-	/* The key id its answer is sealed under; "" in clear. */
+	/* The key id its answer is sealed under; "" in clear.  A sealed
+	 * answer whose key the file holds is opened (opened set,
+	 * resp_status its status); open_er says why not otherwise
+	 * (IDEM_ENOTFOUND: no such key id, IDEM_ESEAL: the tag failed). */
 	char			 seal_kid[CFG_SECRET_ID_MAX + 1];
+	int			 opened;
+	enum idem_err		 open_er;
 	double			 now;		/* the server's clock */
 };
+
+/* The most a sealed answer may take when idemctl opens it. */
+#define ADMIN_SEALED_MAX	((size_t)80 * 1024 * 1024)
 
 /*
  * Reads the row for (scope, key).  IDEM_ENOTFOUND if there is none.
  * With body != NULL the stored response body is appended to it (bounded by
- * body->max: IDEM_ETOOBIG past it).  OUT: out.
+ * body->max: IDEM_ETOOBIG past it); of a sealed answer, only once opened
+ * (out->opened).  OUT: out.
  */
 enum idem_err store_admin_key_get(struct store *st,
     const unsigned char scope[FP_LEN], const char *key, size_t keylen,

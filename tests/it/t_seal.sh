@@ -126,7 +126,18 @@ expect_match "a missing key id is named in the log" "sealed under key id 'k1', w
 expect_match "check: sealed, current key" '^\[ ok \] answers sealed, current key k1' "$(cat "$T/check.out")"
 "$IDEMCTL" -c "$T/clear.conf" check >"$T/check0.out" 2>&1
 expect_match "check: clear noted" '^\[warn\] answers stored in clear' "$(cat "$T/check0.out")"
+# show opens what the key file can open, as for a clear row.
 out=$("$IDEMCTL" -c "$T/seal.conf" show "$KA" 2>&1)
-expect_match "show: encrypted, key k1" "response +encrypted, key k1" "$out"
-check "show: no payment id" sh -c "! printf '%s' \"\$1\" | grep -q -- '$PID'" _ "$out"
+expect_match "show with the key: status and size" "response +status 201, $(stat -c %s "$T/a1.b") bytes" "$out"
+"$IDEMCTL" -c "$T/seal.conf" show "$KA" --body >"$T/show.b" 2>"$T/show.err"
+expect_eq "show --body with the key: exit 0" "0 " "$? $(cat "$T/show.err")"
+expect_file_eq "show --body with the key: the body" "$T/a1.b" "$T/show.b"
+out=$("$IDEMCTL" -c "$T/seal.conf" show "$KB" 2>&1)
+expect_match "show, moved ciphertext: does not open" "response +encrypted, key k1, [0-9]+ bytes \(does not open" "$out"
+out=$("$IDEMCTL" -c "$T/k2.conf" show "$KA" 2>&1)
+expect_match "show without k1: encrypted, key k1" "response +encrypted, key k1" "$out"
+check "show without k1: no payment id" sh -c "! printf '%s' \"\$1\" | grep -q -- '$PID'" _ "$out"
+"$IDEMCTL" -c "$T/k2.conf" show "$KA" --body >"$T/show2.b" 2>"$T/show2.err"
+expect_eq "show --body without k1: exit 2, nothing out" "2 0" "$? $(stat -c %s "$T/show2.b")"
+expect_match "show --body without k1: says why" "encrypted, key k1, which secret_key_file does not hold" "$(cat "$T/show2.err")"
 done_testing
