@@ -274,6 +274,47 @@ check_secrets(struct ctl *c)
 		    k->id, c->cfg->nsecrets, c->cfg->nsecrets == 1 ? "" : "s");
 }
 
+/* With a key file: how many rows each key id seals, so an operator knows
+ * when an older line may go (after idemctl rekey). */
+static void
+check_kids(struct ctl *c)
+{
+	struct kid_count	 kc[64];
+	const struct cfg_secret	*cur = cfg_secret(c->cfg, NULL);
+	size_t			 n = 0, i, j;
+
+	if (c->cfg->secret_key_file == NULL || cur == NULL ||
+	    store_admin_kid_counts(c->st, kc, sizeof(kc) / sizeof(kc[0]),
+	    &n) != IDEM_OK)
+		return;
+	for (i = 0; i < n; i++) {
+		if (kc[i].kid[0] == '\0')
+			finding(" ok ", "%llu rows stored in clear (from "
+			    "before the key; they expire)",
+			    (unsigned long long)kc[i].rows);
+		else if (strcmp(kc[i].kid, cur->id) == 0)
+			finding(" ok ", "key %s: %llu rows (current)",
+			    kc[i].kid, (unsigned long long)kc[i].rows);
+		else if (cfg_secret(c->cfg, kc[i].kid) != NULL)
+			finding("warn", "key %s: %llu rows (older key: run "
+			    "'idemctl rekey', then its line can go)",
+			    kc[i].kid, (unsigned long long)kc[i].rows);
+		else
+			finding("warn", "key %s: %llu rows, not in the key "
+			    "file: unreadable until they expire", kc[i].kid,
+			    (unsigned long long)kc[i].rows);
+	}
+	for (j = 0; j < c->cfg->nsecrets; j++) {
+		for (i = 0; i < n; i++)
+			if (strcmp(kc[i].kid, c->cfg->secrets[j].id) == 0)
+				break;
+		if (i == n)
+			finding(" ok ", "key %s: no rows%s",
+			    c->cfg->secrets[j].id, &c->cfg->secrets[j] == cur ?
+			    " (current)" : " (its line can be deleted)");
+	}
+}
+
 /* The schema's version against this build's; CTL_OK, or the code. */
 static int
 check_schema(struct ctl *c)
@@ -367,5 +408,6 @@ ctl_check(struct ctl *c, int argc, char **argv)
 
 	check_packet(c);
 	check_cleanups(c);
+	check_kids(c);
 	return result;
 }

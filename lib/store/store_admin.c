@@ -556,6 +556,10 @@ static const struct {
 	PROBE_INSERT("idem_counters_total", "route", "''"),
 	PROBE_UPDATE("idem_counters_total", "requests"),
 	PROBE_ALL("idem_locks", "name", "''", "until"),
+	/* idemctl rekey's run records. */
+	PROBE_SELECT("idem_rekey_runs", "id"),
+	PROBE_INSERT("idem_rekey_runs", "id", "0"),
+	PROBE_UPDATE("idem_rekey_runs", "reason"),
 };
 
 enum idem_err

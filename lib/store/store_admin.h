@@ -72,6 +72,54 @@ struct cleanup_result {
 enum idem_err store_admin_cleanup(struct store *st,
     const struct cleanup_opts *o, struct cleanup_result *out);
 
+#define REKEY_LOCK_NAME	"idemgate-rekey"
+
+struct rekey_opts {
+	int		 batch;			/* rows per batch, >= 1 */
+	int64_t		 max_ms;		/* 0 = no time limit */
+	const char	*host;			/* for idem_rekey_runs */
+};
+
+struct rekey_result {
+	uint64_t	 run_id;		/* idem_rekey_runs.id, or 0 */
+	uint64_t	 rekeyed;		/* re-sealed under to_kid */
+	uint64_t	 changed;		/* claimed or rewritten meanwhile */
+	uint64_t	 unreadable;		/* key id not in the file, or
+						 * the tag failed: left as is */
+	unsigned	 batches;
+	int64_t		 elapsed_ms;
+	char		 to_kid[CFG_SECRET_ID_MAX + 1];
+	char		 outcome[16];		/* ok partial failed */
+	char		 reason[256];
+};
+
+/*
+ * One rekey run: every row sealed under another key id than the current
+ * one (the last line of secret_key_file) is opened and sealed again under
+ * the current key with a fresh nonce.  Takes REKEY_LOCK_NAME as cleanup
+ * takes its lock (IDEM_EBUSY, nothing recorded, if another run holds it),
+ * records the run in idem_rekey_runs, and walks the rows by id in batches
+ * of o->batch.  Each row is written with an UPDATE guarded by the key id
+ * and nonce it was read with, so a row a gateway claimed or completed
+ * meanwhile is left alone (counted as changed).  A row whose key id the
+ * file lacks, or whose tag fails, is left as it is (unreadable).  When
+ * max_ms passes the run stops between batches: IDEM_ETIMEOUT, outcome
+ * 'partial'.  IDEM_EINVAL when no key is set.  OUT: out, as far as the
+ * run went, also on failure.
+ */
+enum idem_err store_admin_rekey(struct store *st, const struct rekey_opts *o,
+    struct rekey_result *out);
+
+/* How many idem_keys rows one key id seals ("" for rows in clear). */
+struct kid_count {
+	char		 kid[CFG_SECRET_ID_MAX + 1];
+	uint64_t	 rows;
+};
+
+/* The rows per key id, by id, at most max of them.  OUT: out[0..*n). */
+enum idem_err store_admin_kid_counts(struct store *st, struct kid_count *out,
+    size_t max, size_t *n);
+
 /* Key states as idemctl names them. */
 enum admin_key_state {
 	AKEY_IN_PROGRESS,
