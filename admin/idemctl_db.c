@@ -236,6 +236,34 @@ check_packet(struct ctl *c)
 		    "%zu", (unsigned long long)packet, worst->max_response);
 }
 
+/* Over TCP, whether the store's traffic (answers, keys) is protected:
+ * TLS, with the server's certificate verified.  A unix socket stays on
+ * the host: nothing to say. */
+static void
+check_transport(const struct ctl *c, const struct admin_mode *m)
+{
+	const char	*file = c->cfg->mysql_defaults_file ?
+	    c->cfg->mysql_defaults_file : "the option file";
+
+	if (!m->tcp)
+		return;
+	/* The client library reads a bare ssl-verify-server-cert as off:
+	 * the line to write says = 1. */
+	if (m->cipher[0] == '\0')
+		finding("warn", "store reached over TCP without TLS: answers "
+		    "and keys cross the network in clear; set ssl-ca = FILE "
+		    "and ssl-verify-server-cert = 1 in group [%s] of %s",
+		    m->group, file);
+	else if (!m->verified)
+		finding("warn", "store reached over TLS (%s) without "
+		    "verifying the server's name: set ssl-ca = FILE and "
+		    "ssl-verify-server-cert = 1 in group [%s] of %s",
+		    m->cipher, m->group, file);
+	else
+		finding(" ok ", "store reached over TLS (%s), server "
+		    "certificate verified", m->cipher);
+}
+
 /* Which protocol: one server with named locks, or a Galera node. */
 static void
 check_mode(struct ctl *c)
@@ -256,6 +284,7 @@ check_mode(struct ctl *c)
 		finding("warn", "galera, %d node%s, this node %s (not "
 		    "synced), group [%s]", m.nodes, m.nodes == 1 ? "" : "s",
 		    m.state, m.group);
+	check_transport(c, &m);
 }
 
 /* Whether stored answers are sealed (SPEC section 11). */

@@ -580,6 +580,22 @@ store_admin_max_packet(struct store *st, uint64_t *bytes)
 	return IDEM_OK;
 }
 
+/* The transport fields of m, from the client library's view of st's
+ * connection. */
+static void
+mode_transport(struct store *st, struct admin_mode *m)
+{
+	const char	*host = mysql_get_host_info(st->my);
+	const char	*cipher = mysql_get_ssl_cipher(st->my);
+	my_bool		 verify = 0;
+
+	m->tcp = host != NULL && strstr(host, "TCP/IP") != NULL;
+	snprintf(m->cipher, sizeof(m->cipher), "%s", cipher ? cipher : "");
+	if (mysql_get_optionv(st->my, MYSQL_OPT_SSL_VERIFY_SERVER_CERT,
+	    &verify) == 0)
+		m->verified = verify != 0;
+}
+
 enum idem_err
 store_admin_mode(struct store *st, struct admin_mode *m)
 {
@@ -594,6 +610,7 @@ store_admin_mode(struct store *st, struct admin_mode *m)
 	if (store_need_conn(st) != IDEM_OK)
 		return IDEM_ESTORE;
 	snprintf(m->group, sizeof(m->group), "%s", st->group);
+	mode_transport(st, m);
 	if (!(m->galera = st->galera))
 		return IDEM_OK;
 	store_out_text(&res[0], size, sizeof(size), &len[0], &nul[0]);

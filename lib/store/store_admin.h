@@ -284,6 +284,12 @@ struct admin_mode {
 	int		 nodes;		/* wsrep_cluster_size */
 	char		 state[32];	/* wsrep_local_state_comment: Synced */
 	char		 group[128];	/* the mysql_group that answered */
+	/* How the connection reaches the server: over TCP (not a unix
+	 * socket), its TLS cipher ("" without TLS), and whether the client
+	 * verifies the server's certificate (ssl-verify-server-cert). */
+	int		 tcp;
+	char		 cipher[64];
+	int		 verified;
 };
 enum idem_err store_admin_mode(struct store *st, struct admin_mode *m);
 
