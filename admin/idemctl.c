@@ -6,6 +6,7 @@
 #include "idemctl_common.h"
 #include "idemctl_db.h"
 #include "idemctl_key.h"
+#include "idemctl_rekey.h"
 #include "idemctl_run.h"
 #include "idemctl_stats.h"
 #include "log.h"
@@ -32,6 +33,8 @@ static const struct {
 	  "fleet counters per route (table, tsv, json)" },
 	{ "metrics", ctl_metrics, ctl_metrics_usage,
 	  "Prometheus text for node_exporter's textfile collector" },
+	{ "rekey", ctl_rekey, ctl_rekey_usage,
+	  "re-seal stored answers under the current key (cron)" },
 	{ "run", ctl_run, ctl_run_usage,
 	  "run a job or queue consumer once per --key" },
 };
@@ -72,7 +75,7 @@ usage(FILE *f)
 	    "  3 database unreachable or    8 key in progress (forget "
 	    "without --force)\n"
 	    "    a query failed             9 privileges missing (check)\n"
-	    "  4 another cleanup is running\n"
+	    "  4 another cleanup (rekey) is running\n"
 	    "  run: COMMAND's status or the recorded one; 65 key used with "
 	    "other\n"
 	    "  input, 69 store unreachable, 75 still running elsewhere\n", f);
@@ -115,7 +118,7 @@ main(int argc, char **argv)
 		return rc == CTL_HELP ? CTL_OK : rc;
 	if (argi >= argc)
 		return ctl_usage_err(NULL, "missing command (cleanup, migrate, "
-		    "check, show, forget, stats, metrics, run)");
+		    "check, show, forget, stats, metrics, rekey, run)");
 	for (i = 0; i < NCMDS; i++)
 		if (strcmp(argv[argi], cmds[i].name) == 0)
 			break;

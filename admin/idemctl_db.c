@@ -338,6 +338,34 @@ check_packet(struct ctl *c)
 		    "%zu", (unsigned long long)packet, worst->max_response);
 }
 
+/* Over TCP, whether the store's traffic (answers, keys) is protected:
+ * TLS, with the server's certificate verified.  A unix socket stays on
+ * the host: nothing to say. */
+static void
+check_transport(const struct ctl *c, const struct admin_mode *m)
+{
+	const char	*file = c->cfg->mysql_defaults_file ?
+	    c->cfg->mysql_defaults_file : "the option file";
+
+	if (!m->tcp)
+		return;
+	/* The client library reads a bare ssl-verify-server-cert as off:
+	 * the line to write says = 1. */
+	if (m->cipher[0] == '\0')
+		finding("warn", "store reached over TCP without TLS: answers "
+		    "and keys cross the network in clear; set ssl-ca = FILE "
+		    "and ssl-verify-server-cert = 1 in group [%s] of %s",
+		    m->group, file);
+	else if (!m->verified)
+		finding("warn", "store reached over TLS (%s) without "
+		    "verifying the server's name: set ssl-ca = FILE and "
+		    "ssl-verify-server-cert = 1 in group [%s] of %s",
+		    m->cipher, m->group, file);
+	else
+		finding(" ok ", "store reached over TLS (%s), server "
+		    "certificate verified", m->cipher);
+}
+
 /* Which protocol: one server with named locks, or a Galera node. */
 static void
 check_mode(struct ctl *c)
@@ -358,6 +386,7 @@ check_mode(struct ctl *c)
 		finding("warn", "galera, %d node%s, this node %s (not "
 		    "synced), group [%s]", m.nodes, m.nodes == 1 ? "" : "s",
 		    m.state, m.group);
+	check_transport(c, &m);
 }
 
 /* Whether stored answers are sealed (SPEC section 11). */
@@ -374,6 +403,47 @@ check_secrets(struct ctl *c)
 	else if (k != NULL)
 		finding(" ok ", "answers sealed, current key %s (%zu key%s)",
 		    k->id, c->cfg->nsecrets, c->cfg->nsecrets == 1 ? "" : "s");
+}
+
+/* With a key file: how many rows each key id seals, so an operator knows
+ * when an older line may go (after idemctl rekey). */
+static void
+check_kids(struct ctl *c)
+{
+	struct kid_count	 kc[64];
+	const struct cfg_secret	*cur = cfg_secret(c->cfg, NULL);
+	size_t			 n = 0, i, j;
+
+	if (c->cfg->secret_key_file == NULL || cur == NULL ||
+	    store_admin_kid_counts(c->st, kc, sizeof(kc) / sizeof(kc[0]),
+	    &n) != IDEM_OK)
+		return;
+	for (i = 0; i < n; i++) {
+		if (kc[i].kid[0] == '\0')
+			finding(" ok ", "%llu rows stored in clear (from "
+			    "before the key; they expire)",
+			    (unsigned long long)kc[i].rows);
+		else if (strcmp(kc[i].kid, cur->id) == 0)
+			finding(" ok ", "key %s: %llu rows (current)",
+			    kc[i].kid, (unsigned long long)kc[i].rows);
+		else if (cfg_secret(c->cfg, kc[i].kid) != NULL)
+			finding("warn", "key %s: %llu rows (older key: run "
+			    "'idemctl rekey', then its line can go)",
+			    kc[i].kid, (unsigned long long)kc[i].rows);
+		else
+			finding("warn", "key %s: %llu rows, not in the key "
+			    "file: unreadable until they expire", kc[i].kid,
+			    (unsigned long long)kc[i].rows);
+	}
+	for (j = 0; j < c->cfg->nsecrets; j++) {
+		for (i = 0; i < n; i++)
+			if (strcmp(kc[i].kid, c->cfg->secrets[j].id) == 0)
+				break;
+		if (i == n)
+			finding(" ok ", "key %s: no rows%s",
+			    c->cfg->secrets[j].id, &c->cfg->secrets[j] == cur ?
+			    " (current)" : " (its line can be deleted)");
+	}
 }
 
 /* The schema's version against this build's; CTL_OK, or the code. */
@@ -473,5 +543,6 @@ ctl_check(struct ctl *c, int argc, char **argv)
 
 	check_packet(c);
 	check_cleanups(c);
+	check_kids(c);
 	return result;
 }

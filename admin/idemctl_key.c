@@ -21,13 +21,16 @@ const char ctl_show_usage[] =
 "Shows one key: state (in-progress, completed, tombstone, expired), route,\n"
 "method, fingerprint, times (UTC), owner, waiters, response status and size.\n"
 "KEY is given as in the Idempotency-Key header (a token or a quoted string).\n"
-"Control characters in keys and routes are printed escaped.\n"
+"Control characters in keys and routes are printed escaped.  A sealed\n"
+"answer is opened with secret_key_file when it holds the answer's key id;\n"
+"otherwise show says \"encrypted, key ID\" and --body exits 2.\n"
 "\n"
 SCOPE_HELP
 "  -b, --body         write only the stored response body, raw, to stdout\n"
 "  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
 "\n"
-"Exit: 0 ok, 1 usage, 2 config, 3 database, 7 no such key.\n";
+"Exit: 0 ok, 1 usage, 2 config (or --body of an answer the key file\n"
+"      cannot open), 3 database, 7 no such key.\n";
 
 const char ctl_forget_usage[] =
 "usage: idemctl [-c FILE] forget KEY [--scope S] [--force]\n"
@@ -188,9 +191,11 @@ show_key(const struct key_args *a, const struct admin_key *k)
 	printf("owner        ");
 	ctl_put_escaped(stdout, k->owner, strlen(k->owner));
 	printf("\nwaiters      %llu\n", (unsigned long long)k->waiters);
-	if (k->has_resp && k->seal_kid[0] != '\0')
-		printf("response     encrypted, key %s, %llu bytes\n",
-		    k->seal_kid, (unsigned long long)k->resp_size);
+	if (k->has_resp && k->seal_kid[0] != '\0' && !k->opened)
+		printf("response     encrypted, key %s, %llu bytes%s\n",
+		    k->seal_kid, (unsigned long long)k->resp_size,
+		    k->open_er == IDEM_ESEAL ? " (does not open: "
+		    "authentication tag failed)" : "");
 	else if (k->has_resp)
 		printf("response     status %d, %llu bytes\n", k->resp_status,
 		    (unsigned long long)k->resp_size);
@@ -225,7 +230,13 @@ ctl_show(struct ctl *c, int argc, char **argv)
 		goto out;
 	}
 	if (a.flag) {
-		if (!k.has_resp || k.raw_state != 1)
+		if (k.has_resp && k.seal_kid[0] != '\0' && !k.opened) {
+			ctl_err("the stored answer is encrypted, key %s, %s",
+			    k.seal_kid, k.open_er == IDEM_ESEAL ?
+			    "and does not open (authentication tag failed)" :
+			    "which secret_key_file does not hold");
+			rc = CTL_ECONFIG;
+		} else if (!k.has_resp || k.raw_state != 1)
 			ctl_err("key has no stored response body (%s)",
 			    admin_key_state_name(k.state));
 		else if (body.len > 0 &&

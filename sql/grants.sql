@@ -21,8 +21,9 @@
 --
 --   idem_migrate  (sql/grants-migrate.sql) idemctl migrate
 --   idem_gateway  idemgate: claims, completes, releases keys; adds counters
---   idem_cleanup  idemctl cleanup / forget (cron): deletes expired keys,
---                 releases stale ones, prunes counters, records its runs
+--   idem_cleanup  idemctl cleanup / forget / rekey (cron): deletes expired
+--                 keys, releases stale ones, prunes counters, re-seals
+--                 answers under the current key, records its runs
 --   idem_console  idemtop, idemctl show / stats / metrics: read only
 --
 -- Named locks (GET_LOCK / RELEASE_LOCK), which idemgate waits on and
@@ -45,6 +46,7 @@ GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, DELETE ON `idemgate`.`idem_quota` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters_total` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_locks` TO 'idem_cleanup'@'localhost';
+GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_rekey_runs` TO 'idem_cleanup'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_console'@'localhost' IDENTIFIED BY 'CHANGE-ME-console';
 GRANT SELECT ON `idemgate`.`idem_keys` TO 'idem_console'@'localhost';

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "rcache.h"
+#include "seal.h"
 #include "store_admin.h"
 #include "store_int.h"
 
@@ -151,14 +152,18 @@ one_row(struct store *st, const char *sql, MYSQL_BIND *res, int *found)
 	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
 }
 
-/* The stored body of row id into body (bounded by body->max). */
+/* The stored resp_body of row id into body (bounded by body->max) and,
+ * when nonce is not NULL, its seal_nonce into nonce (OUT: *noncelen,
+ * 0 for NULL). */
 static enum idem_err
-key_body(struct store *st, uint64_t id, struct buf *body)
+key_body(struct store *st, uint64_t id, struct buf *body,
+    unsigned char nonce[SEAL_NONCE_LEN], unsigned long *noncelen)
 {
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[1], b[1];
-	unsigned long	 blen = 0;
-	my_bool		 bnull = 0;
+	MYSQL_BIND	 in[1], b[2];
+	unsigned char	 nb[SEAL_NONCE_LEN];
+	unsigned long	 blen = 0, nlen = 0;
+	my_bool		 bnull = 0, nnull = 0;
 	enum idem_err	 er;
 
 	/* The length first, then the bytes into a buffer sized for them. */
@@ -166,9 +171,14 @@ key_body(struct store *st, uint64_t id, struct buf *body)
 	b[0].buffer_type = MYSQL_TYPE_BLOB;
 	b[0].length = &blen;
 	b[0].is_null = &bnull;
+	b[1].buffer_type = MYSQL_TYPE_BLOB;
+	b[1].buffer = nb;
+	b[1].buffer_length = sizeof(nb);
+	b[1].length = &nlen;
+	b[1].is_null = &nnull;
 	store_bind_u64(&in[0], &id);
-	er = first_row(st, "SELECT resp_body FROM idem_keys WHERE id = ?", in,
-	    b, &s);
+	er = first_row(st, "SELECT resp_body, seal_nonce FROM idem_keys"
+	    " WHERE id = ?", in, b, &s);
 	if (er == IDEM_ENOTFOUND)
 		return store_fail(st, er, "no such key");
 	if (er != IDEM_OK)
@@ -176,6 +186,57 @@ key_body(struct store *st, uint64_t id, struct buf *body)
 	if (!bnull && blen > 0)
 		er = store_row_blob(st, s, &b[0], 0, blen, body);
 	store_stmt_close(s);
+	if (er == IDEM_OK && nonce != NULL) {
+		*noncelen = nnull || nlen != sizeof(nb) ? 0 : nlen;
+		memcpy(nonce, nb, sizeof(nb));
+	}
+	return er;
+}
+
+/*
+ * Opens the sealed answer of k, the row of (scope, key), when the key file
+ * holds its key id: k->resp_status then says its status, k->opened is set
+ * and body (when not NULL) gets its body.  k->open_er says why not
+ * otherwise (IDEM_ENOTFOUND: no such key id; IDEM_ESEAL: the tag failed).
+ */
+static enum idem_err
+key_open(struct store *st, const unsigned char scope[FP_LEN],
+    const char *key, size_t keylen, struct admin_key *k, struct buf *body)
+{
+	const struct cfg_secret	*sk;
+	struct seal_ad		 ad;
+	struct buf		 ct;
+	struct answer		 a;
+	unsigned char		 nonce[SEAL_NONCE_LEN];
+	unsigned long		 nlen = 0;
+	enum idem_err		 er;
+
+	if ((sk = cfg_secret(st->cfg, k->seal_kid)) == NULL) {
+		k->open_er = IDEM_ENOTFOUND;
+		return IDEM_OK;
+	}
+	buf_init(&ct, ADMIN_SEALED_MAX);
+	answer_init(&a, ADMIN_SEALED_MAX, body != NULL ? body->max :
+	    ADMIN_SEALED_MAX);
+	if ((er = key_body(st, k->id, &ct, nonce, &nlen)) != IDEM_OK)
+		goto out;
+	seal_ad_set(&ad, scope, key, keylen, k->route);
+	k->open_er = nlen != SEAL_NONCE_LEN ? IDEM_ESEAL :
+	    seal_open(sk->key, &ad, nonce, ct.p, ct.len, &a);
+	if (k->open_er == IDEM_ENOMEM || k->open_er == IDEM_ETOOBIG) {
+		er = store_fail(st, k->open_er, "cannot open the answer: %s",
+		    idem_strerror(k->open_er));
+		goto out;
+	}
+	if (k->open_er != IDEM_OK)
+		goto out;
+	k->opened = 1;
+	k->resp_status = a.status;
+	if (body != NULL && a.body.len > 0)
+		er = buf_add(body, a.body.p, a.body.len);
+out:
+	answer_free(&a);
+	buf_free(&ct);
 	return er;
 }
 
@@ -199,7 +260,11 @@ store_admin_key_get(struct store *st, const unsigned char scope[FP_LEN],
 		return er;
 	store_stmt_close(s);
 	key_decode(&r);
-	if (body != NULL && (er = key_body(st, r.k.id, body)) != IDEM_OK)
+	if (r.k.seal_kid[0] != '\0' && r.k.has_resp)
+		er = key_open(st, scope, key, keylen, &r.k, body);
+	else if (body != NULL)
+		er = key_body(st, r.k.id, body, NULL, NULL);
+	if (er != IDEM_OK)
 		return er;
 	*out = r.k;
 	return IDEM_OK;
@@ -491,6 +556,10 @@ static const struct {
 	PROBE_INSERT("idem_counters_total", "route", "''"),
 	PROBE_UPDATE("idem_counters_total", "requests"),
 	PROBE_ALL("idem_locks", "name", "''", "until"),
+	/* idemctl rekey's run records. */
+	PROBE_SELECT("idem_rekey_runs", "id"),
+	PROBE_INSERT("idem_rekey_runs", "id", "0"),
+	PROBE_UPDATE("idem_rekey_runs", "reason"),
 };
 
 enum idem_err
@@ -511,6 +580,22 @@ store_admin_max_packet(struct store *st, uint64_t *bytes)
 	return IDEM_OK;
 }
 
+/* The transport fields of m, from the client library's view of st's
+ * connection. */
+static void
+mode_transport(struct store *st, struct admin_mode *m)
+{
+	const char	*host = mysql_get_host_info(st->my);
+	const char	*cipher = mysql_get_ssl_cipher(st->my);
+	my_bool		 verify = 0;
+
+	m->tcp = host != NULL && strstr(host, "TCP/IP") != NULL;
+	snprintf(m->cipher, sizeof(m->cipher), "%s", cipher ? cipher : "");
+	if (mysql_get_optionv(st->my, MYSQL_OPT_SSL_VERIFY_SERVER_CERT,
+	    &verify) == 0)
+		m->verified = verify != 0;
+}
+
 enum idem_err
 store_admin_mode(struct store *st, struct admin_mode *m)
 {
@@ -525,6 +610,7 @@ store_admin_mode(struct store *st, struct admin_mode *m)
 	if (store_need_conn(st) != IDEM_OK)
 		return IDEM_ESTORE;
 	snprintf(m->group, sizeof(m->group), "%s", st->group);
+	mode_transport(st, m);
 	if (!(m->galera = st->galera))
 		return IDEM_OK;
 	store_out_text(&res[0], size, sizeof(size), &len[0], &nul[0]);

@@ -72,6 +72,54 @@ struct cleanup_result {
 enum idem_err store_admin_cleanup(struct store *st,
     const struct cleanup_opts *o, struct cleanup_result *out);
 
+#define REKEY_LOCK_NAME	"idemgate-rekey"
+
+struct rekey_opts {
+	int		 batch;			/* rows per batch, >= 1 */
+	int64_t		 max_ms;		/* 0 = no time limit */
+	const char	*host;			/* for idem_rekey_runs */
+};
+
+struct rekey_result {
+	uint64_t	 run_id;		/* idem_rekey_runs.id, or 0 */
+	uint64_t	 rekeyed;		/* re-sealed under to_kid */
+	uint64_t	 changed;		/* claimed or rewritten meanwhile */
+	uint64_t	 unreadable;		/* key id not in the file, or
+						 * the tag failed: left as is */
+	unsigned	 batches;
+	int64_t		 elapsed_ms;
+	char		 to_kid[CFG_SECRET_ID_MAX + 1];
+	char		 outcome[16];		/* ok partial failed */
+	char		 reason[256];
+};
+
+/*
+ * One rekey run: every row sealed under another key id than the current
+ * one (the last line of secret_key_file) is opened and sealed again under
+ * the current key with a fresh nonce.  Takes REKEY_LOCK_NAME as cleanup
+ * takes its lock (IDEM_EBUSY, nothing recorded, if another run holds it),
+ * records the run in idem_rekey_runs, and walks the rows by id in batches
+ * of o->batch.  Each row is written with an UPDATE guarded by the key id
+ * and nonce it was read with, so a row a gateway claimed or completed
+ * meanwhile is left alone (counted as changed).  A row whose key id the
+ * file lacks, or whose tag fails, is left as it is (unreadable).  When
+ * max_ms passes the run stops between batches: IDEM_ETIMEOUT, outcome
+ * 'partial'.  IDEM_EINVAL when no key is set.  OUT: out, as far as the
+ * run went, also on failure.
+ */
+enum idem_err store_admin_rekey(struct store *st, const struct rekey_opts *o,
+    struct rekey_result *out);
+
+/* How many idem_keys rows one key id seals ("" for rows in clear). */
+struct kid_count {
+	char		 kid[CFG_SECRET_ID_MAX + 1];
+	uint64_t	 rows;
+};
+
+/* The rows per key id, by id, at most max of them.  OUT: out[0..*n). */
+enum idem_err store_admin_kid_counts(struct store *st, struct kid_count *out,
+    size_t max, size_t *n);
+
 /* Key states as idemctl names them. */
 enum admin_key_state {
 	AKEY_IN_PROGRESS,
@@ -101,15 +149,24 @@ struct admin_key {
 	int			 has_resp;
 	int			 resp_status;
 	uint64_t		 resp_size;
-	/* The key id its answer is sealed under; "" in clear. */
+	/* The key id its answer is sealed under; "" in clear.  A sealed
+	 * answer whose key the file holds is opened (opened set,
+	 * resp_status its status); open_er says why not otherwise
+	 * (IDEM_ENOTFOUND: no such key id, IDEM_ESEAL: the tag failed). */
 	char			 seal_kid[CFG_SECRET_ID_MAX + 1];
+	int			 opened;
+	enum idem_err		 open_er;
 	double			 now;		/* the server's clock */
 };
+
+/* The most a sealed answer may take when idemctl opens it. */
+#define ADMIN_SEALED_MAX	((size_t)80 * 1024 * 1024)
 
 /*
  * Reads the row for (scope, key).  IDEM_ENOTFOUND if there is none.
  * With body != NULL the stored response body is appended to it (bounded by
- * body->max: IDEM_ETOOBIG past it).  OUT: out.
+ * body->max: IDEM_ETOOBIG past it); of a sealed answer, only once opened
+ * (out->opened).  OUT: out.
  */
 enum idem_err store_admin_key_get(struct store *st,
     const unsigned char scope[FP_LEN], const char *key, size_t keylen,
@@ -227,6 +284,12 @@ struct admin_mode {
 	int		 nodes;		/* wsrep_cluster_size */
 	char		 state[32];	/* wsrep_local_state_comment: Synced */
 	char		 group[128];	/* the mysql_group that answered */
+	/* How the connection reaches the server: over TCP (not a unix
+	 * socket), its TLS cipher ("" without TLS), and whether the client
+	 * verifies the server's certificate (ssl-verify-server-cert). */
+	int		 tcp;
+	char		 cipher[64];
+	int		 verified;
 };
 enum idem_err store_admin_mode(struct store *st, struct admin_mode *m);
 

@@ -1,4 +1,5 @@
-/* idemctl cleanup SQL: expired, stale keys in batches, totals, runs, quotas. */
+/* idemctl cleanup SQL: expired, stale keys in batches, totals, runs, quotas;
+ * the lock that keeps runs of a cron job apart. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,16 +99,13 @@ phase_count(struct store *st, int p, int64_t age_ms, uint64_t *n)
 	return er;
 }
 
-struct hold;
-static void hold_keep(struct hold *h);
-
 /* What every batch of one run needs: the store, the options, the lock
  * that keeps other runs out (NULL: none to renew) and the deadline
  * (CLOCK_MONOTONIC ms; 0: none). */
 struct sweep {
 	struct store			*st;
 	const struct cleanup_opts	*o;
-	struct hold			*h;
+	struct store_hold		*h;
 	int64_t				 deadline;
 };
 
@@ -161,7 +159,7 @@ batch_gate(const struct sweep *sw)
 
 	if (sw->deadline != 0 && clock_now_ms() >= sw->deadline)
 		return IDEM_ETIMEOUT;
-	hold_keep(sw->h);
+	store_hold_keep(sw->h);
 	if (o->pause == NULL)
 		return IDEM_OK;
 	er = o->pause(o->pause_arg, sw->deadline, why, sizeof(why));
@@ -267,19 +265,6 @@ counters_fold(struct store *st, int64_t age_ms, uint64_t *n)
 }
 
 
-/*
- * What keeps two cleanup runs apart: on one server the named lock
- * CLEANUP_LOCK_NAME on this connection; on Galera, where a named lock is
- * local to its node, the idem_locks row of that name (sql/005), held until
- * its 'until' and renewed as the run goes.
- */
-struct hold {
-	struct store	*st;
-	int		 row;		/* Galera: the lock row */
-	char		 owner[160];
-	int64_t		 renewed_ms;	/* clock_now_ms() of the last renewal */
-};
-
 /* A lock row outlives a run that died by at most this. */
 #define HOLD_TTL_S	120
 #define HOLD_RENEW_MS	10000
@@ -288,8 +273,8 @@ struct hold {
  * parameters (in that order); *v gets the one integer it returns, if
  * any.  IDEM_ESTORE on error (store_errno() says which). */
 static enum idem_err
-hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
-    int64_t *v)
+hold_sql(struct store_hold *h, const char *sql, const char *p1,
+    const char *p2, int64_t *v)
 {
 	MYSQL_STMT	*s;
 	MYSQL_BIND	 in[2], out[1];
@@ -316,14 +301,16 @@ hold_sql(struct hold *h, const char *sql, const char *p1, const char *p2,
 
 /* Takes the lock; IDEM_EBUSY if another run holds it, IDEM_ESTORE on
  * error. */
-static enum idem_err
-hold_take(struct hold *h, struct store *st, const char *host)
+enum idem_err
+store_hold_take(struct store_hold *h, struct store *st, const char *name,
+    const char *host)
 {
 	int64_t		 v;
 
+	h->name = name;
 	h->row = st->galera;
 	if (!h->row) {
-		if (hold_sql(h, "SELECT GET_LOCK(?, 0)", CLEANUP_LOCK_NAME,
+		if (hold_sql(h, "SELECT GET_LOCK(?, 0)", h->name,
 		    NULL, &v) != IDEM_OK)
 			return IDEM_ESTORE;
 		return v == 1 ? IDEM_OK : IDEM_EBUSY;
@@ -336,40 +323,40 @@ hold_take(struct hold *h, struct store *st, const char *host)
 	    " ON DUPLICATE KEY UPDATE"
 	    " owner = IF(until < NOW(6), VALUES(owner), owner),"
 	    " until = IF(owner = VALUES(owner), VALUES(until), until)",
-	    CLEANUP_LOCK_NAME, h->owner, NULL) != IDEM_OK)
+	    h->name, h->owner, NULL) != IDEM_OK)
 		/* Another node's take won at commit. */
 		return store_errno(st) == ER_LOCK_DEADLOCK ||
 		    store_errno(st) == ER_DUP_ENTRY ? IDEM_EBUSY : IDEM_ESTORE;
 	if (hold_sql(h, "SET STATEMENT wsrep_sync_wait = 1 FOR"
 	    " SELECT owner = ? FROM idem_locks WHERE name = ?", h->owner,
-	    CLEANUP_LOCK_NAME, &v) != IDEM_OK)
+	    h->name, &v) != IDEM_OK)
 		return IDEM_ESTORE;
 	h->renewed_ms = clock_now_ms();
 	return v == 1 ? IDEM_OK : IDEM_EBUSY;
 }
 
 /* Between batches: a lock row is renewed now and then. */
-static void
-hold_keep(struct hold *h)
+void
+store_hold_keep(struct store_hold *h)
 {
 	if (h == NULL || !h->row ||
 	    clock_now_ms() - h->renewed_ms < HOLD_RENEW_MS)
 		return;
 	if (hold_sql(h, "UPDATE idem_locks SET until = NOW(6) + INTERVAL "
 	    STR(HOLD_TTL_S) " SECOND WHERE name = ? AND owner = ?",
-	    CLEANUP_LOCK_NAME, h->owner, NULL) == IDEM_OK)
+	    h->name, h->owner, NULL) == IDEM_OK)
 		h->renewed_ms = clock_now_ms();
 }
 
-static void
-hold_drop(struct hold *h)
+void
+store_hold_drop(struct store_hold *h)
 {
 	if (!h->row)
-		(void)hold_sql(h, "DO RELEASE_LOCK(?)", CLEANUP_LOCK_NAME,
+		(void)hold_sql(h, "DO RELEASE_LOCK(?)", h->name,
 		    NULL, NULL);
 	else
 		(void)hold_sql(h, "DELETE FROM idem_locks WHERE name = ? AND"
-		    " owner = ?", CLEANUP_LOCK_NAME, h->owner, NULL);
+		    " owner = ?", h->name, h->owner, NULL);
 }
 
 static enum idem_err
@@ -479,7 +466,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 {
 	enum idem_err	 er, fer;
 	int64_t		 start = clock_now_ms();
-	struct hold	 h;
+	struct store_hold h;
 	struct sweep	 sw;
 	int		 p, tries = 0;
 	char		 saved[sizeof(st->err)];
@@ -493,7 +480,7 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 		    "batch size must be at least 1");
 	memset(&h, 0, sizeof(h));
 	h.st = st;
-	if ((er = hold_take(&h, st, o->host)) == IDEM_EBUSY)
+	if ((er = store_hold_take(&h, st, CLEANUP_LOCK_NAME, o->host)) == IDEM_EBUSY)
 		return store_fail(st, IDEM_EBUSY,
 		    "cleanup already running on another connection");
 	if (er != IDEM_OK)
@@ -521,6 +508,6 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	else
 		memcpy(st->err, saved, sizeof(saved));
 unlock:
-	hold_drop(&h);
+	store_hold_drop(&h);
 	return er;
 }

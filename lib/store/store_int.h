@@ -218,6 +218,28 @@ void store_out_text(MYSQL_BIND *b, char *p, size_t cap, unsigned long *len,
 void store_out_text_end(char *p, size_t cap, unsigned long len,
     my_bool isnull);
 
+/*
+ * What keeps two runs of one cron job (cleanup, rekey) apart: on one
+ * server the named lock of that name on this connection; on Galera, where
+ * a named lock is local to its node, the idem_locks row of that name
+ * (sql/005), held until its 'until' and renewed as the run goes.
+ */
+struct store_hold {
+	struct store	*st;
+	const char	*name;		/* borrowed */
+	int		 row;		/* Galera: the lock row */
+	char		 owner[160];
+	int64_t		 renewed_ms;	/* clock_now_ms() of the last renewal */
+};
+
+/* Takes the lock name (h zeroed, h->st set before); IDEM_EBUSY if another
+ * run holds it, IDEM_ESTORE on error.  host goes into a lock row's owner. */
+enum idem_err store_hold_take(struct store_hold *h, struct store *st,
+    const char *name, const char *host);
+/* Between batches: a lock row is renewed now and then.  NULL: no-op. */
+void store_hold_keep(struct store_hold *h);
+void store_hold_drop(struct store_hold *h);
+
 /* The one forget rule's condition (store_admin.c): a row in progress and
  * not expired goes only with force, its one placeholder (0 or 1). */
 #define FORGET_UNLESS_LIVE \

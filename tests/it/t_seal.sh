@@ -6,6 +6,7 @@
 PAY=$(cgi_install pay)
 K1=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
 K1BAD=ff112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+CARD=4000056655665556	# a test card number: 4242 alone turns up in times and ids
 K2=2222222222222222222222222222222222222222222222222222222222222222
 ROUTES="[route /payments]
 handler = cgi:$PAY"
@@ -64,7 +65,7 @@ expect_eq "clear row after the key: replayed" true "$(hdr c2 Idempotent-Replayed
 expect_file_eq "clear row after the key: body" "$T/c1.b" "$T/c2.b"
 KA=$(new_key)
 KB=$(new_key)
-http a1 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"4242"}'
+http a1 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
 expect_eq "sealed: created" 201 "$HS"
 PID=$(hdr a1 X-Payment-Id)
 expect_match "sealed: the answer has an id" '^[0-9]+-[0-9]+$' "$PID"
@@ -79,14 +80,14 @@ expect_match "dump taken" "CREATE TABLE .idem_keys." "$(cat "$T/dump.sql")"
 for f in rows.txt dump.sql; do
 	check "$f: no payment id in clear" sh -c "! grep -aq -- '$PID' '$T/$f'"
 	check "$f: no body marker in clear" sh -c "! grep -aq SEALMARK7 '$T/$f'"
-	check "$f: no card digits in clear" sh -c "! grep -aq 4242 '$T/$f'"
+	check "$f: no card digits in clear" sh -c "! grep -aq $CARD '$T/$f'"
 	check "$f: the clear row is still clear" grep -aq CLEARMARK "$T/$f"
 done
 
 # Another gateway process with the same key file: byte-for-byte.
 gw_stop gw
 gw_start gw "$T/seal.conf" || { done_testing; exit 1; }
-http a2 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"4242"}'
+http a2 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
 expect_eq "replay, new process: Idempotent-Replayed" true "$(hdr a2 Idempotent-Replayed)"
 expect_eq "replay, new process: status line" "$(head -1 "$T/a1.h" | tr -d '\r')" "$(head -1 "$T/a2.h" | tr -d '\r')"
 expect_file_eq "replay, new process: body byte-for-byte" "$T/a1.b" "$T/a2.b"
@@ -113,7 +114,7 @@ keys "$T/k2.keys" 0600 "k2 $K2"
 conf "$T/k2.conf" "$T/k2.keys"
 for c in bad k2; do
 	gw_start gw "$T/$c.conf" || break
-	http w$c POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"4242"}'
+	http w$c POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
 	is_problem "$c key file" w$c 500 store-key-missing
 	check "$c key file: no answer leaked" sh -c "! grep -q -- '$PID' '$T/w$c.b'"
 	expect_eq "$c key file: nothing ran again" 3 "$(runs pay)"
@@ -126,7 +127,18 @@ expect_match "a missing key id is named in the log" "sealed under key id 'k1', w
 expect_match "check: sealed, current key" '^\[ ok \] answers sealed, current key k1' "$(cat "$T/check.out")"
 "$IDEMCTL" -c "$T/clear.conf" check >"$T/check0.out" 2>&1
 expect_match "check: clear noted" '^\[warn\] answers stored in clear' "$(cat "$T/check0.out")"
+# show opens what the key file can open, as for a clear row.
 out=$("$IDEMCTL" -c "$T/seal.conf" show "$KA" 2>&1)
-expect_match "show: encrypted, key k1" "response +encrypted, key k1" "$out"
-check "show: no payment id" sh -c "! printf '%s' \"\$1\" | grep -q -- '$PID'" _ "$out"
+expect_match "show with the key: status and size" "response +status 201, $(stat -c %s "$T/a1.b") bytes" "$out"
+"$IDEMCTL" -c "$T/seal.conf" show "$KA" --body >"$T/show.b" 2>"$T/show.err"
+expect_eq "show --body with the key: exit 0" "0 " "$? $(cat "$T/show.err")"
+expect_file_eq "show --body with the key: the body" "$T/a1.b" "$T/show.b"
+out=$("$IDEMCTL" -c "$T/seal.conf" show "$KB" 2>&1)
+expect_match "show, moved ciphertext: does not open" "response +encrypted, key k1, [0-9]+ bytes \(does not open" "$out"
+out=$("$IDEMCTL" -c "$T/k2.conf" show "$KA" 2>&1)
+expect_match "show without k1: encrypted, key k1" "response +encrypted, key k1" "$out"
+check "show without k1: no payment id" sh -c "! printf '%s' \"\$1\" | grep -q -- '$PID'" _ "$out"
+"$IDEMCTL" -c "$T/k2.conf" show "$KA" --body >"$T/show2.b" 2>"$T/show2.err"
+expect_eq "show --body without k1: exit 2, nothing out" "2 0" "$? $(stat -c %s "$T/show2.b")"
+expect_match "show --body without k1: says why" "encrypted, key k1, which secret_key_file does not hold" "$(cat "$T/show2.err")"
 done_testing

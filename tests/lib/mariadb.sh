@@ -18,11 +18,14 @@ MDB_SOCK=
 MDB_PID=
 
 mariadb_start() {
-	# MDB_PORT: also listen on 127.0.0.1:MDB_PORT (partition tests)
+	# MDB_PORT: also listen on 127.0.0.1:MDB_PORT (partition tests);
+	# MDB_OPTS: more server options, split on blanks (--ssl-cert=...)
 	local net=--skip-networking
 	[ -n "${MDB_PORT:-}" ] && net="--port=$MDB_PORT --bind-address=127.0.0.1"
+	# shellcheck disable=SC2086
 	mariadbd --no-defaults --user="$(id -un)" --datadir="$MDB_DIR/data" \
-		--socket="$MDB_SOCK" $net --pid-file="$MDB_DIR/mariadb.pid" \
+		--socket="$MDB_SOCK" $net ${MDB_OPTS:-} \
+		--pid-file="$MDB_DIR/mariadb.pid" \
 		--tmpdir="$MDB_DIR/tmp" \
 		--log-error="$MDB_DIR/error.log" --innodb-buffer-pool-size="${MDB_BUFFER_POOL:-256M}" \
 		--innodb-log-file-size=256M --innodb-flush-log-at-trx-commit="${MDB_FLUSH:-2}" \

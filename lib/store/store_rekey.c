@@ -1,0 +1,357 @@
+/* idemctl rekey SQL: stored answers re-sealed under the current key. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysql.h>
+
+#include "clock.h"
+#include "seal.h"
+#include "store_admin.h"
+#include "store_int.h"
+
+/* One sealed row as rekey reads it. */
+struct rekey_row {
+	uint64_t	 id;
+	unsigned char	 scope[FP_LEN];
+	char		 key[FP_KEY_MAX + 1];
+	char		 route[256];
+	char		 kid[CFG_SECRET_ID_MAX + 1];
+	unsigned char	 nonce[SEAL_NONCE_LEN];
+	unsigned long	 slen, klen, rlen, kidlen, nlen, blen;
+	my_bool		 knull, rnull, kidnull, nnull, bnull;
+	struct buf	 ct;
+};
+
+static void
+rekey_bind(MYSQL_BIND *res, struct rekey_row *r)
+{
+	memset(res, 0, 6 * sizeof(*res));
+	res[0].buffer_type = MYSQL_TYPE_BLOB;
+	res[0].buffer = r->scope;
+	res[0].buffer_length = sizeof(r->scope);
+	res[0].length = &r->slen;
+	store_out_text(&res[1], r->key, sizeof(r->key), &r->klen, &r->knull);
+	res[1].buffer_type = MYSQL_TYPE_BLOB;
+	store_out_text(&res[2], r->route, sizeof(r->route), &r->rlen,
+	    &r->rnull);
+	store_out_text(&res[3], r->kid, sizeof(r->kid), &r->kidlen,
+	    &r->kidnull);
+	res[4].buffer_type = MYSQL_TYPE_BLOB;
+	res[4].buffer = r->nonce;
+	res[4].buffer_length = sizeof(r->nonce);
+	res[4].length = &r->nlen;
+	res[4].is_null = &r->nnull;
+	res[5].buffer_type = MYSQL_TYPE_BLOB;
+	res[5].length = &r->blen;
+	res[5].is_null = &r->bnull;
+}
+
+/*
+ * Reads row r->id, if it is still sealed, into r (its ciphertext into
+ * r->ct).  IDEM_ENOTFOUND when it is gone or no longer sealed.
+ */
+static enum idem_err
+rekey_read(struct store *st, struct rekey_row *r)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[1], res[6];
+	enum idem_err	 er;
+
+	if ((s = store_prepare(st, "SELECT scope, idem_key, route, seal_kid,"
+	    " seal_nonce, resp_body FROM idem_keys WHERE id = ? AND"
+	    " seal_kid IS NOT NULL")) == NULL)
+		return IDEM_ESTORE;
+	store_bind_u64(&in[0], &r->id);
+	rekey_bind(res, r);
+	if ((er = store_run(st, s, in, res)) == IDEM_OK)
+		er = store_fetch(st, s);
+	if (er == IDEM_OK && !r->bnull && r->blen > 0)
+		er = store_row_blob(st, s, &res[5], 5, r->blen, &r->ct);
+	store_stmt_close(s);
+	if (er != IDEM_OK)
+		return er;
+	store_out_text_end(r->key, sizeof(r->key), r->klen, r->knull);
+	store_out_text_end(r->route, sizeof(r->route), r->rlen, r->rnull);
+	store_out_text_end(r->kid, sizeof(r->kid), r->kidlen, r->kidnull);
+	if (r->slen != FP_LEN || r->nnull || r->nlen != SEAL_NONCE_LEN)
+		r->kid[0] = '\0';	/* not a row we sealed: leave it */
+	return IDEM_OK;
+}
+
+/*
+ * Writes ct (len bytes, sealed under cur with nonce) over row r, guarded
+ * by the kid and nonce it was read with: a row a gateway claimed or
+ * rewrote meanwhile is left alone.  OUT: *n rows changed (0 or 1).
+ */
+static enum idem_err
+rekey_write(struct store *st, const struct rekey_row *r, const char *cur,
+    const unsigned char *nonce, const unsigned char *ct, size_t len,
+    uint64_t *n)
+{
+	MYSQL_BIND	 in[6];
+
+	store_bind_blob(&in[0], ct, len);
+	store_bind_str(&in[1], cur);
+	store_bind_blob(&in[2], nonce, SEAL_NONCE_LEN);
+	store_bind_u64(&in[3], &r->id);
+	store_bind_str(&in[4], r->kid);
+	store_bind_blob(&in[5], r->nonce, SEAL_NONCE_LEN);
+	return store_simple(st, "UPDATE idem_keys SET resp_body = ?,"
+	    " seal_kid = ?, seal_nonce = ? WHERE id = ? AND seal_kid = ?"
+	    " AND seal_nonce = ?", in, n);
+}
+
+/* Re-seals row id under the current key cur, counting what became of it
+ * in out. */
+static enum idem_err
+rekey_one(struct store *st, uint64_t id, const struct cfg_secret *cur,
+    struct rekey_result *out)
+{
+	struct rekey_row	 r;
+	const struct cfg_secret	*old;
+	struct seal_ad		 ad;
+	struct answer		 a;
+	unsigned char		 nonce[SEAL_NONCE_LEN], *ct = NULL;
+	size_t			 len;
+	uint64_t		 n = 0;
+	enum idem_err		 er;
+
+	memset(&r, 0, sizeof(r));
+	r.id = id;
+	buf_init(&r.ct, ADMIN_SEALED_MAX);
+	answer_init(&a, ADMIN_SEALED_MAX, ADMIN_SEALED_MAX);
+	if ((er = rekey_read(st, &r)) == IDEM_ENOTFOUND ||
+	    (er == IDEM_OK && strcmp(r.kid, cur->id) == 0)) {
+		out->changed++;
+		er = IDEM_OK;
+		goto out;
+	}
+	if (er != IDEM_OK)
+		goto out;
+	seal_ad_set(&ad, r.scope, r.key, r.klen < sizeof(r.key) ? r.klen :
+	    sizeof(r.key) - 1, r.route);
+	if (r.kid[0] == '\0' || (old = cfg_secret(st->cfg, r.kid)) == NULL ||
+	    seal_open(old->key, &ad, r.nonce, r.ct.p, r.ct.len, &a) !=
+	    IDEM_OK) {
+		out->unreadable++;
+		goto out;
+	}
+	if ((er = seal_answer(cur->key, &ad, &a, nonce, &ct, &len)) !=
+	    IDEM_OK) {
+		er = store_fail(st, er, "cannot seal the answer: %s",
+		    idem_strerror(er));
+		goto out;
+	}
+	if ((er = rekey_write(st, &r, cur->id, nonce, ct, len, &n)) ==
+	    IDEM_OK) {
+		if (n == 1)
+			out->rekeyed++;
+		else
+			out->changed++;
+	}
+out:
+	free(ct);
+	answer_free(&a);
+	buf_free(&r.ct);
+	return er;
+}
+
+/*
+ * Up to limit ids of rows sealed under another key than cur, past *last,
+ * into ids.  OUT: *n, *last the highest id read.
+ */
+static enum idem_err
+rekey_ids(struct store *st, const char *cur, int64_t limit, uint64_t *last,
+    uint64_t *ids, size_t *n)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[3], res[1];
+	uint64_t	 id = 0;
+	enum idem_err	 er;
+
+	*n = 0;
+	if ((s = store_prepare(st, "SELECT id FROM idem_keys WHERE id > ? AND"
+	    " seal_kid IS NOT NULL AND seal_kid <> ? ORDER BY id LIMIT ?"))
+	    == NULL)
+		return IDEM_ESTORE;
+	store_bind_u64(&in[0], last);
+	store_bind_str(&in[1], cur);
+	store_bind_i64(&in[2], &limit);
+	store_out_u64(&res[0], &id, NULL);
+	er = store_run(st, s, in, res);
+	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK &&
+	    *n < (size_t)limit) {
+		ids[(*n)++] = id;
+		*last = id;
+	}
+	store_stmt_close(s);
+	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+}
+
+/* The batches of one run, until one comes back short or the deadline
+ * (clock_now_ms(); 0: none) passes (IDEM_ETIMEOUT). */
+static enum idem_err
+rekey_batches(struct store *st, const struct rekey_opts *o,
+    struct store_hold *h, const struct cfg_secret *cur, int64_t deadline,
+    struct rekey_result *out)
+{
+	uint64_t	*ids, last = 0;
+	size_t		 n, i;
+	enum idem_err	 er;
+
+	if ((ids = calloc((size_t)o->batch, sizeof(*ids))) == NULL)
+		return store_fail(st, IDEM_ENOMEM, "out of memory");
+	for (;;) {
+		if (deadline != 0 && clock_now_ms() >= deadline) {
+			er = IDEM_ETIMEOUT;
+			break;
+		}
+		store_hold_keep(h);
+		er = rekey_ids(st, cur->id, o->batch, &last, ids, &n);
+		for (i = 0; er == IDEM_OK && i < n; i++)
+			er = rekey_one(st, ids[i], cur, out);
+		if (er != IDEM_OK)
+			break;
+		if (n > 0)
+			out->batches++;
+		if (n < (size_t)o->batch)
+			break;
+	}
+	free(ids);
+	return er;
+}
+
+static enum idem_err
+rekey_start(struct store *st, const struct rekey_opts *o, const char *kid,
+    uint64_t *id)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[2];
+	enum idem_err	 er;
+
+	/* We hold the lock, so any run still 'running' died on its way. */
+	er = store_simple(st, "UPDATE idem_rekey_runs SET outcome = 'failed',"
+	    " reason = 'interrupted (process died or lost its connection)'"
+	    " WHERE outcome = 'running'", NULL, NULL);
+	if (er != IDEM_OK)
+		return er;
+	if ((s = store_prepare(st, "INSERT INTO idem_rekey_runs (host,"
+	    " started_at, to_kid) VALUES (?, NOW(6), ?)")) == NULL)
+		return IDEM_ESTORE;
+	store_bind_str(&in[0], o->host);
+	store_bind_str(&in[1], kid);
+	if ((er = store_run(st, s, in, NULL)) == IDEM_OK)
+		*id = mysql_stmt_insert_id(s);
+	store_stmt_close(s);
+	return er;
+}
+
+static enum idem_err
+rekey_finish(struct store *st, const struct rekey_result *r)
+{
+	MYSQL_BIND	 in[7];
+	uint64_t	 batches = r->batches;
+
+	store_bind_u64(&in[0], &r->rekeyed);
+	store_bind_u64(&in[1], &r->changed);
+	store_bind_u64(&in[2], &r->unreadable);
+	store_bind_u64(&in[3], &batches);
+	store_bind_str(&in[4], r->outcome);
+	store_bind_str(&in[5], r->reason);
+	store_bind_u64(&in[6], &r->run_id);
+	return store_simple(st, "UPDATE idem_rekey_runs SET ended_at = NOW(6),"
+	    " rows_rekeyed = ?, rows_changed = ?, rows_unreadable = ?,"
+	    " batches = ?, outcome = ?, reason = ? WHERE id = ?", in, NULL);
+}
+
+/* The run's outcome and reason from how its batches ended. */
+static void
+rekey_outcome(struct store *st, const struct rekey_opts *o, enum idem_err er,
+    struct rekey_result *out)
+{
+	if (er == IDEM_OK)
+		snprintf(out->outcome, sizeof(out->outcome), "ok");
+	else if (er == IDEM_ETIMEOUT) {
+		snprintf(out->outcome, sizeof(out->outcome), "partial");
+		snprintf(out->reason, sizeof(out->reason),
+		    "time limit of %lld ms reached", (long long)o->max_ms);
+		store_fail(st, er, "%s", out->reason);
+	} else
+		snprintf(out->reason, sizeof(out->reason), "%.250s",
+		    store_last_error(st));
+}
+
+enum idem_err
+store_admin_rekey(struct store *st, const struct rekey_opts *o,
+    struct rekey_result *out)
+{
+	const struct cfg_secret	*cur = cfg_secret(st->cfg, NULL);
+	struct store_hold	 h;
+	enum idem_err		 er, fer;
+	int64_t			 start = clock_now_ms();
+	char			 saved[sizeof(st->err)];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->outcome, sizeof(out->outcome), "failed");
+	if (cur == NULL)
+		return store_fail(st, IDEM_EINVAL, "no secret_key_file: "
+		    "nothing to re-seal under");
+	if (o->batch < 1)
+		return store_fail(st, IDEM_EINVAL,
+		    "batch size must be at least 1");
+	snprintf(out->to_kid, sizeof(out->to_kid), "%s", cur->id);
+	if (store_need_conn(st) != IDEM_OK)
+		return IDEM_ESTORE;
+	memset(&h, 0, sizeof(h));
+	h.st = st;
+	if ((er = store_hold_take(&h, st, REKEY_LOCK_NAME, o->host)) ==
+	    IDEM_EBUSY)
+		return store_fail(st, IDEM_EBUSY,
+		    "rekey already running on another connection");
+	if (er != IDEM_OK)
+		return IDEM_ESTORE;
+	if ((er = rekey_start(st, o, cur->id, &out->run_id)) != IDEM_OK)
+		goto unlock;
+	er = rekey_batches(st, o, &h, cur, o->max_ms > 0 ? start + o->max_ms :
+	    0, out);
+	rekey_outcome(st, o, er, out);
+	out->elapsed_ms = clock_now_ms() - start;
+	/* Keep the first error's text if recording the end fails too. */
+	memcpy(saved, st->err, sizeof(saved));
+	if ((fer = rekey_finish(st, out)) != IDEM_OK && er == IDEM_OK)
+		er = fer;
+	else
+		memcpy(st->err, saved, sizeof(saved));
+unlock:
+	store_hold_drop(&h);
+	return er;
+}
+
+enum idem_err
+store_admin_kid_counts(struct store *st, struct kid_count *out, size_t max,
+    size_t *n)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 res[2];
+	struct kid_count k;
+	unsigned long	 len = 0;
+	my_bool		 isnull = 0;
+	enum idem_err	 er;
+
+	*n = 0;
+	if ((s = store_prepare(st, "SELECT seal_kid, COUNT(*) FROM idem_keys"
+	    " GROUP BY seal_kid ORDER BY seal_kid")) == NULL)
+		return IDEM_ESTORE;
+	memset(&k, 0, sizeof(k));
+	store_out_text(&res[0], k.kid, sizeof(k.kid), &len, &isnull);
+	store_out_u64(&res[1], &k.rows, NULL);
+	er = store_run(st, s, NULL, res);
+	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK) {
+		store_out_text_end(k.kid, sizeof(k.kid), len, isnull);
+		if (*n < max)
+			out[(*n)++] = k;
+	}
+	store_stmt_close(s);
+	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+}
