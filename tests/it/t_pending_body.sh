@@ -108,10 +108,14 @@ expect_eq "600 stalled uploads: each is held or refused with 503 gateway-overloa
 	600 "$((stalled + refused))"
 check "some are held (up to max_pending_body = 16M): $stalled" test "$stalled" -ge 8
 check "the rest are refused: $refused" test "$refused" -ge 500
+# Under ASan freed memory waits in its quarantine: RSS is not the
+# gateway's own there, so the memory bounds are checked in the plain build.
+case $IDEM_BUILD in *asan*) plain=0 ;; *) plain=1 ;; esac
 # 16M of bodies, buffers that grow by doubling: at most 32M, and one more
 # request alone may take max_body.
-expect_lt "worker RSS stays under its start + 48 MiB (peak $((peak / 1024)) MiB, start $((base / 1024)) MiB)" \
-	"$((peak - base))" $((48 * 1024))
+[ "$plain" = 0 ] ||
+	expect_lt "worker RSS stays under its start + 48 MiB (peak $((peak / 1024)) MiB, start $((base / 1024)) MiB)" \
+		"$((peak - base))" $((48 * 1024))
 expect_match "the refusals are logged" 'over max_pending_body' "$(cat "$T/gw.log")"
 
 K=$(new_key)
@@ -132,7 +136,8 @@ for _ in $(seq 1 50); do
 	[ "$((r - base))" -lt $((16 * 1024)) ] && { ok_back=1; break; }
 	sleep 0.1
 done
-check "the memory goes back once they go (RSS $((r / 1024)) MiB, start $((base / 1024)) MiB)" test "$ok_back" = 1
+[ "$plain" = 0 ] ||
+	check "the memory goes back once they go (RSS $((r / 1024)) MiB, start $((base / 1024)) MiB)" test "$ok_back" = 1
 http c POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary @<(head -c 2000000 /dev/zero | tr '\0' c)
 expect_eq "afterwards a 2 MB body is taken again" created "$(hdr c Idempotency-Result)"
 done_testing
