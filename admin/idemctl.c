@@ -113,6 +113,7 @@ main(int argc, char **argv)
 	int		 rc, argi;
 
 	memset(&c, 0, sizeof(c));
+	hkey_init(&c.hk);
 	usage_text(help, sizeof(help));
 	if ((rc = ctl_opts_parse(&c, &cl, argc, argv, &argi)) != CTL_OK)
 		return rc == CTL_HELP ? CTL_OK : rc;
@@ -141,5 +142,6 @@ main(int argc, char **argv)
 		rc = CTL_ESTORE;
 	}
 	ctl_close(&c);
+	hkey_free(&c.hk);
 	return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "idemctl_common.h"
 #include "store_admin.h"
+#include "store_hkey.h"
 
 void
 ctl_err(const char *fmt, ...)
@@ -269,6 +270,31 @@ ctl_need_schema(struct ctl *c)
 		return CTL_ESCHEMA;
 	}
 	return CTL_OK;
+}
+
+int
+ctl_hkey(struct ctl *c, const char *cmd)
+{
+	if (store_hkey_resolve(c->st, &c->hk) != IDEM_OK) {
+		ctl_err("%s: %s", cmd, store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (hkey_state(&c->hk) != HKEY_REFUSED)
+		return CTL_OK;
+	/* A key file that could not be read explains the refusal best. */
+	ctl_err("%s: %s", cmd, c->secrets_err[0] != '\0' ? c->secrets_err :
+	    c->hk.why);
+	return CTL_ECONFIG;
+}
+
+void
+ctl_scopes(const struct ctl *c, const unsigned char plain[FP_LEN],
+    unsigned char out[2][FP_LEN], size_t *n)
+{
+	*n = 0;
+	if (hkey_state(&c->hk) == HKEY_KEYED)
+		hkey_hmac(c->hk.k, plain, out[(*n)++]);
+	memcpy(out[(*n)++], plain, FP_LEN);
 }
 
 void

@@ -7,6 +7,7 @@
 
 #include "cfg.h"
 #include "fp.h"
+#include "hkey.h"
 #include "store.h"
 
 #define CTL_DEFAULT_CONFIG	"/etc/idemgate/idemgate.conf"
@@ -40,6 +41,8 @@ struct ctl {
 	 * unset): show and check say so, run refuses. */
 	char		 secrets_err[512];
 	struct store	*st;		/* owned; ctl_close() frees */
+	/* How the store hashes keys (ctl_hkey resolves it). */
+	struct hkey	 hk;
 	/* 1: the store keeps the gateway's short deadlines (run owns keys
 	 * under a lease); else it is patient (long operator statements). */
 	int		 quick;
@@ -127,6 +130,21 @@ void ctl_close(struct ctl *c);
  * `idemctl run`.  0 on success, -1 on a bad value.  OUT: out.
  */
 int ctl_parse_scope(const char *s, unsigned char out[FP_LEN]);
+
+/*
+ * After ctl_connect: resolves c->hk against the store (lib/ident/hkey.h).
+ * CTL_OK; else one line and CTL_ECONFIG (this config cannot hash as the
+ * store does) or CTL_ESTORE.
+ */
+int ctl_hkey(struct ctl *c, const char *cmd);
+
+/*
+ * The scope digests to look a key up under, in order: the keyed form of
+ * plain when the store is keyed, then plain itself (a row stored before
+ * the key was set).  OUT: out[0..*n).  Needs ctl_hkey first.
+ */
+void ctl_scopes(const struct ctl *c, const unsigned char plain[FP_LEN],
+    unsigned char out[2][FP_LEN], size_t *n);
 
 /* Parses a KEY argument like the gateway parses the header (bare token or
  * quoted Structured-Field string).  0 on success.  out: FP_KEY_MAX + 1 bytes.

@@ -7,6 +7,7 @@
 #include "grants.h"
 #include "idemctl_db.h"
 #include "store_admin.h"
+#include "store_hkey.h"
 
 const char ctl_migrate_usage[] =
 "usage: idemctl [-c FILE] migrate\n"
@@ -405,6 +406,32 @@ check_secrets(struct ctl *c)
 		    k->id, c->cfg->nsecrets, c->cfg->nsecrets == 1 ? "" : "s");
 }
 
+/* The key id that wraps the store's hashing key (lib/ident/hkey.h) into
+ * hkid, and what it means: made by the first keyed gateway, it must stay
+ * in the file until rekey wraps it under the current key. */
+static void
+check_hkid(struct ctl *c, const struct cfg_secret *cur, char *hkid,
+    size_t len)
+{
+	enum idem_err	 er = store_hkey_kid(c->st, hkid, len);
+
+	if (er == IDEM_ENOTFOUND)
+		finding(" ok ", "hashing key not made yet (the first keyed "
+		    "gateway or 'idemctl rekey' makes it)");
+	else if (er != IDEM_OK)
+		finding("warn", "hashing key unreadable: %s",
+		    store_last_error(c->st));
+	else if (cfg_secret(c->cfg, hkid) == NULL)
+		finding("fail", "the hashing key is wrapped under key %s, "
+		    "which the key file lacks: no gateway can start keyed; "
+		    "put that line back", hkid);
+	else
+		finding(" ok ", "scope hashes and fingerprints keyed "
+		    "(hashing key wrapped under key %s%s)", hkid,
+		    strcmp(hkid, cur->id) == 0 ? ", current" : ": run "
+		    "'idemctl rekey'");
+}
+
 /* With a key file: how many rows each key id seals, so an operator knows
  * when an older line may go (after idemctl rekey). */
 static void
@@ -412,12 +439,15 @@ check_kids(struct ctl *c)
 {
 	struct kid_count	 kc[64];
 	const struct cfg_secret	*cur = cfg_secret(c->cfg, NULL);
+	const struct cfg_secret	*sk;
+	char			 hkid[CFG_SECRET_ID_MAX + 1] = "";
 	size_t			 n = 0, i, j;
 
 	if (c->cfg->secret_key_file == NULL || cur == NULL ||
 	    store_admin_kid_counts(c->st, kc, sizeof(kc) / sizeof(kc[0]),
 	    &n) != IDEM_OK)
 		return;
+	check_hkid(c, cur, hkid, sizeof(hkid));
 	for (i = 0; i < n; i++) {
 		if (kc[i].kid[0] == '\0')
 			finding(" ok ", "%llu rows stored in clear (from "
@@ -439,9 +469,15 @@ check_kids(struct ctl *c)
 		for (i = 0; i < n; i++)
 			if (strcmp(kc[i].kid, c->cfg->secrets[j].id) == 0)
 				break;
-		if (i == n)
-			finding(" ok ", "key %s: no rows%s",
-			    c->cfg->secrets[j].id, &c->cfg->secrets[j] == cur ?
+		sk = &c->cfg->secrets[j];
+		if (i < n)
+			continue;
+		if (sk != cur && strcmp(sk->id, hkid) == 0)
+			finding("warn", "key %s: no rows, but it wraps the "
+			    "hashing key: run 'idemctl rekey', then its line "
+			    "can go", sk->id);
+		else
+			finding(" ok ", "key %s: no rows%s", sk->id, sk == cur ?
 			    " (current)" : " (its line can be deleted)");
 	}
 }

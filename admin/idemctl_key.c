@@ -6,6 +6,7 @@
 #include "idemctl_forget.h"
 #include "idemctl_key.h"
 #include "store_admin.h"
+#include "store_hkey.h"
 
 #define SCOPE_HELP							\
 "  -s, --scope S      the key's scope, as the route configures it:\n"	\
@@ -203,12 +204,47 @@ show_key(const struct key_args *a, const struct admin_key *k)
 		printf("response     -\n");
 }
 
+/*
+ * The scopes show looks a.key up under (ctl_scopes).  Without the store's
+ * hashing key (no key file, or not the one that wraps it) a keyed scope
+ * cannot be computed: the rows stored with the key say it instead, when
+ * there is one, so the row still shows ("encrypted, key k1").
+ */
+static int
+show_scopes(struct ctl *c, const struct key_args *a,
+    unsigned char out[2][FP_LEN], size_t *n)
+{
+	enum idem_err	 er;
+
+	if (store_hkey_resolve(c->st, &c->hk) != IDEM_OK) {
+		ctl_err("show: %s", store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (hkey_state(&c->hk) != HKEY_REFUSED) {
+		ctl_scopes(c, a->scope, out, n);
+		return CTL_OK;
+	}
+	if ((er = store_admin_key_scopes(c->st, a->key, a->keylen, out, 1, n))
+	    != IDEM_OK) {
+		ctl_err("show failed: %s", store_last_error(c->st));
+		return CTL_ESTORE;
+	}
+	if (*n > 1) {
+		ctl_err("show: the key is stored under %zu scopes, which only "
+		    "the hashing key tells apart", *n);
+		return CTL_ECONFIG;
+	}
+	return CTL_OK;
+}
+
 int
 ctl_show(struct ctl *c, int argc, char **argv)
 {
 	struct key_args	 a;
 	struct admin_key k;
 	struct buf	 body;
+	unsigned char	 scopes[2][FP_LEN];
+	size_t		 ns, i;
 	enum idem_err	 er;
 	int		 rc;
 
@@ -216,9 +252,13 @@ ctl_show(struct ctl *c, int argc, char **argv)
 		return rc < 0 ? CTL_OK : rc;
 	if ((rc = ctl_connect(c)) != CTL_OK)
 		return rc;
+	if ((rc = show_scopes(c, &a, scopes, &ns)) != CTL_OK)
+		return rc;
 	buf_init(&body, (size_t)1 << 30);
-	er = store_admin_key_get(c->st, a.scope, a.key, a.keylen, &k,
-	    a.flag ? &body : NULL);
+	er = IDEM_ENOTFOUND;
+	for (i = 0; i < ns && er == IDEM_ENOTFOUND; i++)
+		er = store_admin_key_get(c->st, scopes[i], a.key, a.keylen,
+		    &k, a.flag ? &body : NULL);
 	if (er == IDEM_ENOTFOUND) {
 		ctl_err("no such key");
 		rc = CTL_ENOKEY;
@@ -257,6 +297,8 @@ int
 ctl_forget(struct ctl *c, int argc, char **argv)
 {
 	struct key_args	 a;
+	unsigned char	 scopes[2][FP_LEN];
+	size_t		 ns, i;
 	enum idem_err	 er;
 	int		 rc;
 
@@ -265,9 +307,14 @@ ctl_forget(struct ctl *c, int argc, char **argv)
 		return rc < 0 ? CTL_OK : rc;
 	if (a.r.route != NULL)
 		return ctl_forget_route(c, &a.r, a.flag);
-	if ((rc = ctl_connect(c)) != CTL_OK)
+	if ((rc = ctl_connect(c)) != CTL_OK ||
+	    (rc = ctl_hkey(c, "forget")) != CTL_OK)
 		return rc;
-	er = store_admin_key_forget(c->st, a.scope, a.key, a.keylen, a.flag);
+	ctl_scopes(c, a.scope, scopes, &ns);
+	er = IDEM_ENOTFOUND;
+	for (i = 0; i < ns && er == IDEM_ENOTFOUND; i++)
+		er = store_admin_key_forget(c->st, scopes[i], a.key, a.keylen,
+		    a.flag);
 	switch (er) {
 	case IDEM_OK:
 		printf("forgot key ");

@@ -12,9 +12,11 @@ const char ctl_rekey_usage[] =
 "usage: idemctl [-c FILE] rekey [--batch N] [--max-seconds S] [--verbose]\n"
 "\n"
 "Re-seals every stored answer sealed under an older key id of\n"
-"secret_key_file with the current key (its last line), so that the older\n"
-"line can then be deleted from the file ('idemctl check' counts the rows\n"
-"under each key id).  Each row is rewritten only if no gateway changed it\n"
+"secret_key_file with the current key (its last line), and wraps the\n"
+"store's hashing key under it too, so that the older line can then be\n"
+"deleted from the file ('idemctl check' counts the rows under each key\n"
+"id).  Rows stored before a key was set get keyed scope hashes and\n"
+"fingerprints.  Each row is rewritten only if no gateway changed it\n"
 "meanwhile.  Rows under a key id the file no longer holds stay as they\n"
 "are (unreadable: crypto-shredded).  Never overlaps another run (MySQL\n"
 "named lock '" REKEY_LOCK_NAME "').  Every run is recorded in\n"
@@ -85,25 +87,36 @@ rekey_report(const struct ctl *c, const struct rekey_result *r,
 	case IDEM_OK:
 	case IDEM_ETIMEOUT:
 		log_info("rekey %s: run %llu re-sealed %llu rows under key %s,"
-		    " %llu changed meanwhile, %llu unreadable, %u batches, "
-		    "%lld ms", r->outcome, (unsigned long long)r->run_id,
+		    " %llu rows keyed, %llu changed meanwhile, %llu "
+		    "unreadable, %u batches, %lld ms%s", r->outcome,
+		    (unsigned long long)r->run_id,
 		    (unsigned long long)r->rekeyed, r->to_kid,
+		    (unsigned long long)r->hashed,
 		    (unsigned long long)r->changed,
 		    (unsigned long long)r->unreadable, r->batches,
-		    (long long)r->elapsed_ms);
+		    (long long)r->elapsed_ms, r->rewrapped ?
+		    "; hashing key wrapped under it" : "");
 		if (r->unreadable > 0)
 			log_warn("rekey: %llu rows are under a key id the key "
 			    "file lacks, or fail their tag: left as they are",
 			    (unsigned long long)r->unreadable);
 		if (c->verbose)
-			printf("rekey %s: re-sealed %llu rows under key %s "
-			    "(%llu changed meanwhile, %llu unreadable)%s\n",
-			    r->outcome, (unsigned long long)r->rekeyed,
-			    r->to_kid, (unsigned long long)r->changed,
+			printf("rekey %s: re-sealed %llu rows under key %s, "
+			    "%llu rows keyed (%llu changed meanwhile, %llu "
+			    "unreadable)%s%s\n", r->outcome,
+			    (unsigned long long)r->rekeyed, r->to_kid,
+			    (unsigned long long)r->hashed,
+			    (unsigned long long)r->changed,
 			    (unsigned long long)r->unreadable,
+			    r->rewrapped ? "; hashing key wrapped under it" :
+			    "",
 			    er == IDEM_ETIMEOUT ? "; the next run continues" :
 			    "");
 		return CTL_OK;
+	case IDEM_ESEAL:
+		log_err("rekey refused: %s", store_last_error(c->st));
+		ctl_err("rekey refused: %s", store_last_error(c->st));
+		return CTL_ECONFIG;
 	case IDEM_EBUSY:
 		log_warn("rekey skipped: already running on another "
 		    "connection");

@@ -772,10 +772,13 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	run_signals();
 	/* Store unreachable: COMMAND does not run (ctl_connect said why). */
 	c->quick = 1;
-	if (ctl_connect(c) != CTL_OK) {
+	if (ctl_connect(c) != CTL_OK || ctl_hkey(c, "run") != CTL_OK) {
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
+	/* Hashed as the store hashes: keyed, its lock named after that. */
+	idem_id_key(&id, &c->hk);
+	idem_id_name_lock(&id);
 	j.o.st = c->st;
 	if (once_claim(&j.o, a.wait_ms) != IDEM_OK) {
 		ctl_err("run: store unavailable (%s); COMMAND not run",

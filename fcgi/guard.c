@@ -12,6 +12,7 @@
 #include "guard.h"
 #include "handler.h"
 #include "lease.h"
+#include "store_hkey.h"
 #include "log.h"
 #include "once.h"
 #include "params.h"
@@ -494,6 +495,34 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 }
 
 /*
+ * How this worker hashes keys, resolved on first use if the flusher has
+ * not yet (lib/store/store_hkey.h).  IDEM_OK when id can be keyed (or is
+ * plain by design); else the request was answered: 503 while the store
+ * cannot say, 500 store-key-missing when this gateway cannot hash as
+ * the store does.
+ */
+static enum idem_err
+guard_hkey(struct request *r)
+{
+	struct hkey	*hk = r->ctx->hk;
+
+	if (hk == NULL)
+		return IDEM_OK;
+	if (hkey_state(hk) == HKEY_UNKNOWN &&
+	    store_hkey_resolve(r->ctx->st, hk) != IDEM_OK) {
+		guard_store_error(r);
+		return IDEM_ESTORE;
+	}
+	if (hkey_state(hk) == HKEY_REFUSED) {
+		count(r, STAT_STORE_ERRORS);
+		log_err("%s: %s", r->tag, hk->why);
+		reply_problem(r->out, PROB_STORE_KEY_MISSING, 0, 0, NULL);
+		return IDEM_ESEAL;
+	}
+	return IDEM_OK;
+}
+
+/*
  * Step 1, identify: the key, the scope and the fingerprint, into g->id.
  * GUARD_GO_ON when the request is to be protected; GUARD_ANSWERED when a
  * missing or invalid key or scope answered it already, or no key where
@@ -555,6 +584,9 @@ guard_identify(struct guarded *g)
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
 		return GUARD_ANSWERED;
 	}
+	if (guard_hkey(r) != IDEM_OK)
+		return GUARD_ANSWERED;
+	idem_id_key(&g->id, r->ctx->hk);
 	g->id.key = g->key;
 	g->id.keylen = keylen;
 	g->id.route = rt->prefix;

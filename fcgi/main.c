@@ -1,6 +1,8 @@
 /* idemgate: the FastCGI idempotency gateway's command line. */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include "log.h"
 #include "problem.h"
 #include "reach.h"
+#include "store_hkey.h"
 #include "super.h"
 #include "version.h"
 
@@ -76,6 +79,43 @@ test_config(const struct cfg *cfg, const char *user)
 		    "(no secret_key_file)\n", cfg->path);
 	printf("syntax ok\n");
 	return 0;
+}
+
+/*
+ * A gateway that cannot hash keys as the store does (lib/ident/hkey.h)
+ * says so at once, in one line; it still starts and answers every
+ * protected request 500 store-key-missing (SPEC 11), so nothing runs
+ * again.  The first keyed gateway makes the store's hashing key here.  A
+ * store that cannot be reached now is the workers' to ask later.  Asked
+ * from a child, so the supervisor never loads the MySQL library.
+ */
+static void
+start_hkey(const struct cfg *cfg)
+{
+	struct store	*st = NULL;
+	struct hkey	 hk;
+	pid_t		 pid;
+	int		 rc = 0, status = 0;
+
+	if ((pid = fork()) < 0)
+		return;
+	if (pid > 0) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return;
+	}
+	hkey_init(&hk);
+	if (store_new(cfg, &st) == IDEM_OK &&
+	    store_hkey_resolve(st, &hk) == IDEM_OK &&
+	    hkey_state(&hk) == HKEY_REFUSED) {
+		log_err("%s (every protected request gets 500 "
+		    "store-key-missing)", hk.why);
+		rc = 1;
+	}
+	store_free(st);
+	hkey_free(&hk);
+	store_global_end();
+	_exit(rc);
 }
 
 int
@@ -148,6 +188,7 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	log_open("idemgate", cfg->log_syslog);
+	start_hkey(cfg);
 	problem_set_base(cfg->problem_base_url);
 	return super_run(cfg);
 }

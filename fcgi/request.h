@@ -10,6 +10,8 @@
 #include "problem.h"
 #include "reply.h"
 
+struct hkey;
+
 struct store;
 struct stats;
 
@@ -24,6 +26,8 @@ struct gw_ctx {
 						 * NULL */
 	struct linger		*linger;	/* ends lingering handlers, or
 						 * NULL */
+	struct hkey		*hk;		/* the worker's: how keys are
+						 * hashed (NULL: plain) */
 	const char		*owner;		/* "host:pid" */
 };
 

@@ -23,6 +23,7 @@
 #include "request.h"
 #include "stats.h"
 #include "store.h"
+#include "store_hkey.h"
 #include "worker.h"
 
 /* While the store fails, say so (and what to do) this often. */
@@ -48,6 +49,7 @@ struct worker {
 	struct rcache		*rc;		/* NULL: replay_cache = 0 */
 	struct recorder		*rec;		/* outcomes the store missed */
 	struct linger		*linger;	/* handlers done but running */
+	struct hkey		 hk;		/* how keys are hashed */
 	struct reader		*reader;	/* whole requests, read for
 						 * us */
 	char			 owner[300];
@@ -89,6 +91,7 @@ rthread_main(void *arg)
 	ctx.rc = w->rc;
 	ctx.rec = w->rec;
 	ctx.linger = w->linger;
+	ctx.hk = &w->hk;
 	ctx.owner = w->owner;
 	/* NULL once the reader stopped and nothing is left to serve. */
 	if (idx >= BOARD_THREADS)
@@ -141,6 +144,23 @@ flush_now(struct worker *w, struct store *st)
 		board_store(st, er == IDEM_OK);
 }
 
+/*
+ * Keeps how this worker hashes keys in step with the store (store_hkey.h):
+ * resolved, refused once the store turns keyed under a plain config, and
+ * whether rows hashed before the key remain.  A refusal is logged once.
+ */
+static void
+hkey_tick(struct worker *w, struct store *st)
+{
+	enum hkey_state	 was = hkey_state(&w->hk);
+
+	if (st == NULL || store_hkey_refresh(st, &w->hk) != IDEM_OK)
+		return;
+	if (was != HKEY_REFUSED && hkey_state(&w->hk) == HKEY_REFUSED)
+		log_err("store: %s (every protected request gets 500 "
+		    "store-key-missing meanwhile)", w->hk.why);
+}
+
 static void *
 flusher_main(void *arg)
 {
@@ -169,6 +189,7 @@ flusher_main(void *arg)
 			break;
 		pthread_mutex_unlock(&w->flush_mu);
 		flush_now(w, st);
+		hkey_tick(w, st);
 		pthread_mutex_lock(&w->flush_mu);
 	}
 	pthread_mutex_unlock(&w->flush_mu);
@@ -281,6 +302,7 @@ worker_init(struct worker *w, const struct cfg *cfg, int listen_fd)
 	w->web_addrs = getenv("FCGI_WEB_SERVER_ADDRS");
 	pthread_mutex_init(&w->flush_mu, NULL);
 	pthread_cond_init(&w->flush_cv, NULL);
+	hkey_init(&w->hk);
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
@@ -413,6 +435,7 @@ worker_end(struct worker *w)
 	stats_free(w->stats);
 	pthread_cond_destroy(&w->flush_cv);
 	pthread_mutex_destroy(&w->flush_mu);
+	hkey_free(&w->hk);
 	store_global_end();
 }
 

@@ -23,7 +23,8 @@
 --   idem_gateway  idemgate: claims, completes, releases keys; adds counters
 --   idem_cleanup  idemctl cleanup / forget / rekey (cron): deletes expired
 --                 keys, releases stale ones, prunes counters, re-seals
---                 answers under the current key, records its runs
+--                 answers under the current key (and the hashing key,
+--                 lib/ident/hkey.h), records its runs
 --   idem_console  idemtop, idemctl show / stats / metrics: read only
 --
 -- Named locks (GET_LOCK / RELEASE_LOCK), which idemgate waits on and
@@ -37,6 +38,7 @@ GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters` TO 'idem_gateway'@'lo
 GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_gateway'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_epoch` TO 'idem_gateway'@'localhost';
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_quota` TO 'idem_gateway'@'localhost';
+GRANT SELECT, INSERT ON `idemgate`.`idem_hash_key` TO 'idem_gateway'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_cleanup'@'localhost' IDENTIFIED BY 'CHANGE-ME-cleanup';
 GRANT SELECT, UPDATE, DELETE ON `idemgate`.`idem_keys` TO 'idem_cleanup'@'localhost';
@@ -47,6 +49,7 @@ GRANT SELECT, DELETE ON `idemgate`.`idem_quota` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_counters_total` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `idemgate`.`idem_locks` TO 'idem_cleanup'@'localhost';
 GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_rekey_runs` TO 'idem_cleanup'@'localhost';
+GRANT SELECT, INSERT, UPDATE ON `idemgate`.`idem_hash_key` TO 'idem_cleanup'@'localhost';
 
 CREATE USER IF NOT EXISTS 'idem_console'@'localhost' IDENTIFIED BY 'CHANGE-ME-console';
 GRANT SELECT ON `idemgate`.`idem_keys` TO 'idem_console'@'localhost';
@@ -54,3 +57,4 @@ GRANT SELECT ON `idemgate`.`idem_counters` TO 'idem_console'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_cleanup_runs` TO 'idem_console'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_schema` TO 'idem_console'@'localhost';
 GRANT SELECT ON `idemgate`.`idem_counters_total` TO 'idem_console'@'localhost';
+GRANT SELECT ON `idemgate`.`idem_hash_key` TO 'idem_console'@'localhost';

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "fp.h"
+#include "hkey.h"
 
 /*
  * What identifies one protected request, built once (fcgi/guard.c) and
@@ -13,10 +14,15 @@
  * borrowed.
  */
 struct idem_id {
-	unsigned char	 scope[FP_LEN];	/* fp_scope() */
+	/* fp_scope(), then keyed under hk (idem_id_key) */
+	unsigned char	 scope[FP_LEN];
 	const char	*key;		/* key_parse() output */
 	size_t		 keylen;
-	unsigned char	 fp[FP_LEN];	/* fp_request() */
+	unsigned char	 fp[FP_LEN];	/* fp_request(), keyed as scope */
+	/* How scope and fp were hashed (NULL: plain), and the scope's
+	 * plain digest, which finds a row stored before the key was set. */
+	const struct hkey *hk;
+	unsigned char	 plain_scope[FP_LEN];
 	char		 lockname[FP_LOCKNAME_LEN];	/* fp_lockname() */
 	const char	*route;		/* route prefix */
 	const char	*method;
@@ -27,6 +33,10 @@ struct idem_id {
 	 * (the run deadline); -1: no bound is known (never taken over). */
 	int64_t		 run_ms;
 };
+
+/* Keys id's plain scope and fingerprint under hk when it is HKEY_KEYED
+ * (else they stay as they are, id->hk NULL), keeping the plain scope. */
+void idem_id_key(struct idem_id *id, const struct hkey *hk);
 
 /* Names id's lock (fp_lockname) once scope, key and keylen are set. */
 void idem_id_name_lock(struct idem_id *id);

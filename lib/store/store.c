@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "store.h"
+#include "store_hkey.h"
 #include "store_int.h"
 
 /*
@@ -52,8 +53,6 @@
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 /* Claim/wait rounds of store_claim_wait; its deadline ends it long before. */
 #define CLAIM_ROUNDS		1000
-/* A waiter's pause when no lock can wake it and the lease has lapsed. */
-#define STORE_REPOLL_US		100000
 /* Galera: a waiter's polls, from the first pause to the longest. */
 #define STORE_POLL_MIN_US	2000
 #define STORE_POLL_MAX_US	40000
@@ -447,8 +446,9 @@ static enum idem_err
 claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
     uint64_t token, int *held, int *other)
 {
-	MYSQL_BIND	 par[11];
+	MYSQL_BIND	 par[12];
 	MYSQL_STMT	*s;
+	int32_t		 hashed = id->hk != NULL;
 	int64_t		 lease_us = ms_to_us(id->lease_ms);
 	int64_t		 run_us = ms_to_us(id->run_ms);
 	int64_t		 ttl_us = ms_to_us(id->ttl_ms);
@@ -459,12 +459,13 @@ claim_insert(struct store *st, const struct idem_id *id, struct claim *c,
 	store_bind_str(&par[2], id->route);
 	store_bind_str(&par[3], id->method);
 	store_bind_blob(&par[4], id->fp, FP_LEN);
-	store_bind_str(&par[5], id->owner);
-	store_bind_u64(&par[6], &token);
-	store_bind_i64(&par[7], &lease_us);
-	run_bind(&par[8], id, &run_us);
-	store_bind_i64(&par[9], &ttl_us);
-	store_bind_str(&par[10], id->lockname);
+	store_bind_i32(&par[5], &hashed);
+	store_bind_str(&par[6], id->owner);
+	store_bind_u64(&par[7], &token);
+	store_bind_i64(&par[8], &lease_us);
+	run_bind(&par[9], id, &run_us);
+	store_bind_i64(&par[10], &ttl_us);
+	store_bind_str(&par[11], id->lockname);
 	/*
 	 * Repeatable after a reconnect: the token stays the same, so if the
 	 * first INSERT did land, the retry finds our own row and takes it
@@ -547,6 +548,13 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	memcpy(c->lockname, id->lockname, sizeof(c->lockname));
 	if (claim_seen(st, id, c))
 		return IDEM_OK;
+	/* A row of this key from before the hashing key: made keyed first,
+	 * so the INSERT below finds it. */
+	if ((er = store_hkey_adopt(st, id, c)) == IDEM_EBUSY ||
+	    er == IDEM_ESEAL)
+		return IDEM_OK;
+	if (er != IDEM_OK)
+		goto out;
 	token = store_token();
 	if ((er = claim_insert(st, id, c, token, &held, &other)) == IDEM_OK)
 		return IDEM_OK;		/* a fresh key: ours */

@@ -270,6 +270,36 @@ store_admin_key_get(struct store *st, const unsigned char scope[FP_LEN],
 	return IDEM_OK;
 }
 
+enum idem_err
+store_admin_key_scopes(struct store *st, const char *key, size_t keylen,
+    unsigned char (*out)[FP_LEN], size_t max, size_t *n)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[1], res[1];
+	unsigned char	 d[FP_LEN];
+	unsigned long	 len = 0;
+	enum idem_err	 er;
+
+	*n = 0;
+	if ((s = store_prepare(st, "SELECT scope FROM idem_keys WHERE"
+	    " idem_key = ? ORDER BY id")) == NULL)
+		return IDEM_ESTORE;
+	store_bind_blob(&in[0], key, keylen);
+	memset(res, 0, sizeof(res));
+	res[0].buffer_type = MYSQL_TYPE_BLOB;
+	res[0].buffer = d;
+	res[0].buffer_length = sizeof(d);
+	res[0].length = &len;
+	er = store_run(st, s, in, res);
+	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK) {
+		if (len == FP_LEN && *n < max)
+			memcpy(out[*n], d, FP_LEN);
+		(*n)++;
+	}
+	store_stmt_close(s);
+	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+}
+
 /*
  * The one forget rule, for idemctl and idemtop alike: a row in progress
  * goes only with force (its owner may still be running it); and the call

@@ -86,6 +86,10 @@ struct rekey_result {
 	uint64_t	 changed;		/* claimed or rewritten meanwhile */
 	uint64_t	 unreadable;		/* key id not in the file, or
 						 * the tag failed: left as is */
+	uint64_t	 hashed;		/* hashed before the key: now
+						 * keyed (lib/ident/hkey.h) */
+	int		 rewrapped;		/* the hashing key, under
+						 * to_kid now */
 	unsigned	 batches;
 	int64_t		 elapsed_ms;
 	char		 to_kid[CFG_SECRET_ID_MAX + 1];
@@ -94,9 +98,12 @@ struct rekey_result {
 };
 
 /*
- * One rekey run: every row sealed under another key id than the current
- * one (the last line of secret_key_file) is opened and sealed again under
- * the current key with a fresh nonce.  Takes REKEY_LOCK_NAME as cleanup
+ * One rekey run: the store's hashing key is wrapped again under the
+ * current key (the last line of secret_key_file) if another wraps it;
+ * rows hashed before the key are converted to keyed hashes
+ * (store_hkey_convert); then every row sealed under another key id than
+ * the current one is opened and sealed again under the current key with
+ * a fresh nonce.  Takes REKEY_LOCK_NAME as cleanup
  * takes its lock (IDEM_EBUSY, nothing recorded, if another run holds it),
  * records the run in idem_rekey_runs, and walks the rows by id in batches
  * of o->batch.  Each row is written with an UPDATE guarded by the key id
@@ -104,7 +111,9 @@ struct rekey_result {
  * meanwhile is left alone (counted as changed).  A row whose key id the
  * file lacks, or whose tag fails, is left as it is (unreadable).  When
  * max_ms passes the run stops between batches: IDEM_ETIMEOUT, outcome
- * 'partial'.  IDEM_EINVAL when no key is set.  OUT: out, as far as the
+ * 'partial'.  IDEM_EINVAL when no key is set; IDEM_ESEAL (nothing done,
+ * nothing recorded) when the file lacks the key that wraps the store's
+ * hashing key.  OUT: out, as far as the
  * run went, also on failure.
  */
 enum idem_err store_admin_rekey(struct store *st, const struct rekey_opts *o,
@@ -161,6 +170,14 @@ struct admin_key {
 
 /* The most a sealed answer may take when idemctl opens it. */
 #define ADMIN_SEALED_MAX	((size_t)80 * 1024 * 1024)
+
+/*
+ * The scope digests stored with key, by row id: up to max into out; *n
+ * counts them all.  For an operator who cannot compute a keyed scope
+ * (show without the hashing key).
+ */
+enum idem_err store_admin_key_scopes(struct store *st, const char *key,
+    size_t keylen, unsigned char (*out)[FP_LEN], size_t max, size_t *n);
 
 /*
  * Reads the row for (scope, key).  IDEM_ENOTFOUND if there is none.

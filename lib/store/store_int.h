@@ -9,6 +9,10 @@
 
 #include "store.h"
 
+/* A waiter's pause when no lock can wake it and the lease has lapsed
+ * (µs). */
+#define STORE_REPOLL_US		100000
+
 /* Keys a connection remembers having completed or replayed. */
 #define STORE_SEEN_SLOTS	256
 
@@ -31,6 +35,7 @@ enum stmt_id {
 	STMT_QUOTA,
 	STMT_EPOCH,
 	STMT_BOOT,
+	STMT_LEGACY,		/* a row hashed before the key: store_hkey.c */
 	STMT__COUNT
 };
 

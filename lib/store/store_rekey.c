@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "seal.h"
 #include "store_admin.h"
+#include "store_hkey.h"
 #include "store_int.h"
 
 /* One sealed row as rekey reads it. */
@@ -189,6 +190,63 @@ rekey_ids(struct store *st, const char *cur, int64_t limit, uint64_t *last,
 	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
 }
 
+/* Converts row id, hashed before the key, counting what became of it. */
+static enum idem_err
+rekey_hash_one(struct store *st, const struct hkey *hk, uint64_t id,
+    struct rekey_result *out)
+{
+	switch (store_hkey_convert(st, hk, id, NULL, 0)) {
+	case IDEM_OK:
+		out->hashed++;
+		return IDEM_OK;
+	case IDEM_ENOTFOUND:
+	case IDEM_EBUSY:
+	case IDEM_EAGAIN:
+		out->changed++;
+		return IDEM_OK;
+	case IDEM_ESEAL:
+		out->unreadable++;
+		return IDEM_OK;
+	default:
+		return IDEM_ESTORE;
+	}
+}
+
+/* The hashing key's batches, then the sealed rows' ones: see
+ * rekey_batches. */
+static enum idem_err
+rekey_hash_batches(struct store *st, const struct rekey_opts *o,
+    struct store_hold *h, const struct hkey *hk, int64_t deadline,
+    struct rekey_result *out)
+{
+	uint64_t	*ids, last = 0;
+	size_t		 n, i;
+	enum idem_err	 er;
+
+	if ((er = store_hkey_rewrap(st, hk, &out->rewrapped)) != IDEM_OK)
+		return er;
+	if ((ids = calloc((size_t)o->batch, sizeof(*ids))) == NULL)
+		return store_fail(st, IDEM_ENOMEM, "out of memory");
+	for (;;) {
+		if (deadline != 0 && clock_now_ms() >= deadline) {
+			er = IDEM_ETIMEOUT;
+			break;
+		}
+		store_hold_keep(h);
+		er = store_hkey_old_ids(st, o->batch, &last, ids, &n);
+		for (i = 0; er == IDEM_OK && i < n; i++)
+			er = rekey_hash_one(st, hk, ids[i], out);
+		if (er != IDEM_OK)
+			break;
+		if (n > 0)
+			out->batches++;
+		if (n < (size_t)o->batch)
+			break;
+	}
+	free(ids);
+	return er;
+}
+
 /* The batches of one run, until one comes back short or the deadline
  * (clock_now_ms(); 0: none) passes (IDEM_ETIMEOUT). */
 static enum idem_err
@@ -250,19 +308,21 @@ rekey_start(struct store *st, const struct rekey_opts *o, const char *kid,
 static enum idem_err
 rekey_finish(struct store *st, const struct rekey_result *r)
 {
-	MYSQL_BIND	 in[7];
+	MYSQL_BIND	 in[8];
 	uint64_t	 batches = r->batches;
 
 	store_bind_u64(&in[0], &r->rekeyed);
 	store_bind_u64(&in[1], &r->changed);
 	store_bind_u64(&in[2], &r->unreadable);
-	store_bind_u64(&in[3], &batches);
-	store_bind_str(&in[4], r->outcome);
-	store_bind_str(&in[5], r->reason);
-	store_bind_u64(&in[6], &r->run_id);
+	store_bind_u64(&in[3], &r->hashed);
+	store_bind_u64(&in[4], &batches);
+	store_bind_str(&in[5], r->outcome);
+	store_bind_str(&in[6], r->reason);
+	store_bind_u64(&in[7], &r->run_id);
 	return store_simple(st, "UPDATE idem_rekey_runs SET ended_at = NOW(6),"
 	    " rows_rekeyed = ?, rows_changed = ?, rows_unreadable = ?,"
-	    " batches = ?, outcome = ?, reason = ? WHERE id = ?", in, NULL);
+	    " rows_hashed = ?, batches = ?, outcome = ?, reason = ?"
+	    " WHERE id = ?", in, NULL);
 }
 
 /* The run's outcome and reason from how its batches ended. */
@@ -288,8 +348,9 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 {
 	const struct cfg_secret	*cur = cfg_secret(st->cfg, NULL);
 	struct store_hold	 h;
+	struct hkey		 hk;
 	enum idem_err		 er, fer;
-	int64_t			 start = clock_now_ms();
+	int64_t			 start = clock_now_ms(), deadline;
 	char			 saved[sizeof(st->err)];
 
 	memset(out, 0, sizeof(*out));
@@ -303,18 +364,31 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 	snprintf(out->to_kid, sizeof(out->to_kid), "%s", cur->id);
 	if (store_need_conn(st) != IDEM_OK)
 		return IDEM_ESTORE;
+	hkey_init(&hk);
+	if ((er = store_hkey_resolve(st, &hk)) != IDEM_OK)
+		goto out;
+	if (hkey_state(&hk) != HKEY_KEYED) {
+		er = store_fail(st, IDEM_ESEAL, "%s", hk.why);
+		goto out;
+	}
 	memset(&h, 0, sizeof(h));
 	h.st = st;
 	if ((er = store_hold_take(&h, st, REKEY_LOCK_NAME, o->host)) ==
-	    IDEM_EBUSY)
-		return store_fail(st, IDEM_EBUSY,
+	    IDEM_EBUSY) {
+		er = store_fail(st, IDEM_EBUSY,
 		    "rekey already running on another connection");
-	if (er != IDEM_OK)
-		return IDEM_ESTORE;
+		goto out;
+	}
+	if (er != IDEM_OK) {
+		er = IDEM_ESTORE;
+		goto out;
+	}
 	if ((er = rekey_start(st, o, cur->id, &out->run_id)) != IDEM_OK)
 		goto unlock;
-	er = rekey_batches(st, o, &h, cur, o->max_ms > 0 ? start + o->max_ms :
-	    0, out);
+	deadline = o->max_ms > 0 ? start + o->max_ms : 0;
+	if ((er = rekey_hash_batches(st, o, &h, &hk, deadline, out)) ==
+	    IDEM_OK)
+		er = rekey_batches(st, o, &h, cur, deadline, out);
 	rekey_outcome(st, o, er, out);
 	out->elapsed_ms = clock_now_ms() - start;
 	/* Keep the first error's text if recording the end fails too. */
@@ -325,6 +399,8 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 		memcpy(st->err, saved, sizeof(saved));
 unlock:
 	store_hold_drop(&h);
+out:
+	hkey_free(&hk);
 	return er;
 }
 

@@ -30,9 +30,9 @@
  */
 #define CLAIM_SQL(TAKE)							\
 	"INSERT INTO idem_keys (scope, idem_key, route, method,"	\
-	" fingerprint, state, owner, owner_token, waiters, created_at,"	\
-	" lease_until, run_deadline, expires_at)"			\
-	" SELECT ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
+	" fingerprint, hashed, state, owner, owner_token, waiters,"	\
+	" created_at, lease_until, run_deadline, expires_at)"		\
+	" SELECT ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, NOW(6), " LEASE_US ", "	\
 	RUN_US ", " LEASE_US " FROM DUAL WHERE " TAKE
 #define READ_SQL(DROP)							\
 	"SELECT id, fingerprint, state, owner_token,"			\
@@ -80,6 +80,9 @@
 #define EPOCH_SQL(SYNC)							\
 	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\
 	" SELECT n FROM idem_epoch WHERE id = 1 LOCK IN SHARE MODE"
+#define LEGACY_SQL							\
+	"SELECT id FROM idem_keys WHERE scope = ? AND idem_key = ?"	\
+	" AND hashed = 0"
 #define DROP_LOCK	"0 * COALESCE(RELEASE_LOCK(?), 0)"
 #define NO_LOCK		"0 * (? IS NULL)"
 
@@ -142,6 +145,8 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	    " FROM information_schema.GLOBAL_STATUS"
 	    " WHERE VARIABLE_NAME = 'UPTIME'",
 	[STMT_EPOCH] = EPOCH_SQL(""),
+	/* lib/store/store_hkey.c: a row stored before the hashing key. */
+	[STMT_LEGACY] = LEGACY_SQL,
 };
 
 /*
@@ -170,4 +175,6 @@ const char *const store_stmt_sql_galera[STMT__COUNT] = {
 	[STMT_COMPLETE] = COMPLETE_SQL(NO_LOCK),
 	[STMT_TOMBSTONE] = TOMBSTONE_SQL(NO_LOCK),
 	[STMT_EPOCH] = EPOCH_SQL(", wsrep_sync_wait = 1"),
+	/* Causal: a row another node converted must not look unconverted. */
+	[STMT_LEGACY] = "SET STATEMENT wsrep_sync_wait = 1 FOR " LEGACY_SQL,
 };
