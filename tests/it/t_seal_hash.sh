@@ -1,0 +1,155 @@
+#!/bin/bash
+# Keyed scope hashes and fingerprints (secret_key_file): not the plain
+# SHA-256 an unkeyed gateway stores, rows stored before the key still
+# replay and 422 (converted on touch or by rekey), a plain gateway on a
+# keyed store runs nothing, a live plain owner is waited for, idemctl run.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+K1=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+API=sk_live_hash_$RANDOM$RANDOM
+ROUTES="[route /payments]
+handler = cgi:$PAY
+scope = header:X-Api-Key
+wait = 8s"
+
+# conf FILE SOCK DBCNF [KEYFILE]
+conf() {
+	gw_conf "$1" "unix:$2" "$3"
+	[ -z "${4:-}" ] || echo "secret_key_file = $4" >>"$1"
+	printf '\n%s\n' "$ROUTES" >>"$1"
+}
+# the plain scope digest of header:x-api-key = VALUE, as fp_scope makes it
+plain_scope() {
+	python3 -c '
+import hashlib, struct, sys
+h = hashlib.sha256()
+for f in (b"header:x-api-key", sys.argv[1].encode()):
+    h.update(struct.pack(">Q", len(f)) + f)
+print(h.hexdigest().upper())' "$1"
+}
+col() { db_query "$1" "SELECT $2 FROM idem_keys WHERE idem_key = '$3'"; }
+post() { # post OUT URL KEY BODY [curl args]
+	local o=$1 u=$2 k=$3 b=$4
+	shift 4
+	http "$o" POST "$u" -H "Idempotency-Key: $k" -H "X-Api-Key: $API" --data-binary "$b" "$@"
+}
+
+printf 'k1 %s\n' "$K1" >"$T/k.keys"
+chmod 0600 "$T/k.keys"
+db_new "${TNAME}_p" || { done_testing; exit 1; }
+PCNF=$DBCNF
+db_new "$TNAME" || { done_testing; exit 1; }
+SCNF=$DBCNF
+conf "$T/plain.conf" "$T/gw.sock" "$PCNF"
+conf "$T/keyed.conf" "$T/gw.sock" "$SCNF" "$T/k.keys"
+
+# 1. The same request through an unkeyed and a keyed gateway.
+KA=$(new_key)
+gw_start gw "$T/plain.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock"
+U=$(url web /payments)
+post p1 "$U" "$KA" '{"card":"4000056655665556"}'
+expect_eq "unkeyed: created" 201 "$HS"
+gw_stop gw
+gw_start gw "$T/keyed.conf" || { done_testing; exit 1; }
+post s1 "$U" "$KA" '{"card":"4000056655665556"}'
+expect_eq "keyed: created" 201 "$HS"
+PS=$(plain_scope "$API")
+expect_eq "unkeyed scope is the plain SHA-256 (the check below can fail)" "$PS" "$(col "${TNAME}_p" 'HEX(scope)' "$KA")"
+expect_ne "keyed scope differs from the unkeyed one" "$(col "${TNAME}_p" 'HEX(scope)' "$KA")" "$(col "$TNAME" 'HEX(scope)' "$KA")"
+expect_ne "keyed fingerprint differs from the unkeyed one" "$(col "${TNAME}_p" 'HEX(fingerprint)' "$KA")" "$(col "$TNAME" 'HEX(fingerprint)' "$KA")"
+expect_eq "hashed: 0 unkeyed, 1 keyed" "0 1" "$(col "${TNAME}_p" hashed "$KA") $(col "$TNAME" hashed "$KA")"
+for db in "${TNAME}_p" "$TNAME"; do
+	mariadb-dump --no-defaults --socket="$MDB_SOCK" -uroot --hex-blob "$db" >"$T/$db.sql" 2>/dev/null
+done
+check "unkeyed dump holds the plain scope digest" grep -q "$PS" "$T/${TNAME}_p.sql"
+check "keyed dump: no plain scope digest" sh -c "! grep -q '$PS' '$T/$TNAME.sql'"
+expect_eq "hashing key: one row, wrapped under k1, 48 bytes" $'k1\t48' "$(db_query "$TNAME" 'SELECT seal_kid, LENGTH(wrapped) FROM idem_hash_key')"
+check "keyed dump: the hashing key is not in clear" sh -c "! grep -qi '$K1' '$T/$TNAME.sql'"
+post s2 "$U" "$KA" '{"card":"4000056655665556"}'
+expect_eq "keyed: replayed" true "$(hdr s2 Idempotent-Replayed)"
+expect_file_eq "keyed: byte-for-byte" "$T/s1.b" "$T/s2.b"
+post s3 "$U" "$KA" '{"card":"4111111111111111"}'
+is_problem "keyed: another body" s3 422 key-mismatch
+expect_eq "runs: one per gateway" 2 "$(runs pay)"
+gw_stop gw
+
+# 2. Rows stored before the key, on the store that becomes keyed.
+conf "$T/lplain.conf" "$T/gw.sock" "$PCNF"
+conf "$T/lkeyed.conf" "$T/gw.sock" "$PCNF" "$T/k.keys"
+KB=$(new_key)
+KC=$(new_key)
+gw_start gw "$T/lplain.conf" || { done_testing; exit 1; }
+post b1 "$U" "$KB" 'body-b'
+post c1 "$U" "$KC" 'body-c'
+expect_eq "before the key: created twice" 4 "$(runs pay)"
+gw_stop gw
+gw_start gw "$T/lkeyed.conf" || { done_testing; exit 1; }
+post b2 "$U" "$KB" 'body-b'
+expect_eq "old row after the key: replayed" true "$(hdr b2 Idempotent-Replayed)"
+expect_file_eq "old row after the key: byte-for-byte" "$T/b1.b" "$T/b2.b"
+expect_eq "old row: converted on touch" 1 "$(col "${TNAME}_p" hashed "$KB")"
+post b3 "$U" "$KB" 'body-other'
+is_problem "old row, another body" b3 422 key-mismatch
+expect_eq "old row 2: not touched yet" 0 "$(col "${TNAME}_p" hashed "$KC")"
+"$IDEMCTL" -c "$T/lkeyed.conf" rekey -v >"$T/rk.out" 2>"$T/rk.err"
+expect_eq "rekey: exit 0" "0" "$?"
+expect_match "rekey -v: rows keyed counted" "[1-9][0-9]* rows keyed" "$(cat "$T/rk.out")"
+expect_eq "rekey: no row hashed plain left" 0 "$(db_query "${TNAME}_p" 'SELECT COUNT(*) FROM idem_keys WHERE hashed = 0')"
+expect_match "rekey run recorded rows_hashed" "^[1-9]" "$(db_query "${TNAME}_p" 'SELECT rows_hashed FROM idem_rekey_runs ORDER BY id DESC LIMIT 1')"
+post c2 "$U" "$KC" 'body-c'
+expect_eq "rekeyed old row: replayed" true "$(hdr c2 Idempotent-Replayed)"
+expect_file_eq "rekeyed old row: byte-for-byte" "$T/c1.b" "$T/c2.b"
+post c3 "$U" "$KC" 'body-c2'
+is_problem "rekeyed old row, another body" c3 422 key-mismatch
+out=$("$IDEMCTL" -c "$T/lkeyed.conf" show "$KC" --scope "header:X-Api-Key:$API" 2>&1)
+expect_match "show --scope finds a keyed row" "state +completed" "$out"
+expect_eq "nothing ran again" 4 "$(runs pay)"
+gw_stop gw
+
+# 3. A gateway without the key on the keyed store: 500, nothing runs.
+gw_start gw "$T/lplain.conf" || { done_testing; exit 1; }
+post n1 "$U" "$KB" 'body-b'
+is_problem "unkeyed gateway, keyed store: known key" n1 500 store-key-missing
+post n2 "$U" "$(new_key)" 'body-new'
+is_problem "unkeyed gateway, keyed store: new key" n2 500 store-key-missing
+expect_eq "unkeyed gateway: nothing ran" 4 "$(runs pay)"
+expect_match "unkeyed gateway: its log says why" "keyed \(idem_hash_key\) but this config sets no secret_key_file" "$(cat "$T/gw.log")"
+out=$("$IDEMCTL" -c "$T/lplain.conf" show "$KB" 2>&1)
+expect_match "show without the key file still finds the row" "state +completed" "$out"
+gw_stop gw
+
+# 4. A plain owner still running when the key is set: waited for, once.
+db_new "${TNAME}_w" || { done_testing; exit 1; }
+conf "$T/wplain.conf" "$T/gw.sock" "$DBCNF"
+conf "$T/wkeyed.conf" "$T/gw2.sock" "$DBCNF" "$T/k.keys"
+lighttpd_start web2 "unix:$T/gw2.sock"
+U2=$(url web2 /payments)
+KD=$(new_key)
+gw_start gw "$T/wplain.conf" || { done_testing; exit 1; }
+http_bg d1 POST "$U?sleep=2500" -H "Idempotency-Key: $KD" -H "X-Api-Key: $API" --data-binary 'body-d'
+in_progress() { [ "$(col "${TNAME}_w" state "$KD")" = 0 ]; }
+wait_until 5 in_progress
+expect_eq "plain owner: in progress" 0 "$(col "${TNAME}_w" state "$KD")"
+gw_start gw2 "$T/wkeyed.conf" || { done_testing; exit 1; }
+post d2 "$U2?sleep=2500" "$KD" 'body-d'
+bg_wait
+expect_eq "plain owner: created" 201 "$(st d1)"
+expect_eq "keyed, same key meanwhile: the owner's answer" "201 true" "$HS $(hdr d2 Idempotent-Replayed)"
+expect_file_eq "keyed, same key meanwhile: byte-for-byte" "$T/d1.b" "$T/d2.b"
+expect_eq "live plain owner: ran once" 5 "$(runs pay)"
+gw_stop gw2
+gw_stop gw
+
+# 5. idemctl run on a keyed store: keyed, and run once.
+conf "$T/run.conf" "$T/gw.sock" "$SCNF" "$T/k.keys"
+printf '#!/bin/sh\necho ran >>"%s"\ncat\n' "$T/job.runs" >"$T/job.sh"
+chmod 0755 "$T/job.sh"
+for i in 1 2; do
+	echo payload | "$IDEMCTL" -c "$T/run.conf" run --key jobkey -- "$T/job.sh" >"$T/run$i.o" 2>"$T/run$i.e"
+	expect_eq "run $i: exit 0, the job's output" "0 payload" "$? $(cat "$T/run$i.o")"
+done
+expect_eq "run: the job ran once" 1 "$(wc -l <"$T/job.runs" | tr -d ' ')"
+expect_eq "run: its row is keyed" 1 "$(col "$TNAME" hashed jobkey)"
+done_testing
