@@ -5,27 +5,8 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 PAY=$(cgi_install pay)
-K1=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
-K2=2222222222222222222222222222222222222222222222222222222222222222
-
-db_new "$TNAME" || { done_testing; exit 1; }
-printf 'k1 %s\n' "$K1" >"$T/k.keys"
-chmod 0600 "$T/k.keys"
-gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
-printf 'secret_key_file = %s\n\n[route /payments]\nhandler = cgi:%s\n' \
-    "$T/k.keys" "$PAY" >>"$T/gw.conf"
-
-# reload: SIGHUP, then wait for the new generation's log line.
-reload() {
-	local n
-	n=$(grep -c 'config reloaded' "$T/gw.log")
-	kill -HUP "${GW_PID[gw]}"
-	wait_until 5 sh -c "[ \$(grep -c 'config reloaded' '$T/gw.log') -gt $n ]" ||
-	    not_ok "reload logged" "$(tail -3 "$T/gw.log")"
-	sleep 0.5	# the old generation drains
-}
-ctl() { "$IDEMCTL" -c "$T/gw.conf" "$@"; }
-kid() { db_query "$TNAME" "SELECT IFNULL(seal_kid, '-') FROM idem_keys WHERE idem_key = '$1'"; }
+. "$(dirname "$0")/../lib/rekey.sh"
+rekey_setup "$PAY" || { done_testing; exit 1; }
 
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 lighttpd_start web "unix:$T/gw.sock"
