@@ -590,6 +590,11 @@ static const struct {
 	PROBE_SELECT("idem_rekey_runs", "id"),
 	PROBE_INSERT("idem_rekey_runs", "id", "0"),
 	PROBE_UPDATE("idem_rekey_runs", "reason"),
+	/* The hashing key: made by the first keyed gateway or rekey,
+	 * wrapped again by rekey (lib/ident/hkey.h). */
+	PROBE_SELECT("idem_hash_key", "id"),
+	PROBE_INSERT("idem_hash_key", "id", "0"),
+	PROBE_UPDATE("idem_hash_key", "seal_kid"),
 };
 
 enum idem_err

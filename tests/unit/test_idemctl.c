@@ -40,7 +40,7 @@ test_grants(void)
 		    strstr(grants[i].need, ":SELECT") == NULL;
 		CHECK(strchr(grants[i].need, ':') != NULL);
 	}
-	CHECK(gw == 12 && cl == 22 && co == 5);
+	CHECK(gw == 14 && cl == 25 && co == 6);
 	CHECK(ins == 1 && writes == 0);
 }
 
