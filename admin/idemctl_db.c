@@ -406,35 +406,50 @@ check_secrets(struct ctl *c)
 		    k->id, c->cfg->nsecrets, c->cfg->nsecrets == 1 ? "" : "s");
 }
 
-/* The key id that wraps the store's hashing key (lib/ident/hkey.h) into
+/*
+ * The key id that wraps the store's hashing key (lib/ident/hkey.h) into
  * hkid, and what it means: made by the first keyed gateway, it must stay
- * in the file until rekey wraps it under the current key. */
-static void
+ * in the file until rekey wraps it under the current key.  cur NULL: no
+ * key file.  CTL_ECONFIG when no gateway with this config could hash as
+ * the store does.
+ */
+static int
 check_hkid(struct ctl *c, const struct cfg_secret *cur, char *hkid,
     size_t len)
 {
 	enum idem_err	 er = store_hkey_kid(c->st, hkid, len);
 
+	if (er == IDEM_ENOTFOUND && cur == NULL)
+		return CTL_OK;
 	if (er == IDEM_ENOTFOUND)
 		finding(" ok ", "hashing key not made yet (the first keyed "
 		    "gateway or 'idemctl rekey' makes it)");
 	else if (er != IDEM_OK)
 		finding("warn", "hashing key unreadable: %s",
 		    store_last_error(c->st));
-	else if (cfg_secret(c->cfg, hkid) == NULL)
+	else if (cur == NULL) {
+		finding("fail", "the store's scope hashes and fingerprints "
+		    "are keyed (hashing key wrapped under key %s) but this "
+		    "config sets no secret_key_file: its gateway answers "
+		    "500 store-key-missing", hkid);
+		return CTL_ECONFIG;
+	} else if (cfg_secret(c->cfg, hkid) == NULL) {
 		finding("fail", "the hashing key is wrapped under key %s, "
-		    "which the key file lacks: no gateway can start keyed; "
-		    "put that line back", hkid);
-	else
+		    "which the key file lacks: a gateway with it answers 500 "
+		    "store-key-missing; put that line back", hkid);
+		return CTL_ECONFIG;
+	} else
 		finding(" ok ", "scope hashes and fingerprints keyed "
 		    "(hashing key wrapped under key %s%s)", hkid,
 		    strcmp(hkid, cur->id) == 0 ? ", current" : ": run "
 		    "'idemctl rekey'");
+	return CTL_OK;
 }
 
 /* With a key file: how many rows each key id seals, so an operator knows
- * when an older line may go (after idemctl rekey). */
-static void
+ * when an older line may go (after idemctl rekey); and the hashing key.
+ * CTL_OK, or check_hkid's refusal. */
+static int
 check_kids(struct ctl *c)
 {
 	struct kid_count	 kc[64];
@@ -442,12 +457,14 @@ check_kids(struct ctl *c)
 	const struct cfg_secret	*sk;
 	char			 hkid[CFG_SECRET_ID_MAX + 1] = "";
 	size_t			 n = 0, i, j;
+	int			 rc;
 
-	if (c->cfg->secret_key_file == NULL || cur == NULL ||
-	    store_admin_kid_counts(c->st, kc, sizeof(kc) / sizeof(kc[0]),
-	    &n) != IDEM_OK)
-		return;
-	check_hkid(c, cur, hkid, sizeof(hkid));
+	if (c->cfg->secret_key_file != NULL && cur == NULL)
+		return CTL_OK;		/* unreadable: check_secrets said so */
+	rc = check_hkid(c, cur, hkid, sizeof(hkid));
+	if (cur == NULL || store_admin_kid_counts(c->st, kc,
+	    sizeof(kc) / sizeof(kc[0]), &n) != IDEM_OK)
+		return rc;
 	for (i = 0; i < n; i++) {
 		if (kc[i].kid[0] == '\0')
 			finding(" ok ", "%llu rows stored in clear (from "
@@ -480,6 +497,7 @@ check_kids(struct ctl *c)
 			finding(" ok ", "key %s: no rows%s", sk->id, sk == cur ?
 			    " (current)" : " (its line can be deleted)");
 	}
+	return rc;
 }
 
 /* The schema's version against this build's; CTL_OK, or the code. */
@@ -579,6 +597,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 
 	check_packet(c);
 	check_cleanups(c);
-	check_kids(c);
+	if ((rc = check_kids(c)) != CTL_OK && result == CTL_OK)
+		result = rc;
 	return result;
 }

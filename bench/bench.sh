@@ -116,6 +116,7 @@ say "bench: starting MariaDB, fcgiwrap, a bare libfcgi app, idemgate and lighttp
 mariadb_init >/dev/null || exit 1
 mariadb_newdb bench || exit 1
 mariadb_newdb benchsmall || exit 1
+mariadb_newdb benchseal || exit 1
 
 W=$TESTROOT/www
 mkdir -p "$W/fw" "$TESTROOT/cgi"
@@ -163,17 +164,24 @@ sed -e "s|idemgate.sock|small.sock|" -e "s|bench.cnf|benchsmall.cnf|" \
 "$B/idemctl" -c "$TESTROOT/small.conf" migrate >/dev/null || { say "bench: migrate failed"; exit 1; }
 "$B/idemgate" -c "$TESTROOT/small.conf" 2>"$TESTROOT/small.log" &
 pids+=($!)
-# the same gateway sealing what it stores (secret_key_file), with and
-# without its replay cache, on the same database
+# the small one sealing what it stores (secret_key_file), with and without
+# its replay cache, against the same in clear: a keyed store hashes keys
+# under its own hashing key, so the sealed pair has a small database of
+# its own, and the clear pair for it is the small one (and /sc/, the same
+# without its replay cache)
 printf 'k1 %s\n' "$(openssl rand -hex 32)" >"$TESTROOT/bench.keys"
 chmod 0600 "$TESTROOT/bench.keys"
+sed -e "s|small.sock|smallnc.sock|" -e "s|^threads = 32|&\nreplay_cache = 0|" \
+	-e "s|/sm/|/sc/|" "$TESTROOT/small.conf" >"$TESTROOT/smallnc.conf"
 for v in sealed:se sealednc:sn; do
-	sed -e "s|idemgate.sock|${v%%:*}.sock|" -e "s|/ig/|/${v#*:}/|" \
+	sed -e "s|small.sock|${v%%:*}.sock|" -e "s|/sm/|/${v#*:}/|" \
+	    -e "s|benchsmall.cnf|benchseal.cnf|" \
 	    -e "s|^threads = 32|&\nsecret_key_file = $TESTROOT/bench.keys|" \
-	    "$TESTROOT/idemgate.conf" >"$TESTROOT/${v%%:*}.conf"
+	    "$TESTROOT/small.conf" >"$TESTROOT/${v%%:*}.conf"
 done
 sed -i "s|^threads = 32|&\nreplay_cache = 0|" "$TESTROOT/sealednc.conf"
-for v in sealed sealednc; do
+"$B/idemctl" -c "$TESTROOT/sealed.conf" migrate >/dev/null || { say "bench: migrate failed"; exit 1; }
+for v in smallnc sealed sealednc; do
 	"$B/idemgate" -c "$TESTROOT/$v.conf" 2>"$TESTROOT/$v.log" &
 	pids+=($!)
 done
@@ -198,16 +206,17 @@ fastcgi.server = (
 	"/app/" => (( "socket" => "$TESTROOT/app.sock", "check-local" => "disable" )),
 	"/nc/" => (( "socket" => "$TESTROOT/nocache.sock", "check-local" => "disable" )),
 	"/sm/" => (( "socket" => "$TESTROOT/small.sock", "check-local" => "disable" )),
+	"/sc/" => (( "socket" => "$TESTROOT/smallnc.sock", "check-local" => "disable" )),
 	"/se/" => (( "socket" => "$TESTROOT/sealed.sock", "check-local" => "disable" )),
 	"/sn/" => (( "socket" => "$TESTROOT/sealednc.sock", "check-local" => "disable" )),
 )
 CONF
-for _ in $(seq 1 100); do [ -S "$TESTROOT/idemgate.sock" ] && [ -S "$TESTROOT/nocache.sock" ] && [ -S "$TESTROOT/small.sock" ] && [ -S "$TESTROOT/sealed.sock" ] && [ -S "$TESTROOT/sealednc.sock" ] && [ -S "$TESTROOT/fcgiwrap.sock" ] && break; sleep 0.1; done
+for _ in $(seq 1 100); do [ -S "$TESTROOT/idemgate.sock" ] && [ -S "$TESTROOT/nocache.sock" ] && [ -S "$TESTROOT/small.sock" ] && [ -S "$TESTROOT/smallnc.sock" ] && [ -S "$TESTROOT/sealed.sock" ] && [ -S "$TESTROOT/sealednc.sock" ] && [ -S "$TESTROOT/fcgiwrap.sock" ] && break; sleep 0.1; done
 lighttpd -D -f "$TESTROOT/lighttpd.conf" &
 pids+=($!)
 U=http://127.0.0.1:$PORT
 for _ in $(seq 1 100); do curl -fs -o /dev/null "$U/fw/hello.cgi" && break; sleep 0.1; done
-for path in /fw/hello.cgi /ig/hello /ig/app /nc/hello /sm/hello /se/hello /sn/hello /app/; do
+for path in /fw/hello.cgi /ig/hello /ig/app /nc/hello /sm/hello /sc/hello /se/hello /sn/hello /app/; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' "$U$path")
 	[ "$code" = 200 ] || { say "bench: $path answered $code"; exit 1; }
 done
@@ -246,21 +255,21 @@ avg3() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a + b / 3 }'; }
 clear_fresh=0 seal_fresh=0 clear_rep=0 seal_rep=0 clear_nc=0 seal_nc=0
 seal_bad=0
 if [ "${BENCH_KEY:-1}" != 0 ]; then
-	for p in se sn; do
+	for p in sm sc se sn; do
 		curl -s -o /dev/null -X POST -H "Idempotency-Key: bench-replay-$p" \
 		    -H 'Content-Type: application/x-www-form-urlencoded' \
 		    -d amount=4200 "$U/$p/hello"
 	done
 	for i in 1 2 3; do
-		read -r r _ < <(wrk_run "$U/ig/hello" bench/fresh.lua "clr$$-$i")
+		read -r r _ < <(wrk_run "$U/sm/hello" bench/fresh.lua "clr$$-$i")
 		clear_fresh=$(avg3 "$clear_fresh" "$r")
 		read -r r _ b < <(wrk_run "$U/se/hello" bench/fresh.lua "sea$$-$i")
 		seal_fresh=$(avg3 "$seal_fresh" "$r") seal_bad=$((seal_bad + b))
-		read -r r _ < <(wrk_run "$U/ig/hello" bench/replay.lua)
+		read -r r _ < <(wrk_run "$U/sm/hello" bench/replay.lua bench-replay-sm)
 		clear_rep=$(avg3 "$clear_rep" "$r")
 		read -r r _ b < <(wrk_run "$U/se/hello" bench/replay.lua bench-replay-se)
 		seal_rep=$(avg3 "$seal_rep" "$r") seal_bad=$((seal_bad + b))
-		read -r r _ < <(wrk_run "$U/nc/hello" bench/replay.lua bench-replay-nc)
+		read -r r _ < <(wrk_run "$U/sc/hello" bench/replay.lua bench-replay-sc)
 		clear_nc=$(avg3 "$clear_nc" "$r")
 		read -r r _ b < <(wrk_run "$U/sn/hello" bench/replay.lua bench-replay-sn)
 		seal_nc=$(avg3 "$seal_nc" "$r") seal_bad=$((seal_bad + b))
@@ -385,7 +394,7 @@ RSS under fresh load, 2 workers x 32 threads: largest process $((rss_max / 1024)
 cleanup of ${deleted} expired rows, no traffic: ${cl_ms} ms (exit ${cl_rc}) = $(awk -v r="$deleted" -v m="$cl_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s   (goal >= 50000)
 cleanup of ${deleted2} expired rows under fresh traffic: ${cl2_ms} ms (exit ${cl2_rc}) = $(awk -v r="$deleted2" -v m="$cl2_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s
 fresh p99 during cleanup ${ig_during99} ms vs without ${ig_fresh_big99} ms ($((DUR * 3)) s runs)   ratio $(ratio "$ig_during99" "$ig_fresh_big99")x   (goal <= 2.0)
-sealed at rest (secret_key_file, AES-256-GCM) vs in clear, 3 alternating runs each (goal >= 0.95; non-2xx: ${seal_bad}):
+sealed at rest (secret_key_file: AES-256-GCM answers, keyed hashes) vs in clear, small databases, 3 alternating runs each (goal >= 0.95; non-2xx: ${seal_bad}):
   fresh keys           clear ${clear_fresh} req/s   sealed ${seal_fresh} req/s   ratio $(ratio "$seal_fresh" "$clear_fresh")x
   replays, cache       clear ${clear_rep} req/s   sealed ${seal_rep} req/s   ratio $(ratio "$seal_rep" "$clear_rep")x
   replays, no cache    clear ${clear_nc} req/s   sealed ${seal_nc} req/s   ratio $(ratio "$seal_nc" "$clear_nc")x   (each replay opens the row)

@@ -213,24 +213,10 @@ store_hkey_refresh(struct store *st, struct hkey *hk)
 	}
 }
 
-/* A row hashed before the key, as read for its conversion. */
-struct old_row {
-	uint64_t	 id;
-	unsigned char	 scope[FP_LEN], fp[FP_LEN];
-	char		 key[FP_KEY_MAX + 1];
-	char		 route[256];
-	char		 kid[CFG_SECRET_ID_MAX + 1];
-	unsigned char	 nonce[SEAL_NONCE_LEN];
-	int64_t		 state, live;
-	unsigned long	 slen, flen, klen, rlen, kidlen, nlen, blen;
-	my_bool		 knull, rnull, kidnull, nnull, bnull;
-	struct buf	 ct;
-};
-
-static void
-old_bind(MYSQL_BIND *res, struct old_row *r)
+void
+store_seal_row_bind(MYSQL_BIND *res, struct seal_row *r)
 {
-	memset(res, 0, 9 * sizeof(*res));
+	memset(res, 0, SEAL_ROW_COLS * sizeof(*res));
 	res[0].buffer_type = MYSQL_TYPE_BLOB;
 	res[0].buffer = r->scope;
 	res[0].buffer_length = sizeof(r->scope);
@@ -239,48 +225,28 @@ old_bind(MYSQL_BIND *res, struct old_row *r)
 	res[1].buffer_type = MYSQL_TYPE_BLOB;
 	store_out_text(&res[2], r->route, sizeof(r->route), &r->rlen,
 	    &r->rnull);
-	res[3].buffer_type = MYSQL_TYPE_BLOB;
-	res[3].buffer = r->fp;
-	res[3].buffer_length = sizeof(r->fp);
-	res[3].length = &r->flen;
-	store_out_i64(&res[4], &r->state, NULL);
-	store_out_i64(&res[5], &r->live, NULL);
-	store_out_text(&res[6], r->kid, sizeof(r->kid), &r->kidlen,
+	store_out_text(&res[3], r->kid, sizeof(r->kid), &r->kidlen,
 	    &r->kidnull);
-	res[7].buffer_type = MYSQL_TYPE_BLOB;
-	res[7].buffer = r->nonce;
-	res[7].buffer_length = sizeof(r->nonce);
-	res[7].length = &r->nlen;
-	res[7].is_null = &r->nnull;
-	res[8].buffer_type = MYSQL_TYPE_BLOB;
-	res[8].length = &r->blen;
-	res[8].is_null = &r->bnull;
+	res[4].buffer_type = MYSQL_TYPE_BLOB;
+	res[4].buffer = r->nonce;
+	res[4].buffer_length = sizeof(r->nonce);
+	res[4].length = &r->nlen;
+	res[4].is_null = &r->nnull;
+	res[5].buffer_type = MYSQL_TYPE_BLOB;
+	res[5].length = &r->blen;
+	res[5].is_null = &r->bnull;
 }
 
-/*
- * Reads row r->id if it is still hashed plain.  live: in progress and its
- * lease or run deadline not passed (its owner may still complete it, with
- * its own plain identity).  IDEM_ENOTFOUND when it is gone or converted.
- */
-static enum idem_err
-old_read(struct store *st, struct old_row *r)
+enum idem_err
+store_seal_row_read(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in,
+    MYSQL_BIND *res, struct seal_row *r)
 {
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[1], res[9];
 	enum idem_err	 er;
 
-	if ((s = store_prepare(st, "SELECT scope, idem_key, route,"
-	    " fingerprint, state, state = 0 AND (lease_until > NOW(6) OR"
-	    " COALESCE(run_deadline > NOW(6), 0)), seal_kid, seal_nonce,"
-	    " resp_body FROM idem_keys WHERE id = ? AND hashed = 0")) == NULL)
-		return IDEM_ESTORE;
-	store_bind_u64(&in[0], &r->id);
-	old_bind(res, r);
 	if ((er = store_run(st, s, in, res)) == IDEM_OK)
 		er = store_fetch(st, s);
 	if (er == IDEM_OK && !r->bnull && r->blen > 0 && !r->kidnull)
-		er = store_row_blob(st, s, &res[8], 8, r->blen, &r->ct);
-	store_stmt_close(s);
+		er = store_row_blob(st, s, &res[5], 5, r->blen, &r->ct);
 	if (er != IDEM_OK)
 		return er;
 	store_out_text_end(r->key, sizeof(r->key), r->klen, r->knull);
@@ -288,9 +254,51 @@ old_read(struct store *st, struct old_row *r)
 	store_out_text_end(r->kid, sizeof(r->kid), r->kidlen, r->kidnull);
 	if (r->klen >= sizeof(r->key))
 		r->klen = sizeof(r->key) - 1;
-	if (r->slen != FP_LEN || r->flen != FP_LEN)
+	return IDEM_OK;
+}
+
+/* A row hashed before the key, as read for its conversion. */
+struct old_row {
+	struct seal_row	 r;
+	unsigned char	 fp[FP_LEN];
+	int64_t		 state, live;
+	unsigned long	 flen;
+};
+
+/*
+ * Reads row o->r.id if it is still hashed plain.  live: in progress and
+ * its lease or run deadline not passed (its owner may still complete it,
+ * with its own plain identity).  IDEM_ENOTFOUND when it is gone or
+ * converted.
+ */
+static enum idem_err
+old_read(struct store *st, struct old_row *o)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[1], res[SEAL_ROW_COLS + 3];
+	enum idem_err	 er;
+
+	if ((s = store_prepare(st, "SELECT " SEAL_ROW_SQL ", fingerprint,"
+	    " state, state = 0 AND (lease_until > NOW(6) OR"
+	    " COALESCE(run_deadline > NOW(6), 0)) FROM idem_keys"
+	    " WHERE id = ? AND hashed = 0")) == NULL)
+		return IDEM_ESTORE;
+	store_bind_u64(&in[0], &o->r.id);
+	store_seal_row_bind(res, &o->r);
+	memset(&res[SEAL_ROW_COLS], 0, 3 * sizeof(*res));
+	res[6].buffer_type = MYSQL_TYPE_BLOB;
+	res[6].buffer = o->fp;
+	res[6].buffer_length = sizeof(o->fp);
+	res[6].length = &o->flen;
+	store_out_i64(&res[7], &o->state, NULL);
+	store_out_i64(&res[8], &o->live, NULL);
+	er = store_seal_row_read(st, s, in, res, &o->r);
+	store_stmt_close(s);
+	if (er != IDEM_OK)
+		return er;
+	if (o->r.slen != FP_LEN || o->flen != FP_LEN)
 		return store_fail(st, IDEM_ESTORE, "row %llu: scope or "
-		    "fingerprint is not a digest", (unsigned long long)r->id);
+		    "fingerprint is not a digest", (unsigned long long)o->r.id);
 	return IDEM_OK;
 }
 
@@ -301,7 +309,7 @@ old_read(struct store *st, struct old_row *r)
  * open here (its key id is not in the file, or the tag fails).
  */
 static enum idem_err
-old_reseal(struct store *st, const struct old_row *r,
+old_reseal(struct store *st, const struct seal_row *r,
     const unsigned char nscope[FP_LEN], unsigned char nonce[SEAL_NONCE_LEN],
     unsigned char **ct, size_t *len)
 {
@@ -331,7 +339,7 @@ old_reseal(struct store *st, const struct old_row *r,
 /* The guarded write of a conversion: the row as it was read, or nothing.
  * A keyed row of the same key already there (1062) wins: left alone. */
 static enum idem_err
-old_write(struct store *st, const struct old_row *r,
+old_write(struct store *st, const struct old_row *o,
     const unsigned char nscope[FP_LEN], const unsigned char nfp[FP_LEN],
     const unsigned char *ct, size_t len, const unsigned char *nonce,
     uint64_t *n)
@@ -347,11 +355,11 @@ old_write(struct store *st, const struct old_row *r,
 	    ct != NULL ? strlen(cur->id) : 0);
 	store_bind_in(&in[4], MYSQL_TYPE_BLOB, nonce, ct != NULL ?
 	    SEAL_NONCE_LEN : 0);
-	store_bind_u64(&in[5], &r->id);
-	store_bind_i64(&in[6], &r->state);
-	store_bind_in(&in[7], MYSQL_TYPE_BLOB, r->nnull ? NULL : r->nonce,
-	    r->nnull ? 0 : r->nlen);
-	store_bind_blob(&in[8], r->fp, FP_LEN);
+	store_bind_u64(&in[5], &o->r.id);
+	store_bind_i64(&in[6], &o->state);
+	store_bind_in(&in[7], MYSQL_TYPE_BLOB, o->r.nnull ? NULL : o->r.nonce,
+	    o->r.nnull ? 0 : o->r.nlen);
+	store_bind_blob(&in[8], o->fp, FP_LEN);
 	er = store_simple(st, "UPDATE idem_keys SET scope = ?,"
 	    " fingerprint = ?, hashed = 1,"
 	    " resp_body = COALESCE(?, resp_body),"
@@ -370,7 +378,7 @@ enum idem_err
 store_hkey_convert(struct store *st, const struct hkey *hk, uint64_t id,
     char *kid, size_t kidlen)
 {
-	struct old_row	 r;
+	struct old_row	 o;
 	unsigned char	 nscope[FP_LEN], nfp[FP_LEN], nonce[SEAL_NONCE_LEN];
 	unsigned char	*ct = NULL;
 	size_t		 len = 0;
@@ -379,29 +387,29 @@ store_hkey_convert(struct store *st, const struct hkey *hk, uint64_t id,
 
 	if (hkey_state(hk) != HKEY_KEYED)
 		return store_fail(st, IDEM_EINVAL, "no hashing key");
-	memset(&r, 0, sizeof(r));
-	r.id = id;
-	buf_init(&r.ct, ADMIN_SEALED_MAX);
-	if ((er = old_read(st, &r)) != IDEM_OK)
+	memset(&o, 0, sizeof(o));
+	o.r.id = id;
+	buf_init(&o.r.ct, ADMIN_SEALED_MAX);
+	if ((er = old_read(st, &o)) != IDEM_OK)
 		goto out;
-	if (r.live) {
+	if (o.live) {
 		er = IDEM_EBUSY;
 		goto out;
 	}
-	hkey_hmac(hk->k, r.scope, nscope);
-	hkey_hmac(hk->k, r.fp, nfp);
-	if (!r.kidnull && (er = old_reseal(st, &r, nscope, nonce, &ct,
+	hkey_hmac(hk->k, o.r.scope, nscope);
+	hkey_hmac(hk->k, o.fp, nfp);
+	if (!o.r.kidnull && (er = old_reseal(st, &o.r, nscope, nonce, &ct,
 	    &len)) != IDEM_OK) {
 		if (kid != NULL)
-			snprintf(kid, kidlen, "%s", r.kid);
+			snprintf(kid, kidlen, "%s", o.r.kid);
 		goto out;
 	}
-	if ((er = old_write(st, &r, nscope, nfp, ct, len, nonce, &n)) ==
+	if ((er = old_write(st, &o, nscope, nfp, ct, len, nonce, &n)) ==
 	    IDEM_OK && n == 0)
 		er = IDEM_EAGAIN;
 out:
 	free(ct);
-	buf_free(&r.ct);
+	buf_free(&o.r.ct);
 	return er;
 }
 

@@ -306,4 +306,31 @@ unsigned long store_generation(const struct store *st);
 /* Prepared statements executed so far (for tests of the hot path). */
 uint64_t store_round_trips(const struct store *st);
 
+/*
+ * A row's identity and sealed answer, as rekey and the hashing key's
+ * conversion read it (lib/store/store_hkey.c): SEAL_ROW_SQL's columns
+ * first in a SELECT, bound by store_seal_row_bind to res[0..5].
+ */
+#define SEAL_ROW_SQL	"scope, idem_key, route, seal_kid, seal_nonce, resp_body"
+#define SEAL_ROW_COLS	6
+struct seal_row {
+	uint64_t	 id;
+	unsigned char	 scope[FP_LEN];
+	char		 key[FP_KEY_MAX + 1];
+	char		 route[256];
+	char		 kid[CFG_SECRET_ID_MAX + 1];
+	unsigned char	 nonce[SEAL_NONCE_LEN];
+	unsigned long	 slen, klen, rlen, kidlen, nlen, blen;
+	my_bool		 knull, rnull, kidnull, nnull, bnull;
+	struct buf	 ct;		/* the ciphertext, when sealed */
+};
+
+void store_seal_row_bind(MYSQL_BIND *res, struct seal_row *r);
+
+/* Runs s with in, fetches its one row into res (bound as above, more
+ * columns after them allowed) and reads r's ciphertext; the texts are
+ * ended, klen cut to what key holds.  IDEM_ENOTFOUND when no row. */
+enum idem_err store_seal_row_read(struct store *st, MYSQL_STMT *s,
+    MYSQL_BIND *in, MYSQL_BIND *res, struct seal_row *r);
+
 #endif

@@ -11,70 +11,26 @@
 #include "store_hkey.h"
 #include "store_int.h"
 
-/* One sealed row as rekey reads it. */
-struct rekey_row {
-	uint64_t	 id;
-	unsigned char	 scope[FP_LEN];
-	char		 key[FP_KEY_MAX + 1];
-	char		 route[256];
-	char		 kid[CFG_SECRET_ID_MAX + 1];
-	unsigned char	 nonce[SEAL_NONCE_LEN];
-	unsigned long	 slen, klen, rlen, kidlen, nlen, blen;
-	my_bool		 knull, rnull, kidnull, nnull, bnull;
-	struct buf	 ct;
-};
-
-static void
-rekey_bind(MYSQL_BIND *res, struct rekey_row *r)
-{
-	memset(res, 0, 6 * sizeof(*res));
-	res[0].buffer_type = MYSQL_TYPE_BLOB;
-	res[0].buffer = r->scope;
-	res[0].buffer_length = sizeof(r->scope);
-	res[0].length = &r->slen;
-	store_out_text(&res[1], r->key, sizeof(r->key), &r->klen, &r->knull);
-	res[1].buffer_type = MYSQL_TYPE_BLOB;
-	store_out_text(&res[2], r->route, sizeof(r->route), &r->rlen,
-	    &r->rnull);
-	store_out_text(&res[3], r->kid, sizeof(r->kid), &r->kidlen,
-	    &r->kidnull);
-	res[4].buffer_type = MYSQL_TYPE_BLOB;
-	res[4].buffer = r->nonce;
-	res[4].buffer_length = sizeof(r->nonce);
-	res[4].length = &r->nlen;
-	res[4].is_null = &r->nnull;
-	res[5].buffer_type = MYSQL_TYPE_BLOB;
-	res[5].length = &r->blen;
-	res[5].is_null = &r->bnull;
-}
-
 /*
  * Reads row r->id, if it is still sealed, into r (its ciphertext into
  * r->ct).  IDEM_ENOTFOUND when it is gone or no longer sealed.
  */
 static enum idem_err
-rekey_read(struct store *st, struct rekey_row *r)
+rekey_read(struct store *st, struct seal_row *r)
 {
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[1], res[6];
+	MYSQL_BIND	 in[1], res[SEAL_ROW_COLS];
 	enum idem_err	 er;
 
-	if ((s = store_prepare(st, "SELECT scope, idem_key, route, seal_kid,"
-	    " seal_nonce, resp_body FROM idem_keys WHERE id = ? AND"
-	    " seal_kid IS NOT NULL")) == NULL)
+	if ((s = store_prepare(st, "SELECT " SEAL_ROW_SQL " FROM idem_keys"
+	    " WHERE id = ? AND seal_kid IS NOT NULL")) == NULL)
 		return IDEM_ESTORE;
 	store_bind_u64(&in[0], &r->id);
-	rekey_bind(res, r);
-	if ((er = store_run(st, s, in, res)) == IDEM_OK)
-		er = store_fetch(st, s);
-	if (er == IDEM_OK && !r->bnull && r->blen > 0)
-		er = store_row_blob(st, s, &res[5], 5, r->blen, &r->ct);
+	store_seal_row_bind(res, r);
+	er = store_seal_row_read(st, s, in, res, r);
 	store_stmt_close(s);
 	if (er != IDEM_OK)
 		return er;
-	store_out_text_end(r->key, sizeof(r->key), r->klen, r->knull);
-	store_out_text_end(r->route, sizeof(r->route), r->rlen, r->rnull);
-	store_out_text_end(r->kid, sizeof(r->kid), r->kidlen, r->kidnull);
 	if (r->slen != FP_LEN || r->nnull || r->nlen != SEAL_NONCE_LEN)
 		r->kid[0] = '\0';	/* not a row we sealed: leave it */
 	return IDEM_OK;
@@ -86,7 +42,7 @@ rekey_read(struct store *st, struct rekey_row *r)
  * rewrote meanwhile is left alone.  OUT: *n rows changed (0 or 1).
  */
 static enum idem_err
-rekey_write(struct store *st, const struct rekey_row *r, const char *cur,
+rekey_write(struct store *st, const struct seal_row *r, const char *cur,
     const unsigned char *nonce, const unsigned char *ct, size_t len,
     uint64_t *n)
 {
@@ -109,7 +65,7 @@ static enum idem_err
 rekey_one(struct store *st, uint64_t id, const struct cfg_secret *cur,
     struct rekey_result *out)
 {
-	struct rekey_row	 r;
+	struct seal_row		 r;
 	const struct cfg_secret	*old;
 	struct seal_ad		 ad;
 	struct answer		 a;
@@ -212,46 +168,39 @@ rekey_hash_one(struct store *st, const struct hkey *hk, uint64_t id,
 	}
 }
 
-/* The hashing key's batches, then the sealed rows' ones: see
- * rekey_batches. */
-static enum idem_err
-rekey_hash_batches(struct store *st, const struct rekey_opts *o,
-    struct store_hold *h, const struct hkey *hk, int64_t deadline,
-    struct rekey_result *out)
-{
-	uint64_t	*ids, last = 0;
-	size_t		 n, i;
-	enum idem_err	 er;
+/*
+ * One walk over the rows: with hk, those hashed before the key
+ * (rekey_hash_one); else those sealed under another key than cur
+ * (rekey_one).
+ */
+struct rekey_pass {
+	const struct hkey	*hk;
+	const struct cfg_secret	*cur;
+};
 
-	if ((er = store_hkey_rewrap(st, hk, &out->rewrapped)) != IDEM_OK)
-		return er;
-	if ((ids = calloc((size_t)o->batch, sizeof(*ids))) == NULL)
-		return store_fail(st, IDEM_ENOMEM, "out of memory");
-	for (;;) {
-		if (deadline != 0 && clock_now_ms() >= deadline) {
-			er = IDEM_ETIMEOUT;
-			break;
-		}
-		store_hold_keep(h);
-		er = store_hkey_old_ids(st, o->batch, &last, ids, &n);
-		for (i = 0; er == IDEM_OK && i < n; i++)
-			er = rekey_hash_one(st, hk, ids[i], out);
-		if (er != IDEM_OK)
-			break;
-		if (n > 0)
-			out->batches++;
-		if (n < (size_t)o->batch)
-			break;
-	}
-	free(ids);
-	return er;
+static enum idem_err
+pass_ids(struct store *st, const struct rekey_pass *p, int64_t limit,
+    uint64_t *last, uint64_t *ids, size_t *n)
+{
+	if (p->hk != NULL)
+		return store_hkey_old_ids(st, limit, last, ids, n);
+	return rekey_ids(st, p->cur->id, limit, last, ids, n);
 }
 
-/* The batches of one run, until one comes back short or the deadline
+static enum idem_err
+pass_one(struct store *st, const struct rekey_pass *p, uint64_t id,
+    struct rekey_result *out)
+{
+	if (p->hk != NULL)
+		return rekey_hash_one(st, p->hk, id, out);
+	return rekey_one(st, id, p->cur, out);
+}
+
+/* The batches of one pass, until one comes back short or the deadline
  * (clock_now_ms(); 0: none) passes (IDEM_ETIMEOUT). */
 static enum idem_err
 rekey_batches(struct store *st, const struct rekey_opts *o,
-    struct store_hold *h, const struct cfg_secret *cur, int64_t deadline,
+    struct store_hold *h, const struct rekey_pass *p, int64_t deadline,
     struct rekey_result *out)
 {
 	uint64_t	*ids, last = 0;
@@ -266,9 +215,9 @@ rekey_batches(struct store *st, const struct rekey_opts *o,
 			break;
 		}
 		store_hold_keep(h);
-		er = rekey_ids(st, cur->id, o->batch, &last, ids, &n);
+		er = pass_ids(st, p, o->batch, &last, ids, &n);
 		for (i = 0; er == IDEM_OK && i < n; i++)
-			er = rekey_one(st, ids[i], cur, out);
+			er = pass_one(st, p, ids[i], out);
 		if (er != IDEM_OK)
 			break;
 		if (n > 0)
@@ -386,9 +335,13 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 	if ((er = rekey_start(st, o, cur->id, &out->run_id)) != IDEM_OK)
 		goto unlock;
 	deadline = o->max_ms > 0 ? start + o->max_ms : 0;
-	if ((er = rekey_hash_batches(st, o, &h, &hk, deadline, out)) ==
-	    IDEM_OK)
-		er = rekey_batches(st, o, &h, cur, deadline, out);
+	/* The hashing key first, then the rows hashed before it, then the
+	 * rows sealed under older keys. */
+	if ((er = store_hkey_rewrap(st, &hk, &out->rewrapped)) == IDEM_OK &&
+	    (er = rekey_batches(st, o, &h, &(struct rekey_pass){ .hk = &hk },
+	    deadline, out)) == IDEM_OK)
+		er = rekey_batches(st, o, &h, &(struct rekey_pass){ .cur = cur },
+		    deadline, out);
 	rekey_outcome(st, o, er, out);
 	out->elapsed_ms = clock_now_ms() - start;
 	/* Keep the first error's text if recording the end fails too. */

@@ -288,6 +288,9 @@ chown www-data "$T/apcgi/run"
 cp "$ITBIN/payments" "$CB/pay.cgi"
 chmod 0755 "$CB/pay.cgi"
 gw_conf "$T/cgi.conf" "unix:$T/cgi.sock" "$M"
+# the same store, keyed by the README's gateway: every gateway of a store
+# hashes keys alike, so this one has the key file too
+echo "secret_key_file = $S/etc/idemgate/keys" >>"$T/cgi.conf"
 printf '\n[route /cgi-bin/pay.cgi]\nhandler = script\nscript_root = %s\nrequire_key = yes\n' "$CB" >>"$T/cgi.conf"
 sed -n '/^\[route \/\]/,/^script_root/p' "$IDEM_ROOT/etc/idemgate.conf" |
 	sed "s|/usr/lib/cgi-bin|$CB|" >>"$T/cgi.conf"

@@ -116,6 +116,11 @@ post n2 "$U" "$(new_key)" 'body-new'
 is_problem "unkeyed gateway, keyed store: new key" n2 500 store-key-missing
 expect_eq "unkeyed gateway: nothing ran" 4 "$(runs pay)"
 expect_match "unkeyed gateway: its log says why" "keyed \(idem_hash_key\) but this config sets no secret_key_file" "$(cat "$T/gw.log")"
+out=$("$IDEMCTL" -c "$T/lplain.conf" check 2>&1)
+expect_eq "check without the key file on a keyed store: exit 2" 2 "$?"
+expect_match "check names it" "\[fail\] the store's scope hashes and fingerprints are keyed \(hashing key wrapped under key k1\)" "$out"
+out=$("$IDEMCTL" -c "$T/lkeyed.conf" check 2>&1)
+expect_match "check with the key file: keyed, current" "\[ ok \] scope hashes and fingerprints keyed \(hashing key wrapped under key k1, current\)" "$out"
 out=$("$IDEMCTL" -c "$T/lplain.conf" show "$KB" 2>&1)
 expect_match "show without the key file still finds the row" "state +completed" "$out"
 gw_stop gw
