@@ -26,6 +26,7 @@ struct job {
 	int64_t		 deadline_ms;	/* while reading */
 	int		 started;	/* a byte of this request came */
 	int		 kept;		/* reused after a keep_conn request */
+	int		 polled;	/* in the reader's epoll set */
 	size_t		 held;		/* counted in the reader's pending */
 	int		 cache_missed;	/* the reader asked the replay
 					 * cache: no hit */
