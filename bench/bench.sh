@@ -111,6 +111,21 @@ wrk_run() {
 	echo "${rps:-0} ${p99:-0} ${non2xx:-0}"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# cpu_table: CPU microseconds per request by process, from cpu.tsv
+cpu_table() {
+	echo
+	echo "CPU us per request by process (utime+stime from /proc/PID/stat around each wrk run; cgi = idemgate's CGI children; fcgiwrap's are reaped unseen, in no column)"
+	printf '%-14s %9s %9s %9s %9s %9s %9s %9s %9s\n' path req/s mariadbd \
+	    idemgate fcgiwrap cgi app lighttpd wrk
+	awk -v clk="$CLK" -v d="${DUR}" '{
+		n = $2; if (n <= 0) next
+		printf "%-14s %9.0f", $1, n / d
+		for (i = 0; i < 6; i++)
+			printf " %9.0f", ($(9 + i) - $(3 + i)) * 1e6 / clk / n
+		printf " %9.0f\n", $15 * 1e6 / clk / n
+	}' "$TESTROOT/cpu.tsv"
+}
+
 
 say "bench: starting MariaDB, fcgiwrap, a bare libfcgi app, idemgate and lighttpd"
 mariadb_init >/dev/null || exit 1
@@ -229,6 +244,19 @@ rss_sample() {	# total and largest RSS (KiB) of idemgate processes
 }
 
 say "bench: $DUR s per run, wrk -t2 -c$CONN, loopback, 2 cores shared by everything"
+# BENCH_ONLY=replay: the bare responder and cached replays alone, with
+# their CPU table (comparing two builds' replay path in a quick loop).
+if [ "${BENCH_ONLY:-}" = replay ]; then
+	curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-key' \
+	    -H 'Content-Type: application/x-www-form-urlencoded' \
+	    -d amount=4200 "$U/ig/hello"
+	read -r app_get _ < <(CPU="hello" wrk_run "$U/app/" /dev/null)
+	read -r ig_replay _ ig_replay_bad < <(CPU="replay" \
+	    wrk_run "$U/ig/hello" bench/replay.lua)
+	echo "replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} req/s   ratio $(ratio "$ig_replay" "$app_get")x   (goal >= 1.15; non-2xx: ${ig_replay_bad})"
+	cpu_table
+	exit 0
+fi
 read -r fw_get fw_get99 _ < <(wrk_run "$U/fw/hello.cgi" /dev/null)
 read -r ig_get ig_get99 _ < <(wrk_run "$U/ig/hello" /dev/null)
 read -r fw_post fw_post99 _ < <(CPU="fcgiwrap-cgi" wrk_run "$U/fw/hello.cgi" bench/post.lua)
@@ -359,21 +387,6 @@ for i in 1 2 3; do
 	ig_fresh_big=$(awk -v a="$ig_fresh_big" -v b="$r" 'BEGIN { printf "%.2f", a + b / 3 }')
 done
 small_rows=$(mariadb_sql "SELECT COUNT(*) FROM benchsmall.idem_keys")
-
-# cpu_table: CPU microseconds per request by process, from cpu.tsv
-cpu_table() {
-	echo
-	echo "CPU us per request by process (utime+stime from /proc/PID/stat around each wrk run; cgi = idemgate's CGI children; fcgiwrap's are reaped unseen, in no column)"
-	printf '%-14s %9s %9s %9s %9s %9s %9s %9s %9s\n' path req/s mariadbd \
-	    idemgate fcgiwrap cgi app lighttpd wrk
-	awk -v clk="$CLK" -v d="${DUR}" '{
-		n = $2; if (n <= 0) next
-		printf "%-14s %9.0f", $1, n / d
-		for (i = 0; i < 6; i++)
-			printf " %9.0f", ($(9 + i) - $(3 + i)) * 1e6 / clk / n
-		printf " %9.0f\n", $15 * 1e6 / clk / n
-	}' "$TESTROOT/cpu.tsv"
-}
 
 cat <<OUT
 

@@ -46,16 +46,15 @@ fout_free(struct fout *o)
 	free(o);
 }
 
-/* Writes all of p; IDEM_EIO when the peer is gone or too slow. */
-static enum idem_err
-fout_send(struct fout *o, const void *vp, size_t n)
+enum idem_err
+fout_send_all(int fd, const void *vp, size_t n, int64_t timeout_ms)
 {
 	const char	*p = vp;
-	struct pollfd	 pfd = { o->fd, POLLOUT, 0 };
+	struct pollfd	 pfd = { fd, POLLOUT, 0 };
 	ssize_t		 w;
 
 	while (n > 0) {
-		w = send(o->fd, p, n, MSG_NOSIGNAL);
+		w = send(fd, p, n, MSG_NOSIGNAL);
 		if (w > 0) {
 			p += w;
 			n -= (size_t)w;
@@ -64,11 +63,18 @@ fout_send(struct fout *o, const void *vp, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN &&
-		    poll(&pfd, 1, (int)o->timeout_ms) > 0)
+		    poll(&pfd, 1, (int)timeout_ms) > 0)
 			continue;
 		return IDEM_EIO;
 	}
 	return IDEM_OK;
+}
+
+/* Writes all of p; IDEM_EIO when the peer is gone or too slow. */
+static enum idem_err
+fout_send(struct fout *o, const void *vp, size_t n)
+{
+	return fout_send_all(o->fd, vp, n, o->timeout_ms);
 }
 
 /* Sends what is gathered as one STDOUT record. */

@@ -494,6 +494,64 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 	return er;
 }
 
+/* What guard_identity found. */
+enum ident {
+	IDENT_OK,		/* g->id holds all but the fingerprint */
+	IDENT_AMBIGUOUS,	/* an identifying header came twice */
+	IDENT_PLAIN,		/* no key, and none is required */
+	IDENT_NO_KEY,
+	IDENT_BAD_KEY,
+	IDENT_NO_SCOPE,
+};
+
+/*
+ * The key and the scope, into g->id (and g->key, g->lkey) with the
+ * route's terms; the fingerprint is left to guard_fingerprint.  Answers
+ * and logs nothing, so the reader may ask it too (guard_cached); *dup
+ * gets the header of IDENT_AMBIGUOUS.
+ */
+static enum ident
+guard_identity(struct guarded *g, const char **dup)
+{
+	struct request		*r = g->r;
+	const struct route	*rt = r->route;
+	char			 kind[600], *owned = NULL;
+	const char		*raw, *sval;
+	size_t			 keylen, n;
+
+	/* One header given twice: which one the handler reads is anyone's
+	 * guess (lighttpd passes X-Tenant and X_Tenant both as
+	 * HTTP_X_TENANT), so nothing runs under either. */
+	if ((*dup = guard_ambiguous(r, &raw)) != NULL)
+		return IDENT_AMBIGUOUS;
+	if (raw == NULL)
+		return rt->require_key ? IDENT_NO_KEY : IDENT_PLAIN;
+	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK ||
+	    !cfg_key_format_ok(rt, g->key, keylen))
+		return IDENT_BAD_KEY;
+	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
+	if ((sval = guard_scope(r, kind, sizeof(kind), &owned)) == NULL) {
+		free(owned);
+		return IDENT_NO_SCOPE;
+	}
+	if (rt->keys_per_route) {
+		/* The same key on another route is another key. */
+		n = strlen(kind);
+		snprintf(kind + n, sizeof(kind) - n, " route:%s", rt->prefix);
+	}
+	fp_scope(kind, sval, g->id.scope);
+	free(owned);
+	g->id.key = g->key;
+	g->id.keylen = keylen;
+	g->id.route = rt->prefix;
+	g->id.method = r->method;
+	g->id.owner = r->ctx->owner;
+	g->id.ttl_ms = rt->ttl_ms;
+	g->id.lease_ms = rt->lease_ms;
+	g->id.run_ms = cfg_run_ms(rt);
+	return IDENT_OK;
+}
+
 /*
  * How this worker hashes keys, resolved on first use if the flusher has
  * not yet (lib/store/store_hkey.h).  IDEM_OK when id can be keyed (or is
@@ -531,54 +589,37 @@ guard_hkey(struct request *r)
 static enum guard_next
 guard_identify(struct guarded *g)
 {
-	struct request		*r = g->r;
-	const struct route	*rt = r->route;
-	char			 kind[600], *owned = NULL;
-	const char		*raw, *sval, *dup;
-	size_t			 keylen, n;
+	struct request	*r = g->r;
+	const char	*dup;
 
-	/* One header given twice: which one the handler reads is anyone's
-	 * guess (lighttpd passes X-Tenant and X_Tenant both as
-	 * HTTP_X_TENANT), so nothing runs under either. */
-	if ((dup = guard_ambiguous(r, &raw)) != NULL) {
+	switch (guard_identity(g, &dup)) {
+	case IDENT_OK:
+		break;
+	case IDENT_AMBIGUOUS:
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: header %s given more than once", r->tag, dup);
 		reply_problem(r->out, PROB_AMBIGUOUS_HEADER, 0, 0, NULL);
 		return GUARD_ANSWERED;
-	}
-	if (raw == NULL && !rt->require_key) {
+	case IDENT_PLAIN:
 		count(r, STAT_PASSTHROUGH);
 		guard_plain(r);
 		return GUARD_ANSWERED;
-	}
-	if (raw == NULL) {
+	case IDENT_NO_KEY:
 		count(r, STAT_MISSING_KEY);
 		log_info("%s: no idempotency key", r->tag);
 		reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
 		return GUARD_ANSWERED;
-	}
-	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK ||
-	    !cfg_key_format_ok(rt, g->key, keylen)) {
+	case IDENT_BAD_KEY:
 		count(r, STAT_INVALID_KEY);
 		log_info("%s: invalid idempotency key", r->tag);
 		reply_problem(r->out, PROB_INVALID_KEY, 0, 0, NULL);
 		return GUARD_ANSWERED;
-	}
-	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
-	if ((sval = guard_scope(r, kind, sizeof(kind), &owned)) == NULL) {
-		free(owned);
+	case IDENT_NO_SCOPE:
 		count(r, STAT_MISSING_KEY);
 		log_info("%s: key %s without scope value", r->tag, g->lkey);
 		reply_problem(r->out, PROB_MISSING_SCOPE, 0, 0, NULL);
 		return GUARD_ANSWERED;
 	}
-	if (rt->keys_per_route) {
-		/* The same key on another route is another key. */
-		n = strlen(kind);
-		snprintf(kind + n, sizeof(kind) - n, " route:%s", rt->prefix);
-	}
-	fp_scope(kind, sval, g->id.scope);
-	free(owned);
 	if (guard_fingerprint(r, g->id.fp) != IDEM_OK) {
 		log_err("%s: out of memory", r->tag);
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
@@ -587,15 +628,21 @@ guard_identify(struct guarded *g)
 	if (guard_hkey(r) != IDEM_OK)
 		return GUARD_ANSWERED;
 	idem_id_key(&g->id, r->ctx->hk);
-	g->id.key = g->key;
-	g->id.keylen = keylen;
-	g->id.route = rt->prefix;
-	g->id.method = r->method;
-	g->id.owner = r->ctx->owner;
-	g->id.ttl_ms = rt->ttl_ms;
-	g->id.lease_ms = rt->lease_ms;
-	g->id.run_ms = cfg_run_ms(rt);
 	return GUARD_GO_ON;
+}
+
+/* Replays hit, the replay cache's answer for g, and counts it. */
+static void
+guard_replay_cached(struct guarded *g, struct rcache_hit *hit)
+{
+	struct request	*r = g->r;
+	char		 extra[GUARD_EXTRA_MAX];
+
+	count(r, STAT_REUSED);
+	count(r, STAT_CACHE_HITS);
+	guard_extra(extra, sizeof(extra), HDR_REUSED, hit->ans->expires_s);
+	reply_answer(r->out, hit->ans, extra);
+	rcache_release(r->ctx->rc, hit);
 }
 
 /*
@@ -609,16 +656,12 @@ guard_lookup(struct guarded *g)
 {
 	struct request	*r = g->r;
 	struct rcache_hit hit;
-	char		 extra[GUARD_EXTRA_MAX];
 
 	if (r->ctx->rc != NULL) {
-		if (rcache_get(r->ctx->rc, &g->id, clock_now_us(), &hit)) {
-			count(r, STAT_REUSED);
-			count(r, STAT_CACHE_HITS);
-			guard_extra(extra, sizeof(extra), HDR_REUSED,
-			    hit.ans->expires_s);
-			reply_answer(r->out, hit.ans, extra);
-			rcache_release(r->ctx->rc, &hit);
+		/* The reader asked the cache for this request already. */
+		if (!r->cache_missed && rcache_get(r->ctx->rc, &g->id,
+		    clock_now_us(), &hit)) {
+			guard_replay_cached(g, &hit);
 			return GUARD_ANSWERED;
 		}
 		/* Before the store read: a flush after it voids our put. */
@@ -769,10 +812,41 @@ guard_serve(struct request *r)
 	g.r = r;
 	if (guard_identify(&g) != GUARD_GO_ON)
 		return;
-	count(r, STAT_REQUESTS);
 	once_init(&g.o, r->ctx->st, &g.id, r->tag);
 	g.o.rec = r->ctx->rec;
+	count(r, STAT_REQUESTS);
 	if (guard_lookup(&g) == GUARD_GO_ON)
 		once_dispatch(&g.o, &guard_ops, &g);
 	once_reset(&g.o);
+}
+
+int
+guard_cached(struct request *r)
+{
+	struct guarded		 g;
+	struct rcache_hit	 hit;
+	const char		*dup;
+
+	if (r->ctx->rc == NULL || !cfg_protects(r->route, r->method))
+		return 0;
+	memset(&g, 0, sizeof(g));
+	g.r = r;
+	/* A key the cache does not hold costs no fingerprint here: the
+	 * request thread computes it once. */
+	if (guard_identity(&g, &dup) != IDENT_OK || (r->ctx->hk != NULL &&
+	    hkey_state(r->ctx->hk) != HKEY_KEYED &&
+	    hkey_state(r->ctx->hk) != HKEY_PLAIN))
+		return 0;	/* not resolved, or refused: the thread says */
+	idem_id_key_scope(&g.id, r->ctx->hk);
+	if (!rcache_holds(r->ctx->rc, &g.id) ||
+	    guard_fingerprint(r, g.id.fp) != IDEM_OK)
+		return 0;
+	idem_id_key_fp(&g.id);
+	if (!rcache_get(r->ctx->rc, &g.id, clock_now_us(), &hit)) {
+		r->cache_missed = 1;
+		return 0;
+	}
+	count(r, STAT_REQUESTS);
+	guard_replay_cached(&g, &hit);
+	return 1;
 }

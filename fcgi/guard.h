@@ -18,6 +18,16 @@ struct request;
 void guard_serve(struct request *r);
 
 /*
+ * The reader's question (fcgi/reader.h): if r, route chosen and body
+ * borrowed, is a protected request the replay cache holds with r's
+ * fingerprint, writes that replay to r->out (counted as guard_serve
+ * counts it) and returns 1.  Otherwise writes, logs and counts nothing
+ * and returns 0 (r->cache_missed = 1 when the cache was asked and
+ * missed): the request goes to a request thread.  Needs no store.
+ */
+int guard_cached(struct request *r);
+
+/*
  * Param name of a request header: "HTTP_" + name upper-cased with '-' ->
  * '_'.  IDEM_ETOOBIG if it does not fit in outlen.
  */

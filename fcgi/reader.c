@@ -50,6 +50,10 @@ struct reader {
 	size_t			 nconns;
 	size_t			 pending;	/* bytes they buffered */
 	size_t			 max_pending;
+	reader_quick_fn		*quick;		/* or NULL */
+	void			*quick_arg;
+	struct buf		 http;		/* a quick answer */
+	struct buf		 out;		/* its records */
 };
 
 static void
@@ -71,7 +75,9 @@ reader_forget(struct reader *rd, struct job *j)
 {
 	size_t	 i;
 
-	epoll_ctl(rd->ep, EPOLL_CTL_DEL, j->fd, NULL);
+	if (j->polled)
+		epoll_ctl(rd->ep, EPOLL_CTL_DEL, j->fd, NULL);
+	j->polled = 0;
 	rd->pending -= j->held;
 	j->held = 0;
 	for (i = 0; i < rd->nconns; i++)
@@ -81,31 +87,55 @@ reader_forget(struct reader *rd, struct job *j)
 		}
 }
 
-/* Starts reading j: a new connection, which must send its request within
- * client_timeout, or one kept for its next request, which may idle longer. */
-static void
-reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
+/* Puts j in the epoll set (once).  0, or -1 when it cannot be. */
+static int
+reader_poll(struct reader *rd, struct job *j)
 {
 	struct epoll_event	 ev;
 
+	if (j->polled)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = j;
+	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, j->fd, &ev) != 0)
+		return -1;
+	j->polled = 1;
+	return 0;
+}
+
+/*
+ * Starts reading j: a new connection, which must send its request within
+ * client_timeout, or one kept for its next request, which may idle longer.
+ * A kept one is polled at once; a new one is read first (the web server
+ * sends its request as it connects) and polled only if that read finds
+ * too little, which spares the epoll set two changes per request.
+ * 0, or -1 if j was closed.
+ */
+static int
+reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
+{
 	if (rd->nconns == READER_CONNS_MAX) {
 		log_warn("too many FastCGI connections being read; one "
 		    "closed");
 		job_close(j);
-		return;
+		return -1;
 	}
 	j->started = 0;
 	j->kept = kept;
+	j->cache_missed = 0;
+	j->unsent = 0;
+	j->polled = 0;
 	j->deadline_ms = now + (kept ? READER_IDLE_MS : rd->timeout_ms);
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = j;
-	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
+	if (kept && reader_poll(rd, j) != 0) {
 		job_close(j);
-		return;
+		return -1;
 	}
 	rd->conns[rd->nconns++] = j;
+	return 0;
 }
+
+static void	reader_input(struct reader *, struct job *, int64_t);
 
 static void
 reader_accept(struct reader *rd, int64_t now)
@@ -132,7 +162,8 @@ reader_accept(struct reader *rd, int64_t now)
 		 * 431 from the request thread; past that, the connection
 		 * goes. */
 		fconn_init(&j->fc, 2 * rd->cfg->max_params, rd->max_body);
-		reader_watch(rd, j, now, 0);
+		if (reader_watch(rd, j, now, 0) == 0)
+			reader_input(rd, j, now);
 	}
 }
 
@@ -233,6 +264,68 @@ reader_ready(struct reader *rd, struct job *j)
 	pthread_mutex_unlock(&rd->mu);
 }
 
+/* Frees what a large quick answer left in b: the reader keeps little. */
+static void
+reader_trim(struct buf *b)
+{
+	if (b->cap > READER_SMALL)
+		buf_free(b);
+	else
+		buf_reset(b);
+}
+
+/*
+ * Offers j, whole, to the quick answer.  If it answers, the records go
+ * out in one send; what the web server cannot take at once is left to a
+ * request thread (j->unsent), so the reader never blocks.  1 if j was
+ * answered (or is gone), 0 if a request thread is to serve it.
+ */
+static int
+reader_quick(struct reader *rd, struct job *j, int64_t now)
+{
+	struct reply	 o = { .write = reader_collect, .arg = &rd->http };
+	struct buf	*rest = &j->fc.reply;
+	struct board_slot *me = board_me();
+	ssize_t		 w;
+
+	if (rd->quick == NULL || !rd->quick(rd->quick_arg, j, &o))
+		return 0;
+	if (o.failed || fcgi_stream(&rd->out, FCGI_STDOUT, j->fc.id,
+	    rd->http.p, rd->http.len) != IDEM_OK ||
+	    fcgi_end(&rd->out, j->fc.id, 0, FCGI_REQUEST_COMPLETE) != IDEM_OK)
+		goto out;	/* out of memory: the connection goes */
+	w = send(j->fd, rd->out.p, rd->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (w < 0 && (errno == EAGAIN || errno == EINTR))
+		w = 0;
+	if (w < 0)
+		goto out;	/* the web server went away */
+	if ((size_t)w < rd->out.len) {
+		/* A request thread waits for the web server to read the
+		 * rest (and counts the request served). */
+		buf_reset(rest);
+		rest->max = rd->out.len;
+		if (buf_add(rest, rd->out.p + w, rd->out.len - (size_t)w) !=
+		    IDEM_OK)
+			goto out;
+		j->unsent = rest->len;
+		reader_ready(rd, j);
+		j = NULL;
+		goto out;
+	}
+	if (me != NULL)
+		atomic_fetch_add(&me->served, 1);
+	if (j->fc.keep_conn && !j->fc.body_over) {
+		fconn_reset(&j->fc);
+		reader_watch(rd, j, now, 1);
+		j = NULL;
+	}
+out:
+	job_close(j);
+	reader_trim(&rd->http);
+	reader_trim(&rd->out);
+	return 1;
+}
+
 /* Reads what j has; hands it over once whole, closes it on error. */
 static void
 reader_input(struct reader *rd, struct job *j, int64_t now)
@@ -246,8 +339,13 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 		k = read(j->fd, buf, sizeof(buf));
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0 && errno == EAGAIN)
+		if (k < 0 && errno == EAGAIN) {
+			if (reader_poll(rd, j) != 0) {
+				reader_forget(rd, j);
+				job_close(j);
+			}
 			return;
+		}
 		if (k <= 0) {
 			/* The web server went away before the request was
 			 * whole: nobody to answer. */
@@ -275,7 +373,8 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 			job_close(j);
 			return;
 		}
-		reader_ready(rd, j);
+		if (!reader_quick(rd, j, now))
+			reader_ready(rd, j);
 		return;
 	}
 }
@@ -358,7 +457,7 @@ reader_main(void *arg)
 
 enum idem_err
 reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
-    struct reader **out)
+    reader_quick_fn *quick, void *quick_arg, struct reader **out)
 {
 	struct reader		*rd;
 	struct epoll_event	 ev;
@@ -380,6 +479,12 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 			rd->max_body = cfg->routes[i].max_body;
 	rd->max_body++;		/* one more byte tells "too large" */
 	rd->max_pending = cfg->max_pending_body;
+	rd->quick = quick;
+	rd->quick_arg = quick_arg;
+	/* A cached answer is at most an eighth of the cache; its records
+	 * add a header per 64 KiB. */
+	buf_init(&rd->http, cfg->replay_cache + 4096);
+	buf_init(&rd->out, 2 * (cfg->replay_cache + 4096));
 	/* Bodies over 128K get memory of their own, handed back when freed.
 	 * Left alone, glibc raises this threshold at the first such free
 	 * and keeps later bodies in the heap: a burst of stalled uploads
@@ -490,6 +595,8 @@ reader_free(struct reader *rd)
 		job_close(j);
 	}
 	free(rd->conns);
+	buf_free(&rd->http);
+	buf_free(&rd->out);
 	if (rd->ep >= 0)
 		close(rd->ep);
 	if (rd->evfd >= 0)

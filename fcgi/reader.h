@@ -7,6 +7,7 @@
 #include "cfg.h"
 #include "err.h"
 #include "fconn.h"
+#include "reply.h"
 
 /*
  * One thread per worker accepts connections and reads them (epoll) until a
@@ -25,14 +26,29 @@ struct job {
 	int64_t		 deadline_ms;	/* while reading */
 	int		 started;	/* a byte of this request came */
 	int		 kept;		/* reused after a keep_conn request */
+	int		 polled;	/* in the reader's epoll set */
 	size_t		 held;		/* counted in the reader's pending */
+	int		 cache_missed;	/* the reader asked the replay
+					 * cache: no hit */
+	size_t		 unsent;	/* the reader's answer, all but
+					 * these last bytes of fc.reply
+					 * sent: a thread writes them */
 	struct job	*next;
 };
 
+/*
+ * A request the reader may answer itself, from memory, before any request
+ * thread sees it (fcgi/request.h: request_cached): 1 and the answer
+ * written to out, or 0 and nothing written.  It must not block.
+ */
+typedef int reader_quick_fn(void *arg, struct job *j, struct reply *out);
+
 /* Starts the reader on listen_fd (made non-blocking); web_addrs is
- * FCGI_WEB_SERVER_ADDRS or NULL.  cfg and web_addrs are borrowed. */
+ * FCGI_WEB_SERVER_ADDRS or NULL; quick (or NULL) is asked about every
+ * whole request first, with quick_arg.  All borrowed. */
 enum idem_err reader_new(const struct cfg *cfg, int listen_fd,
-    const char *web_addrs, struct reader **out);
+    const char *web_addrs, reader_quick_fn *quick, void *quick_arg,
+    struct reader **out);
 
 /* Blocks until a request is whole (the caller owns the job until
  * reader_done) or the reader stopped (NULL). */

@@ -29,6 +29,29 @@ enum admit {
 };
 
 /*
+ * How the body the reader collected fits the route, CONTENT_LENGTH
+ * (*want, when given) and max_body; sets r->had_length.  Moves nothing.
+ */
+static enum body_fit
+request_body_fit(struct request *r, const struct job *j, size_t *want)
+{
+	const char	*cl;
+
+	*want = 0;
+	cl = request_param(r->envp, "CONTENT_LENGTH");
+	if (request_content_length(cl, want) == IDEM_OK) {
+		r->had_length = 1;
+		if (*want > r->route->max_body)
+			return BODY_TOO_LARGE;
+	}
+	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
+		return BODY_TOO_LARGE;
+	if (r->had_length && j->fc.body.len != *want)
+		return BODY_SHORT;
+	return BODY_WHOLE;
+}
+
+/*
  * Takes the body the reader collected, under the route's max_body.
  * BODY_SHORT when it is shorter than CONTENT_LENGTH said (the client went
  * away mid-body: no answer possible).
@@ -36,22 +59,14 @@ enum admit {
 static enum body_fit
 request_take_body(struct request *r, struct job *j)
 {
-	const char	*cl;
-	size_t		 want = 0;
+	enum body_fit	 fit;
+	size_t		 want;
 
-	cl = request_param(r->envp, "CONTENT_LENGTH");
-	if (request_content_length(cl, &want) == IDEM_OK) {
-		r->had_length = 1;
-		if (want > r->route->max_body)
-			return BODY_TOO_LARGE;
-	}
-	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
-		return BODY_TOO_LARGE;
-	if (r->had_length && j->fc.body.len != want) {
+	if ((fit = request_body_fit(r, j, &want)) == BODY_SHORT)
 		log_warn("%s: body ended after %zu of %zu bytes", r->tag,
 		    j->fc.body.len, want);
-		return BODY_SHORT;
-	}
+	if (fit != BODY_WHOLE)
+		return fit;
 	/* The body moves into the request (no copy). */
 	r->body = j->fc.body;
 	r->body.max = r->route->max_body;
@@ -153,6 +168,7 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	r.ctx = ctx;
 	r.out = &out;
 	buf_init(&r.body, 0);
+	r.cache_missed = j->cache_missed;
 	if (fconn_params(&j->fc, &envp) != IDEM_OK) {
 		log_warn("invalid FastCGI params; connection closed");
 		goto done;
@@ -171,4 +187,49 @@ done:
 	fout_free(o);
 	/* The connection serves another request only after a whole one. */
 	return whole && j->fc.keep_conn && !j->fc.body_over;
+}
+
+int
+request_cached(struct gw_ctx *ctx, struct job *j, struct reply *out)
+{
+	struct request	 r;
+	char		**envp = NULL;
+	size_t		 want;
+	int		 done = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.ctx = ctx;
+	r.out = out;
+	if (fconn_params(&j->fc, &envp) != IDEM_OK ||
+	    request_fill(&r, envp) != IDEM_OK ||
+	    request_params_size(envp) > ctx->cfg->max_params)
+		goto out;
+	if (ctx->cfg->status_path != NULL &&
+	    strcmp(r.path, ctx->cfg->status_path) == 0)
+		goto out;
+	/* A script route resolves its file (and may log why it refuses
+	 * one): the request thread does that, once. */
+	r.route = cfg_route(ctx->cfg, r.path);
+	if (r.route == NULL || r.route->handler == HANDLER_SCRIPT ||
+	    request_body_fit(&r, j, &want) != BODY_WHOLE)
+		goto out;
+	r.body = j->fc.body;	/* borrowed: the job keeps it */
+	done = guard_cached(&r);
+	j->cache_missed = r.cache_missed;
+out:
+	free(r.path);
+	free(envp);
+	return done;
+}
+
+int
+request_flush(struct gw_ctx *ctx, struct job *j)
+{
+	const struct buf	*b = &j->fc.reply;
+
+	if (fout_send_all(j->fd, b->p + b->len - j->unsent, j->unsent,
+	    ctx->cfg->client_timeout_ms > 0 ? ctx->cfg->client_timeout_ms :
+	    30000) != IDEM_OK)
+		return 0;
+	return j->fc.keep_conn && !j->fc.body_over;
 }

@@ -54,6 +54,8 @@ struct request {
 						 * script */
 	char			 tag[96];	/* "METHOD path" for log
 						 * lines */
+	int			 cache_missed;	/* the reader asked the
+						 * replay cache: no hit */
 };
 
 struct job;
@@ -66,5 +68,22 @@ struct job;
  * may serve another request (FCGI_KEEP_CONN and a whole answer).
  */
 int request_serve(struct gw_ctx *ctx, struct job *j);
+
+/*
+ * The reader's quick answer, on its own thread (ctx->st is NULL): when
+ * j is a protected request on a route that names no script and the
+ * replay cache holds its answer, writes that replay (the CGI-style
+ * answer, not yet framed) to out and returns 1.  Otherwise writes nothing
+ * and returns 0, j unchanged but for j->cache_missed: a request thread
+ * serves it (request_serve).
+ */
+int request_cached(struct gw_ctx *ctx, struct job *j, struct reply *out);
+
+/*
+ * Writes the j->unsent bytes that end j->fc.reply, which the reader could
+ * not send without blocking, waiting for the web server up to
+ * client_timeout.  Returns 1 if the connection may serve another request.
+ */
+int request_flush(struct gw_ctx *ctx, struct job *j);
 
 #endif

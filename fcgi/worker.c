@@ -52,6 +52,7 @@ struct worker {
 	struct hkey		 hk;		/* how keys are hashed */
 	struct reader		*reader;	/* whole requests, read for
 						 * us */
+	struct gw_ctx		 quick;		/* the reader's, no store */
 	char			 owner[300];
 	char			 host[256];
 	atomic_int		 stop;
@@ -100,7 +101,9 @@ rthread_main(void *arg)
 		reuse = 0;
 		if (me != NULL)
 			atomic_store(&me->busy_since[idx], clock_now_ms() | 1);
-		if (st == NULL)
+		if (j->unsent > 0)
+			reuse = request_flush(&ctx, j);
+		else if (st == NULL)
 			log_err("no store: cannot serve");
 		else
 			reuse = request_serve(&ctx, j);
@@ -319,6 +322,13 @@ worker_init(struct worker *w, const struct cfg *cfg, int listen_fd)
 	    (long)getpid());
 }
 
+/* reader_quick_fn: a replay from the cache, on the reader's thread. */
+static int
+worker_quick(void *arg, struct job *j, struct reply *out)
+{
+	return request_cached(arg, j, out);
+}
+
 /*
  * Starts what the request threads use: the MySQL library, the counters,
  * the replay cache and its keeper, the linger, the recorder and the
@@ -355,7 +365,15 @@ worker_start_parts(struct worker *w)
 		log_err("cannot start the recorder thread");
 		return -1;
 	}
-	if (reader_new(cfg, w->listen_fd, w->web_addrs, &w->reader) != IDEM_OK)
+	/* Replays the cache holds are answered by the reader itself: no
+	 * request thread, no wake-up, one send. */
+	w->quick.cfg = cfg;
+	w->quick.stats = w->stats;
+	w->quick.rc = w->rc;
+	w->quick.owner = w->owner;
+	if (reader_new(cfg, w->listen_fd, w->web_addrs,
+	    w->rc != NULL ? worker_quick : NULL, &w->quick, &w->reader) !=
+	    IDEM_OK)
 		return -1;
 	return 0;
 }

@@ -4,19 +4,33 @@
 #include "ident.h"
 
 void
-idem_id_key(struct idem_id *id, const struct hkey *hk)
+idem_id_key_scope(struct idem_id *id, const struct hkey *hk)
 {
-	unsigned char	 d[FP_LEN];
-
 	memcpy(id->plain_scope, id->scope, FP_LEN);
 	id->hk = NULL;
-	/* Read once: both digests keyed, or neither. */
+	/* Read once: the fingerprint follows id->hk, not a later state. */
 	if (hk == NULL || hkey_state(hk) != HKEY_KEYED)
 		return;
 	id->hk = hk;
 	hkey_hmac(hk->k, id->plain_scope, id->scope);
+}
+
+void
+idem_id_key_fp(struct idem_id *id)
+{
+	unsigned char	 d[FP_LEN];
+
+	if (id->hk == NULL)
+		return;
 	memcpy(d, id->fp, FP_LEN);
-	hkey_hmac(hk->k, d, id->fp);
+	hkey_hmac(id->hk->k, d, id->fp);
+}
+
+void
+idem_id_key(struct idem_id *id, const struct hkey *hk)
+{
+	idem_id_key_scope(id, hk);
+	idem_id_key_fp(id);
 }
 
 void

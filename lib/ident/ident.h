@@ -38,6 +38,12 @@ struct idem_id {
  * (else they stay as they are, id->hk NULL), keeping the plain scope. */
 void idem_id_key(struct idem_id *id, const struct hkey *hk);
 
+/* The same in two steps, for a caller that needs the scope before the
+ * fingerprint is computed: the scope (and id->hk), then the fingerprint
+ * as id->hk says. */
+void idem_id_key_scope(struct idem_id *id, const struct hkey *hk);
+void idem_id_key_fp(struct idem_id *id);
+
 /* Names id's lock (fp_lockname) once scope, key and keylen are set. */
 void idem_id_name_lock(struct idem_id *id);
 

@@ -264,6 +264,21 @@ rcache_get(struct rcache *rc, const struct idem_id *id, int64_t now_us,
 	return 1;
 }
 
+int
+rcache_holds(struct rcache *rc, const struct idem_id *id)
+{
+	uint64_t	 h;
+	int		 held;
+
+	if (atomic_load(&rc->valid_until_us) == 0)
+		return 0;
+	h = key_hash(id->scope, id->key, id->keylen);
+	pthread_mutex_lock(&rc->mu);
+	held = find(rc, h, id->scope, id->key, id->keylen) != NULL;
+	pthread_mutex_unlock(&rc->mu);
+	return held;
+}
+
 void
 rcache_release(struct rcache *rc, struct rcache_hit *hit)
 {

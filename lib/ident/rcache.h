@@ -69,6 +69,11 @@ int rcache_get(struct rcache *rc, const struct idem_id *id, int64_t now_us,
     struct rcache_hit *hit);
 void rcache_release(struct rcache *rc, struct rcache_hit *hit);
 
+/* 1 if id's (scope, key) has an entry, whatever its fingerprint or age
+ * (a cheap question before computing the fingerprint for rcache_get);
+ * counts nothing. */
+int rcache_holds(struct rcache *rc, const struct idem_id *id);
+
 /* A store read that started at polled_us saw epoch: empties the cache if
  * epoch changed, and vouches for it until polled_us + RCACHE_VALID_MS. */
 void rcache_vouch(struct rcache *rc, uint64_t epoch, int64_t polled_us);

@@ -78,10 +78,13 @@ test_hit_and_miss(void)
 	struct rcache_hit	 h;
 	struct rcache_info	 info;
 	const char		 body[] = "a\0b\r\n\0";
+	struct idem_id		 id;
 
 	CHECK(rcache_new(1024 * 1024, &rc) == IDEM_OK);
 	/* Vouched for by nobody yet: puts are dropped. */
 	put(rc, "k1", fp_1, body, sizeof(body), T0 + 1000 * MS, T0);
+	id = ident(scope_a, "k1", 2, fp_1);
+	CHECK(rcache_holds(rc, &id) == 0);
 	rcache_vouch(rc, 7, T0);
 	CHECK(!has(rc, scope_a, "k1", fp_1, T0 + MS));
 
@@ -101,6 +104,13 @@ test_hit_and_miss(void)
 	CHECK(!has(rc, scope_a, "k2", fp_1, T0 + MS));	/* other key */
 	CHECK(!has(rc, scope_a, "k", fp_1, T0 + MS));	/* a prefix */
 	CHECK(has(rc, scope_a, "k1", fp_1, T0 + MS));	/* still there */
+	/* holds: (scope, key) alone, whatever the fingerprint; no count. */
+	id = ident(scope_a, "k1", 2, fp_2);
+	CHECK(rcache_holds(rc, &id) == 1);
+	id = ident(scope_b, "k1", 2, fp_1);
+	CHECK(rcache_holds(rc, &id) == 0);
+	id = ident(scope_a, "k", 1, fp_1);
+	CHECK(rcache_holds(rc, &id) == 0);
 
 	/* A second put of the same key replaces the first. */
 	put(rc, "k1", fp_1, "new", 3, T0 + 1000 * MS, T0 + 2 * MS);

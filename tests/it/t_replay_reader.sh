@@ -1,0 +1,103 @@
+#!/bin/bash
+# Replays from the replay cache are the reader's own: answered while every request thread is busy, large ones whole, on kept connections too.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+db_new "$TNAME" || { done_testing; exit 1; }
+# one worker with one request thread: a slow run takes every thread
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+sed -i -e 's/^workers = .*/workers = 1/' -e 's/^threads = .*/threads = 1/' \
+	"$T/gw.conf"
+printf '\n[route /payments]\nhandler = cgi:%s\n' "$PAY" >>"$T/gw.conf"
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+CT='Content-Type: application/json'
+post() { # post OUT PATH KEY [curl args]
+	local out=$1 p=$2 k=$3
+	shift 3
+	http "$out" POST "$(url web "$p")" -H "Idempotency-Key: $k" -H "$CT" --data-binary '{"amount":7}' "$@"
+}
+# hot OUT PATH KEY: created, then replayed twice (the second from memory)
+hot() {
+	post "$1-1" "$2" "$3"
+	post "$1-2" "$2" "$3"
+	post "$1-3" "$2" "$3"
+	[ "$(hdr "$1-1" Idempotency-Result)/$(hdr "$1-3" Idempotency-Result)" = created/reused ]
+}
+
+# ------------------------------------------------- every thread busy
+K=$(new_key)
+check "created, then replayed" hot h /payments "$K"
+n=$(runs pay)
+http_bg slow POST "$(url web '/payments?sleep=4000')" -H "Idempotency-Key: $(new_key)" -H "$CT" --data-binary '{"amount":1}'
+ran_more() { [ "$(runs pay)" -gt "$n" ]; }
+check "the slow run started" wait_until 5 ran_more
+t0=$(now_ms)
+post busy /payments "$K"
+took=$(($(now_ms) - t0))
+expect_eq "thread busy: replayed" reused "$(hdr busy Idempotency-Result)"
+expect_lt "thread busy: a cached replay does not wait for it (${took} ms)" "$took" 1500
+expect_file_eq "thread busy: the first answer byte-for-byte" "$T/h-1.b" "$T/busy.b"
+expect_eq "thread busy: header block as the first answer" "$(hdr_block h-1)" "$(hdr_block busy)"
+bg_wait
+expect_eq "the slow run was answered" 201 "$(st slow)"
+
+# ------------------------------------------------- larger than a socket buffer
+# 900 KB: more than the web server's socket takes at once, so a request
+# thread sends the rest of what the reader began.
+K=$(new_key)
+check "900 KB: created, then replayed" hot big '/payments?bytes=900000' "$K"
+for i in 1 2 3; do post big$i '/payments?bytes=900000' "$K"; done
+expect_eq "900 KB: replayed" reused "$(hdr big3 Idempotency-Result)"
+expect_eq "900 KB: the whole body" 900000 "$(wc -c <"$T/big3.b" | tr -d ' ')"
+expect_file_eq "900 KB: byte-for-byte" "$T/big-1.b" "$T/big3.b"
+
+# ------------------------------------------------- FCGI_KEEP_CONN
+# Three requests on one connection, each a cached replay: the reader
+# answers and keeps reading the connection.
+python3 - "$T/gw.sock" "$K" 3 >"$T/keep.out" 2>&1 <<'PY'
+import socket, struct, sys
+path, key, n = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3])
+def rec(t, rid, c): return struct.pack(">BBHHBB", 1, t, rid, len(c), 0, 0) + c
+def pair(k, v):
+    return bytes([len(k)]) + (bytes([len(v)]) if len(v) < 128 else
+        struct.pack(">I", len(v) | 0x80000000)) + k + v
+body = b'{"amount":7}'
+params = (pair(b"REQUEST_METHOD", b"POST") +
+    pair(b"REQUEST_URI", b"/payments?bytes=900000") +
+    pair(b"QUERY_STRING", b"bytes=900000") +
+    pair(b"CONTENT_TYPE", b"application/json") +
+    pair(b"CONTENT_LENGTH", str(len(body)).encode()) +
+    pair(b"HTTP_IDEMPOTENCY_KEY", key))
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.settimeout(10)
+buf = b""
+for i in range(n):
+    rid = i + 1
+    s.sendall(rec(1, rid, struct.pack(">HB5x", 1, 1)) + rec(4, rid, params) +
+        rec(4, rid, b"") + rec(5, rid, body) + rec(5, rid, b""))
+    out, ended = b"", False
+    while not ended:
+        while len(buf) < 8:
+            d = s.recv(65536)
+            if not d: sys.exit("closed after %d answers" % i)
+            buf += d
+        v, t, r, cl, pl, _ = struct.unpack(">BBHHBB", buf[:8])
+        while len(buf) < 8 + cl + pl:
+            d = s.recv(65536)
+            if not d: sys.exit("closed mid-record")
+            buf += d
+        c, buf = buf[8:8 + cl], buf[8 + cl + pl:]
+        if r != rid: sys.exit("answer for request %d, asked %d" % (r, rid))
+        if t == 6: out += c
+        if t == 3: ended = True
+    head, _, b = out.partition(b"\r\n\r\n")
+    print("answer", rid, len(b), b"Idempotency-Result: reused" in head)
+PY
+expect_eq "keep_conn: three cached replays on one connection" \
+	"$(printf 'answer %d 900000 True\n' 1 2 3)" "$(cat "$T/keep.out")"
+
+expect_eq "handler ran once per key" $((n + 2)) "$(runs pay)"
+expect_nomatch "no warnings" 'warn|error' "$(cat "$T/gw.log")"
+done_testing
