@@ -87,19 +87,27 @@ test_config(const struct cfg *cfg, const char *user)
  * protected request 500 store-key-missing (SPEC 11), so nothing runs
  * again.  The first keyed gateway makes the store's hashing key here.  A
  * store that cannot be reached now is the workers' to ask later.  Asked
- * from a child, so the supervisor never loads the MySQL library.
+ * from a child, so the supervisor never loads the MySQL library, and for
+ * START_HKEY_MS at most: a store cut off must not hold the start up.
  */
+#define START_HKEY_MS	2000
 static void
 start_hkey(const struct cfg *cfg)
 {
 	struct store	*st = NULL;
 	struct hkey	 hk;
 	pid_t		 pid;
-	int		 rc = 0, status = 0;
+	int		 rc = 0, status = 0, waited;
 
 	if ((pid = fork()) < 0)
 		return;
 	if (pid > 0) {
+		for (waited = 0; waited < START_HKEY_MS; waited += 20) {
+			if (waitpid(pid, &status, WNOHANG) != 0)
+				return;
+			usleep(20000);
+		}
+		kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		return;
