@@ -370,6 +370,7 @@ worker_start_parts(struct worker *w)
 	w->quick.cfg = cfg;
 	w->quick.stats = w->stats;
 	w->quick.rc = w->rc;
+	w->quick.hk = &w->hk;
 	w->quick.owner = w->owner;
 	if (reader_new(cfg, w->listen_fd, w->web_addrs,
 	    w->rc != NULL ? worker_quick : NULL, &w->quick, &w->reader) !=

@@ -100,4 +100,30 @@ expect_eq "keep_conn: three cached replays on one connection" \
 
 expect_eq "handler ran once per key" $((n + 2)) "$(runs pay)"
 expect_nomatch "no warnings" 'warn|error' "$(cat "$T/gw.log")"
+
+# ------------------------------------------------- keyed hashes
+# With a secret_key_file the cache holds keyed identities: the reader keys
+# a request's as the request threads do, so it still answers while the
+# only thread is busy.
+gw_stop gw
+db_new "${TNAME}_k" || { done_testing; exit 1; }
+printf 'k1 %s\n' "$(openssl rand -hex 32)" >"$T/k.keys"
+chmod 0600 "$T/k.keys"
+sed -e "s|^mysql_defaults_file = .*|mysql_defaults_file = $DBCNF|" \
+	-e "s|^threads = 1|&\nsecret_key_file = $T/k.keys|" "$T/gw.conf" >"$T/keyed.conf"
+gw_start gw "$T/keyed.conf" || { done_testing; exit 1; }
+K=$(new_key)
+check "keyed: created, then replayed" hot kh /payments "$K"
+n=$(runs pay)
+http_bg kslow POST "$(url web '/payments?sleep=4000')" -H "Idempotency-Key: $(new_key)" -H "$CT" --data-binary '{"amount":1}'
+check "keyed: the slow run started" wait_until 5 ran_more
+t0=$(now_ms)
+post kbusy /payments "$K"
+took=$(($(now_ms) - t0))
+expect_eq "keyed, thread busy: replayed" reused "$(hdr kbusy Idempotency-Result)"
+expect_lt "keyed, thread busy: a cached replay does not wait for it (${took} ms)" "$took" 1500
+expect_file_eq "keyed, thread busy: byte-for-byte" "$T/kh-1.b" "$T/kbusy.b"
+bg_wait
+expect_eq "keyed: the slow run was answered" 201 "$(st kslow)"
+expect_eq "keyed: the row is keyed" 1 "$(db_query "${TNAME}_k" "SELECT hashed FROM idem_keys WHERE idem_key = '$K'")"
 done_testing
