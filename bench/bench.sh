@@ -244,6 +244,49 @@ rss_sample() {	# total and largest RSS (KiB) of idemgate processes
 }
 
 say "bench: $DUR s per run, wrk -t2 -c$CONN, loopback, 2 cores shared by everything"
+# Sealed at rest against in clear: the same gateway with secret_key_file,
+# in alternating runs (fresh keys; replays with and without the cache, the
+# latter opening the row each time).  BENCH_KEY=0 skips it; BENCH_ONLY=seal
+# runs it alone.
+avg3() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a + b / 3 }'; }
+clear_fresh=0 seal_fresh=0 clear_rep=0 seal_rep=0 clear_nc=0 seal_nc=0
+seal_bad=0
+seal_runs() {
+	[ "${BENCH_KEY:-1}" != 0 ] || return 0
+	for p in sm sc se sn; do
+		curl -s -o /dev/null -X POST -H "Idempotency-Key: bench-replay-$p" \
+		    -H 'Content-Type: application/x-www-form-urlencoded' \
+		    -d amount=4200 "$U/$p/hello"
+	done
+	for i in 1 2 3; do
+		read -r r _ < <(wrk_run "$U/sm/hello" bench/fresh.lua "clr$$-$i")
+		clear_fresh=$(avg3 "$clear_fresh" "$r")
+		read -r r _ b < <(wrk_run "$U/se/hello" bench/fresh.lua "sea$$-$i")
+		seal_fresh=$(avg3 "$seal_fresh" "$r") seal_bad=$((seal_bad + b))
+		read -r r _ < <(wrk_run "$U/sm/hello" bench/replay.lua bench-replay-sm)
+		clear_rep=$(avg3 "$clear_rep" "$r")
+		read -r r _ b < <(wrk_run "$U/se/hello" bench/replay.lua bench-replay-se)
+		seal_rep=$(avg3 "$seal_rep" "$r") seal_bad=$((seal_bad + b))
+		read -r r _ < <(wrk_run "$U/sc/hello" bench/replay.lua bench-replay-sc)
+		clear_nc=$(avg3 "$clear_nc" "$r")
+		read -r r _ b < <(wrk_run "$U/sn/hello" bench/replay.lua bench-replay-sn)
+		seal_nc=$(avg3 "$seal_nc" "$r") seal_bad=$((seal_bad + b))
+	done
+}
+seal_lines() {
+	cat <<SEAL
+sealed at rest (secret_key_file: AES-256-GCM answers, keyed hashes) vs in clear, small databases, 3 alternating runs each (goal >= 0.95; non-2xx: ${seal_bad}):
+  fresh keys           clear ${clear_fresh} req/s   sealed ${seal_fresh} req/s   ratio $(ratio "$seal_fresh" "$clear_fresh")x
+  replays, cache       clear ${clear_rep} req/s   sealed ${seal_rep} req/s   ratio $(ratio "$seal_rep" "$clear_rep")x
+  replays, no cache    clear ${clear_nc} req/s   sealed ${seal_nc} req/s   ratio $(ratio "$seal_nc" "$clear_nc")x   (each replay opens the row)
+SEAL
+}
+# BENCH_ONLY=seal: the sealed-at-rest section alone.
+if [ "${BENCH_ONLY:-}" = seal ]; then
+	seal_runs
+	seal_lines
+	exit 0
+fi
 # BENCH_ONLY=replay: the bare responder and cached replays alone, with
 # their CPU table (comparing two builds' replay path in a quick loop).
 if [ "${BENCH_ONLY:-}" = replay ]; then
@@ -276,33 +319,7 @@ read -r ig_replay ig_replay99 ig_replay_bad < <(CPU="replay" wrk_run "$U/ig/hell
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-nc' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/nc/hello"
 read -r nc_replay nc_replay99 nc_replay_bad < <(wrk_run "$U/nc/hello" bench/replay.lua bench-replay-nc)
 
-# Sealed at rest against in clear: the same gateway with secret_key_file,
-# in alternating runs (fresh keys; replays with and without the cache, the
-# latter opening the row each time).  BENCH_KEY=0 skips it.
-avg3() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a + b / 3 }'; }
-clear_fresh=0 seal_fresh=0 clear_rep=0 seal_rep=0 clear_nc=0 seal_nc=0
-seal_bad=0
-if [ "${BENCH_KEY:-1}" != 0 ]; then
-	for p in sm sc se sn; do
-		curl -s -o /dev/null -X POST -H "Idempotency-Key: bench-replay-$p" \
-		    -H 'Content-Type: application/x-www-form-urlencoded' \
-		    -d amount=4200 "$U/$p/hello"
-	done
-	for i in 1 2 3; do
-		read -r r _ < <(wrk_run "$U/sm/hello" bench/fresh.lua "clr$$-$i")
-		clear_fresh=$(avg3 "$clear_fresh" "$r")
-		read -r r _ b < <(wrk_run "$U/se/hello" bench/fresh.lua "sea$$-$i")
-		seal_fresh=$(avg3 "$seal_fresh" "$r") seal_bad=$((seal_bad + b))
-		read -r r _ < <(wrk_run "$U/sm/hello" bench/replay.lua bench-replay-sm)
-		clear_rep=$(avg3 "$clear_rep" "$r")
-		read -r r _ b < <(wrk_run "$U/se/hello" bench/replay.lua bench-replay-se)
-		seal_rep=$(avg3 "$seal_rep" "$r") seal_bad=$((seal_bad + b))
-		read -r r _ < <(wrk_run "$U/sc/hello" bench/replay.lua bench-replay-sc)
-		clear_nc=$(avg3 "$clear_nc" "$r")
-		read -r r _ b < <(wrk_run "$U/sn/hello" bench/replay.lua bench-replay-sn)
-		seal_nc=$(avg3 "$seal_nc" "$r") seal_bad=$((seal_bad + b))
-	done
-fi
+seal_runs
 
 # Waiters: an owner runs a 300 ms handler; 8 retries arrive 50 ms later and
 # wait.  Extra latency = when each waiter got its answer - when the owner
@@ -407,10 +424,7 @@ RSS under fresh load, 2 workers x 32 threads: largest process $((rss_max / 1024)
 cleanup of ${deleted} expired rows, no traffic: ${cl_ms} ms (exit ${cl_rc}) = $(awk -v r="$deleted" -v m="$cl_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s   (goal >= 50000)
 cleanup of ${deleted2} expired rows under fresh traffic: ${cl2_ms} ms (exit ${cl2_rc}) = $(awk -v r="$deleted2" -v m="$cl2_ms" 'BEGIN { if (m > 0) printf "%d", r * 1000 / m; else print "n/a" }') rows/s
 fresh p99 during cleanup ${ig_during99} ms vs without ${ig_fresh_big99} ms ($((DUR * 3)) s runs)   ratio $(ratio "$ig_during99" "$ig_fresh_big99")x   (goal <= 2.0)
-sealed at rest (secret_key_file: AES-256-GCM answers, keyed hashes) vs in clear, small databases, 3 alternating runs each (goal >= 0.95; non-2xx: ${seal_bad}):
-  fresh keys           clear ${clear_fresh} req/s   sealed ${seal_fresh} req/s   ratio $(ratio "$seal_fresh" "$clear_fresh")x
-  replays, cache       clear ${clear_rep} req/s   sealed ${seal_rep} req/s   ratio $(ratio "$seal_rep" "$clear_rep")x
-  replays, no cache    clear ${clear_nc} req/s   sealed ${seal_nc} req/s   ratio $(ratio "$seal_nc" "$clear_nc")x   (each replay opens the row)
+$(seal_lines)
 p99 latencies (ms): fcgiwrap GET ${fw_get99}, idemgate GET ${ig_get99}, fcgiwrap POST ${fw_post99}, idemgate fresh ${ig_fresh99}, idemgate -> app ${ig_app99}, replay ${ig_replay99}, replay without cache ${nc_replay99}
 OUT
 cpu_table
