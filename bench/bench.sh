@@ -287,6 +287,22 @@ if [ "${BENCH_ONLY:-}" = seal ]; then
 	seal_lines
 	exit 0
 fi
+# Parked waiters: 10x the main gateway's threads (2 workers x 32) wait on
+# one key whose handler takes 3 s while fresh keys go to the hello CGI:
+# their latency then against alone (bench/parked.py).
+park_run() {
+	read -r park_alone park_med park_max < <(python3 bench/parked.py \
+	    "$U/ig/slow?s=3" "$U/ig/hello" 640)
+}
+park_line() {
+	echo "parked waiters (640 = 10x threads, one 3 s key): an unrelated fresh key ${park_med} ms (max ${park_max}) vs ${park_alone} ms alone   (goal <= alone + 50 ms)"
+}
+# BENCH_ONLY=park: that alone.
+if [ "${BENCH_ONLY:-}" = park ]; then
+	park_run
+	park_line
+	exit 0
+fi
 # BENCH_ONLY=replay: the bare responder and cached replays alone, with
 # their CPU table (comparing two builds' replay path in a quick loop).
 if [ "${BENCH_ONLY:-}" = replay ]; then
@@ -325,6 +341,7 @@ seal_runs
 # wait.  Extra latency = when each waiter got its answer - when the owner
 # did, timed in one process (bench/waiters.py), over 3 rounds.
 read -r wait_med wait_max < <(python3 bench/waiters.py "$U/ig/slow" 8 3)
+park_run
 
 # Jobs: idemctl run -- /bin/true with fresh keys against plain /bin/true
 # (the process start cost), and replays of one key; JOBS runs each, one
@@ -418,6 +435,7 @@ replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} re
   without replay_cache  libfcgi hello ${app_get} req/s   idemgate ${nc_replay} req/s   ratio $(ratio "$nc_replay" "$app_get")x   (every replay reads MySQL; non-2xx: ${nc_replay_bad})
 fresh, ${ROWS} rows    ${ig_fresh_big} req/s vs ${small_rows} rows ${ig_fresh_small} req/s   ratio $(ratio "$ig_fresh_big" "$ig_fresh_small")x   (3 alternating runs each; goal >= 0.9)
 waiters (8 on a 300 ms owner, 3 rounds): extra latency after the owner finished: median ${wait_med} ms, max ${wait_max} ms   (goal <= 50 ms)
+$(park_line)
 jobs, fresh keys       /bin/true $(jobs_per_s "$true_ns") /s   idemctl run -- /bin/true $(jobs_per_s "$run_ns") /s   ratio $(ratio "$true_ns" "$run_ns")x   (${JOBS} in a row)
 jobs, replays          idemctl run of one key $(awk -v n="$JOBS" -v ns="$replay_ns" 'BEGIN { printf "%.2f", ns / n / 1e6 }') ms each, end to end; mariadb -e 'SELECT 1' $(awk -v n="$JOBS" -v ns="$client_ns" 'BEGIN { printf "%.2f", ns / n / 1e6 }') ms   ratio $(ratio "$client_ns" "$replay_ns")x   (goal < 5 ms)
 RSS under fresh load, 2 workers x 32 threads: largest process $((rss_max / 1024)) MiB, all idemgate processes $((rss_total / 1024)) MiB   (goal <= 64 MiB)

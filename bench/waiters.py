@@ -23,7 +23,8 @@ import urllib.parse
 def post(url, key, done, idx):
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    conn.request("POST", u.path, body="x=1", headers={
+    target = u.path + ("?" + u.query if u.query else "")
+    conn.request("POST", target, body="x=1", headers={
         "Idempotency-Key": key,
         "Content-Type": "application/x-www-form-urlencoded"})
     resp = conn.getresponse()

@@ -9,6 +9,9 @@
 
 static struct board_slot	*slots;		/* BOARD_SLOTS, shared */
 static struct board_slot	*me;
+/* BOARD_KEYS, shared after the slots; this process's without a board. */
+static atomic_ullong		 own_done[BOARD_KEYS];
+static atomic_ullong		*done = own_done;
 
 int
 board_init(void)
@@ -18,11 +21,13 @@ board_init(void)
 	if (slots != NULL)
 		return 0;
 	/* Pages nobody writes (threads past cfg's) are never backed. */
-	p = mmap(NULL, BOARD_SLOTS * sizeof(struct board_slot),
-	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, BOARD_SLOTS * sizeof(struct board_slot) +
+	    BOARD_KEYS * sizeof(atomic_ullong), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
 	slots = p;
+	done = (atomic_ullong *)(slots + BOARD_SLOTS);
 	return 0;
 }
 
@@ -37,10 +42,13 @@ board_set(int i, int pid, int gen)
 	s = &slots[i];
 	atomic_store(&s->pid, 0);
 	n = atomic_load(&s->threads);
-	for (t = 0; t < n && t < BOARD_THREADS; t++)
+	for (t = 0; t < n && t < BOARD_THREADS; t++) {
 		atomic_store(&s->busy_since[t], 0);
+		atomic_store(&s->owns[t], 0);
+	}
 	atomic_store(&s->threads, 0);
 	atomic_store(&s->queued, 0);
+	atomic_store(&s->parked, 0);
 	atomic_store(&s->store_up, -1);
 	atomic_store(&s->store_errno, 0);
 	atomic_store(&s->served, 0);
@@ -69,6 +77,48 @@ board_queued(size_t n)
 {
 	if (me != NULL)
 		atomic_store(&me->queued, (int)n);
+}
+
+void
+board_parked(size_t n)
+{
+	if (me != NULL)
+		atomic_store(&me->parked, (int)n);
+}
+
+void
+board_own(int t, uint64_t h)
+{
+	if (me != NULL && t >= 0 && t < BOARD_THREADS)
+		atomic_store(&me->owns[t], h);
+}
+
+int
+board_owned(uint64_t h)
+{
+	int	 i, t, n;
+
+	for (i = 0; slots != NULL && i < BOARD_SLOTS; i++) {
+		if (atomic_load(&slots[i].pid) == 0)
+			continue;
+		n = atomic_load(&slots[i].threads);
+		for (t = 0; t < n && t < BOARD_THREADS; t++)
+			if (atomic_load(&slots[i].owns[t]) == h)
+				return 1;
+	}
+	return 0;
+}
+
+uint64_t
+board_done_count(uint64_t h)
+{
+	return atomic_load(&done[h & (BOARD_KEYS - 1)]);
+}
+
+void
+board_done(uint64_t h)
+{
+	atomic_fetch_add(&done[h & (BOARD_KEYS - 1)], 1);
 }
 
 const struct board_slot *

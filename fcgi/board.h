@@ -16,6 +16,8 @@
 #define BOARD_SLOTS	512
 /* Request threads tracked per worker: cfg's threads maximum. */
 #define BOARD_THREADS	1024
+/* Counters of keys done (board_done), shared by hash: a power of 2. */
+#define BOARD_KEYS	4096
 
 struct board_slot {
 	atomic_int		pid;		/* 0: free */
@@ -32,8 +34,12 @@ struct board_slot {
 						 * cache */
 	atomic_ullong		cache_misses;
 	atomic_ullong		cache_bytes;
+	atomic_int		parked;		/* waiters parked without a
+						 * thread (fcgi/park.h) */
 	/* CLOCK_MONOTONIC ms a thread's request started, 0 idle. */
 	atomic_llong		busy_since[BOARD_THREADS];
+	/* The lock hash (fcgi/park.h) of the key a thread owns, 0 none. */
+	atomic_ullong		owns[BOARD_THREADS];
 };
 
 /* Supervisor, before the first fork: maps the board.  0 or -1 (errno). */
@@ -50,6 +56,23 @@ struct board_slot *board_me(void);
 
 /* Worker: whole requests waiting for a request thread now. */
 void board_queued(size_t n);
+
+/* Worker: parked waiters now. */
+void board_parked(size_t n);
+
+/* Worker: request thread t owns the key of lock hash h now (0: none). */
+void board_own(int t, uint64_t h);
+
+/* 1 if a thread of a live worker owns a key of lock hash h. */
+int board_owned(uint64_t h);
+
+/*
+ * How many keys of h's bucket were done (recorded) in all workers: a
+ * waiter reads it before its claim; board_done moves it when an owner is
+ * done.  Without a board, this process's counters.
+ */
+uint64_t board_done_count(uint64_t h);
+void board_done(uint64_t h);
 
 /* Slot i for reading (NULL past the end or without a board). */
 const struct board_slot *board_slot(int i);

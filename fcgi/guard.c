@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "board.h"
 #include "canon.h"
 #include "clock.h"
 #include "fp.h"
@@ -16,7 +17,9 @@
 #include "log.h"
 #include "once.h"
 #include "params.h"
+#include "park.h"
 #include "rcache.h"
+#include "reader.h"
 #include "recorder.h"
 #include "request.h"
 #include "resp.h"
@@ -88,6 +91,7 @@ struct guarded {
 	char		 lkey[40];	/* the key as logs show it */
 	struct once	 o;
 	uint64_t	 gen;		/* replay cache's, before the read */
+	int		 owned;		/* the key is ours, on the board */
 };
 
 /* Where a step left the request: answered already, or to go on. */
@@ -95,6 +99,24 @@ enum guard_next {
 	GUARD_ANSWERED,
 	GUARD_GO_ON,
 };
+
+/*
+ * The key g owned is done with (recorded, or given up): off the board,
+ * and its waiters here, parked in any worker, look again (fcgi/park.h).
+ */
+static void
+guard_disown(struct guarded *g)
+{
+	struct gw_ctx	*ctx = g->r->ctx;
+
+	if (!g->owned)
+		return;
+	g->owned = 0;
+	board_own(ctx->idx, 0);
+	board_done(fp_lockhash(g->id.lockname));
+	if (ctx->rd != NULL)
+		reader_poke(ctx->rd);
+}
 
 /* Writes the outcome of the key g owns (lib/idem/once.h: once_record),
  * counting a refused answer kept as a tombstone. */
@@ -106,6 +128,7 @@ guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 	if (once_record(&g->o, op, a, &done) == IDEM_OK &&
 	    op == REC_COMPLETE && done == REC_TOMBSTONE)
 		count(g->r, STAT_TOMBSTONED);
+	guard_disown(g);
 }
 
 /* The extra header lines of an answer: result and when the key may run
@@ -645,11 +668,49 @@ guard_replay_cached(struct guarded *g, struct rcache_hit *hit)
 	rcache_release(r->ctx->rc, hit);
 }
 
+/* A parked waiter is done waiting: out of the row's waiters column. */
+static void
+guard_unpark(struct guarded *g)
+{
+	struct park	*pk = g->r->park;
+
+	if (pk == NULL || !pk->counted || pk->want)
+		return;
+	pk->counted = 0;
+	(void)store_waiter(g->r->ctx->st, &g->id, -1);
+}
+
 /*
- * Step 2, look up: the replay cache, then the store (claim, and while
- * another owner runs the key, wait and claim again).  GUARD_GO_ON when
- * g->o.c says what the store found; GUARD_ANSWERED when the cache
- * answered or the store failed.
+ * After a claim: 1 if the key is busy and the request is to wait for it
+ * parked, without this thread (fcgi/park.h); counted in the row's
+ * waiters meanwhile, for idemtop.  0 when it is to be answered now: its
+ * wait, if it had one, is in g->o.waited_ms.
+ */
+static int
+guard_park(struct guarded *g)
+{
+	struct request	*r = g->r;
+	struct park	*pk = r->park;
+	int64_t		 now = clock_now_ms();
+
+	if (g->o.c.state == CLAIM_BUSY &&
+	    park_busy(pk, r->route->wait_ms, g->o.c.nap_us, now)) {
+		if (!pk->counted &&
+		    store_waiter(r->ctx->st, &g->id, 1) == IDEM_OK)
+			pk->counted = 1;
+		return 1;
+	}
+	if (pk->since_ms > 0)
+		g->o.waited_ms = now - pk->since_ms;
+	return 0;
+}
+
+/*
+ * Step 2, look up: the replay cache, then the store (claim; while another
+ * owner runs the key, the request parks and claims again when woken, or,
+ * without a reader to park it, waits here and claims again).  GUARD_GO_ON
+ * when g->o.c says what the store found; GUARD_ANSWERED when the cache
+ * answered, the store failed, or the request parked (nothing written).
  */
 static enum guard_next
 guard_lookup(struct guarded *g)
@@ -669,10 +730,15 @@ guard_lookup(struct guarded *g)
 	}
 	/* Only the store needs the lock name: a cache hit never does. */
 	idem_id_name_lock(&g->id);
-	if (once_claim(&g->o, r->route->wait_ms) != IDEM_OK) {
+	if (r->park != NULL)
+		park_arm(r->park, fp_lockhash(g->id.lockname));
+	if (once_claim(&g->o, r->park != NULL ? 0 : r->route->wait_ms) !=
+	    IDEM_OK) {
 		guard_store_error(r);
 		return GUARD_ANSWERED;
 	}
+	if (r->park != NULL && guard_park(g))
+		return GUARD_ANSWERED;
 	if (g->o.waited_ms > 0 && r->ctx->stats != NULL)
 		stats_wait(r->ctx->stats, r->route->prefix, g->o.waited_ms);
 	return GUARD_GO_ON;
@@ -717,6 +783,8 @@ guard_owned(struct once *o, void *arg)
 {
 	struct guarded	*g = arg;
 
+	g->owned = 1;
+	board_own(g->r->ctx->idx, fp_lockhash(g->id.lockname));
 	if (guard_over_quota(g) == GUARD_GO_ON)
 		guard_run_owned(g);
 }
@@ -814,9 +882,13 @@ guard_serve(struct request *r)
 		return;
 	once_init(&g.o, r->ctx->st, &g.id, r->tag);
 	g.o.rec = r->ctx->rec;
-	count(r, STAT_REQUESTS);
+	/* A parked request is counted once, when it first came. */
+	if (r->park == NULL || r->park->since_ms == 0)
+		count(r, STAT_REQUESTS);
 	if (guard_lookup(&g) == GUARD_GO_ON)
 		once_dispatch(&g.o, &guard_ops, &g);
+	guard_disown(&g);
+	guard_unpark(&g);
 	once_reset(&g.o);
 }
 

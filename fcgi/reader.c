@@ -23,6 +23,7 @@
 					 * thread */
 #define READER_IDLE_MS		300000	/* a kept connection may idle this */
 #define READER_TICK_MS		1000
+#define READER_PARK_MAX		4096	/* waiters parked, per worker */
 /* A request still arriving with no more than this buffered is never
  * refused for max_pending_body: small requests pass while large stalled
  * ones hold the budget. */
@@ -43,6 +44,8 @@ struct reader {
 							 * threads */
 	size_t			 nready;
 	struct job		*back;		/* returned for reuse */
+	struct job		*parked;	/* waiters (fcgi/park.h) */
+	size_t			 nparked;
 	int			 stop;
 
 	/* Reader thread only. */
@@ -54,6 +57,7 @@ struct reader {
 	void			*quick_arg;
 	struct buf		 http;		/* a quick answer */
 	struct buf		 out;		/* its records */
+	int64_t			 park_next;	/* look at parked ones then */
 };
 
 static void
@@ -126,6 +130,7 @@ reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
 	j->cache_missed = 0;
 	j->unsent = 0;
 	j->polled = 0;
+	memset(&j->park, 0, sizeof(j->park));
 	j->deadline_ms = now + (kept ? READER_IDLE_MS : rd->timeout_ms);
 	if (kept && reader_poll(rd, j) != 0) {
 		job_close(j);
@@ -238,6 +243,21 @@ reader_account(struct reader *rd, struct job *j)
 	return -1;
 }
 
+/* Queues j for a request thread (rd->mu held). */
+static void
+reader_push(struct reader *rd, struct job *j)
+{
+	j->next = NULL;
+	if (rd->ready_tail != NULL)
+		rd->ready_tail->next = j;
+	else
+		rd->ready = j;
+	rd->ready_tail = j;
+	rd->nready++;
+	board_queued(rd->nready);
+	pthread_cond_signal(&rd->cv);
+}
+
 /* Hands a whole request to the request threads. */
 static void
 reader_ready(struct reader *rd, struct job *j)
@@ -252,15 +272,47 @@ reader_ready(struct reader *rd, struct job *j)
 		job_close(j);
 		return;
 	}
-	j->next = NULL;
-	if (rd->ready_tail != NULL)
-		rd->ready_tail->next = j;
-	else
-		rd->ready = j;
-	rd->ready_tail = j;
-	rd->nready++;
-	board_queued(rd->nready);
-	pthread_cond_signal(&rd->cv);
+	reader_push(rd, j);
+	pthread_mutex_unlock(&rd->mu);
+}
+
+/*
+ * Hands the parked requests that are to look again (all of them, final,
+ * when stopping) back to the request threads (rd->mu held); plans the
+ * next look at the rest.  A woken one is never refused: it was counted
+ * when it came.
+ */
+static void
+reader_unpark_locked(struct reader *rd, int64_t now)
+{
+	struct job	**pp = &rd->parked, *j;
+	int64_t		 next = now + READER_TICK_MS;
+
+	while ((j = *pp) != NULL) {
+		if (!rd->stop && !park_due(&j->park, now)) {
+			if (j->park.wake_ms < next)
+				next = j->park.wake_ms;
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		rd->nparked--;
+		if (rd->stop)
+			j->park.final = 1;
+		reader_push(rd, j);
+	}
+	/* Owners in other workers say "done" only through the board. */
+	if (rd->nparked > 0 && now + PARK_TICK_MS < next)
+		next = now + PARK_TICK_MS;
+	rd->park_next = rd->nparked > 0 ? next : INT64_MAX;
+	board_parked(rd->nparked);
+}
+
+static void
+reader_unpark(struct reader *rd, int64_t now)
+{
+	pthread_mutex_lock(&rd->mu);
+	reader_unpark_locked(rd, now);
 	pthread_mutex_unlock(&rd->mu);
 }
 
@@ -429,7 +481,7 @@ reader_main(void *arg)
 	struct reader		*rd = arg;
 	struct epoll_event	 evs[64];
 	int64_t			 now, next;
-	int			 n, i, stop;
+	int			 n, i, stop, poked;
 
 	next = clock_now_ms() + READER_TICK_MS;
 	for (;;) {
@@ -442,15 +494,21 @@ reader_main(void *arg)
 		if (stop)
 			break;
 		now = clock_now_ms();
+		poked = 0;
 		for (i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &rd->lfd)
 				reader_accept(rd, now);
-			else if (evs[i].data.ptr == &rd->evfd)
+			else if (evs[i].data.ptr == &rd->evfd) {
 				reader_take_back(rd, now);
-			else
+				poked = 1;
+			} else
 				reader_input(rd, evs[i].data.ptr, now);
 		}
+		if (poked || now >= rd->park_next)
+			reader_unpark(rd, now);
 		next = reader_expire(rd, now);
+		if (rd->park_next < next)
+			next = rd->park_next;
 	}
 	return NULL;
 }
@@ -481,6 +539,7 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 	rd->max_pending = cfg->max_pending_body;
 	rd->quick = quick;
 	rd->quick_arg = quick_arg;
+	rd->park_next = INT64_MAX;
 	/* A cached answer is at most an eighth of the cache; its records
 	 * add a header per 64 KiB. */
 	buf_init(&rd->http, cfg->replay_cache + 4096);
@@ -544,8 +603,6 @@ reader_next(struct reader *rd)
 void
 reader_done(struct reader *rd, struct job *j, int reuse)
 {
-	uint64_t	 one = 1;
-
 	pthread_mutex_lock(&rd->mu);
 	if (!reuse || rd->stop) {
 		pthread_mutex_unlock(&rd->mu);
@@ -556,20 +613,47 @@ reader_done(struct reader *rd, struct job *j, int reuse)
 	j->next = rd->back;
 	rd->back = j;
 	pthread_mutex_unlock(&rd->mu);
+	reader_poke(rd);
+}
+
+int
+reader_park(struct reader *rd, struct job *j)
+{
+	pthread_mutex_lock(&rd->mu);
+	if (rd->stop || rd->nparked >= READER_PARK_MAX) {
+		pthread_mutex_unlock(&rd->mu);
+		return -1;
+	}
+	j->park.want = 0;
+	j->next = rd->parked;
+	rd->parked = j;
+	rd->nparked++;
+	board_parked(rd->nparked);
+	pthread_mutex_unlock(&rd->mu);
+	/* The reader plans its next look with this one in. */
+	reader_poke(rd);
+	return 0;
+}
+
+void
+reader_poke(struct reader *rd)
+{
+	uint64_t	 one = 1;
+
 	(void)!write(rd->evfd, &one, sizeof(one));
 }
 
 void
 reader_stop(struct reader *rd)
 {
-	uint64_t	 one = 1;
-
 	pthread_mutex_lock(&rd->mu);
 	rd->stop = 1;
+	/* Parked requests are answered now, by the threads still there. */
+	reader_unpark_locked(rd, clock_now_ms());
 	pthread_cond_broadcast(&rd->cv);
 	pthread_mutex_unlock(&rd->mu);
 	if (rd->evfd >= 0)
-		(void)!write(rd->evfd, &one, sizeof(one));
+		reader_poke(rd);
 }
 
 void
@@ -591,6 +675,10 @@ reader_free(struct reader *rd)
 		job_close(j);
 	}
 	for (j = rd->back; j != NULL; j = next) {
+		next = j->next;
+		job_close(j);
+	}
+	for (j = rd->parked; j != NULL; j = next) {
 		next = j->next;
 		job_close(j);
 	}

@@ -7,6 +7,7 @@
 #include "cfg.h"
 #include "err.h"
 #include "fconn.h"
+#include "park.h"
 #include "reply.h"
 
 /*
@@ -33,6 +34,7 @@ struct job {
 	size_t		 unsent;	/* the reader's answer, all but
 					 * these last bytes of fc.reply
 					 * sent: a thread writes them */
+	struct park	 park;		/* a waiter parked (fcgi/park.h) */
 	struct job	*next;
 };
 
@@ -58,7 +60,19 @@ struct job *reader_next(struct reader *rd);
  * connection goes back to reading, else it is closed.  Frees j. */
 void reader_done(struct reader *rd, struct job *j, int reuse);
 
-/* Stops accepting and reading; reader_next returns NULL from now on.
+/*
+ * Parks j, a waiter (j->park.want: the guard found its key busy), until
+ * park_due says it is to look again; then reader_next hands it to a
+ * request thread again.  0, or -1 when it cannot be parked (the reader
+ * stopped, or too many are): the caller serves it with j->park.final.
+ */
+int reader_park(struct reader *rd, struct job *j);
+
+/* A key this worker owned is done: parked requests look now. */
+void reader_poke(struct reader *rd);
+
+/* Stops accepting and reading; reader_next returns NULL once nothing is
+ * left to serve: parked requests are handed out at once, final.
  * Requests already handed out are unaffected. */
 void reader_stop(struct reader *rd);
 

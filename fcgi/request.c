@@ -169,12 +169,23 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	r.out = &out;
 	buf_init(&r.body, 0);
 	r.cache_missed = j->cache_missed;
+	r.park = ctx->rd != NULL ? &j->park : NULL;
+	j->park.want = 0;
 	if (fconn_params(&j->fc, &envp) != IDEM_OK) {
 		log_warn("invalid FastCGI params; connection closed");
 		goto done;
 	}
 	if ((ad = request_admit(ctx, &r, envp, j)) == ADMIT_GUARD)
 		guard_serve(&r);
+	if (j->park.want) {
+		/* Unanswered: the body goes back with the job; woken, it
+		 * may find the answer in the replay cache (another waiter's
+		 * replay put it there). */
+		j->fc.body = r.body;
+		buf_init(&r.body, 0);
+		j->cache_missed = 0;
+		goto done;
+	}
 	if (ad != ADMIT_NO_ANSWER && !out.failed && !out.finished &&
 	    fout_end(o) == IDEM_OK)
 		whole = 1;

@@ -11,6 +11,8 @@
 #include "reply.h"
 
 struct hkey;
+struct park;
+struct reader;
 
 struct store;
 struct stats;
@@ -29,6 +31,11 @@ struct gw_ctx {
 	struct hkey		*hk;		/* the worker's: how keys are
 						 * hashed (NULL: plain) */
 	const char		*owner;		/* "host:pid" */
+	struct reader		*rd;		/* the worker's: parks
+						 * waiters (NULL: they
+						 * wait in the thread) */
+	int			 idx;		/* this thread's on the
+						 * board */
 };
 
 /* One parsed request.  Strings point into the FastCGI params (borrowed)
@@ -56,6 +63,8 @@ struct request {
 						 * lines */
 	int			 cache_missed;	/* the reader asked the
 						 * replay cache: no hit */
+	struct park		*park;		/* the job's, or NULL:
+						 * never parked */
 };
 
 struct job;
@@ -65,7 +74,9 @@ struct job;
  * route's limits, answers gateway errors, hands the rest to the guard,
  * and writes the answer as FastCGI records on j's connection.  Never
  * fails: everything is answered or logged.  Returns 1 if the connection
- * may serve another request (FCGI_KEEP_CONN and a whole answer).
+ * may serve another request (FCGI_KEEP_CONN and a whole answer).  When
+ * the guard asks to park the request (j->park.want, fcgi/park.h), nothing
+ * is written and j keeps its body: reader_park it, or serve it again.
  */
 int request_serve(struct gw_ctx *ctx, struct job *j);
 

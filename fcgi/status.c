@@ -12,7 +12,8 @@
 
 /* One worker's line of the page. */
 struct wstat {
-	int			 pid, gen, threads, busy, queued, store_up;
+	int			 pid, gen, threads, busy, queued, parked;
+	int			 store_up;
 	unsigned		 store_errno;
 	long long		 started_s;
 	int64_t			 oldest_ms;
@@ -45,6 +46,7 @@ read_slot(const struct board_slot *s, struct wstat *w)
 	w->gen = atomic_load(&s->gen);
 	w->threads = atomic_load(&s->threads);
 	w->queued = atomic_load(&s->queued);
+	w->parked = atomic_load(&s->parked);
 	w->store_up = atomic_load(&s->store_up);
 	w->store_errno = atomic_load(&s->store_errno);
 	w->started_s = atomic_load(&s->started_s);
@@ -70,6 +72,7 @@ wstat_add(struct wstat *tot, const struct wstat *w)
 	tot->threads += w->threads;
 	tot->busy += w->busy;
 	tot->queued += w->queued;
+	tot->parked += w->parked;
 	tot->served += w->served;
 	tot->hits += w->hits;
 	tot->misses += w->misses;
@@ -86,23 +89,25 @@ render_worker(struct buf *b, int json, const struct wstat *w, long long now,
 		buf_printf(b, "%s{\"pid\":%d,\"generation\":%d,"
 		    "\"uptime_s\":%lld,\"threads\":%d,\"busy\":%d,"
 		    "\"idle\":%d,\"in_flight\":%d,\"queued\":%d,"
+		    "\"parked\":%d,"
 		    "\"oldest_in_flight_ms\":%lld,\"served\":%llu,"
 		    "\"store\":\"%s\",\"store_errno\":%u,"
 		    "\"replay_cache_hits\":%llu,"
 		    "\"replay_cache_misses\":%llu,"
 		    "\"replay_cache_bytes\":%llu}", sep,
 		    w->pid, w->gen, now - w->started_s, w->threads, w->busy,
-		    w->threads - w->busy, w->busy + w->queued, w->queued,
+		    w->threads - w->busy, w->busy + w->queued + w->parked,
+		    w->queued, w->parked,
 		    (long long)w->oldest_ms, w->served,
 		    store_word(w->store_up), w->store_errno, w->hits,
 		    w->misses, w->bytes);
 	else
 		buf_printf(b, "worker %d: generation %d, up %lld s, "
-		    "threads %d busy %d idle %d, queued %d, oldest "
-		    "%lld ms, served %llu, store %s, replay cache "
+		    "threads %d busy %d idle %d, queued %d, parked %d, "
+		    "oldest %lld ms, served %llu, store %s, replay cache "
 		    "hits %llu misses %llu\n", w->pid, w->gen,
 		    now - w->started_s, w->threads, w->busy,
-		    w->threads - w->busy, w->queued,
+		    w->threads - w->busy, w->queued, w->parked,
 		    (long long)w->oldest_ms, w->served,
 		    store_word(w->store_up), w->hits, w->misses);
 }
@@ -116,11 +121,13 @@ render_totals(struct buf *b, int json, const struct wstat *tot, int n,
 	if (json) {
 		buf_printf(b, "],\"total\":{\"workers\":%d,\"threads\":%d,"
 		    "\"busy\":%d,\"idle\":%d,\"in_flight\":%d,\"queued\":%d,"
+		    "\"parked\":%d,"
 		    "\"oldest_in_flight_ms\":%lld,\"served\":%llu,"
 		    "\"replay_cache_hits\":%llu,\"replay_cache_misses\":%llu},"
 		    "\"store\":{\"state\":\"%s\",\"errno\":%u}}\n", n,
 		    tot->threads, tot->busy, tot->threads - tot->busy,
-		    tot->busy + tot->queued, tot->queued,
+		    tot->busy + tot->queued + tot->parked, tot->queued,
+		    tot->parked,
 		    (long long)tot->oldest_ms, tot->served, tot->hits,
 		    tot->misses, store_word(store_now), store_err);
 		return;
@@ -132,13 +139,15 @@ render_totals(struct buf *b, int json, const struct wstat *tot, int n,
 	    "idle threads:         %d\n"
 	    "requests in flight:   %d\n"
 	    "queued requests:      %d\n"
+	    "parked waiters:       %d\n"
 	    "oldest in flight ms:  %lld\n"
 	    "requests served:      %llu\n"
 	    "replay cache hits:    %llu\n"
 	    "replay cache misses:  %llu\n"
 	    "store:                %s%s\n",
 	    (long)getppid(), n, tot->threads, tot->busy,
-	    tot->threads - tot->busy, tot->busy + tot->queued, tot->queued,
+	    tot->threads - tot->busy, tot->busy + tot->queued + tot->parked,
+	    tot->queued, tot->parked,
 	    (long long)tot->oldest_ms, tot->served, tot->hits, tot->misses,
 	    store_word(store_now), store_now == 0 ? " (see the log)" : "");
 }

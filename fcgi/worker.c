@@ -94,6 +94,8 @@ rthread_main(void *arg)
 	ctx.linger = w->linger;
 	ctx.hk = &w->hk;
 	ctx.owner = w->owner;
+	ctx.rd = w->reader;
+	ctx.idx = idx;
 	/* NULL once the reader stopped and nothing is left to serve. */
 	if (idx >= BOARD_THREADS)
 		me = NULL;
@@ -107,10 +109,21 @@ rthread_main(void *arg)
 			log_err("no store: cannot serve");
 		else
 			reuse = request_serve(&ctx, j);
-		if (me != NULL) {
-			atomic_store(&me->busy_since[idx], 0);
-			atomic_fetch_add(&me->served, 1);
+		/* A waiter waits parked; one that cannot park is answered. */
+		while (j != NULL && j->park.want) {
+			if (reader_park(w->reader, j) == 0)
+				j = NULL;
+			else {
+				j->park.final = 1;
+				reuse = request_serve(&ctx, j);
+			}
 		}
+		if (me != NULL)
+			atomic_store(&me->busy_since[idx], 0);
+		if (j == NULL)
+			continue;
+		if (me != NULL)
+			atomic_fetch_add(&me->served, 1);
 		reader_done(w->reader, j, reuse);
 	}
 	store_free(st);

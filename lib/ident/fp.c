@@ -193,3 +193,17 @@ fp_lockname(const unsigned char scope[FP_LEN], const char *key, size_t keylen,
 	fp_hex(h, 24, out + 5);
 	OPENSSL_cleanse(h, sizeof(h));
 }
+
+uint64_t
+fp_lockhash(const char lockname[FP_LOCKNAME_LEN])
+{
+	uint64_t	 h = 0;
+	int		 i;
+	char		 c;
+
+	for (i = 5; i < 21; i++) {
+		c = lockname[i];
+		h = h << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+	}
+	return h | 1;
+}

@@ -3,6 +3,7 @@
 #define IDEM_FP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -57,5 +58,8 @@ void fp_hex(const unsigned char *p, size_t n, char *out);
 #define FP_LOCKNAME_LEN	54
 void fp_lockname(const unsigned char scope[FP_LEN], const char *key,
     size_t keylen, char out[FP_LOCKNAME_LEN]);
+
+/* 64 bits of a lock name's hash (its first 16 hex digits), never 0. */
+uint64_t fp_lockhash(const char lockname[FP_LOCKNAME_LEN]);
 
 #endif

@@ -57,27 +57,10 @@
 #define STORE_POLL_MIN_US	2000
 #define STORE_POLL_MAX_US	40000
 
-
-/* The seen[] slot value of a key: 64 bits of its lock name's hash (the
- * 16 hex digits after "idem:"); never 0, which marks an empty slot. */
-static uint64_t
-seen_hash(const char *lockname)
-{
-	uint64_t	 h = 0;
-	int		 i;
-	char		 c;
-
-	for (i = 5; i < 21; i++) {
-		c = lockname[i];
-		h = h << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-	}
-	return h | 1;
-}
-
 static void
 seen_add(struct store *st, const char *lockname)
 {
-	uint64_t	 h = seen_hash(lockname);
+	uint64_t	 h = fp_lockhash(lockname);
 
 	st->seen[h % STORE_SEEN_SLOTS] = h;
 }
@@ -85,7 +68,7 @@ seen_add(struct store *st, const char *lockname)
 static int
 seen_has(const struct store *st, const char *lockname)
 {
-	uint64_t	 h = seen_hash(lockname);
+	uint64_t	 h = fp_lockhash(lockname);
 
 	return st->seen[h % STORE_SEEN_SLOTS] == h;
 }
@@ -601,26 +584,33 @@ out:
 }
 
 enum idem_err
+store_waiter(struct store *st, const struct idem_id *id, int delta)
+{
+	MYSQL_BIND	 par[2];
+	MYSQL_STMT	*s;
+
+	/* Not on Galera: the count would be a row every node writes. */
+	if (st->galera)
+		return IDEM_OK;
+	store_bind_blob(&par[0], id->scope, FP_LEN);
+	store_bind_blob(&par[1], id->key, id->keylen);
+	return store_exec(st, delta > 0 ? STMT_WAIT_INC : STMT_WAIT_DEC, par,
+	    0, &s);
+}
+
+enum idem_err
 store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
     int64_t wait_ms)
 {
-	MYSQL_BIND	 par[2], wpar[3];
-	MYSQL_STMT	*s;
+	MYSQL_BIND	 wpar[3];
 	double		 secs;
 	int64_t		 got = 0, nap_us;
 	enum idem_err	 er = IDEM_OK, er2;
 
 	if (wait_ms < 0)
 		wait_ms = 0;
-	/* Not on Galera: the count would be a row every node writes. */
-	if (!st->galera) {
-		store_bind_blob(&par[0], id->scope, FP_LEN);
-		store_bind_blob(&par[1], id->key, id->keylen);
-		if ((er = store_exec(st, STMT_WAIT_INC, par, 0, &s)) !=
-		    IDEM_OK)
-			return er;
-	}
-
+	if ((er = store_waiter(st, id, 1)) != IDEM_OK)
+		return er;
 	if (c->nap_us > 0 || st->galera) {
 		/* Nobody holds the lock to wake us: sleep out the lease (to
 		 * 1 ms past it).  On Galera, where nobody ever does: the
@@ -644,13 +634,9 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 		store_bind_str(&wpar[2], id->lockname);
 		er = store_scalar(st, STMT_WAITLOCK, wpar, 0, &got);
 	}
-	if (st->galera)
-		return er;
 	/* Uncount ourselves even after a failed wait (on a fresh
 	 * connection if the wait lost its own). */
-	store_bind_blob(&par[0], id->scope, FP_LEN);
-	store_bind_blob(&par[1], id->key, id->keylen);
-	er2 = store_exec(st, STMT_WAIT_DEC, par, 0, &s);
+	er2 = store_waiter(st, id, -1);
 	return er != IDEM_OK ? er : er2;
 }
 

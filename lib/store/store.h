@@ -168,6 +168,14 @@ enum idem_err store_wait(struct store *st, const struct idem_id *id,
     const struct claim *c, int64_t wait_ms);
 
 /*
+ * Counts a waiter in (delta > 0) or out of the row's waiters column, for
+ * a waiter that waits without store_wait (the gateway parks its waiters:
+ * fcgi/park.h).  No-op on Galera.
+ */
+enum idem_err store_waiter(struct store *st, const struct idem_id *id,
+    int delta);
+
+/*
  * The claim as the gateway and `idemctl run` make it: store_claim, and
  * while the key is busy elsewhere (or changed under the claim),
  * store_wait and claim again, until wait_ms passes.  On return c->state

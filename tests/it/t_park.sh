@@ -1,0 +1,195 @@
+#!/bin/bash
+# Waiters parked without a thread: 10x threads waiters on a slow key hold
+# no request thread, an unrelated key is served meanwhile, and waiters are
+# woken when the owner is done: in the same worker, in another worker, or
+# in another gateway (polled); past wait they get 409, and a stopping
+# gateway answers them.
+. "$(dirname "$0")/../lib/harness.sh"
+
+PAY=$(cgi_install pay)
+FAST=$(cgi_install fast)
+SW=$(cgi_install sw)
+TWO=$(cgi_install two)
+db_new "$TNAME" || { done_testing; exit 1; }
+ROUTES="[route /payments]
+handler = cgi:$PAY
+wait = 30s
+
+[route /fast]
+handler = cgi:$FAST
+
+[route /short]
+handler = cgi:$SW
+wait = 1s
+
+[route /two]
+handler = cgi:$TWO
+wait = 30s"
+# park_conf NAME WORKERS THREADS: a gateway on the one database
+park_conf() {
+	gw_conf "$T/$1.conf" "unix:$T/$1.sock" "$DBCNF"
+	sed -i -e "s/^workers = .*/workers = $2/" -e "s/^threads = .*/threads = $3/" \
+		-e 's|^\[gateway\]$|[gateway]\nstatus_path = /idemgate-status|' "$T/$1.conf"
+	printf '\n%s\n' "$ROUTES" >>"$T/$1.conf"
+}
+# One worker of 4 threads: 40 waiters are 10x its threads.  gw2: two
+# workers of 2.
+park_conf gw 1 4
+park_conf gw2 2 2
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
+lighttpd_start web "unix:$T/gw.sock"
+lighttpd_start web2 "unix:$T/gw2.sock"
+
+# status_json WEB FIELD: the total's FIELD on WEB's status page
+status_json() {
+	curl -sS --max-time 5 "$(url "$1" '/idemgate-status?json')" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["total"][sys.argv[1]])' "$2" 2>/dev/null
+}
+parked_at_least() { [ "$(status_json "$1" parked)" -ge "$2" ] 2>/dev/null; }
+waiters_col() { db_query "$TNAME" "SELECT waiters FROM idem_keys WHERE idem_key = '$1'"; }
+started() { [ "$(runs "$1")" -ge "$2" ]; }
+
+# The unrelated request's own time, with nothing else going on.
+base=0
+for i in 1 2 3; do
+	t0=$(now_ms)
+	http b$i POST "$(url web /fast)" -H "Idempotency-Key: $(new_key)" --data-binary 'b'
+	dt=$(($(now_ms) - t0))
+	[ "$dt" -gt "$base" ] && base=$dt
+done
+expect_eq "baseline: fresh key 201" 201 "$HS"
+echo "# unrelated fresh key alone: ${base} ms"
+
+# waiters_py OUT URL N [WAITER-URLS]: bench/waiters.py in the background:
+# one owner and N waiters of one new key, timed in one process; OUT gets
+# "median max" ms after the owner's answer.
+waiters_py() {
+	python3 "$IDEM_ROOT/bench/waiters.py" "$2" "$3" 1 ${4:+"$4"} >"$T/$1.out" 2>&1 &
+	H_BGREQ+=($!)
+}
+# check_wake NAME OUT MEDIAN MAX: the waiters' extra latency, in ms
+check_wake() {
+	local med max
+	read -r med max <"$T/$2.out" 2>/dev/null
+	echo "# $1: waiters answered ${med:-?} ms (median), ${max:-?} ms (last) after the owner"
+	expect_match "$1: every waiter got a 2xx" '^[0-9]+ [0-9]+$' "$(cat "$T/$2.out")"
+	expect_lt "$1: median under $3 ms" "${med:-99999}" "$3"
+	expect_lt "$1: last under $4 ms" "${max:-99999}" "$4"
+}
+most_waiters() { db_query "$TNAME" "SELECT COALESCE(MAX(waiters), 0) FROM idem_keys"; }
+
+# --- 40 waiters (10x threads) on one key whose handler takes 3 s.
+t_own=$(now_ms)
+waiters_py w40 "$(url web /payments?sleep=3000)" 40
+# They have come by now; the handler has 2 s to go.
+sleep 1
+t0=$(now_ms)
+http u1 POST "$(url web /fast)" -H "Idempotency-Key: $(new_key)" --data-binary 'u'
+dt=$(($(now_ms) - t0))
+echo "# unrelated fresh key with 40 waiters: ${dt} ms (alone: ${base} ms)"
+expect_eq "unrelated key answered while waiters park" 201 "$HS"
+expect_eq "unrelated key ran its handler" created "$(hdr u1 Idempotency-Result)"
+expect_lt "unrelated key within 500 ms of its time alone" "$dt" $((base + 500))
+expect_lt "unrelated key answered before the owner could finish" "$(now_ms)" $((t_own + 3000))
+if parked_at_least web 40; then ok "40 waiters parked"; else
+	not_ok "40 waiters parked" "status page: parked $(status_json web parked), busy $(status_json web busy)"; fi
+# The fewest of 3 looks: a parked waiter claims again now and then.
+busy=99
+for i in 1 2 3; do
+	b=$(status_json web busy)
+	[ -n "$b" ] && [ "$b" -lt "$busy" ] && busy=$b
+	sleep 0.1
+done
+expect_lt "waiters hold no thread: busy threads (owner + the status page)" "$busy" 3
+expect_eq "waiters counted in the row's waiters column" 40 "$(most_waiters)"
+bg_wait
+check_wake "40 waiters" w40 200 900
+expect_eq "the handler ran once (its own log)" 1 "$(runs pay)"
+expect_eq "waiters column back to 0" 0 "$(most_waiters)"
+
+# --- Two workers of gw2: a waiter in another worker than the owner's is
+# woken through the scoreboard.
+waiters_py w12 "$(url web2 /two?sleep=2000)" 12
+wait_until 10 parked_at_least web2 12 || true
+per=$(curl -sS --max-time 5 "$(url web2 '/idemgate-status?json')" |
+	python3 -c 'import json,sys; print(" ".join(str(w["parked"]) for w in json.load(sys.stdin)["workers"]))' 2>/dev/null)
+echo "# parked per worker: $per"
+bg_wait
+check_wake "two workers" w12 200 900
+expect_eq "two workers: the handler ran once" 1 "$(runs two)"
+
+# --- Another gateway: the owner on gw, waiters on gw2, which only the
+# store can tell (polled).
+n0=$(runs pay)
+waiters_py w6 "$(url web /payments?sleep=1500)" 6 "$(url web2 /payments?sleep=1500)"
+bg_wait
+check_wake "another gateway" w6 200 400
+expect_eq "another gateway: the handler ran once more" $((n0 + 1)) "$(runs pay)"
+
+# --- Past wait (1 s): 409 with Retry-After, and the thread was free.
+K=$(new_key)
+http_bg s0 POST "$(url web /short?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 's'
+wait_until 5 started sw 1 || true
+t0=$(now_ms)
+for i in 1 2 3 4 5 6 7 8; do
+	http_bg s$i POST "$(url web /short?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 's'
+done
+wait_until 3 parked_at_least web 8 || true
+http f1 POST "$(url web /fast)" -H "Idempotency-Key: $(new_key)" --data-binary 'f'
+expect_eq "past wait: an unrelated key meanwhile" 201 "$HS"
+wait_until 5 test -f "$T/s8.end" || true
+dt=$(($(cat "$T/s8.end" 2>/dev/null || now_ms) - t0))
+n409=0
+for i in 1 2 3 4 5 6 7 8; do
+	[ "$(st s$i)" = 409 ] && grep -q 'key-in-progress' "$T/s$i.b" &&
+		[ -n "$(hdr s$i Retry-After)" ] && n409=$((n409 + 1))
+done
+expect_eq "past wait: 8 waiters 409 key-in-progress + Retry-After" 8 "$n409"
+if [ "$dt" -ge 800 ] && [ "$dt" -lt 2500 ]; then ok "past wait: answered at about wait = 1s"; else
+	not_ok "past wait: answered at about wait = 1s" "${dt} ms"; fi
+expect_eq "past wait: waiters column back to 0" 0 "$(waiters_col "$K")"
+bg_wait
+expect_eq "past wait: the owner finished" 201 "$(st s0)"
+expect_eq "past wait: the handler ran once" 1 "$(runs sw)"
+
+# --- Clients that give up while parked: their connections are gone when
+# they are woken; nothing runs again, and the gateway goes on.
+K=$(new_key)
+n0=$(runs pay)
+http_bg g0 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'g'
+wait_until 5 started pay $((n0 + 1)) || true
+for i in 1 2 3 4 5 6; do
+	HTTP_TIMEOUT=0.5 http_bg g$i POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'g'
+done
+bg_wait
+expect_eq "gone clients: the owner 201" 201 "$(st g0)"
+http g7 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'g'
+expect_eq "gone clients: a later retry replays" reused "$(hdr g7 Idempotency-Result)"
+expect_file_eq "gone clients: the same answer" "$T/g0.b" "$T/g7.b"
+expect_eq "gone clients: the handler ran once" $((n0 + 1)) "$(runs pay)"
+expect_eq "gone clients: waiters column back to 0" 0 "$(waiters_col "$K")"
+expect_eq "gone clients: nothing left parked" 0 "$(status_json web parked)"
+
+# --- A stopping gateway answers its parked waiters (409), and its owner
+# finishes.
+K=$(new_key)
+n0=$(runs pay)
+http_bg z0 POST "$(url web /payments?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'z'
+wait_until 5 started pay $((n0 + 1)) || true
+for i in 1 2 3 4 5; do
+	http_bg z$i POST "$(url web /payments?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'z'
+done
+wait_until 5 parked_at_least web 5 || true
+kill -TERM "${GW_PID[gw]}"
+t0=$(now_ms)
+wait_until 5 test -f "$T/z5.end" || true
+dt=$(($(cat "$T/z5.end" 2>/dev/null || now_ms) - t0))
+bg_wait
+n409=0
+for i in 1 2 3 4 5; do [ "$(st z$i)" = 409 ] && n409=$((n409 + 1)); done
+expect_eq "stopping: parked waiters answered 409" 5 "$n409"
+expect_lt "stopping: at once, not after the owner (ms)" "$dt" 1500
+expect_eq "stopping: the owner finished its run" 201 "$(st z0)"
+expect_eq "stopping: the handler ran once" $((n0 + 1)) "$(runs pay)"
+done_testing
