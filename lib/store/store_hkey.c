@@ -164,6 +164,10 @@ hk_resolve(struct store *st, struct hkey *hk)
 		hk_refuse(hk, why);
 		return IDEM_OK;
 	}
+	if ((er = hkey_arm(hk)) != IDEM_OK) {
+		OPENSSL_cleanse(hk->k, sizeof(hk->k));
+		return store_fail(st, er, "no memory to key the hashing key");
+	}
 	atomic_store_explicit(&hk->state, HKEY_KEYED, memory_order_release);
 	return store_hkey_refresh(st, hk);
 }
@@ -396,8 +400,8 @@ store_hkey_convert(struct store *st, const struct hkey *hk, uint64_t id,
 		er = IDEM_EBUSY;
 		goto out;
 	}
-	hkey_hmac(hk->k, o.r.scope, nscope);
-	hkey_hmac(hk->k, o.fp, nfp);
+	hkey_hmac(hk, o.r.scope, nscope);
+	hkey_hmac(hk, o.fp, nfp);
 	if (!o.r.kidnull && (er = old_reseal(st, &o.r, nscope, nonce, &ct,
 	    &len)) != IDEM_OK) {
 		if (kid != NULL)
