@@ -514,24 +514,7 @@ enum idem_err
 store_hkey_old_ids(struct store *st, int64_t limit, uint64_t *last,
     uint64_t *ids, size_t *n)
 {
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[2], res[1];
-	uint64_t	 id = 0;
-	enum idem_err	 er;
-
-	*n = 0;
-	if ((s = store_prepare(st, "SELECT id FROM idem_keys WHERE"
-	    " hashed = 0 AND id > ? ORDER BY id LIMIT ?")) == NULL)
-		return IDEM_ESTORE;
-	store_bind_u64(&in[0], last);
-	store_bind_i64(&in[1], &limit);
-	store_out_u64(&res[0], &id, NULL);
-	er = store_run(st, s, in, res);
-	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK &&
-	    *n < (size_t)limit) {
-		ids[(*n)++] = id;
-		*last = id;
-	}
-	store_stmt_close(s);
-	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+	return store_ids_after(st, "SELECT id FROM idem_keys WHERE"
+	    " hashed = 0 AND id > ? ORDER BY id LIMIT ?", NULL, 0, limit,
+	    last, ids, n);
 }
