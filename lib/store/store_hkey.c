@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 
 #include "clock.h"
+#include "log.h"
 #include "seal.h"
 #include "store_admin.h"
 #include "store_hkey.h"
@@ -340,8 +341,33 @@ old_reseal(struct store *st, const struct seal_row *r,
 	return IDEM_OK;
 }
 
+/*
+ * Sets row id aside (hashed = 2): a keyed row of its key exists, so its
+ * plain one can never be converted.  Only a gateway without the key,
+ * still running after the store became keyed, writes such a row (a run
+ * of its own).  The keyed row answers the key; this one is kept, with
+ * its answer, until it expires, but no claim looks it up again.
+ */
+static enum idem_err
+old_set_aside(struct store *st, const struct old_row *o)
+{
+	MYSQL_BIND	 in[1];
+	enum idem_err	 er;
+
+	store_bind_u64(&in[0], &o->r.id);
+	if ((er = store_simple(st, "UPDATE idem_keys SET hashed = 2"
+	    " WHERE id = ? AND hashed = 0", in, NULL)) != IDEM_OK)
+		return er;
+	log_warn("store: row %llu, hashed plain by a gateway without the "
+	    "key after the store became keyed, set aside (hashed = 2): "
+	    "the keyed row of its key answers",
+	    (unsigned long long)o->r.id);
+	return IDEM_ENOTFOUND;
+}
+
 /* The guarded write of a conversion: the row as it was read, or nothing.
- * A keyed row of the same key already there (1062) wins: left alone. */
+ * A keyed row of the same key already there (1062) wins: this one is set
+ * aside (IDEM_ENOTFOUND). */
 static enum idem_err
 old_write(struct store *st, const struct old_row *o,
     const unsigned char nscope[FP_LEN], const unsigned char nfp[FP_LEN],
@@ -371,10 +397,8 @@ old_write(struct store *st, const struct old_row *o,
 	    " seal_nonce = COALESCE(?, seal_nonce)"
 	    " WHERE id = ? AND hashed = 0 AND state = ?"
 	    " AND seal_nonce <=> ? AND fingerprint = ?", in, n);
-	if (er != IDEM_OK && store_errno(st) == ER_DUP_ENTRY) {
-		*n = 1;
-		return IDEM_OK;
-	}
+	if (er != IDEM_OK && store_errno(st) == ER_DUP_ENTRY)
+		return old_set_aside(st, o);
 	return er;
 }
 

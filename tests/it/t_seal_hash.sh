@@ -157,4 +157,40 @@ for i in 1 2; do
 done
 expect_eq "run: the job ran once" 1 "$(wc -l <"$T/job.runs" | tr -d ' ')"
 expect_eq "run: its row is keyed" 1 "$(col "$TNAME" hashed jobkey)"
+
+# 6. A gateway without the key still running when the store became keyed
+# writes a plain row of a key that has a keyed row: the keyed gateway's
+# next claim sets it aside (hashed = 2), kept, never looked up again.
+db_new "${TNAME}_x" || { done_testing; exit 1; }
+conf "$T/xplain.conf" "$T/gw.sock" "$DBCNF"
+conf "$T/xkeyed.conf" "$T/gw2.sock" "$DBCNF" "$T/k.keys"
+# one worker that resolves "plain" on its first request and does not
+# look at the store again for a minute
+sed -i -e 's/^workers = .*/workers = 1/' \
+	-e 's/^mysql_defaults_file = .*/&\ncounters_flush = 60s/' "$T/xplain.conf"
+KX=$(new_key)
+KE=$(new_key)
+gw_start gw "$T/xplain.conf" || { done_testing; exit 1; }
+post x1 "$U" "$KX" 'body-x'
+expect_eq "before the key: created" 201 "$HS"
+gw_start gw2 "$T/xkeyed.conf" || { done_testing; exit 1; }
+post e1 "$U2" "$KE" 'body-e'
+expect_eq "keyed gateway: created" 201 "$HS"
+post e2 "$U" "$KE" 'body-e'
+expect_eq "gateway without the key, not yet noticed: ran again" 201 "$HS"
+expect_eq "the key has a keyed and a plain row" "0 1" "$(db_query "${TNAME}_x" "SELECT GROUP_CONCAT(hashed ORDER BY hashed SEPARATOR ' ') FROM idem_keys WHERE idem_key = '$KE'")"
+gw_stop gw
+n=$(runs pay)
+post e3 "$U2" "$KE" 'body-e'
+expect_eq "keyed claim: the keyed row answers" "201 true" "$HS $(hdr e3 Idempotent-Replayed)"
+expect_file_eq "keyed claim: the keyed run's answer" "$T/e1.b" "$T/e3.b"
+expect_eq "the plain row: set aside, kept" "1 2" "$(db_query "${TNAME}_x" "SELECT GROUP_CONCAT(hashed ORDER BY hashed SEPARATOR ' ') FROM idem_keys WHERE idem_key = '$KE'")"
+expect_match "set aside: logged" "set aside \(hashed = 2\)" "$(cat "$T/gw2.log")"
+post e4 "$U2" "$KE" 'body-e'
+expect_eq "again: replayed" true "$(hdr e4 Idempotent-Replayed)"
+expect_eq "set aside: nothing ran" "$n" "$(runs pay)"
+"$IDEMCTL" -c "$T/xkeyed.conf" rekey >"$T/xrk.out" 2>&1
+expect_eq "rekey: keys the one row hashed before the key only" "ok 1" "$(db_query "${TNAME}_x" "SELECT outcome, rows_hashed FROM idem_rekey_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+expect_eq "rekey: no row hashed plain left" 0 "$(db_query "${TNAME}_x" 'SELECT COUNT(*) FROM idem_keys WHERE hashed = 0')"
+gw_stop gw2
 done_testing
