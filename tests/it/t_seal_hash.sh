@@ -116,6 +116,16 @@ post n2 "$U" "$(new_key)" 'body-new'
 is_problem "unkeyed gateway, keyed store: new key" n2 500 store-key-missing
 expect_eq "unkeyed gateway: nothing ran" 4 "$(runs pay)"
 expect_match "unkeyed gateway: its log says why" "keyed \(idem_hash_key\) but this config sets no secret_key_file" "$(cat "$T/gw.log")"
+# 18 more (20 refused): one line a minute per worker (two workers), not
+# one a request; every request still gets its 500
+n500=0
+for i in $(seq 18); do
+	post "r$i" "$U" "$(new_key)" "body-r$i"
+	[ "$HS" = 500 ] && n500=$((n500 + 1))
+done
+expect_eq "18 more refused: every one 500" 18 "$n500"
+lines=$(grep -c "POST /payments: the store's scope hashes and fingerprints are keyed" "$T/gw.log")
+expect_lt "20 refused: at most 2 lines ($lines)" "$lines" 3
 out=$("$IDEMCTL" -c "$T/lplain.conf" check 2>&1)
 expect_eq "check without the key file on a keyed store: exit 2" 2 "$?"
 expect_match "check names it" "\[fail\] the store's scope hashes and fingerprints are keyed \(hashing key wrapped under key k1\)" "$out"
