@@ -37,9 +37,10 @@ enum idem_err store_hkey_refresh(struct store *st, struct hkey *hk);
  * Before a claim (store_claim): while rows hashed before the key remain,
  * the row of id's plain scope and key, if there is one, is converted to
  * id's keyed identity so that the claim finds it.  IDEM_OK (nothing
- * there, converted, or set aside for the keyed row of the key); IDEM_EBUSY with c->state CLAIM_BUSY when its
- * plain owner still runs it; IDEM_ESEAL with c->state CLAIM_SEALED when
- * its sealed answer does not open here (never run again).
+ * there, converted, or set aside for the keyed row of the key);
+ * IDEM_EBUSY with c->state CLAIM_BUSY when its plain owner still runs
+ * it; IDEM_ESEAL with c->state CLAIM_SEALED when its sealed answer does
+ * not open here (never run again).
  */
 enum idem_err store_hkey_adopt(struct store *st, const struct idem_id *id,
     struct claim *c);
