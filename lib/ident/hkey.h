@@ -24,8 +24,8 @@
  * exactly as before.
  *
  * How this process hashes, resolved once against the store.  Shared by
- * a worker's threads: state is read without the lock, k is written
- * before state says HKEY_KEYED.
+ * a worker's threads: state is read without the lock, k and mac are
+ * written (hkey_arm) before state says HKEY_KEYED and not after.
  */
 enum hkey_state {
 	HKEY_UNKNOWN,		/* not resolved yet: the store was not asked */
