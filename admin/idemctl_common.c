@@ -293,7 +293,7 @@ ctl_scopes(const struct ctl *c, const unsigned char plain[FP_LEN],
 {
 	*n = 0;
 	if (hkey_state(&c->hk) == HKEY_KEYED)
-		hkey_hmac(c->hk.k, plain, out[(*n)++]);
+		hkey_hmac(&c->hk, plain, out[(*n)++]);
 	memcpy(out[(*n)++], plain, FP_LEN);
 }
 

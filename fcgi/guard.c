@@ -585,7 +585,10 @@ guard_identity(struct guarded *g, const char **dup)
 static enum idem_err
 guard_hkey(struct request *r)
 {
-	struct hkey	*hk = r->ctx->hk;
+	/* Per process, so per worker: one line a minute, not a request. */
+	static struct log_every	 every;
+	struct hkey		*hk = r->ctx->hk;
+	uint64_t		 n = 0;
 
 	if (hk == NULL)
 		return IDEM_OK;
@@ -596,7 +599,12 @@ guard_hkey(struct request *r)
 	}
 	if (hkey_state(hk) == HKEY_REFUSED) {
 		count(r, STAT_STORE_ERRORS);
-		log_err("%s: %s", r->tag, hk->why);
+		/* n stays 0 unless this one is to be logged. */
+		if (log_every(&every, clock_now_ms(), 60 * 1000, &n) && n > 1)
+			log_err("%s: %s (%llu requests refused since)", r->tag,
+			    hk->why, (unsigned long long)n);
+		else if (n == 1)
+			log_err("%s: %s", r->tag, hk->why);
 		reply_problem(r->out, PROB_STORE_KEY_MISSING, 0, 0, NULL);
 		return IDEM_ESEAL;
 	}

@@ -82,3 +82,19 @@ log_msg(enum log_level level, const char *fmt, ...)
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
 }
+
+int
+log_every(struct log_every *le, int64_t now_ms, int64_t every_ms,
+    uint64_t *n)
+{
+	int64_t	 next = atomic_load(&le->next_ms);
+
+	/* One thread wins the period; the others count toward the next. */
+	if (now_ms < next || !atomic_compare_exchange_strong(&le->next_ms,
+	    &next, now_ms + every_ms)) {
+		atomic_fetch_add(&le->held, 1);
+		return 0;
+	}
+	*n = atomic_exchange(&le->held, 0) + 1;
+	return 1;
+}

@@ -2,6 +2,9 @@
 #ifndef IDEM_LOG_H
 #define IDEM_LOG_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 enum log_level {
 	LOG_LVL_ERR,
 	LOG_LVL_WARN,
@@ -25,6 +28,24 @@ void log_set_level(enum log_level level);
  */
 void log_msg(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * What keeps an error that repeats with every request to one line per
+ * period (as lighttpd and nginx do): shared by threads, zeroed to start.
+ */
+struct log_every {
+	_Atomic int64_t		 next_ms;	/* a line may go from then */
+	_Atomic uint64_t	 held;		/* occurrences not logged */
+};
+
+/*
+ * Counts one occurrence at now_ms (clock_now_ms()).  1 when it is to be
+ * logged (the first, then the first one every_ms after the last line),
+ * with *n the occurrences since the last line, this one included (1 for
+ * the first line); else 0 and it is counted for the next line.
+ */
+int log_every(struct log_every *le, int64_t now_ms, int64_t every_ms,
+    uint64_t *n);
 
 #define log_err(...)	log_msg(LOG_LVL_ERR, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOG_LVL_WARN, __VA_ARGS__)

@@ -12,7 +12,7 @@ idem_id_key_scope(struct idem_id *id, const struct hkey *hk)
 	if (hk == NULL || hkey_state(hk) != HKEY_KEYED)
 		return;
 	id->hk = hk;
-	hkey_hmac(hk->k, id->plain_scope, id->scope);
+	hkey_hmac(hk, id->plain_scope, id->scope);
 }
 
 void
@@ -23,7 +23,7 @@ idem_id_key_fp(struct idem_id *id)
 	if (id->hk == NULL)
 		return;
 	memcpy(d, id->fp, FP_LEN);
-	hkey_hmac(id->hk->k, d, id->fp);
+	hkey_hmac(id->hk, d, id->fp);
 }
 
 void

@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 
 #include "clock.h"
+#include "log.h"
 #include "seal.h"
 #include "store_admin.h"
 #include "store_hkey.h"
@@ -163,6 +164,10 @@ hk_resolve(struct store *st, struct hkey *hk)
 	if (hk_unwrap(st->cfg, &r, hk->k, why, sizeof(why)) != IDEM_OK) {
 		hk_refuse(hk, why);
 		return IDEM_OK;
+	}
+	if ((er = hkey_arm(hk)) != IDEM_OK) {
+		OPENSSL_cleanse(hk->k, sizeof(hk->k));
+		return store_fail(st, er, "no memory to key the hashing key");
 	}
 	atomic_store_explicit(&hk->state, HKEY_KEYED, memory_order_release);
 	return store_hkey_refresh(st, hk);
@@ -336,8 +341,33 @@ old_reseal(struct store *st, const struct seal_row *r,
 	return IDEM_OK;
 }
 
+/*
+ * Sets row id aside (hashed = 2): a keyed row of its key exists, so its
+ * plain one can never be converted.  Only a gateway without the key,
+ * still running after the store became keyed, writes such a row (a run
+ * of its own).  The keyed row answers the key; this one is kept, with
+ * its answer, until it expires, but no claim looks it up again.
+ */
+static enum idem_err
+old_set_aside(struct store *st, const struct old_row *o)
+{
+	MYSQL_BIND	 in[1];
+	enum idem_err	 er;
+
+	store_bind_u64(&in[0], &o->r.id);
+	if ((er = store_simple(st, "UPDATE idem_keys SET hashed = 2"
+	    " WHERE id = ? AND hashed = 0", in, NULL)) != IDEM_OK)
+		return er;
+	log_warn("store: row %llu, hashed plain by a gateway without the "
+	    "key after the store became keyed, set aside (hashed = 2): "
+	    "the keyed row of its key answers",
+	    (unsigned long long)o->r.id);
+	return IDEM_ENOTFOUND;
+}
+
 /* The guarded write of a conversion: the row as it was read, or nothing.
- * A keyed row of the same key already there (1062) wins: left alone. */
+ * A keyed row of the same key already there (1062) wins: this one is set
+ * aside (IDEM_ENOTFOUND). */
 static enum idem_err
 old_write(struct store *st, const struct old_row *o,
     const unsigned char nscope[FP_LEN], const unsigned char nfp[FP_LEN],
@@ -367,10 +397,8 @@ old_write(struct store *st, const struct old_row *o,
 	    " seal_nonce = COALESCE(?, seal_nonce)"
 	    " WHERE id = ? AND hashed = 0 AND state = ?"
 	    " AND seal_nonce <=> ? AND fingerprint = ?", in, n);
-	if (er != IDEM_OK && store_errno(st) == ER_DUP_ENTRY) {
-		*n = 1;
-		return IDEM_OK;
-	}
+	if (er != IDEM_OK && store_errno(st) == ER_DUP_ENTRY)
+		return old_set_aside(st, o);
 	return er;
 }
 
@@ -396,8 +424,8 @@ store_hkey_convert(struct store *st, const struct hkey *hk, uint64_t id,
 		er = IDEM_EBUSY;
 		goto out;
 	}
-	hkey_hmac(hk->k, o.r.scope, nscope);
-	hkey_hmac(hk->k, o.fp, nfp);
+	hkey_hmac(hk, o.r.scope, nscope);
+	hkey_hmac(hk, o.fp, nfp);
 	if (!o.r.kidnull && (er = old_reseal(st, &o.r, nscope, nonce, &ct,
 	    &len)) != IDEM_OK) {
 		if (kid != NULL)
@@ -510,24 +538,7 @@ enum idem_err
 store_hkey_old_ids(struct store *st, int64_t limit, uint64_t *last,
     uint64_t *ids, size_t *n)
 {
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[2], res[1];
-	uint64_t	 id = 0;
-	enum idem_err	 er;
-
-	*n = 0;
-	if ((s = store_prepare(st, "SELECT id FROM idem_keys WHERE"
-	    " hashed = 0 AND id > ? ORDER BY id LIMIT ?")) == NULL)
-		return IDEM_ESTORE;
-	store_bind_u64(&in[0], last);
-	store_bind_i64(&in[1], &limit);
-	store_out_u64(&res[0], &id, NULL);
-	er = store_run(st, s, in, res);
-	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK &&
-	    *n < (size_t)limit) {
-		ids[(*n)++] = id;
-		*last = id;
-	}
-	store_stmt_close(s);
-	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+	return store_ids_after(st, "SELECT id FROM idem_keys WHERE"
+	    " hashed = 0 AND id > ? ORDER BY id LIMIT ?", NULL, 0, limit,
+	    last, ids, n);
 }

@@ -37,9 +37,10 @@ enum idem_err store_hkey_refresh(struct store *st, struct hkey *hk);
  * Before a claim (store_claim): while rows hashed before the key remain,
  * the row of id's plain scope and key, if there is one, is converted to
  * id's keyed identity so that the claim finds it.  IDEM_OK (nothing
- * there, or converted); IDEM_EBUSY with c->state CLAIM_BUSY when its
- * plain owner still runs it; IDEM_ESEAL with c->state CLAIM_SEALED when
- * its sealed answer does not open here (never run again).
+ * there, converted, or set aside for the keyed row of the key);
+ * IDEM_EBUSY with c->state CLAIM_BUSY when its plain owner still runs
+ * it; IDEM_ESEAL with c->state CLAIM_SEALED when its sealed answer does
+ * not open here (never run again).
  */
 enum idem_err store_hkey_adopt(struct store *st, const struct idem_id *id,
     struct claim *c);
@@ -48,10 +49,11 @@ enum idem_err store_hkey_adopt(struct store *st, const struct idem_id *id,
  * Converts row id (hashed = 0) to keyed hashes under hk: scope and
  * fingerprint keyed, a sealed answer opened and sealed again under the
  * current key for the new scope; a write guarded by the row as read.
- * IDEM_ENOTFOUND: gone or converted already; IDEM_EBUSY: in progress,
- * its owner may be alive; IDEM_EAGAIN: changed meanwhile; IDEM_ESEAL:
- * its sealed answer does not open here (kid, when not NULL, gets its key
- * id).
+ * IDEM_ENOTFOUND: gone, converted already, or set aside now (hashed =
+ * 2: a keyed row of the same key exists and answers); IDEM_EBUSY: in
+ * progress, its owner may be alive; IDEM_EAGAIN: changed meanwhile;
+ * IDEM_ESEAL: its sealed answer does not open here (kid, when not NULL,
+ * gets its key id).
  */
 enum idem_err store_hkey_convert(struct store *st, const struct hkey *hk,
     uint64_t id, char *kid, size_t kidlen);

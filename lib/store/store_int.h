@@ -172,6 +172,18 @@ void store_stmt_close(MYSQL_STMT *s);		/* NULL is a no-op */
 enum idem_err store_simple(struct store *st, const char *sql, MYSQL_BIND *in,
     uint64_t *rows);
 
+/*
+ * The next batch of a walk over idem_keys by id: sql is "SELECT id FROM
+ * idem_keys WHERE ... AND id > ? ORDER BY id LIMIT ?", its first nin
+ * (at most STORE_IDS_IN_MAX) parameters in (borrowed), its last two
+ * *last and limit.  Up to limit ids into ids.  OUT: *n, *last the
+ * highest id read.
+ */
+#define STORE_IDS_IN_MAX	2
+enum idem_err store_ids_after(struct store *st, const char *sql,
+    const MYSQL_BIND *in, size_t nin, int64_t limit, uint64_t *last,
+    uint64_t *ids, size_t *n);
+
 /* A text statement (DDL, transaction control: nothing to prepare) on the
  * current connection, its result discarded. */
 enum idem_err store_query(struct store *st, const char *sql, size_t len);

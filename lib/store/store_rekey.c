@@ -122,28 +122,12 @@ static enum idem_err
 rekey_ids(struct store *st, const char *cur, int64_t limit, uint64_t *last,
     uint64_t *ids, size_t *n)
 {
-	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[3], res[1];
-	uint64_t	 id = 0;
-	enum idem_err	 er;
+	MYSQL_BIND	 in[1];
 
-	*n = 0;
-	if ((s = store_prepare(st, "SELECT id FROM idem_keys WHERE id > ? AND"
-	    " seal_kid IS NOT NULL AND seal_kid <> ? ORDER BY id LIMIT ?"))
-	    == NULL)
-		return IDEM_ESTORE;
-	store_bind_u64(&in[0], last);
-	store_bind_str(&in[1], cur);
-	store_bind_i64(&in[2], &limit);
-	store_out_u64(&res[0], &id, NULL);
-	er = store_run(st, s, in, res);
-	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK &&
-	    *n < (size_t)limit) {
-		ids[(*n)++] = id;
-		*last = id;
-	}
-	store_stmt_close(s);
-	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
+	store_bind_str(&in[0], cur);
+	return store_ids_after(st, "SELECT id FROM idem_keys WHERE"
+	    " seal_kid IS NOT NULL AND seal_kid <> ? AND id > ?"
+	    " ORDER BY id LIMIT ?", in, 1, limit, last, ids, n);
 }
 
 /* Converts row id, hashed before the key, counting what became of it. */

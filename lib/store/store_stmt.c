@@ -1,4 +1,5 @@
 /* The store's one way to speak SQL: connect, prepare, text, bind, results. */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,34 @@ store_simple(struct store *st, const char *sql, MYSQL_BIND *in,
 		*rows = mysql_stmt_affected_rows(s);
 	mysql_stmt_close(s);
 	return er;
+}
+
+enum idem_err
+store_ids_after(struct store *st, const char *sql, const MYSQL_BIND *in,
+    size_t nin, int64_t limit, uint64_t *last, uint64_t *ids, size_t *n)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 par[STORE_IDS_IN_MAX + 2], res[1];
+	uint64_t	 id = 0;
+	enum idem_err	 er;
+
+	assert(nin <= STORE_IDS_IN_MAX);
+	*n = 0;
+	if ((s = store_prepare(st, sql)) == NULL)
+		return IDEM_ESTORE;
+	if (nin > 0)
+		memcpy(par, in, nin * sizeof(*par));
+	store_bind_u64(&par[nin], last);
+	store_bind_i64(&par[nin + 1], &limit);
+	store_out_u64(&res[0], &id, NULL);
+	er = store_run(st, s, par, res);
+	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK &&
+	    *n < (size_t)limit) {
+		ids[(*n)++] = id;
+		*last = id;
+	}
+	store_stmt_close(s);
+	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
 }
 
 /* --- text statements (DDL, transaction control) --------------------------- */

@@ -26,21 +26,28 @@ hot() {
 }
 
 # ------------------------------------------------- every thread busy
-K=$(new_key)
-check "created, then replayed" hot h /payments "$K"
-n=$(runs pay)
-http_bg slow POST "$(url web '/payments?sleep=4000')" -H "Idempotency-Key: $(new_key)" -H "$CT" --data-binary '{"amount":1}'
 ran_more() { [ "$(runs pay)" -gt "$n" ]; }
-check "the slow run started" wait_until 5 ran_more
-t0=$(now_ms)
-post busy /payments "$K"
-took=$(($(now_ms) - t0))
-expect_eq "thread busy: replayed" reused "$(hdr busy Idempotency-Result)"
-expect_lt "thread busy: a cached replay does not wait for it (${took} ms)" "$took" 1500
-expect_file_eq "thread busy: the first answer byte-for-byte" "$T/h-1.b" "$T/busy.b"
+# busy_replay TAG LABEL: a new key K created and replayed, then replayed
+# again from the cache while a slow run holds the only request thread
+# (answers in $T/TAG*, checks named LABEL...; n: runs before the slow one)
+busy_replay() {
+	local tag=$1 l=$2 t0 took
+	K=$(new_key)
+	check "${l}created, then replayed" hot "${tag}h" /payments "$K"
+	n=$(runs pay)
+	http_bg "${tag}slow" POST "$(url web '/payments?sleep=4000')" -H "Idempotency-Key: $(new_key)" -H "$CT" --data-binary '{"amount":1}'
+	check "${l}the slow run started" wait_until 5 ran_more
+	t0=$(now_ms)
+	post "${tag}busy" /payments "$K"
+	took=$(($(now_ms) - t0))
+	expect_eq "${l}thread busy: replayed" reused "$(hdr "${tag}busy" Idempotency-Result)"
+	expect_lt "${l}thread busy: a cached replay does not wait for it (${took} ms)" "$took" 1500
+	expect_file_eq "${l}thread busy: the first answer byte-for-byte" "$T/${tag}h-1.b" "$T/${tag}busy.b"
+	bg_wait
+	expect_eq "${l}the slow run was answered" 201 "$(st "${tag}slow")"
+}
+busy_replay "" ""
 expect_eq "thread busy: header block as the first answer" "$(hdr_block h-1)" "$(hdr_block busy)"
-bg_wait
-expect_eq "the slow run was answered" 201 "$(st slow)"
 
 # ------------------------------------------------- larger than a socket buffer
 # 900 KB: more than the web server's socket takes at once, so a request
@@ -112,18 +119,6 @@ chmod 0600 "$T/k.keys"
 sed -e "s|^mysql_defaults_file = .*|mysql_defaults_file = $DBCNF|" \
 	-e "s|^threads = 1|&\nsecret_key_file = $T/k.keys|" "$T/gw.conf" >"$T/keyed.conf"
 gw_start gw "$T/keyed.conf" || { done_testing; exit 1; }
-K=$(new_key)
-check "keyed: created, then replayed" hot kh /payments "$K"
-n=$(runs pay)
-http_bg kslow POST "$(url web '/payments?sleep=4000')" -H "Idempotency-Key: $(new_key)" -H "$CT" --data-binary '{"amount":1}'
-check "keyed: the slow run started" wait_until 5 ran_more
-t0=$(now_ms)
-post kbusy /payments "$K"
-took=$(($(now_ms) - t0))
-expect_eq "keyed, thread busy: replayed" reused "$(hdr kbusy Idempotency-Result)"
-expect_lt "keyed, thread busy: a cached replay does not wait for it (${took} ms)" "$took" 1500
-expect_file_eq "keyed, thread busy: byte-for-byte" "$T/kh-1.b" "$T/kbusy.b"
-bg_wait
-expect_eq "keyed: the slow run was answered" 201 "$(st kslow)"
+busy_replay k "keyed: "
 expect_eq "keyed: the row is keyed" 1 "$(db_query "${TNAME}_k" "SELECT hashed FROM idem_keys WHERE idem_key = '$K'")"
 done_testing

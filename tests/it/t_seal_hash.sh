@@ -116,6 +116,16 @@ post n2 "$U" "$(new_key)" 'body-new'
 is_problem "unkeyed gateway, keyed store: new key" n2 500 store-key-missing
 expect_eq "unkeyed gateway: nothing ran" 4 "$(runs pay)"
 expect_match "unkeyed gateway: its log says why" "keyed \(idem_hash_key\) but this config sets no secret_key_file" "$(cat "$T/gw.log")"
+# 18 more (20 refused): one line a minute per worker (two workers), not
+# one a request; every request still gets its 500
+n500=0
+for i in $(seq 18); do
+	post "r$i" "$U" "$(new_key)" "body-r$i"
+	[ "$HS" = 500 ] && n500=$((n500 + 1))
+done
+expect_eq "18 more refused: every one 500" 18 "$n500"
+lines=$(grep -c "POST /payments: the store's scope hashes and fingerprints are keyed" "$T/gw.log")
+expect_lt "20 refused: at most 2 lines ($lines)" "$lines" 3
 out=$("$IDEMCTL" -c "$T/lplain.conf" check 2>&1)
 expect_eq "check without the key file on a keyed store: exit 2" 2 "$?"
 expect_match "check names it" "\[fail\] the store's scope hashes and fingerprints are keyed \(hashing key wrapped under key k1\)" "$out"
@@ -157,4 +167,40 @@ for i in 1 2; do
 done
 expect_eq "run: the job ran once" 1 "$(wc -l <"$T/job.runs" | tr -d ' ')"
 expect_eq "run: its row is keyed" 1 "$(col "$TNAME" hashed jobkey)"
+
+# 6. A gateway without the key still running when the store became keyed
+# writes a plain row of a key that has a keyed row: the keyed gateway's
+# next claim sets it aside (hashed = 2), kept, never looked up again.
+db_new "${TNAME}_x" || { done_testing; exit 1; }
+conf "$T/xplain.conf" "$T/gw.sock" "$DBCNF"
+conf "$T/xkeyed.conf" "$T/gw2.sock" "$DBCNF" "$T/k.keys"
+# one worker that resolves "plain" on its first request and does not
+# look at the store again for a minute
+sed -i -e 's/^workers = .*/workers = 1/' \
+	-e 's/^mysql_defaults_file = .*/&\ncounters_flush = 60s/' "$T/xplain.conf"
+KX=$(new_key)
+KE=$(new_key)
+gw_start gw "$T/xplain.conf" || { done_testing; exit 1; }
+post x1 "$U" "$KX" 'body-x'
+expect_eq "before the key: created" 201 "$HS"
+gw_start gw2 "$T/xkeyed.conf" || { done_testing; exit 1; }
+post e1 "$U2" "$KE" 'body-e'
+expect_eq "keyed gateway: created" 201 "$HS"
+post e2 "$U" "$KE" 'body-e'
+expect_eq "gateway without the key, not yet noticed: ran again" 201 "$HS"
+expect_eq "the key has a keyed and a plain row" "0 1" "$(db_query "${TNAME}_x" "SELECT GROUP_CONCAT(hashed ORDER BY hashed SEPARATOR ' ') FROM idem_keys WHERE idem_key = '$KE'")"
+gw_stop gw
+n=$(runs pay)
+post e3 "$U2" "$KE" 'body-e'
+expect_eq "keyed claim: the keyed row answers" "201 true" "$HS $(hdr e3 Idempotent-Replayed)"
+expect_file_eq "keyed claim: the keyed run's answer" "$T/e1.b" "$T/e3.b"
+expect_eq "the plain row: set aside, kept" "1 2" "$(db_query "${TNAME}_x" "SELECT GROUP_CONCAT(hashed ORDER BY hashed SEPARATOR ' ') FROM idem_keys WHERE idem_key = '$KE'")"
+expect_match "set aside: logged" "set aside \(hashed = 2\)" "$(cat "$T/gw2.log")"
+post e4 "$U2" "$KE" 'body-e'
+expect_eq "again: replayed" true "$(hdr e4 Idempotent-Replayed)"
+expect_eq "set aside: nothing ran" "$n" "$(runs pay)"
+"$IDEMCTL" -c "$T/xkeyed.conf" rekey >"$T/xrk.out" 2>&1
+expect_eq "rekey: keys the one row hashed before the key only" "ok 1" "$(db_query "${TNAME}_x" "SELECT outcome, rows_hashed FROM idem_rekey_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+expect_eq "rekey: no row hashed plain left" 0 "$(db_query "${TNAME}_x" 'SELECT COUNT(*) FROM idem_keys WHERE hashed = 0')"
+gw_stop gw2
 done_testing

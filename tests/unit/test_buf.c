@@ -164,10 +164,32 @@ test_log(void)
 	free(t);
 }
 
+/* One line a period, the next one counting what came between. */
+static void
+test_log_every(void)
+{
+	struct log_every	 le;
+	uint64_t		 n = 0;
+	int			 i, lines = 0;
+
+	memset(&le, 0, sizeof(le));
+	CHECK(log_every(&le, 1000, 60000, &n) == 1 && n == 1);
+	for (i = 0; i < 20; i++)
+		lines += log_every(&le, 1000 + i * 100, 60000, &n);
+	CHECK(lines == 0);
+	/* 59.999 s after the line: still held; at 60 s: the next line. */
+	CHECK(log_every(&le, 60999, 60000, &n) == 0);
+	n = 0;
+	CHECK(log_every(&le, 61000, 60000, &n) == 1 && n == 22);
+	CHECK(log_every(&le, 61001, 60000, &n) == 0);
+	CHECK(log_every(&le, 200000, 60000, &n) == 1 && n == 2);
+}
+
 int
 main(void)
 {
 	test_buf();
 	test_log();
+	test_log_every();
 	return CHECK_DONE();
 }
