@@ -913,9 +913,7 @@ guard_cached(struct request *r)
 	g.r = r;
 	/* A key the cache does not hold costs no fingerprint here: the
 	 * request thread computes it once. */
-	if (guard_identity(&g, &dup) != IDENT_OK || (r->ctx->hk != NULL &&
-	    hkey_state(r->ctx->hk) != HKEY_KEYED &&
-	    hkey_state(r->ctx->hk) != HKEY_PLAIN))
+	if (guard_identity(&g, &dup) != IDENT_OK || !hkey_ready(r->ctx->hk))
 		return 0;	/* not resolved, or refused: the thread says */
 	idem_id_key_scope(&g.id, r->ctx->hk);
 	if (!rcache_holds(r->ctx->rc, &g.id) ||

@@ -41,6 +41,17 @@ hkey_state(const struct hkey *hk)
 	    memory_order_acquire);
 }
 
+int
+hkey_ready(const struct hkey *hk)
+{
+	enum hkey_state	 s;
+
+	if (hk == NULL)
+		return 1;
+	s = hkey_state(hk);
+	return s == HKEY_KEYED || s == HKEY_PLAIN;
+}
+
 /* One pad of a key: SHA-256 begun over the block-long key ^ x.  NULL
  * when OpenSSL cannot. */
 static EVP_MD_CTX *

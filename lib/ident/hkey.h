@@ -67,6 +67,10 @@ enum idem_err hkey_arm(struct hkey *hk);
 /* The state, read once (acquire). */
 enum hkey_state hkey_state(const struct hkey *hk);
 
+/* 1 if keys can be hashed now, without asking the store: hk is NULL (a
+ * plain config) or resolved (HKEY_KEYED or HKEY_PLAIN). */
+int hkey_ready(const struct hkey *hk);
+
 /* d's keyed form under hk's key (armed, HKEY_KEYED) into out. */
 void hkey_hmac(const struct hkey *hk, const unsigned char d[FP_LEN],
     unsigned char out[FP_LEN]);
