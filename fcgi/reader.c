@@ -46,6 +46,7 @@ struct reader {
 	struct job		*back;		/* returned for reuse */
 	struct job		*parked;	/* waiters (fcgi/park.h) */
 	size_t			 nparked;
+	size_t			 parked_bytes;	/* their params and bodies */
 	int			 stop;
 
 	/* Reader thread only. */
@@ -71,6 +72,13 @@ job_close(struct job *j)
 	buf_free(&j->fc.body);
 	buf_free(&j->fc.reply);
 	free(j);
+}
+
+/* What j's request holds in memory: params and body. */
+static size_t
+job_bytes(const struct job *j)
+{
+	return j->fc.params.len + j->fc.body.len;
 }
 
 /* Stops reading j (it leaves the epoll set and the list). */
@@ -297,6 +305,7 @@ reader_unpark_locked(struct reader *rd, int64_t now)
 		}
 		*pp = j->next;
 		rd->nparked--;
+		rd->parked_bytes -= job_bytes(j);
 		if (rd->stop)
 			j->park.final = 1;
 		reader_push(rd, j);
@@ -619,8 +628,13 @@ reader_done(struct reader *rd, struct job *j, int reuse)
 int
 reader_park(struct reader *rd, struct job *j)
 {
+	size_t	 n = job_bytes(j);
+
 	pthread_mutex_lock(&rd->mu);
-	if (rd->stop || rd->nparked >= READER_PARK_MAX) {
+	/* Parked requests keep their bodies: under max_pending_body as
+	 * requests still arriving are, small ones always. */
+	if (rd->stop || rd->nparked >= READER_PARK_MAX ||
+	    (n > READER_SMALL && rd->parked_bytes + n > rd->max_pending)) {
 		pthread_mutex_unlock(&rd->mu);
 		return -1;
 	}
@@ -628,6 +642,7 @@ reader_park(struct reader *rd, struct job *j)
 	j->next = rd->parked;
 	rd->parked = j;
 	rd->nparked++;
+	rd->parked_bytes += n;
 	board_parked(rd->nparked);
 	pthread_mutex_unlock(&rd->mu);
 	/* The reader plans its next look with this one in. */

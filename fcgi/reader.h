@@ -64,7 +64,8 @@ void reader_done(struct reader *rd, struct job *j, int reuse);
  * Parks j, a waiter (j->park.want: the guard found its key busy), until
  * park_due says it is to look again; then reader_next hands it to a
  * request thread again.  0, or -1 when it cannot be parked (the reader
- * stopped, or too many are): the caller serves it with j->park.final.
+ * stopped, too many are, or its body would take the bytes parked past
+ * max_pending_body): the caller serves it with j->park.final.
  */
 int reader_park(struct reader *rd, struct job *j);
 

@@ -36,10 +36,15 @@ park_conf() {
 # workers of 2.
 park_conf gw 1 4
 park_conf gw2 2 2
-gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
-gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
+# gw3: one worker whose parked bodies may hold 1 MiB.
+park_conf gw3 1 2
+sed -i 's|^\[gateway\]$|[gateway]\nmax_pending_body = 1M|' "$T/gw3.conf"
+for g in gw gw2 gw3; do
+	gw_start $g "$T/$g.conf" || { done_testing; exit 1; }
+done
 lighttpd_start web "unix:$T/gw.sock"
 lighttpd_start web2 "unix:$T/gw2.sock"
+lighttpd_start web3 "unix:$T/gw3.sock"
 
 # status_json WEB FIELD: the total's FIELD on WEB's status page
 status_json() {
@@ -170,6 +175,29 @@ expect_file_eq "gone clients: the same answer" "$T/g0.b" "$T/g7.b"
 expect_eq "gone clients: the handler ran once" $((n0 + 1)) "$(runs pay)"
 expect_eq "gone clients: waiters column back to 0" 0 "$(waiters_col "$K")"
 expect_eq "gone clients: nothing left parked" 0 "$(status_json web parked)"
+
+# --- Parked requests keep their bodies: past max_pending_body (1 MiB on
+# gw3) a large one is answered 409 at once instead of parked.
+K=$(new_key)
+head -c 400000 /dev/zero | tr '\0' b >"$T/big.body"
+n0=$(runs two)
+http_bg m0 POST "$(url web3 /two?sleep=2500)" -H "Idempotency-Key: $K" --data-binary @"$T/big.body"
+wait_until 5 started two $((n0 + 1)) || true
+t0=$(now_ms)
+for i in 1 2 3 4 5; do
+	http_bg m$i POST "$(url web3 /two?sleep=2500)" -H "Idempotency-Key: $K" --data-binary @"$T/big.body"
+	sleep 0.2
+done
+sleep 0.3
+early=0
+for i in 1 2 3 4 5; do [ "$(st m$i)" = 409 ] && early=$((early + 1)); done
+expect_eq "parked bytes: 3 of 5 large waiters answered 409 at once" 3 "$early"
+expect_eq "parked bytes: 2 parked" 2 "$(status_json web3 parked)"
+bg_wait
+reused=0
+for i in 1 2 3 4 5; do [ "$(hdr m$i Idempotency-Result)" = reused ] && reused=$((reused + 1)); done
+expect_eq "parked bytes: the 2 parked replayed" 2 "$reused"
+expect_eq "parked bytes: the handler ran once" $((n0 + 1)) "$(runs two)"
 
 # --- A stopping gateway answers its parked waiters (409), and its owner
 # finishes.
