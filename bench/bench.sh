@@ -316,6 +316,17 @@ if [ "${BENCH_ONLY:-}" = replay ]; then
 	cpu_table
 	exit 0
 fi
+# BENCH_ONLY=app: fresh keys to the bare libfcgi app direct and through
+# idemgate, with their CPU table (comparing two builds' fresh path).
+if [ "${BENCH_ONLY:-}" = app ]; then
+	read -r app_post _ _ < <(CPU="app-direct" \
+	    wrk_run "$U/app/" bench/fresh.lua "direct$$")
+	read -r ig_app _ ig_app_bad < <(CPU="fresh-app" \
+	    wrk_run "$U/ig/app" bench/fresh.lua "app$$")
+	echo "fresh keys, FastCGI app  app direct ${app_post} req/s   idemgate -> app ${ig_app} req/s   ratio $(ratio "$ig_app" "$app_post")x   (goal >= 0.30; non-2xx: ${ig_app_bad})"
+	cpu_table
+	exit 0
+fi
 read -r fw_get fw_get99 _ < <(wrk_run "$U/fw/hello.cgi" /dev/null)
 read -r ig_get ig_get99 _ < <(wrk_run "$U/ig/hello" /dev/null)
 read -r fw_post fw_post99 _ < <(CPU="fcgiwrap-cgi" wrk_run "$U/fw/hello.cgi" bench/post.lua)

@@ -1,7 +1,9 @@
 -- wrk, cluster section (one wrk per node's gateway): POSTs with a new key
 -- each time (MODE fresh) or one key (replay).  args: MODE, RUN (keys'
 -- prefix).
-local id, n, mode, run = 0, 0, "fresh", "r"
+-- id is a global, set per thread by setup() (see fresh.lua)
+id = 0
+local n, mode, run = 0, "fresh", "r"
 
 function setup(thread)
 	id = id + 1

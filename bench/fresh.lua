@@ -1,5 +1,9 @@
 -- wrk: POST with a new Idempotency-Key on every request (fresh keys).
-local id = 0
+-- id is a global: setup() runs in wrk's main Lua state and sets it in
+-- each thread's, where a local of the same name would shadow it (every
+-- thread would then send the same keys, and half the "fresh" requests
+-- would wait for or replay the other thread's)
+id = 0
 local n = 0
 local run = "r"
 
