@@ -115,7 +115,7 @@ guard_disown(struct guarded *g)
 	board_own(ctx->idx, 0);
 	board_done(fp_lockhash(g->id.lockname));
 	if (ctx->rd != NULL)
-		reader_poke(ctx->rd);
+		reader_poke_parked(ctx->rd);
 }
 
 /* Writes the outcome of the key g owns (lib/idem/once.h: once_record),

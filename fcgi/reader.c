@@ -263,7 +263,26 @@ reader_push(struct reader *rd, struct job *j)
 	rd->ready_tail = j;
 	rd->nready++;
 	board_queued(rd->nready);
-	pthread_cond_signal(&rd->cv);
+}
+
+/* Wakes the reader thread (its eventfd). */
+static void
+reader_poke(struct reader *rd)
+{
+	uint64_t	 one = 1;
+
+	(void)!write(rd->evfd, &one, sizeof(one));
+}
+
+/* Wakes n request threads for what reader_push queued, after rd->mu is
+ * let go: a thread woken under it would only wait for it again. */
+static void
+reader_wake(struct reader *rd, size_t n)
+{
+	if (n == 1)
+		pthread_cond_signal(&rd->cv);
+	else if (n > 1)
+		pthread_cond_broadcast(&rd->cv);
 }
 
 /* Hands a whole request to the request threads. */
@@ -282,6 +301,7 @@ reader_ready(struct reader *rd, struct job *j)
 	}
 	reader_push(rd, j);
 	pthread_mutex_unlock(&rd->mu);
+	reader_wake(rd, 1);
 }
 
 /*
@@ -290,11 +310,12 @@ reader_ready(struct reader *rd, struct job *j)
  * next look at the rest.  A woken one is never refused: it was counted
  * when it came.
  */
-static void
+static size_t
 reader_unpark_locked(struct reader *rd, int64_t now)
 {
 	struct job	**pp = &rd->parked, *j;
 	int64_t		 next = now + READER_TICK_MS;
+	size_t		 woken = 0;
 
 	while ((j = *pp) != NULL) {
 		if (!rd->stop && !park_due(&j->park, now)) {
@@ -309,20 +330,25 @@ reader_unpark_locked(struct reader *rd, int64_t now)
 		if (rd->stop)
 			j->park.final = 1;
 		reader_push(rd, j);
+		woken++;
 	}
 	/* Owners in other workers say "done" only through the board. */
 	if (rd->nparked > 0 && now + PARK_TICK_MS < next)
 		next = now + PARK_TICK_MS;
 	rd->park_next = rd->nparked > 0 ? next : INT64_MAX;
 	board_parked(rd->nparked);
+	return woken;
 }
 
 static void
 reader_unpark(struct reader *rd, int64_t now)
 {
+	size_t	 woken;
+
 	pthread_mutex_lock(&rd->mu);
-	reader_unpark_locked(rd, now);
+	woken = reader_unpark_locked(rd, now);
 	pthread_mutex_unlock(&rd->mu);
+	reader_wake(rd, woken);
 }
 
 /* Frees what a large quick answer left in b: the reader keeps little. */
@@ -650,12 +676,17 @@ reader_park(struct reader *rd, struct job *j)
 	return 0;
 }
 
-void
-reader_poke(struct reader *rd)
-{
-	uint64_t	 one = 1;
 
-	(void)!write(rd->evfd, &one, sizeof(one));
+void
+reader_poke_parked(struct reader *rd)
+{
+	size_t	 n;
+
+	pthread_mutex_lock(&rd->mu);
+	n = rd->nparked;
+	pthread_mutex_unlock(&rd->mu);
+	if (n > 0)
+		reader_poke(rd);
 }
 
 void
@@ -664,7 +695,7 @@ reader_stop(struct reader *rd)
 	pthread_mutex_lock(&rd->mu);
 	rd->stop = 1;
 	/* Parked requests are answered now, by the threads still there. */
-	reader_unpark_locked(rd, clock_now_ms());
+	(void)reader_unpark_locked(rd, clock_now_ms());
 	pthread_cond_broadcast(&rd->cv);
 	pthread_mutex_unlock(&rd->mu);
 	if (rd->evfd >= 0)

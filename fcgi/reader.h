@@ -69,8 +69,9 @@ void reader_done(struct reader *rd, struct job *j, int reuse);
  */
 int reader_park(struct reader *rd, struct job *j);
 
-/* A key this worker owned is done: parked requests look now. */
-void reader_poke(struct reader *rd);
+/* A key this worker owned is done: parked requests, if there are any,
+ * look now (a waiter parked after this looks when it parks). */
+void reader_poke_parked(struct reader *rd);
 
 /* Stops accepting and reading; reader_next returns NULL once nothing is
  * left to serve: parked requests are handed out at once, final.
