@@ -24,6 +24,7 @@
 #define UP_PARAMS_MAX		(4 * 1024 * 1024)
 #define UP_CONNECT_MAX_MS	10000	/* connect limit when timeout_ms is 0 */
 #define UP_RBUF			65536	/* bytes read at once */
+#define UP_INLINE_BODY		16384	/* bodies sent with the head */
 
 /*
  * Encodes BEGIN_REQUEST and the PARAMS stream.  HTTP_PROXY is not
@@ -332,16 +333,26 @@ up_io_open(struct up_io *io, struct buf *head, int64_t start)
 		    r->addr, strerror(errno));
 		return IDEM_EHANDLER;
 	}
-	io->w.head = head->p;
-	io->w.headlen = head->len;
 	io->w.body = r->ex.body;
 	io->w.bodylen = r->ex.body != NULL ? r->ex.bodylen : 0;
+	/* A small body, and its end, go in the head's write. */
+	if (io->w.bodylen <= UP_INLINE_BODY) {
+		if ((er = fcgi_stream(head, FCGI_STDIN, UPSTREAM_REQ_ID,
+		    io->w.body, io->w.bodylen)) != IDEM_OK) {
+			log_err("%s: out of memory", upstream_tag(r));
+			return er;
+		}
+		io->w.bodylen = 0;
+		io->w.eof_sent = 1;
+	}
+	io->w.head = head->p;
+	io->w.headlen = head->len;
 	return IDEM_OK;
 }
 
 /* Sends what the socket takes now; stops sending at the end or when the
- * app no longer reads. */
-static void
+ * app no longer reads.  1 when all it offered went, else 0. */
+static int
 up_io_send(struct up_io *io)
 {
 	struct iovec	 iov[2];
@@ -351,21 +362,35 @@ up_io_send(struct up_io *io)
 
 	if ((niov = up_wr_next(&io->w, iov)) == 0) {
 		io->wr_open = 0;
-		return;
+		return 0;
 	}
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = iov;
 	mh.msg_iovlen = (size_t)niov;
 	/* MSG_NOSIGNAL: a closed app is an error code here, never a SIGPIPE. */
 	k = sendmsg(io->fd, &mh, MSG_NOSIGNAL);
-	if (k > 0)
+	if (k > 0) {
 		up_wr_sent(&io->w, (size_t)k);
-	else if (k == -1 && errno != EAGAIN && errno != EINTR) {
+		return (size_t)k == iov[0].iov_len +
+		    (niov > 1 ? iov[1].iov_len : 0);
+	}
+	if (k == -1 && errno != EAGAIN && errno != EINTR) {
 		/* The app may answer without reading all input; keep
 		 * reading. */
 		log_debug("%s: send: %s", upstream_tag(io->r), strerror(errno));
 		io->wr_open = 0;
 	}
+	return 0;
+}
+
+/* Sends what the socket takes before the first poll: a connected socket
+ * mostly takes a small request whole, and then only its answer is
+ * waited for. */
+static void
+up_io_send_now(struct up_io *io)
+{
+	while (io->wr_open && up_io_send(io))
+		;
 }
 
 /* Reads once and parses it.  IDEM_OK, or the error that ends the run. */
@@ -426,7 +451,7 @@ up_io_round(struct up_io *io)
 	if (rc == 0)
 		return IDEM_OK;
 	if (io->wr_open && (pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
-		up_io_send(io);
+		(void)up_io_send(io);
 	if (pfd.revents & (POLLIN | POLLERR | POLLHUP))
 		return up_io_recv(io);
 	return IDEM_OK;
@@ -448,6 +473,7 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 	cgi_clock_start(&io.clk, &r->ex, start);
 	if ((er = up_io_open(&io, &head, start)) != IDEM_OK)
 		goto out;
+	up_io_send_now(&io);
 	while ((er = up_io_round(&io)) == IDEM_OK && !io.rd->done)
 		;
 	if (er == IDEM_OK)
