@@ -115,14 +115,17 @@ fout_write(void *arg, const void *vp, size_t n)
 	return 0;
 }
 
+/* What is gathered, the end of STDOUT and END_REQUEST: one write. */
 enum idem_err
 fout_end(struct fout *o)
 {
 	enum idem_err	 er;
 
-	if ((er = fout_flush(o)) != IDEM_OK)
-		return er;
 	buf_reset(&o->recs);
+	if (o->len > 0 && (er = fcgi_record(&o->recs, FCGI_STDOUT, o->id,
+	    o->data, o->len)) != IDEM_OK)
+		return er;
+	o->len = 0;
 	if ((er = fcgi_record(&o->recs, FCGI_STDOUT, o->id, NULL, 0)) !=
 	    IDEM_OK ||
 	    (er = fcgi_end(&o->recs, o->id, 0, FCGI_REQUEST_COMPLETE)) !=
