@@ -7,12 +7,8 @@
 
 P=$(cgi_install pay)
 db_new "$TNAME" || { done_testing; exit 1; }
-cat >"$T/gw.conf" <<EOF
-[gateway]
-listen = unix:$T/gw.sock
-workers = 1
-threads = 4
-mysql_defaults_file = $DBCNF
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF" "workers = 1" "threads = 4"
+cat >>"$T/gw.conf" <<EOF
 
 [route /pay]
 handler = cgi:$P

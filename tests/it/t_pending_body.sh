@@ -8,15 +8,10 @@
 
 P=$(cgi_install pay)
 db_new "$TNAME" || { done_testing; exit 1; }
-cat >"$T/gw.conf" <<EOF
-[gateway]
-listen = unix:$T/gw.sock
-socket_owner = :www-data
-workers = 1
-threads = 4
-client_timeout = 20s
-max_pending_body = 16M
-mysql_defaults_file = $DBCNF
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF" "socket_owner = :www-data" \
+	"workers = 1" "threads = 4" "client_timeout = 20s" \
+	"max_pending_body = 16M"
+cat >>"$T/gw.conf" <<EOF
 
 [route /pay]
 handler = cgi:$P

@@ -7,14 +7,9 @@
 
 P=$(cgi_install pay)
 db_new "$TNAME" || { done_testing; exit 1; }
-cat >"$T/gw.conf" <<EOF
-[gateway]
-listen = unix:$T/gw.sock
-socket_owner = :www-data
-workers = 2
-threads = 8
-client_timeout = 4s
-mysql_defaults_file = $DBCNF
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF" "socket_owner = :www-data" \
+	"client_timeout = 4s"
+cat >>"$T/gw.conf" <<EOF
 
 [route /pay]
 handler = cgi:$P

@@ -263,15 +263,23 @@ gw_stop() {
 	unset "GW_PID[$1]"
 }
 
-# gw_conf FILE LISTEN DBCNF: a [gateway] section; append routes yourself.
+# gw_conf FILE LISTEN DBCNF [SETTING...]: a [gateway] section; append
+# routes yourself.  Each SETTING is one "key = value" line for the
+# section; one for workers or threads takes the place of the default
+# (2 workers, 8 threads).
 gw_conf() {
-	cat >"$1" <<EOF
-[gateway]
-listen = $2
-workers = 2
-threads = 8
-mysql_defaults_file = $3
-EOF
+	local f=$1 listen=$2 db=$3 s workers="workers = 2" threads="threads = 8"
+	local extra=""
+	shift 3
+	for s in "$@"; do
+		case $s in
+		workers[\ =]*) workers=$s ;;
+		threads[\ =]*) threads=$s ;;
+		*) extra+="$s"$'\n' ;;
+		esac
+	done
+	printf '[gateway]\nlisten = %s\n%s\n%s\n%smysql_defaults_file = %s\n' \
+		"$listen" "$workers" "$threads" "$extra" "$db" >"$f"
 }
 
 # ---------------------------------------------------------------- handlers
