@@ -610,11 +610,12 @@ binary_expected() {
 	printf '\r\n\0\r\n\r\n' >>"$1"
 }
 
-# std_setup ROUTES: database named after the script, $T/gw.conf on
-# unix:$T/gw.sock with ROUTES appended, gateway "gw", lighttpd "web"
+# std_setup ROUTES [SETTING...]: database named after the script,
+# $T/gw.conf on unix:$T/gw.sock (SETTINGs as for gw_conf) with ROUTES
+# appended, gateway "gw", lighttpd "web"
 std_setup() {
 	db_new "$TNAME" || return 1
-	gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+	gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF" "${@:2}"
 	printf '\n%s\n' "$1" >>"$T/gw.conf"
 	gw_start gw "$T/gw.conf" || return 1
 	lighttpd_start web "unix:$T/gw.sock"
