@@ -137,8 +137,8 @@ $(B)/idemtop: $(TOP_OBJ) $(B)/libidem.a
 
 # A unit test links lib/ and, if it tests one, its program's modules
 # (never a main() file).
-GW_TESTS	:= $(addprefix $(B)/tests/,test_fconn test_guard test_reach \
-		    test_upstream)
+GW_TESTS	:= $(addprefix $(B)/tests/,test_fconn test_guard test_park \
+		    test_reach test_reader test_upstream)
 ADMIN_TESTS	:= $(addprefix $(B)/tests/,test_idemctl test_idemtop)
 $(GW_TESTS): $(B)/libgw.a
 $(ADMIN_TESTS): $(B)/libadmin.a

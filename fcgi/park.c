@@ -3,6 +3,7 @@
 
 #include "board.h"
 #include "park.h"
+#include "store_poll.h"
 
 void
 park_arm(struct park *p, uint64_t h)
@@ -35,11 +36,8 @@ park_busy(struct park *p, int64_t wait_ms, int64_t nap_us, int64_t now)
 		wake = now + PARK_CHECK_MS +
 		    (int64_t)(((uintptr_t)p >> 4) % (PARK_CHECK_MS / 4));
 	} else {
-		p->pause_ms = p->pause_ms == 0 ? PARK_POLL_MIN_MS :
-		    p->pause_ms * 2;
-		if (p->pause_ms > PARK_POLL_MAX_MS)
-			p->pause_ms = PARK_POLL_MAX_MS;
-		wake = now + p->pause_ms;
+		p->pause_us = store_poll_next(p->pause_us);
+		wake = now + p->pause_us / 1000;
 	}
 	p->wake_ms = wake < p->until_ms ? wake : p->until_ms;
 	p->want = 1;

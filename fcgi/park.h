@@ -14,15 +14,13 @@
  *	  moves the key's board_done count (fcgi/board.h), which parked
  *	  requests compare with what they read before their claim;
  *	- its wake time comes: an owner elsewhere (another gateway, another
- *	  Galera node) is polled, PARK_POLL_MIN_MS doubling to
- *	  PARK_POLL_MAX_MS; a live owner here is looked at every
- *	  PARK_CHECK_MS (to a quarter more) all the same, which finds one
- *	  that died; a lapsed lease is slept out;
+ *	  Galera node) is polled on the store's schedule (2 ms doubling
+ *	  to 40 ms, lib/store/store_poll.h); a live owner here is looked
+ *	  at every PARK_CHECK_MS (to a quarter more) all the same, which
+ *	  finds one that died; a lapsed lease is slept out;
  *	- its wait (the route's wait) is over, or the worker stops: it
  *	  claims once more and is answered (409 when still busy).
  */
-#define PARK_POLL_MIN_MS	2
-#define PARK_POLL_MAX_MS	40
 #define PARK_CHECK_MS		1000
 /* How often the reader compares parked requests' done counts. */
 #define PARK_TICK_MS		5
@@ -31,7 +29,7 @@ struct park {
 	int64_t		 since_ms;	/* first found busy; 0: never */
 	int64_t		 until_ms;	/* its wait ends: claim, answer */
 	int64_t		 wake_ms;	/* looks again by then */
-	int64_t		 pause_ms;	/* an owner elsewhere: the poll's */
+	int64_t		 pause_us;	/* an owner elsewhere: the poll's */
 	uint64_t	 hash;		/* the key's lock hash */
 	uint64_t	 done;		/* board_done_count before the claim */
 	int		 counted;	/* in the row's waiters column */

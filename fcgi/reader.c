@@ -47,6 +47,7 @@ struct reader {
 	struct job		*parked;	/* waiters (fcgi/park.h) */
 	size_t			 nparked;
 	size_t			 parked_bytes;	/* their params and bodies */
+	int64_t			 park_next;	/* look at parked ones then */
 	int			 stop;
 
 	/* Reader thread only. */
@@ -58,7 +59,6 @@ struct reader {
 	void			*quick_arg;
 	struct buf		 http;		/* a quick answer */
 	struct buf		 out;		/* its records */
-	int64_t			 park_next;	/* look at parked ones then */
 };
 
 static void
@@ -340,15 +340,19 @@ reader_unpark_locked(struct reader *rd, int64_t now)
 	return woken;
 }
 
-static void
+/* reader_unpark_locked under the lock; returns the next look planned. */
+static int64_t
 reader_unpark(struct reader *rd, int64_t now)
 {
 	size_t	 woken;
+	int64_t	 next;
 
 	pthread_mutex_lock(&rd->mu);
 	woken = reader_unpark_locked(rd, now);
+	next = rd->park_next;
 	pthread_mutex_unlock(&rd->mu);
 	reader_wake(rd, woken);
+	return next;
 }
 
 /* Frees what a large quick answer left in b: the reader keeps little. */
@@ -515,7 +519,7 @@ reader_main(void *arg)
 {
 	struct reader		*rd = arg;
 	struct epoll_event	 evs[64];
-	int64_t			 now, next;
+	int64_t			 now, next, park_next;
 	int			 n, i, stop, poked;
 
 	next = clock_now_ms() + READER_TICK_MS;
@@ -523,8 +527,10 @@ reader_main(void *arg)
 		now = clock_now_ms();
 		n = epoll_wait(rd->ep, evs, 64, next > now ?
 		    (int)(next - now) : 0);
+		/* reader_stop plans park_next too: read both locked. */
 		pthread_mutex_lock(&rd->mu);
 		stop = rd->stop;
+		park_next = rd->park_next;
 		pthread_mutex_unlock(&rd->mu);
 		if (stop)
 			break;
@@ -539,11 +545,11 @@ reader_main(void *arg)
 			} else
 				reader_input(rd, evs[i].data.ptr, now);
 		}
-		if (poked || now >= rd->park_next)
-			reader_unpark(rd, now);
+		if (poked || now >= park_next)
+			park_next = reader_unpark(rd, now);
 		next = reader_expire(rd, now);
-		if (rd->park_next < next)
-			next = rd->park_next;
+		if (park_next < next)
+			next = park_next;
 	}
 	return NULL;
 }

@@ -36,6 +36,51 @@ next_item(const char **v, size_t *n)
 	return *n > 0 ? p : NULL;
 }
 
+/* Keeps one header name of a list (n bytes, checked) in r. */
+typedef enum idem_err hdr_add_fn(struct parser *p, struct route *r,
+    const char *name, size_t n);
+
+/* A list of header names in a route: where it counts them, how many it
+ * takes, the bytes besides letters and digits a name may have, how it
+ * keeps one. */
+struct hdr_list {
+	const size_t	*count;
+	size_t		 max;
+	const char	*punct;
+	hdr_add_fn	*add;
+};
+
+/*
+ * Walks kv's header names, space or comma separated (empty items
+ * skipped), refusing more than l->max names, one over 128 bytes or one
+ * with a byte neither alphanumeric nor in l->punct, with messages that
+ * name kv's key; hands each good one to l->add.
+ */
+static enum idem_err
+header_list(struct parser *p, const struct cfg_val *kv, struct route *r,
+    const struct hdr_list *l)
+{
+	const char	*v = kv->v, *item;
+	const char	*key = kv->key->name;
+	size_t		 n, i;
+	enum idem_err	 er;
+
+	while ((item = next_item(&v, &n)) != NULL) {
+		if (*l->count == l->max || n > 128)
+			return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
+			    "%s: at most %zu names of 128 bytes", key, l->max);
+		for (i = 0; i < n; i++)
+			if (!isalnum((unsigned char)item[i]) &&
+			    strchr(l->punct, item[i]) == NULL)
+				return cfg_perr(p, IDEM_ECONFIG, kv->line,
+				    kv->col, "bad header name in %s '%.*s'",
+				    key, (int)n, item);
+		if ((er = l->add(p, r, item, n)) != IDEM_OK)
+			return er;
+	}
+	return IDEM_OK;
+}
+
 int64_t
 cfg_run_ms(const struct route *r)
 {
@@ -228,39 +273,36 @@ cfg_key_format_ok(const struct route *r, const char *key, size_t len)
 	}
 }
 
-/* Header names, lower case, space or comma separated. */
+/* Keeps a lower-case copy of the n bytes of name in r's
+ * fingerprint_headers. */
+static enum idem_err
+fp_header_add(struct parser *p, struct route *r, const char *name,
+    size_t n)
+{
+	char	*h;
+	size_t	 i;
+
+	if ((h = strndup(name, n)) == NULL)
+		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+	for (i = 0; i < n; i++)
+		h[i] = (char)tolower((unsigned char)h[i]);
+	r->fp_headers[r->nfp_headers++] = h;
+	return IDEM_OK;
+}
+
+/* Header names (letters, digits, '-' and '_'), space or comma separated;
+ * kept lower case. */
 enum idem_err
 cfg_set_fp_headers(struct parser *p, const struct cfg_val *kv, void *dst)
 {
 	struct route	*r = dst;
-	const char	*v = kv->v;
-	const char	*item;
-	size_t		 n, i;
-	char		*h;
+	size_t		 i;
 
 	for (i = 0; i < r->nfp_headers; i++)
 		free(r->fp_headers[i]);
 	r->nfp_headers = 0;
-	while ((item = next_item(&v, &n)) != NULL) {
-		if (r->nfp_headers == CFG_MAX_FP_HEADERS || n > 128)
-			return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
-			    "fingerprint_headers: at most %d names of 128 "
-			    "bytes", CFG_MAX_FP_HEADERS);
-		if ((h = strndup(item, n)) == NULL)
-			return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
-		for (i = 0; i < n; i++) {
-			if (!isalnum((unsigned char)h[i]) && h[i] != '-' &&
-			    h[i] != '_') {
-				free(h);
-				return cfg_perr(p, IDEM_ECONFIG, kv->line,
-				    kv->col, "bad header name in "
-				    "fingerprint_headers '%.*s'", (int)n, item);
-			}
-			h[i] = (char)tolower((unsigned char)h[i]);
-		}
-		r->fp_headers[r->nfp_headers++] = h;
-	}
-	return IDEM_OK;
+	return header_list(p, kv, r, &(struct hdr_list){ &r->nfp_headers,
+	    CFG_MAX_FP_HEADERS, "-_", fp_header_add });
 }
 
 /* 0..MAX_KEYS_PER_MINUTE; dst is the route's new_keys_per_minute. */
@@ -309,26 +351,10 @@ enum idem_err
 cfg_set_store_drop(struct parser *p, const struct cfg_val *kv, void *dst)
 {
 	struct route	*r = dst;
-	const char	*v = kv->v;
-	const char	*item;
-	size_t		 n, i;
 
 	store_drop_clear(r);
-	while ((item = next_item(&v, &n)) != NULL) {
-		if (r->nstore_drop == CFG_MAX_STORE_DROP || n > 128)
-			return cfg_perr(p, IDEM_ECONFIG, kv->line, kv->col,
-			    "store_headers_drop: at most %d names of 128 "
-			    "bytes", CFG_MAX_STORE_DROP);
-		for (i = 0; i < n; i++)
-			if (!isalnum((unsigned char)item[i]) &&
-			    strchr("!#$%&'*+-.^_`|~", item[i]) == NULL)
-				return cfg_perr(p, IDEM_ECONFIG, kv->line,
-				    kv->col, "bad header name in "
-				    "store_headers_drop '%.*s'", (int)n, item);
-		if (store_drop_add(p, r, item, n) != IDEM_OK)
-			return IDEM_ENOMEM;
-	}
-	return IDEM_OK;
+	return header_list(p, kv, r, &(struct hdr_list){ &r->nstore_drop,
+	    CFG_MAX_STORE_DROP, "!#$%&'*+-.^_`|~", store_drop_add });
 }
 
 enum idem_err

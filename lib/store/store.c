@@ -14,6 +14,7 @@
 #include "store.h"
 #include "store_hkey.h"
 #include "store_int.h"
+#include "store_poll.h"
 
 /*
  * Round trips per request (measured in tests/unit/test_store.c):
@@ -53,9 +54,6 @@
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 /* Claim/wait rounds of store_claim_wait; its deadline ends it long before. */
 #define CLAIM_ROUNDS		1000
-/* Galera: a waiter's polls, from the first pause to the longest. */
-#define STORE_POLL_MIN_US	2000
-#define STORE_POLL_MAX_US	40000
 
 static void
 seen_add(struct store *st, const char *lockname)
@@ -645,7 +643,7 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
     struct claim *c, int64_t *read_us, int64_t *waited_ms)
 {
 	int64_t		 deadline = clock_now_ms() + wait_ms, left, t0;
-	int64_t		 poll_us = STORE_POLL_MIN_US;
+	int64_t		 poll_us = 0;
 	enum idem_err	 er;
 	int		 rounds;
 
@@ -660,11 +658,10 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
 		if (c->state != CLAIM_BUSY || left <= 0)
 			break;
 		if (st->galera) {
-			/* Polls, each pause longer up to STORE_POLL_MAX_US:
-			 * a finished key is seen within that. */
+			/* Polls (store_poll.h): a finished key is seen
+			 * within STORE_POLL_MAX_US. */
+			poll_us = store_poll_next(poll_us);
 			c->nap_us = poll_us;
-			poll_us = poll_us * 2 > STORE_POLL_MAX_US ?
-			    STORE_POLL_MAX_US : poll_us * 2;
 		}
 		t0 = clock_now_ms();
 		er = store_wait(st, id, c, left);

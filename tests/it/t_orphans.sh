@@ -6,22 +6,12 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 P=$(cgi_install pay)
-db_new "$TNAME" || { done_testing; exit 1; }
-cat >"$T/gw.conf" <<EOF
-[gateway]
-listen = unix:$T/gw.sock
-workers = 1
-threads = 4
-mysql_defaults_file = $DBCNF
-
-[route /pay]
+std_setup "[route /pay]
 handler = cgi:$P
 lease = 2s
 timeout = 10s
-wait = 15s
-EOF
-gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
-lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+wait = 15s" \
+	"workers = 1" "threads = 4" || { done_testing; exit 1; }
 
 # pids_of FILE: the pid= fields of a runs file, or the lines of a child file
 handler_pids() { sed -n 's/^pid=\([0-9]*\) .*/\1/p' "$P.runs" 2>/dev/null; }

@@ -7,23 +7,12 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 P=$(cgi_install pay)
-db_new "$TNAME" || { done_testing; exit 1; }
-cat >"$T/gw.conf" <<EOF
-[gateway]
-listen = unix:$T/gw.sock
-socket_owner = :www-data
-workers = 1
-threads = 4
-client_timeout = 20s
-max_pending_body = 16M
-mysql_defaults_file = $DBCNF
-
-[route /pay]
+std_setup "[route /pay]
 handler = cgi:$P
-max_body = 4M
-EOF
-gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
-lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+max_body = 4M" \
+	"socket_owner = :www-data" "workers = 1" "threads = 4" \
+	"client_timeout = 20s" "max_pending_body = 16M" ||
+	{ done_testing; exit 1; }
 W=$(gw_workers gw)
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$W/status"; }
 http warm POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary x

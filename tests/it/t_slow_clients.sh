@@ -6,21 +6,9 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 P=$(cgi_install pay)
-db_new "$TNAME" || { done_testing; exit 1; }
-cat >"$T/gw.conf" <<EOF
-[gateway]
-listen = unix:$T/gw.sock
-socket_owner = :www-data
-workers = 2
-threads = 8
-client_timeout = 4s
-mysql_defaults_file = $DBCNF
-
-[route /pay]
-handler = cgi:$P
-EOF
-gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
-lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
+std_setup "[route /pay]
+handler = cgi:$P" \
+	"socket_owner = :www-data" "client_timeout = 4s" || { done_testing; exit 1; }
 
 # 16 raw connections, each a byte every 500 ms of a request that never
 # ends; the helper prints how long each stayed open.

@@ -263,15 +263,23 @@ gw_stop() {
 	unset "GW_PID[$1]"
 }
 
-# gw_conf FILE LISTEN DBCNF: a [gateway] section; append routes yourself.
+# gw_conf FILE LISTEN DBCNF [SETTING...]: a [gateway] section; append
+# routes yourself.  Each SETTING is one "key = value" line for the
+# section; one for workers or threads takes the place of the default
+# (2 workers, 8 threads).
 gw_conf() {
-	cat >"$1" <<EOF
-[gateway]
-listen = $2
-workers = 2
-threads = 8
-mysql_defaults_file = $3
-EOF
+	local f=$1 listen=$2 db=$3 s workers="workers = 2" threads="threads = 8"
+	local extra=""
+	shift 3
+	for s in "$@"; do
+		case $s in
+		workers[\ =]*) workers=$s ;;
+		threads[\ =]*) threads=$s ;;
+		*) extra+="$s"$'\n' ;;
+		esac
+	done
+	printf '[gateway]\nlisten = %s\n%s\n%s\n%smysql_defaults_file = %s\n' \
+		"$listen" "$workers" "$threads" "$extra" "$db" >"$f"
 }
 
 # ---------------------------------------------------------------- handlers
@@ -602,11 +610,12 @@ binary_expected() {
 	printf '\r\n\0\r\n\r\n' >>"$1"
 }
 
-# std_setup ROUTES: database named after the script, $T/gw.conf on
-# unix:$T/gw.sock with ROUTES appended, gateway "gw", lighttpd "web"
+# std_setup ROUTES [SETTING...]: database named after the script,
+# $T/gw.conf on unix:$T/gw.sock (SETTINGs as for gw_conf) with ROUTES
+# appended, gateway "gw", lighttpd "web"
 std_setup() {
 	db_new "$TNAME" || return 1
-	gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
+	gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF" "${@:2}"
 	printf '\n%s\n' "$1" >>"$T/gw.conf"
 	gw_start gw "$T/gw.conf" || return 1
 	lighttpd_start web "unix:$T/gw.sock"

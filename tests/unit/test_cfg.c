@@ -427,6 +427,50 @@ test_policy_fold(void)
 	cfg_free(c);
 }
 
+
+/* Lists of header names: empty items, the limits, the messages. */
+static void
+test_header_lists(void)
+{
+	struct cfg		*c;
+	const struct route	*r;
+	char			 big[256], name[130];
+
+	c = parse(RT "fingerprint_headers = ,A-b,, C_d ,\n"
+	    "store_headers_drop = X-A,,\t,\n");
+	CHECK(c != NULL);
+	if (c != NULL) {
+		r = cfg_route(c, "/x");
+		CHECK(r != NULL && r->nfp_headers == 2 &&
+		    strcmp(r->fp_headers[0], "a-b") == 0 &&
+		    strcmp(r->fp_headers[1], "c_d") == 0);
+		CHECK(r != NULL && r->nstore_drop == 1 &&
+		    strcmp(r->store_drop[0], "X-A") == 0);
+		cfg_free(c);
+	}
+	CHECK(refused(RT "fingerprint_headers = A B.c\n",
+	    "t.conf:3:23: bad header name in fingerprint_headers 'B.c'"));
+	CHECK(refused(RT "store_headers_drop = A, B(c)\n",
+	    "t.conf:3:22: bad header name in store_headers_drop 'B(c)'"));
+	/* 16 names are taken, 17 are not. */
+	snprintf(big, sizeof(big), "%s%s", RT, "fingerprint_headers = "
+	    "a b c d e f g h i j k l m n o p\n");
+	CHECK(accepted(big));
+	snprintf(big, sizeof(big), "%s%s", RT, "store_headers_drop = "
+	    "a b c d e f g h i j k l m n o p q\n");
+	CHECK(refused(big, "t.conf:3:22: store_headers_drop: at most 16 "
+	    "names of 128 bytes"));
+	/* A name of 128 bytes is taken, one of 129 is not. */
+	memset(name, 'h', 129);
+	name[129] = '\0';
+	snprintf(big, sizeof(big), "%sfingerprint_headers = %.128s\n", RT,
+	    name);
+	CHECK(accepted(big));
+	snprintf(big, sizeof(big), "%sfingerprint_headers = %s\n", RT, name);
+	CHECK(refused(big, "t.conf:3:23: fingerprint_headers: at most 16 "
+	    "names of 128 bytes"));
+}
+
 /* The request policy: built-in defaults, errors. */
 static void
 test_policy(void)
@@ -764,6 +808,7 @@ main(void)
 	test_fold();
 	test_policy_fold();
 	test_policy();
+	test_header_lists();
 	test_route();
 	test_status_shadow();
 	test_load();
