@@ -200,13 +200,14 @@ expect_eq "parked bytes: the 2 parked replayed" 2 "$reused"
 expect_eq "parked bytes: the handler ran once" $((n0 + 1)) "$(runs two)"
 
 # --- A stopping gateway answers its parked waiters (409), and its owner
-# finishes.
+# finishes.  The owner runs 4 s: five waiters must park before it ends,
+# even on a loaded machine.
 K=$(new_key)
 n0=$(runs pay)
-http_bg z0 POST "$(url web /payments?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'z'
+http_bg z0 POST "$(url web /payments?sleep=4000)" -H "Idempotency-Key: $K" --data-binary 'z'
 wait_until 5 started pay $((n0 + 1)) || true
 for i in 1 2 3 4 5; do
-	http_bg z$i POST "$(url web /payments?sleep=2500)" -H "Idempotency-Key: $K" --data-binary 'z'
+	http_bg z$i POST "$(url web /payments?sleep=4000)" -H "Idempotency-Key: $K" --data-binary 'z'
 done
 wait_until 5 parked_at_least web 5 || true
 kill -TERM "${GW_PID[gw]}"
