@@ -8,11 +8,13 @@ with the key (alternating URLs), and on 409, 5xx or a broken connection
 tries again after 0.2 s until it gets a final answer or DEADLINE_S passes.
 Key k's clients start k * SPREAD_S / KEYS seconds in, so the traffic
 spans SPREAD_S seconds.
-Prints one line per key: "KEY FINAL_STATUSES DISTINCT_BODIES", then a
-summary line "done N unfinished M".
+Prints one line per key: "KEY FINAL_STATUSES DISTINCT_BODIES last:STATUSES
+run:RUNS" (RUNS: the handler runs, "run=" in the body, whose answers the
+clients got), then a summary line "done N unfinished M".
 """
 import hashlib
 import http.client
+import re
 import queue
 import sys
 import threading
@@ -67,7 +69,9 @@ def main():
                 n += 1
                 last = st
                 if st in (200, 201, 410, 422):
-                    final = (st, hashlib.sha256(data).hexdigest()[:12])
+                    run = re.search(rb"^run=(\S+)$", data, re.M)
+                    final = (st, hashlib.sha256(data).hexdigest()[:12],
+                             run.group(1).decode() if run else "-")
                     break
                 time.sleep(0.2)
             with lock:
@@ -86,10 +90,10 @@ def main():
         unfinished += sum(1 for f in finals if f is None)
         statuses = sorted({str(f[0]) for f in finals if f})
         bodies = {f[1] for f in finals if f and f[0] in (200, 201)}
-        if not finals or None in finals:
-            pass
+        runs = {f[2] for f in finals if f and f[0] in (200, 201)}
         print(key, ",".join(statuses) or "-", len(bodies),
-              "last:" + ",".join(sorted(lasts.get(key, ()))))
+              "last:" + ",".join(sorted(lasts.get(key, ()))),
+              "run:" + (",".join(sorted(runs)) or "-"))
     print("done", len(results), "unfinished", unfinished)
 
 

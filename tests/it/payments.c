@@ -141,9 +141,12 @@ main(void)
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(tok, sizeof(tok), "%d-%lld%09ld", (int)getpid(),
 	    (long long)now.tv_sec, now.tv_nsec);
-	snprintf(line, sizeof(line), "pid=%d ppid=%d pgid=%d method=%s query=%s key=%s\n",
+	/* run= is "pid-start": the start time, in ns, for run timelines */
+	snprintf(line, sizeof(line),
+	    "pid=%d ppid=%d pgid=%d method=%s query=%s key=%s run=%s\n",
 	    (int)getpid(), (int)getppid(), (int)getpgid(0),
-	    env_or("REQUEST_METHOD", "-"), q, env_or("HTTP_IDEMPOTENCY_KEY", "-"));
+	    env_or("REQUEST_METHOD", "-"), q, env_or("HTTP_IDEMPOTENCY_KEY", "-"),
+	    tok);
 	note(self, "runs", line);
 	if (query_num(q, "exclusive", 0)) {
 		/* exclusive=1: runs of this copy must never overlap; one that
@@ -349,9 +352,15 @@ main(void)
 		return 0;
 	}
 	if (query_num(q, "done", 0)) {
-		/* done=1: "<self>.done" gets "key run" as the last act */
-		snprintf(hdr, sizeof(hdr), "%s %s\n",
-		    env_or("HTTP_IDEMPOTENCY_KEY", "-"), tok);
+		/*
+		 * done=1: "<self>.done" gets "key run ppid=P end=NS" before
+		 * the answer goes out: P is the parent then (the worker, or
+		 * the supervisor once the worker died), NS the wall clock.
+		 */
+		clock_gettime(CLOCK_REALTIME, &now);
+		snprintf(hdr, sizeof(hdr), "%s %s ppid=%d end=%lld%09ld\n",
+		    env_or("HTTP_IDEMPOTENCY_KEY", "-"), tok, (int)getppid(),
+		    (long long)now.tv_sec, now.tv_nsec);
 		note(self, "done", hdr);
 	}
 	snprintf(line, sizeof(line), "method=%s\nquery=%s\ncontent_type=%s\n"
