@@ -25,7 +25,7 @@ done
 [ ${#PATTERNS[@]} -gt 0 ] && QUICK=1
 
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.log
+rm -f "$LOGS"/*.log "$LOGS/times"
 PASSED=0
 FAILED=0
 
@@ -43,9 +43,9 @@ fail_line() { # fail_line TEXT: a FAIL of the runner's own
 	FAILED=$((FAILED + 1))
 }
 
-# tally NAME LOG RC [SCAN]: count PASS/FAIL lines of one part
+# tally NAME LOG RC [SCAN [SECS]]: count PASS/FAIL lines of one part
 tally() {
-	local name=$1 log=$2 rc=$3 scan=${4:-0} p f
+	local name=$1 log=$2 rc=$3 scan=${4:-0} secs=${5:-} p f
 	p=$(grep -c '^PASS: ' "$log")
 	f=$(grep -c '^FAIL: ' "$log")
 	PASSED=$((PASSED + p))
@@ -70,18 +70,23 @@ tally() {
 		grep -Eq 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$log"; then
 		fail_line "$name: sanitizer report: $(grep -Em1 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$log" | cut -c1-200)"
 	fi
-	printf '%-40s %4d pass %3d fail%s\n' "$name" "$p" "$f" \
+	printf '%-40s %4d pass %3d fail%s%s\n' "$name" "$p" "$f" \
+		"${secs:+ $(printf '%4d s' "$secs")}" \
 		"$([ "$rc" -ne 0 ] && echo " (exit $rc)")"
 }
 
-# run_part NAME TIMEOUT SCAN cmd...: run with a time limit, log, tally
+# run_part NAME TIMEOUT SCAN cmd...: run with a time limit, log, tally;
+# the part's wall time goes on its line and into $LOGS/times
 run_part() {
-	local name=$1 limit=$2 scan=$3 log rc
+	local name=$1 limit=$2 scan=$3 log rc t0 secs
 	shift 3
 	log="$LOGS/$(echo "$name" | tr '/ ' '__').log"
+	t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null
 	rc=$?
-	tally "$name" "$log" "$rc" "$scan"
+	secs=$(($(date +%s) - t0))
+	echo "$secs $name" >>"$LOGS/times"
+	tally "$name" "$log" "$rc" "$scan" "$secs"
 }
 
 # ------------------------------------------------------------ servers

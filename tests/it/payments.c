@@ -281,7 +281,11 @@ main(void)
 		return 0;
 	}
 
+	/* sleep=MS; an X-Sleep: MS header overrides it (headers are not
+	 * fingerprinted: a retry of the same request may run shorter) */
 	sleepms = query_num(q, "sleep", 0);
+	if (getenv("HTTP_X_SLEEP") != NULL)
+		sleepms = strtol(getenv("HTTP_X_SLEEP"), NULL, 10);
 	if (query_num(q, "child", 0)) {
 		pid_t	 c = fork();
 

@@ -10,38 +10,59 @@ RULES=$IDEM_ROOT/etc/prometheus/idemgate.rules.yml
 DASH=$IDEM_ROOT/etc/grafana/idemgate-dashboard.json
 RTEST=$IDEM_ROOT/tests/prom/idemgate.rules.test.yml
 
-if ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+# The rules, their unit tests and the dashboard's PromQL run no idemgate
+# code: the sanitizer pass (an *asan* IDEM_BUILD) leaves promtool out and
+# checks the live part, where idemgate and idemctl run.
+case $IDEM_BUILD in *asan*) STATIC=0 ;; *) STATIC=1 ;; esac
+
+if [ "$STATIC" = 1 ] && ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	sh "$IDEM_ROOT/tools/deps.sh" >"$T/deps.log" 2>&1
 fi
-if ! command -v promtool >/dev/null 2>&1; then
+if [ "$STATIC" = 1 ] && ! command -v promtool >/dev/null 2>&1; then
 	echo "SKIP: $TNAME: promtool missing and not installable (Debian's prometheus: make deps as root)"
 	ok "promtool missing: rules not checked (SKIP above)"
 	done_testing
 	exit
 fi
 
-out=$(promtool check rules "$RULES" 2>&1)
-expect_eq "promtool check rules: exit 0" "0" "$?"
-expect_match "promtool check rules: rules found" 'SUCCESS: [0-9]+ rules found' "$out"
-out=$(cd "$(dirname "$RTEST")" && promtool test rules "$(basename "$RTEST")" 2>&1)
-expect_eq "promtool test rules: exit 0" "0" "$?"
-expect_match "promtool test rules: SUCCESS" 'SUCCESS' "$out"
+# groups_of ALERT: a promtool test file (stdin) with only its test groups
+# ("  - interval:" onwards) that hold an alert_rule_test of ALERT
+groups_of() {
+	awk -v a="alertname: $1" '
+		/^  - interval:/ { if (keep) printf "%s", g; g = ""; keep = 0; in_g = 1 }
+		!in_g { print; next }
+		{ g = g $0 "\n"; if ($0 ~ a "$") keep = 1 }
+		END { if (keep) printf "%s", g }'
+}
 
-# Every alert of the rules file has a test that fires it.
-alerts() { sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$RULES" | sort -u; }
-tested() { sed -n 's/^ *alertname: *\([A-Za-z]*\).*/\1/p' "$RTEST" | sort -u; }
-expect_eq "every alert has a unit test" "$(alerts | tr '\n' ' ')" \
-	"$(tested | tr '\n' ' ')"
-expect_ne "the rules hold alerts" "" "$(alerts)"
+if [ "$STATIC" = 1 ]; then
+	out=$(promtool check rules "$RULES" 2>&1)
+	expect_eq "promtool check rules: exit 0" "0" "$?"
+	expect_match "promtool check rules: rules found" 'SUCCESS: [0-9]+ rules found' "$out"
+	out=$(cd "$(dirname "$RTEST")" && promtool test rules "$(basename "$RTEST")" 2>&1)
+	expect_eq "promtool test rules: exit 0" "0" "$?"
+	expect_match "promtool test rules: SUCCESS" 'SUCCESS' "$out"
 
-# A rule that fires on everything would pass "check"; the unit tests
-# must fail on it (they hold series that must not fire).
-sed 's/idemgate_keys_past_lease > 0/idemgate_keys_past_lease >= 0/' "$RULES" \
-	>"$T/broken.rules.yml"
-sed "s|\.\./\.\./etc/prometheus/idemgate.rules.yml|$T/broken.rules.yml|" \
-	"$RTEST" >"$T/broken.test.yml"
-promtool test rules "$T/broken.test.yml" >"$T/broken.out" 2>&1
-expect_ne "promtool test rules fails on a rule that always fires" 0 "$?"
+	# Every alert of the rules file has a test that fires it.
+	alerts() { sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$RULES" | sort -u; }
+	tested() { sed -n 's/^ *alertname: *\([A-Za-z]*\).*/\1/p' "$RTEST" | sort -u; }
+	expect_eq "every alert has a unit test" "$(alerts | tr '\n' ' ')" \
+		"$(tested | tr '\n' ' ')"
+	expect_ne "the rules hold alerts" "" "$(alerts)"
+
+	# A rule that fires on everything would pass "check"; the unit tests
+	# must fail on it (they hold series that must not fire).  Only the test
+	# groups of that alert can see it fire: the others are left out (the
+	# day-long ones cost promtool seconds).
+	sed 's/idemgate_keys_past_lease > 0/idemgate_keys_past_lease >= 0/' "$RULES" \
+		>"$T/broken.rules.yml"
+	sed "s|\.\./\.\./etc/prometheus/idemgate.rules.yml|$T/broken.rules.yml|" \
+		"$RTEST" | groups_of IdemgateKeysPastLease >"$T/broken.test.yml"
+	expect_match "the broken rule's tests hold a group of its alert" \
+		'alertname: IdemgateKeysPastLease$' "$(cat "$T/broken.test.yml")"
+	promtool test rules "$T/broken.test.yml" >"$T/broken.out" 2>&1
+	expect_ne "promtool test rules fails on a rule that always fires" 0 "$?"
+fi
 
 # The dashboard: JSON, its queries PromQL once Grafana's variables are
 # replaced (promtool parses them as recording rules).
@@ -72,13 +93,17 @@ open(sys.argv[3], "w").write("".join(n + "\n" for n in sorted(names)))
 print(len(exprs), "queries")
 PY
 expect_match "dashboard JSON parses, queries found" '^[1-9][0-9]* queries$' "$(cat "$T/dash.out")"
-out=$(promtool check rules "$T/dash.rules.yml" 2>&1)
-expect_eq "dashboard queries are PromQL (promtool)" "0" "$?"
+if [ "$STATIC" = 1 ]; then
+	out=$(promtool check rules "$T/dash.rules.yml" 2>&1)
+	expect_eq "dashboard queries are PromQL (promtool)" "0" "$?"
+fi
 expect_ne "dashboard names idemgate metrics" "" "$(cat "$T/dash.names" 2>/dev/null)"
 
 # ---------------------------------------------------------------- live
 PAY=$(cgi_install pay)
-std_setup "[route /payments]
+# counters published every second, not every 5 (the default)
+std_setup "counters_flush = 1s
+[route /payments]
 handler = cgi:$PAY" || { done_testing; exit 1; }
 
 # A key and four retries: each of the two workers reads the answer from
@@ -115,7 +140,7 @@ flushed() {
 		[ "$(value idemgate_mismatched_total)" = 1 ] &&
 		[ "$(value idemgate_reused_total)" = 4 ]
 }
-# counters_flush: every 5 s
+# counters_flush = 1s above
 check "idemctl metrics: the gateway's counters arrive" wait_until 15 flushed
 expect_eq "idemctl metrics: store up" 1 "$(value idemgate_store_up)"
 expect_match "idemctl metrics: replay cache hits counted (of 4 replays)" \
