@@ -13,9 +13,10 @@ if ! galera_can; then
 	echo "# SKIP: $GALERA_SKIP"
 	ok "cluster tests skipped: $GALERA_SKIP"
 	done_testing
+	exit
 fi
 t0=$(now_ms)
-galera_start 3 || { not_ok "3-node cluster starts" "$(tail -5 "$T"/g*/error.log)"; done_testing; }
+galera_start 3 || { not_ok "3-node cluster starts" "$(tail -5 "$T"/g*/error.log)"; done_testing; exit; }
 ok "3-node cluster up in $(($(now_ms) - t0)) ms"
 for n in g1 g2 g3; do
 	expect_eq "$n: wsrep_cluster_size 3" 3 "$(galera_size $n)"
@@ -60,7 +61,7 @@ handler = cgi:$PAY
 wait = 20s
 lease = 10s
 CONF
-	gw_start gw$i "$T/gw$i.conf" || { done_testing; }
+	gw_start gw$i "$T/gw$i.conf" || { done_testing; exit; }
 	lighttpd_start web$i "unix:$T/gw$i.sock"
 done
 

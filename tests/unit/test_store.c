@@ -440,7 +440,10 @@ test_wait(void)
 	CHECK(ok);
 	printf("# waiters woke %lld us after complete (worst of 4)\n",
 	    (long long)worst);
-	CHECK(worst < 50000);
+	/* Woken by the completion, not by their 5 s wait's end; a loaded
+	 * machine (the suite, the ASan pass) can delay a wake-up by tens of
+	 * milliseconds, so the bound is 250 ms. */
+	CHECK(worst < 250000);
 
 	/* A waiter also wakes when the owner's connection goes away. */
 	mkid(&id, "wait-2", "x");
