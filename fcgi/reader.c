@@ -682,7 +682,6 @@ reader_park(struct reader *rd, struct job *j)
 	return 0;
 }
 
-
 void
 reader_poke_parked(struct reader *rd)
 {
