@@ -29,6 +29,11 @@
  * ones hold the budget. */
 #define READER_SMALL		(64 * 1024)
 
+/* How a reader stops: reading to the end what it accepted (reader_stop),
+ * or at once (reader_free). */
+#define READER_DRAIN		1
+#define READER_HALT		2
+
 struct reader {
 	const struct cfg	*cfg;
 	const char		*web_addrs;
@@ -48,7 +53,8 @@ struct reader {
 	size_t			 nparked;
 	size_t			 parked_bytes;	/* their params and bodies */
 	int64_t			 park_next;	/* look at parked ones then */
-	int			 stop;
+	int			 stop;		/* READER_DRAIN, READER_HALT */
+	int			 done;		/* the reader thread ended */
 
 	/* Reader thread only. */
 	struct job		**conns;	/* being read */
@@ -150,7 +156,8 @@ reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
 
 static void	reader_input(struct reader *, struct job *, int64_t);
 
-static void
+/* Accepts up to 64 connections; 1 if there may be more. */
+static int
 reader_accept(struct reader *rd, int64_t now)
 {
 	struct job	*j;
@@ -159,7 +166,8 @@ reader_accept(struct reader *rd, int64_t now)
 	for (i = 0; i < 64; i++) {
 		fd = accept4(rd->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
-			return;	/* EAGAIN: another worker took it, or none */
+			return 0;	/* EAGAIN: another worker took it, or
+					 * none */
 		if (!listen_peer_allowed(fd, rd->web_addrs)) {
 			log_warn("connection from a peer not in "
 			    "FCGI_WEB_SERVER_ADDRS refused");
@@ -178,6 +186,7 @@ reader_accept(struct reader *rd, int64_t now)
 		if (reader_watch(rd, j, now, 0) == 0)
 			reader_input(rd, j, now);
 	}
+	return 1;
 }
 
 /* Writes what the protocol wants said now (small); 0, -1 on failure. */
@@ -514,13 +523,49 @@ reader_take_back(struct reader *rd, int64_t now)
 	}
 }
 
+/* Closes kept connections idle between requests (draining): the web
+ * server opens a new one for its next request. */
+static void
+reader_close_idle(struct reader *rd)
+{
+	size_t		 i;
+	struct job	*j;
+
+	for (i = 0; i < rd->nconns;) {
+		j = rd->conns[i];
+		if (!j->kept || j->started) {
+			i++;
+			continue;
+		}
+		reader_forget(rd, j);
+		job_close(j);
+	}
+}
+
+/*
+ * Starts a drain: the listen socket leaves the epoll set, and what waits
+ * on it now is accepted, to be read to the end here.  The workers share
+ * the socket with EPOLLEXCLUSIVE, so the kernel wakes one of them per
+ * connection; had this reader been the one woken and then gone, the
+ * connection would wait in the backlog until another arrived.
+ */
+static void
+reader_drain_start(struct reader *rd, int64_t now)
+{
+	int	 i;
+
+	(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
+	for (i = 0; i < 16 && reader_accept(rd, now); i++)
+		;
+}
+
 static void *
 reader_main(void *arg)
 {
 	struct reader		*rd = arg;
 	struct epoll_event	 evs[64];
 	int64_t			 now, next, park_next;
-	int			 n, i, stop, poked;
+	int			 n, i, stop, poked, draining = 0;
 
 	next = clock_now_ms() + READER_TICK_MS;
 	for (;;) {
@@ -532,14 +577,19 @@ reader_main(void *arg)
 		stop = rd->stop;
 		park_next = rd->park_next;
 		pthread_mutex_unlock(&rd->mu);
-		if (stop)
-			break;
 		now = clock_now_ms();
+		if (stop == READER_HALT)
+			break;
+		if (stop == READER_DRAIN && !draining) {
+			draining = 1;
+			reader_drain_start(rd, now);
+		}
 		poked = 0;
 		for (i = 0; i < n; i++) {
-			if (evs[i].data.ptr == &rd->lfd)
-				reader_accept(rd, now);
-			else if (evs[i].data.ptr == &rd->evfd) {
+			if (evs[i].data.ptr == &rd->lfd) {
+				if (!draining)
+					(void)reader_accept(rd, now);
+			} else if (evs[i].data.ptr == &rd->evfd) {
 				reader_take_back(rd, now);
 				poked = 1;
 			} else
@@ -548,9 +598,18 @@ reader_main(void *arg)
 		if (poked || now >= park_next)
 			park_next = reader_unpark(rd, now);
 		next = reader_expire(rd, now);
+		if (draining) {
+			reader_close_idle(rd);
+			if (rd->nconns == 0)
+				break;
+		}
 		if (park_next < next)
 			next = park_next;
 	}
+	pthread_mutex_lock(&rd->mu);
+	rd->done = 1;
+	pthread_cond_broadcast(&rd->cv);
+	pthread_mutex_unlock(&rd->mu);
 	return NULL;
 }
 
@@ -627,7 +686,7 @@ reader_next(struct reader *rd)
 	struct job	*j;
 
 	pthread_mutex_lock(&rd->mu);
-	while (rd->ready == NULL && !rd->stop)
+	while (rd->ready == NULL && !rd->done)
 		pthread_cond_wait(&rd->cv, &rd->mu);
 	j = rd->ready;
 	if (j != NULL) {
@@ -694,17 +753,26 @@ reader_poke_parked(struct reader *rd)
 		reader_poke(rd);
 }
 
-void
-reader_stop(struct reader *rd)
+/* Raises rd->stop to how (READER_DRAIN, then READER_HALT); wakes the
+ * reader thread and the request threads. */
+static void
+reader_halt(struct reader *rd, int how)
 {
 	pthread_mutex_lock(&rd->mu);
-	rd->stop = 1;
+	if (rd->stop < how)
+		rd->stop = how;
 	/* Parked requests are answered now, by the threads still there. */
 	(void)reader_unpark_locked(rd, clock_now_ms());
 	pthread_cond_broadcast(&rd->cv);
 	pthread_mutex_unlock(&rd->mu);
 	if (rd->evfd >= 0)
 		reader_poke(rd);
+}
+
+void
+reader_stop(struct reader *rd)
+{
+	reader_halt(rd, READER_DRAIN);
 }
 
 void
@@ -716,7 +784,7 @@ reader_free(struct reader *rd)
 	if (rd == NULL)
 		return;
 	if (rd->started) {
-		reader_stop(rd);
+		reader_halt(rd, READER_HALT);
 		pthread_join(rd->tid, NULL);
 	}
 	for (i = 0; i < rd->nconns; i++)

@@ -73,12 +73,17 @@ int reader_park(struct reader *rd, struct job *j);
  * look now (a waiter parked after this looks when it parks). */
 void reader_poke_parked(struct reader *rd);
 
-/* Stops accepting and reading; reader_next returns NULL once nothing is
- * left to serve: parked requests are handed out at once, final.
- * Requests already handed out are unaffected. */
+/*
+ * Stops accepting.  Connections accepted, and those waiting in the backlog
+ * now, are read to the end (client_timeout bounds it) and handed out;
+ * kept connections idle between requests are closed.  Parked requests are
+ * handed out at once, final.  reader_next returns NULL once the reader
+ * thread is done and nothing is left to serve.
+ */
 void reader_stop(struct reader *rd);
 
-/* Stops (if needed), closes every connection, frees.  NULL: no-op. */
+/* Stops at once (no drain), closes every connection, frees.  NULL:
+ * no-op. */
 void reader_free(struct reader *rd);
 
 #endif

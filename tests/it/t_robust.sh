@@ -61,6 +61,19 @@ kill -HUP "$SUP"
 route_up() { http h1 GET "$(url web /reloaded)"; [ "$HS" = 201 ]; }
 if wait_until 5 route_up; then ok "SIGHUP: new route served"; else
 	not_ok "SIGHUP: new route served" "status $HS"; fi
+# Reloads under load lose no request: the old workers read to the end what
+# they accepted (and what waited in the backlog) before they go.
+for c in 1 2 3; do
+	(for i in $(seq 1 60); do
+		curl -s -o /dev/null --max-time 10 -w '%{http_code}\n' \
+		    "$(url web "/payments?load=$c-$i")"
+	done) >"$T/reload-load$c.txt" &
+done
+for i in 1 2 3 4 5 6 7 8; do kill -HUP "$SUP"; sleep 0.25; done
+wait_until 60 sh -c "[ \$(cat '$T'/reload-load*.txt | wc -l) -ge 180 ]"
+expect_eq "SIGHUP x8 under load: every request answered 201 (180)" "180 201" \
+    "$(cat "$T"/reload-load*.txt | sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ' | sed 's/ $//')"
+check "SIGHUP x8 under load: supervisor alive" alive "$SUP"
 # a new socket_mode cannot apply to the socket already made: said so
 sed -i 's/^\(\[gateway\]\)$/\1\nsocket_mode = 0600/' "$T/gw.conf"
 kill -HUP "$SUP"

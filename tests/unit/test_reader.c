@@ -1,12 +1,15 @@
-/* Unit tests for the reader's parked requests when it stops. */
+/* Unit tests for the reader when it stops: parked requests, drains. */
 #include <sys/socket.h>
+#include <sys/un.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../lib/check.h"
 #include "clock.h"
+#include "fastcgi.h"
 #include "reader.h"
 
 /*
@@ -54,9 +57,143 @@ out:
 		close(sv[1]);
 }
 
+/* A whole FastCGI request for id 1, GET /x, into b. */
+static void
+request_bytes(struct buf *b)
+{
+	struct buf	 pairs;
+
+	buf_init(&pairs, 4096);
+	CHECK(fcgi_pair_append(&pairs, "REQUEST_METHOD", 14, "GET", 3) ==
+	    IDEM_OK);
+	CHECK(fcgi_pair_append(&pairs, "SCRIPT_NAME", 11, "/x", 2) ==
+	    IDEM_OK);
+	CHECK(fcgi_begin(b, 1, FCGI_RESPONDER, 0) == IDEM_OK);
+	CHECK(fcgi_record(b, FCGI_PARAMS, 1, pairs.p, pairs.len) == IDEM_OK);
+	CHECK(fcgi_record(b, FCGI_PARAMS, 1, NULL, 0) == IDEM_OK);
+	CHECK(fcgi_record(b, FCGI_STDIN, 1, NULL, 0) == IDEM_OK);
+	buf_free(&pairs);
+}
+
+/* A listening Unix socket at a fresh path (written to sun); -1 if not. */
+static int
+listener(struct sockaddr_un *sun)
+{
+	int	 fd;
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	snprintf(sun->sun_path, sizeof(sun->sun_path), "/tmp/idem-rd-%ld.sock",
+	    (long)getpid());
+	(void)unlink(sun->sun_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)sun, sizeof(*sun)) != 0 ||
+	    listen(fd, 16) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+dial(const struct sockaddr_un *sun)
+{
+	int	 fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	if (fd >= 0 && connect(fd, (const struct sockaddr *)sun,
+	    sizeof(*sun)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Hands out and drops what rd has until it is done; how many it had. */
+static int
+drain_count(struct reader *rd)
+{
+	struct job	*j;
+	int		 got = 0;
+
+	while ((j = reader_next(rd)) != NULL) {
+		got++;
+		reader_done(rd, j, 0);
+	}
+	return got;
+}
+
+/*
+ * A stopping reader reads to the end what it accepted: a request half
+ * sent when reader_stop came is handed out once whole.  And a connection
+ * waiting in the backlog when it stops is taken too: workers share the
+ * socket with EPOLLEXCLUSIVE, so the reader woken for it may be the one
+ * stopping, and no other would look until the next connection came.
+ */
+static void
+test_stop_drains(void)
+{
+	static const char text[] = "[route /x]\nhandler = cgi:/bin/true\n";
+	struct cfg		*c = NULL;
+	struct reader		*rd = NULL;
+	struct sockaddr_un	 sun;
+	struct buf		 req;
+	char			 err[256];
+	int			 lfd, half = -1, queued = -1;
+	size_t			 cut;
+
+	buf_init(&req, 4096);
+	request_bytes(&req);
+	cut = req.len / 2;
+	CHECK(cfg_parse(text, strlen(text), "t.conf", &c, err,
+	    sizeof(err)) == IDEM_OK);
+	lfd = listener(&sun);
+	CHECK(lfd >= 0);
+	if (c == NULL || lfd < 0)
+		goto out;
+
+	/* Half a request when the stop comes. */
+	CHECK(reader_new(c, lfd, NULL, NULL, NULL, &rd) == IDEM_OK);
+	if (rd == NULL)
+		goto out;
+	half = dial(&sun);
+	CHECK(half >= 0 && write(half, req.p, cut) == (ssize_t)cut);
+	clock_sleep_ms(100);		/* accepted, read in part */
+	reader_stop(rd);
+	clock_sleep_ms(50);
+	CHECK(half >= 0 && write(half, req.p + cut, req.len - cut) ==
+	    (ssize_t)(req.len - cut));
+	CHECK(drain_count(rd) == 1);
+	reader_free(rd);
+	rd = NULL;
+
+	/* A whole request in the backlog when the stop comes. */
+	queued = dial(&sun);
+	CHECK(queued >= 0 && write(queued, req.p, req.len) ==
+	    (ssize_t)req.len);
+	CHECK(reader_new(c, lfd, NULL, NULL, NULL, &rd) == IDEM_OK);
+	if (rd == NULL)
+		goto out;
+	reader_stop(rd);
+	CHECK(drain_count(rd) == 1);
+out:
+	reader_free(rd);
+	cfg_free(c);
+	buf_free(&req);
+	if (half >= 0)
+		close(half);
+	if (queued >= 0)
+		close(queued);
+	if (lfd >= 0) {
+		close(lfd);
+		(void)unlink(sun.sun_path);
+	}
+}
+
 int
 main(void)
 {
 	test_stop_parked();
+	test_stop_drains();
 	return CHECK_DONE();
 }
