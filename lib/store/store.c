@@ -178,17 +178,6 @@ struct row {
 	my_bool		 nul[READ_COLS];
 };
 
-/* Binds a result column to a fixed buffer. */
-static void
-bind_fixed(MYSQL_BIND *b, enum enum_field_types t, void *p, size_t cap,
-    unsigned long *len)
-{
-	b->buffer_type = t;
-	b->buffer = p;
-	b->buffer_length = cap;
-	b->length = len;
-}
-
 /* Binds STMT_READ's result columns to r and c's status. */
 static void
 read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
@@ -199,29 +188,25 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
 	for (i = 0; i < READ_COLS; i++)
 		res[i].is_null = &r->nul[i];
 	store_bind_out(&res[0], MYSQL_TYPE_LONGLONG, &r->id, 1);
-	res[1].buffer_type = MYSQL_TYPE_BLOB;
-	res[1].buffer = r->fp;
-	res[1].buffer_length = sizeof(r->fp);
-	res[1].length = &r->fplen;
+	store_out_blob(&res[1], r->fp, sizeof(r->fp), &r->fplen, &r->nul[1]);
 	store_bind_out(&res[2], MYSQL_TYPE_LONG, &r->state, 0);
 	store_bind_out(&res[3], MYSQL_TYPE_LONGLONG, &r->token, 1);
 	store_bind_out(&res[4], MYSQL_TYPE_LONG, &r->lease_live, 0);
 	store_bind_out(&res[5], MYSQL_TYPE_LONG, &r->live, 0);
 	store_bind_out(&res[6], MYSQL_TYPE_LONGLONG, &r->lease_left_us, 0);
 	store_bind_out(&res[7], MYSQL_TYPE_LONG, &c->ans.status, 0);
-	res[8].buffer_type = MYSQL_TYPE_BLOB;	/* fetched by column */
-	res[8].length = &r->hlen;
-	res[9].buffer_type = MYSQL_TYPE_BLOB;
-	res[9].length = &r->blen;
+	/* Headers and body: fetched by column. */
+	store_out_blob(&res[8], NULL, 0, &r->hlen, &r->nul[8]);
+	store_out_blob(&res[9], NULL, 0, &r->blen, &r->nul[9]);
 	store_bind_out(&res[10], MYSQL_TYPE_LONGLONG, &r->kept, 0);
 	store_bind_out(&res[11], MYSQL_TYPE_LONGLONG, &r->expires_left_us, 0);
 	store_bind_out(&res[12], MYSQL_TYPE_LONGLONG, &r->takeovers, 0);
-	bind_fixed(&res[13], MYSQL_TYPE_STRING, r->route, sizeof(r->route) - 1,
-	    &r->routelen);
-	bind_fixed(&res[14], MYSQL_TYPE_STRING, r->kid, sizeof(r->kid) - 1,
-	    &r->kidlen);
-	bind_fixed(&res[15], MYSQL_TYPE_BLOB, r->nonce, sizeof(r->nonce),
-	    &r->noncelen);
+	store_out_text(&res[13], r->route, sizeof(r->route), &r->routelen,
+	    &r->nul[13]);
+	store_out_text(&res[14], r->kid, sizeof(r->kid), &r->kidlen,
+	    &r->nul[14]);
+	store_out_blob(&res[15], r->nonce, sizeof(r->nonce), &r->noncelen,
+	    &r->nul[15]);
 }
 
 /*

@@ -168,14 +168,8 @@ key_body(struct store *st, uint64_t id, struct buf *body,
 
 	/* The length first, then the bytes into a buffer sized for them. */
 	memset(b, 0, sizeof(b));
-	b[0].buffer_type = MYSQL_TYPE_BLOB;
-	b[0].length = &blen;
-	b[0].is_null = &bnull;
-	b[1].buffer_type = MYSQL_TYPE_BLOB;
-	b[1].buffer = nb;
-	b[1].buffer_length = sizeof(nb);
-	b[1].length = &nlen;
-	b[1].is_null = &nnull;
+	store_out_blob(&b[0], NULL, 0, &blen, &bnull);
+	store_out_blob(&b[1], nb, sizeof(nb), &nlen, &nnull);
 	store_bind_u64(&in[0], &id);
 	er = first_row(st, "SELECT resp_body, seal_nonce FROM idem_keys"
 	    " WHERE id = ?", in, b, &s);
@@ -286,10 +280,7 @@ store_admin_key_scopes(struct store *st, const char *key, size_t keylen,
 		return IDEM_ESTORE;
 	store_bind_blob(&in[0], key, keylen);
 	memset(res, 0, sizeof(res));
-	res[0].buffer_type = MYSQL_TYPE_BLOB;
-	res[0].buffer = d;
-	res[0].buffer_length = sizeof(d);
-	res[0].length = &len;
+	store_out_blob(&res[0], d, sizeof(d), &len, NULL);
 	er = store_run(st, s, in, res);
 	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK) {
 		if (len == FP_LEN && *n < max)

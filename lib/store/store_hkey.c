@@ -43,14 +43,9 @@ hk_read(struct store *st, struct hk_row *r)
 	memset(res, 0, sizeof(res));
 	store_out_text(&res[0], r->kid, sizeof(r->kid), &r->kidlen,
 	    &r->kidnull);
-	res[1].buffer_type = MYSQL_TYPE_BLOB;
-	res[1].buffer = r->nonce;
-	res[1].buffer_length = sizeof(r->nonce);
-	res[1].length = &r->nlen;
-	res[2].buffer_type = MYSQL_TYPE_BLOB;
-	res[2].buffer = r->wrapped;
-	res[2].buffer_length = sizeof(r->wrapped);
-	res[2].length = &r->wlen;
+	store_out_blob(&res[1], r->nonce, sizeof(r->nonce), &r->nlen, NULL);
+	store_out_blob(&res[2], r->wrapped, sizeof(r->wrapped), &r->wlen,
+	    NULL);
 	if ((er = store_run(st, s, NULL, res)) == IDEM_OK)
 		er = store_fetch(st, s);
 	store_stmt_close(s);
@@ -222,24 +217,16 @@ void
 store_seal_row_bind(MYSQL_BIND *res, struct seal_row *r)
 {
 	memset(res, 0, SEAL_ROW_COLS * sizeof(*res));
-	res[0].buffer_type = MYSQL_TYPE_BLOB;
-	res[0].buffer = r->scope;
-	res[0].buffer_length = sizeof(r->scope);
-	res[0].length = &r->slen;
+	store_out_blob(&res[0], r->scope, sizeof(r->scope), &r->slen, NULL);
 	store_out_text(&res[1], r->key, sizeof(r->key), &r->klen, &r->knull);
 	res[1].buffer_type = MYSQL_TYPE_BLOB;
 	store_out_text(&res[2], r->route, sizeof(r->route), &r->rlen,
 	    &r->rnull);
 	store_out_text(&res[3], r->kid, sizeof(r->kid), &r->kidlen,
 	    &r->kidnull);
-	res[4].buffer_type = MYSQL_TYPE_BLOB;
-	res[4].buffer = r->nonce;
-	res[4].buffer_length = sizeof(r->nonce);
-	res[4].length = &r->nlen;
-	res[4].is_null = &r->nnull;
-	res[5].buffer_type = MYSQL_TYPE_BLOB;
-	res[5].length = &r->blen;
-	res[5].is_null = &r->bnull;
+	store_out_blob(&res[4], r->nonce, sizeof(r->nonce), &r->nlen,
+	    &r->nnull);
+	store_out_blob(&res[5], NULL, 0, &r->blen, &r->bnull);
 }
 
 enum idem_err
@@ -291,10 +278,7 @@ old_read(struct store *st, struct old_row *o)
 	store_bind_u64(&in[0], &o->r.id);
 	store_seal_row_bind(res, &o->r);
 	memset(&res[SEAL_ROW_COLS], 0, 3 * sizeof(*res));
-	res[6].buffer_type = MYSQL_TYPE_BLOB;
-	res[6].buffer = o->fp;
-	res[6].buffer_length = sizeof(o->fp);
-	res[6].length = &o->flen;
+	store_out_blob(&res[6], o->fp, sizeof(o->fp), &o->flen, NULL);
 	store_out_i64(&res[7], &o->state, NULL);
 	store_out_i64(&res[8], &o->live, NULL);
 	er = store_seal_row_read(st, s, in, res, &o->r);

@@ -234,6 +234,11 @@ void store_out_text(MYSQL_BIND *b, char *p, size_t cap, unsigned long *len,
     my_bool *isnull);
 void store_out_text_end(char *p, size_t cap, unsigned long len,
     my_bool isnull);
+/* Bytes into a buffer of cap bytes, their length to *len; p NULL and cap
+ * 0 fetch the length alone (the bytes later, by column).  isnull may be
+ * NULL where the column never is. */
+void store_out_blob(MYSQL_BIND *b, void *p, size_t cap, unsigned long *len,
+    my_bool *isnull);
 
 /*
  * What keeps two runs of one cron job (cleanup, rekey) apart: on one

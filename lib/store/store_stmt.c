@@ -567,12 +567,8 @@ void
 store_out_text(MYSQL_BIND *b, char *p, size_t cap, unsigned long *len,
     my_bool *isnull)
 {
-	memset(b, 0, sizeof(*b));
+	store_out_blob(b, p, cap - 1, len, isnull);
 	b->buffer_type = MYSQL_TYPE_STRING;
-	b->buffer = p;
-	b->buffer_length = cap - 1;
-	b->length = len;
-	b->is_null = isnull;
 }
 
 void
@@ -583,4 +579,16 @@ store_out_text_end(char *p, size_t cap, unsigned long len, my_bool isnull)
 	if (len > cap - 1)
 		len = cap - 1;
 	p[len] = '\0';
+}
+
+void
+store_out_blob(MYSQL_BIND *b, void *p, size_t cap, unsigned long *len,
+    my_bool *isnull)
+{
+	memset(b, 0, sizeof(*b));
+	b->buffer_type = MYSQL_TYPE_BLOB;
+	b->buffer = p;
+	b->buffer_length = cap;
+	b->length = len;
+	b->is_null = isnull;
 }
