@@ -25,20 +25,20 @@ wait = 1s
 [route /two]
 handler = cgi:$TWO
 wait = 30s"
-# park_conf NAME WORKERS THREADS: a gateway on the one database
+# park_conf NAME WORKERS THREADS [SETTING...]: a gateway on the one database
 park_conf() {
-	gw_conf "$T/$1.conf" "unix:$T/$1.sock" "$DBCNF"
-	sed -i -e "s/^workers = .*/workers = $2/" -e "s/^threads = .*/threads = $3/" \
-		-e 's|^\[gateway\]$|[gateway]\nstatus_path = /idemgate-status|' "$T/$1.conf"
-	printf '\n%s\n' "$ROUTES" >>"$T/$1.conf"
+	local n=$1 w=$2 t=$3
+	shift 3
+	gw_conf "$T/$n.conf" "unix:$T/$n.sock" "$DBCNF" "workers = $w" \
+		"threads = $t" "status_path = /idemgate-status" "$@"
+	printf '\n%s\n' "$ROUTES" >>"$T/$n.conf"
 }
 # One worker of 4 threads: 40 waiters are 10x its threads.  gw2: two
 # workers of 2.
 park_conf gw 1 4
 park_conf gw2 2 2
 # gw3: one worker whose parked bodies may hold 1 MiB.
-park_conf gw3 1 2
-sed -i 's|^\[gateway\]$|[gateway]\nmax_pending_body = 1M|' "$T/gw3.conf"
+park_conf gw3 1 2 "max_pending_body = 1M"
 for g in gw gw2 gw3; do
 	gw_start $g "$T/$g.conf" || { done_testing; exit 1; }
 done

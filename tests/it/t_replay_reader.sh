@@ -5,9 +5,7 @@
 PAY=$(cgi_install pay)
 db_new "$TNAME" || { done_testing; exit 1; }
 # one worker with one request thread: a slow run takes every thread
-gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
-sed -i -e 's/^workers = .*/workers = 1/' -e 's/^threads = .*/threads = 1/' \
-	"$T/gw.conf"
+gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF" "workers = 1" "threads = 1"
 printf '\n[route /payments]\nhandler = cgi:%s\n' "$PAY" >>"$T/gw.conf"
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
