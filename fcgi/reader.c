@@ -57,6 +57,7 @@ struct reader {
 	int			 done;		/* the reader thread ended */
 
 	/* Reader thread only. */
+	int			 draining;	/* stopping: no more accepts */
 	struct job		**conns;	/* being read */
 	size_t			 nconns;
 	size_t			 pending;	/* bytes they buffered */
@@ -455,7 +456,10 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 		}
 		if (!j->started) {
 			j->started = 1;
-			j->deadline_ms = now + rd->timeout_ms;
+			/* A drain gives each one client_timeout from its
+			 * start, not from its first byte. */
+			if (!rd->draining)
+				j->deadline_ms = now + rd->timeout_ms;
 		}
 		er = fconn_feed(&j->fc, buf, (size_t)k, &used);
 		if (reader_reply(j) != 0)
@@ -523,17 +527,24 @@ reader_take_back(struct reader *rd, int64_t now)
 	}
 }
 
-/* Closes kept connections idle between requests (draining): the web
- * server opens a new one for its next request. */
+/*
+ * Closes kept connections idle between requests (draining): the web
+ * server opens a new one for its next request.  One with bytes waiting
+ * is not idle: it is read (it is polled) like the others.  A request the
+ * web server writes after this look meets a closed connection, as with
+ * any server closing an idle kept connection.
+ */
 static void
 reader_close_idle(struct reader *rd)
 {
 	size_t		 i;
 	struct job	*j;
+	char		 c;
 
 	for (i = 0; i < rd->nconns;) {
 		j = rd->conns[i];
-		if (!j->kept || j->started) {
+		if (!j->kept || j->started ||
+		    recv(j->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
 			i++;
 			continue;
 		}
@@ -544,19 +555,26 @@ reader_close_idle(struct reader *rd)
 
 /*
  * Starts a drain: the listen socket leaves the epoll set, and what waits
- * on it now is accepted, to be read to the end here.  The workers share
- * the socket with EPOLLEXCLUSIVE, so the kernel wakes one of them per
- * connection; had this reader been the one woken and then gone, the
- * connection would wait in the backlog until another arrived.
+ * on it now is accepted (up to READER_CONNS_MAX being read), to be read
+ * to the end here.  The workers share the socket with EPOLLEXCLUSIVE, so
+ * the kernel wakes one of them per connection; had this reader been the
+ * one woken and then gone, the connection would wait in the backlog until
+ * another arrived.  Every connection has client_timeout from now at most:
+ * the drain ends within it.
  */
 static void
 reader_drain_start(struct reader *rd, int64_t now)
 {
-	int	 i;
+	size_t	 i;
 
+	rd->draining = 1;
 	(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
-	for (i = 0; i < 16 && reader_accept(rd, now); i++)
+	for (i = 0; i < READER_CONNS_MAX / 64 &&
+	    rd->nconns < READER_CONNS_MAX && reader_accept(rd, now); i++)
 		;
+	for (i = 0; i < rd->nconns; i++)
+		if (rd->conns[i]->deadline_ms > now + rd->timeout_ms)
+			rd->conns[i]->deadline_ms = now + rd->timeout_ms;
 }
 
 static void *
@@ -565,7 +583,7 @@ reader_main(void *arg)
 	struct reader		*rd = arg;
 	struct epoll_event	 evs[64];
 	int64_t			 now, next, park_next;
-	int			 n, i, stop, poked, draining = 0;
+	int			 n, i, stop, poked;
 
 	next = clock_now_ms() + READER_TICK_MS;
 	for (;;) {
@@ -580,14 +598,12 @@ reader_main(void *arg)
 		now = clock_now_ms();
 		if (stop == READER_HALT)
 			break;
-		if (stop == READER_DRAIN && !draining) {
-			draining = 1;
+		if (stop == READER_DRAIN && !rd->draining)
 			reader_drain_start(rd, now);
-		}
 		poked = 0;
 		for (i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &rd->lfd) {
-				if (!draining)
+				if (!rd->draining)
 					(void)reader_accept(rd, now);
 			} else if (evs[i].data.ptr == &rd->evfd) {
 				reader_take_back(rd, now);
@@ -598,7 +614,7 @@ reader_main(void *arg)
 		if (poked || now >= park_next)
 			park_next = reader_unpark(rd, now);
 		next = reader_expire(rd, now);
-		if (draining) {
+		if (rd->draining) {
 			reader_close_idle(rd);
 			if (rd->nconns == 0)
 				break;

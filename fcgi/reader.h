@@ -75,10 +75,10 @@ void reader_poke_parked(struct reader *rd);
 
 /*
  * Stops accepting.  Connections accepted, and those waiting in the backlog
- * now, are read to the end (client_timeout bounds it) and handed out;
- * kept connections idle between requests are closed.  Parked requests are
- * handed out at once, final.  reader_next returns NULL once the reader
- * thread is done and nothing is left to serve.
+ * now, are read to the end (within client_timeout from now, or cut off)
+ * and handed out; kept connections idle between requests are closed.
+ * Parked requests are handed out at once, final.  reader_next returns
+ * NULL once the reader thread is done and nothing is left to serve.
  */
 void reader_stop(struct reader *rd);
 

@@ -391,7 +391,9 @@ shutdown_all(struct super *s)
 	int		 i;
 
 	signal_gen(s, -1, SIGTERM, -1);
-	deadline = clock_now_ms() + longest_timeout(s->cfg) + 5000;
+	/* A request still arriving has client_timeout, then its run. */
+	deadline = clock_now_ms() + s->cfg->client_timeout_ms +
+	    longest_timeout(s->cfg) + 5000;
 	reap(s, 1);
 	while (count_alive(s, -1) > 0 && clock_now_ms() < deadline) {
 		sig_nap(100);

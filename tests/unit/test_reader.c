@@ -133,13 +133,15 @@ drain_count(struct reader *rd)
 static void
 test_stop_drains(void)
 {
-	static const char text[] = "[route /x]\nhandler = cgi:/bin/true\n";
+	static const char text[] = "[gateway]\nclient_timeout = 500ms\n"
+	    "[route /x]\nhandler = cgi:/bin/true\n";
 	struct cfg		*c = NULL;
 	struct reader		*rd = NULL;
 	struct sockaddr_un	 sun;
 	struct buf		 req;
-	char			 err[256];
+	char			 err[256], c1;
 	int			 lfd, half = -1, queued = -1;
+	int64_t			 t0;
 	size_t			 cut;
 
 	buf_init(&req, 4096);
@@ -167,7 +169,26 @@ test_stop_drains(void)
 	reader_free(rd);
 	rd = NULL;
 
-	/* A whole request in the backlog when the stop comes. */
+	/* Half a request that never ends: the drain ends at client_timeout
+	 * (the config's 500 ms), the connection cut off. */
+	close(half);
+	CHECK(reader_new(c, lfd, NULL, NULL, NULL, &rd) == IDEM_OK);
+	if (rd == NULL)
+		goto out;
+	half = dial(&sun);
+	CHECK(half >= 0 && write(half, req.p, cut) == (ssize_t)cut);
+	clock_sleep_ms(100);
+	t0 = clock_now_ms();
+	reader_stop(rd);
+	CHECK(drain_count(rd) == 0);
+	t0 = clock_now_ms() - t0;
+	CHECK(t0 >= 300 && t0 < 3000);
+	CHECK(half >= 0 && read(half, &c1, 1) == 0);	/* closed */
+	reader_free(rd);
+	rd = NULL;
+
+	/* A whole request in the backlog when the stop comes (the reader
+	 * may also take it before it sees the stop: handed out as well). */
 	queued = dial(&sun);
 	CHECK(queued >= 0 && write(queued, req.p, req.len) ==
 	    (ssize_t)req.len);
