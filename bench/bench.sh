@@ -327,6 +327,19 @@ if [ "${BENCH_ONLY:-}" = app ]; then
 	cpu_table
 	exit 0
 fi
+# BENCH_ONLY=cgi: fresh keys in front of the C CGI against fcgiwrap's
+# POSTs, three alternating pairs (the noise shows), with their CPU table.
+if [ "${BENCH_ONLY:-}" = cgi ]; then
+	for r in 1 2 3; do
+		read -r fw_post _ _ < <(CPU="fcgiwrap-cgi" \
+		    wrk_run "$U/fw/hello.cgi" bench/post.lua)
+		read -r ig_fresh _ ig_fresh_bad < <(CPU="fresh-cgi" \
+		    wrk_run "$U/ig/hello" bench/fresh.lua "cgi$r$$")
+		echo "fresh keys, POST ($r)   fcgiwrap ${fw_post} req/s   idemgate ${ig_fresh} req/s   ratio $(ratio "$ig_fresh" "$fw_post")x   (goal >= 1.0, never < 0.9; non-2xx: ${ig_fresh_bad})"
+	done
+	cpu_table
+	exit 0
+fi
 read -r fw_get fw_get99 _ < <(wrk_run "$U/fw/hello.cgi" /dev/null)
 read -r ig_get ig_get99 _ < <(wrk_run "$U/ig/hello" /dev/null)
 read -r fw_post fw_post99 _ < <(CPU="fcgiwrap-cgi" wrk_run "$U/fw/hello.cgi" bench/post.lua)
