@@ -92,6 +92,7 @@ struct guarded {
 	struct once	 o;
 	uint64_t	 gen;		/* replay cache's, before the read */
 	int		 owned;		/* the key is ours, on the board */
+	uint64_t	 lockhash;	/* fp_lockhash of id.lockname */
 };
 
 /* Where a step left the request: answered already, or to go on. */
@@ -113,7 +114,7 @@ guard_disown(struct guarded *g)
 		return;
 	g->owned = 0;
 	board_own(ctx->idx, 0);
-	board_done(fp_lockhash(g->id.lockname));
+	board_done(g->lockhash);
 	if (ctx->rd != NULL)
 		reader_poke_parked(ctx->rd);
 }
@@ -599,12 +600,13 @@ guard_hkey(struct request *r)
 	}
 	if (hkey_state(hk) == HKEY_REFUSED) {
 		count(r, STAT_STORE_ERRORS);
-		/* n stays 0 unless this one is to be logged. */
-		if (log_every(&every, clock_now_ms(), 60 * 1000, &n) && n > 1)
-			log_err("%s: %s (%llu requests refused since)", r->tag,
-			    hk->why, (unsigned long long)n);
-		else if (n == 1)
-			log_err("%s: %s", r->tag, hk->why);
+		if (log_every(&every, clock_now_ms(), 60 * 1000, &n)) {
+			if (n > 1)
+				log_err("%s: %s (%llu requests refused since)",
+				    r->tag, hk->why, (unsigned long long)n);
+			else
+				log_err("%s: %s", r->tag, hk->why);
+		}
 		reply_problem(r->out, PROB_STORE_KEY_MISSING, 0, 0, NULL);
 		return IDEM_ESEAL;
 	}
@@ -738,8 +740,9 @@ guard_lookup(struct guarded *g)
 	}
 	/* Only the store needs the lock name: a cache hit never does. */
 	idem_id_name_lock(&g->id);
+	g->lockhash = fp_lockhash(g->id.lockname);
 	if (r->park != NULL)
-		park_arm(r->park, fp_lockhash(g->id.lockname));
+		park_arm(r->park, g->lockhash);
 	if (once_claim(&g->o, r->park != NULL ? 0 : r->route->wait_ms) !=
 	    IDEM_OK) {
 		guard_store_error(r);
@@ -792,7 +795,7 @@ guard_owned(struct once *o, void *arg)
 	struct guarded	*g = arg;
 
 	g->owned = 1;
-	board_own(g->r->ctx->idx, fp_lockhash(g->id.lockname));
+	board_own(g->r->ctx->idx, g->lockhash);
 	if (guard_over_quota(g) == GUARD_GO_ON)
 		guard_run_owned(g);
 }
