@@ -896,7 +896,10 @@ guard_serve(struct request *r)
 	/* A parked request is counted once, when it first came. */
 	if (r->park == NULL || r->park->since_ms == 0)
 		count(r, STAT_REQUESTS);
-	if (guard_lookup(&g) == GUARD_GO_ON)
+	if (r->park != NULL && r->park->gone)
+		log_info("%s: key %s: the web server hung up while it waited",
+		    r->tag, g.lkey);
+	else if (guard_lookup(&g) == GUARD_GO_ON)
 		once_dispatch(&g.o, &guard_ops, &g);
 	guard_disown(&g);
 	guard_unpark(&g);

@@ -47,5 +47,6 @@ park_busy(struct park *p, int64_t wait_ms, int64_t nap_us, int64_t now)
 int
 park_due(const struct park *p, int64_t now)
 {
-	return now >= p->wake_ms || board_done_count(p->hash) != p->done;
+	return p->gone || now >= p->wake_ms ||
+	    board_done_count(p->hash) != p->done;
 }

@@ -19,7 +19,10 @@
  *	  at every PARK_CHECK_MS (to a quarter more) all the same, which
  *	  finds one that died; a lapsed lease is slept out;
  *	- its wait (the route's wait) is over, or the worker stops: it
- *	  claims once more and is answered (409 when still busy).
+ *	  claims once more and is answered (409 when still busy);
+ *	- the web server hangs up on it (its client gave up): it only
+ *	  leaves the row's waiters column (gone), so its place and its
+ *	  bytes are free at once, not when its wait would have ended.
  */
 #define PARK_CHECK_MS		1000
 /* How often the reader compares parked requests' done counts. */
@@ -34,6 +37,9 @@ struct park {
 	uint64_t	 done;		/* board_done_count before the claim */
 	int		 counted;	/* in the row's waiters column */
 	int		 final;		/* park no more: answer */
+	int		 gone;		/* the web server hung up while
+					 * parked: nobody to answer */
+	int		 watched;	/* in the reader's hang-up set */
 	int		 want;		/* the guard asks to be parked */
 };
 

@@ -38,6 +38,8 @@ struct reader {
 	const struct cfg	*cfg;
 	const char		*web_addrs;
 	int			 lfd, ep, evfd;
+	int			 pep;		/* parked connections: a
+						 * hang-up (under mu) */
 	int64_t			 timeout_ms;
 	size_t			 max_body;
 	pthread_t		 tid;
@@ -315,6 +317,57 @@ reader_ready(struct reader *rd, struct job *j)
 }
 
 /*
+ * A parked connection is watched for the web server hanging up (its
+ * client gave up), so its place and bytes are not held until its wait
+ * ends.  Only a hang-up: bytes the web server sends meanwhile wait in
+ * the socket.  Not watched (no room in the kernel) it waits as before.
+ * rd->mu held, in both.
+ */
+static void
+reader_watch_parked(struct reader *rd, struct job *j)
+{
+	struct epoll_event	 ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLRDHUP;
+	ev.data.ptr = j;
+	j->park.watched = epoll_ctl(rd->pep, EPOLL_CTL_ADD, j->fd, &ev) == 0;
+}
+
+static void
+reader_unwatch(struct reader *rd, struct job *j)
+{
+	if (j->park.watched)
+		(void)epoll_ctl(rd->pep, EPOLL_CTL_DEL, j->fd, NULL);
+	j->park.watched = 0;
+}
+
+/*
+ * Marks the parked connections the web server hung up on: they are due
+ * (park_due), and the next reader_unpark hands them out.  Their events
+ * are taken under rd->mu, which every unpark holds too: a connection in
+ * the set is parked, and no thread has it.  1 if any was marked.
+ */
+static int
+reader_hangups(struct reader *rd)
+{
+	struct epoll_event	 evs[64];
+	struct job		*j;
+	int			 n, i;
+
+	pthread_mutex_lock(&rd->mu);
+	n = epoll_wait(rd->pep, evs, 64, 0);
+	for (i = 0; i < n; i++) {
+		j = evs[i].data.ptr;
+		j->park.gone = 1;
+		/* Level-triggered: out of the set, or it fires again. */
+		reader_unwatch(rd, j);
+	}
+	pthread_mutex_unlock(&rd->mu);
+	return n > 0;
+}
+
+/*
  * Hands the parked requests that are to look again (all of them, final,
  * when stopping) back to the request threads (rd->mu held); plans the
  * next look at the rest.  A woken one is never refused: it was counted
@@ -337,6 +390,7 @@ reader_unpark_locked(struct reader *rd, int64_t now)
 		*pp = j->next;
 		rd->nparked--;
 		rd->parked_bytes -= job_bytes(j);
+		reader_unwatch(rd, j);
 		if (rd->stop)
 			j->park.final = 1;
 		reader_push(rd, j);
@@ -608,6 +662,9 @@ reader_main(void *arg)
 			} else if (evs[i].data.ptr == &rd->evfd) {
 				reader_take_back(rd, now);
 				poked = 1;
+			} else if (evs[i].data.ptr == &rd->pep) {
+				if (reader_hangups(rd))
+					poked = 1;
 			} else
 				reader_input(rd, evs[i].data.ptr, now);
 		}
@@ -669,8 +726,9 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 	pthread_cond_init(&rd->cv, NULL);
 	rd->ep = epoll_create1(EPOLL_CLOEXEC);
 	rd->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rd->pep = epoll_create1(EPOLL_CLOEXEC);
 	rd->conns = calloc(READER_CONNS_MAX, sizeof(*rd->conns));
-	if (rd->ep < 0 || rd->evfd < 0 || rd->conns == NULL)
+	if (rd->ep < 0 || rd->evfd < 0 || rd->pep < 0 || rd->conns == NULL)
 		goto fail;
 	/* Shared with the other workers: each takes what it can. */
 	if ((fl = fcntl(listen_fd, F_GETFL)) == -1 ||
@@ -684,6 +742,9 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 	ev.events = EPOLLIN;
 	ev.data.ptr = &rd->evfd;
 	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->evfd, &ev) != 0)
+		goto fail;
+	ev.data.ptr = &rd->pep;
+	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->pep, &ev) != 0)
 		goto fail;
 	if (pthread_create(&rd->tid, NULL, reader_main, rd) != 0)
 		goto fail;
@@ -750,6 +811,7 @@ reader_park(struct reader *rd, struct job *j)
 	rd->parked = j;
 	rd->nparked++;
 	rd->parked_bytes += n;
+	reader_watch_parked(rd, j);
 	board_parked(rd->nparked);
 	pthread_mutex_unlock(&rd->mu);
 	/* The reader plans its next look with this one in. */
@@ -824,6 +886,8 @@ reader_free(struct reader *rd)
 		close(rd->ep);
 	if (rd->evfd >= 0)
 		close(rd->evfd);
+	if (rd->pep >= 0)
+		close(rd->pep);
 	pthread_cond_destroy(&rd->cv);
 	pthread_mutex_destroy(&rd->mu);
 	free(rd);

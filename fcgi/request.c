@@ -186,8 +186,9 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 		j->cache_missed = 0;
 		goto done;
 	}
-	if (ad != ADMIT_NO_ANSWER && !out.failed && !out.finished &&
-	    fout_end(o) == IDEM_OK)
+	/* Hung up on while parked: nobody to answer. */
+	if (ad != ADMIT_NO_ANSWER && !j->park.gone && !out.failed &&
+	    !out.finished && fout_end(o) == IDEM_OK)
 		whole = 1;
 done:
 	buf_free(&r.body);

@@ -35,7 +35,8 @@ park_conf() {
 }
 # One worker of 4 threads: 40 waiters are 10x its threads.  gw2: two
 # workers of 2.
-park_conf gw 1 4
+# nginx's workers (run as www-data) reach gw too.
+park_conf gw 1 4 "socket_owner = root:www-data"
 park_conf gw2 2 2
 # gw3: one worker whose parked bodies may hold 1 MiB.
 park_conf gw3 1 2 "max_pending_body = 1M"
@@ -158,6 +159,18 @@ bg_wait
 expect_eq "past wait: the owner finished" 201 "$(st s0)"
 expect_eq "past wait: the handler ran once" 1 "$(runs sw)"
 
+# replays_once WHAT WEB PATH OWNER RETRY BODY RUNS0: the owner got 201, a
+# later retry of PATH on WEB replays it byte for byte, the handler ran once.
+replays_once() {
+	local what=$1 web=$2 path=$3 o=$4 r=$5 body=$6 n0=$7
+	expect_eq "$what: the owner 201" 201 "$(st "$o")"
+	http "$r" POST "$(url "$web" "$path")" -H "Idempotency-Key: $K" \
+		--data-binary "$body"
+	expect_eq "$what: a later retry replays" reused "$(hdr "$r" Idempotency-Result)"
+	expect_file_eq "$what: the same answer" "$T/$o.b" "$T/$r.b"
+	expect_eq "$what: the handler ran once" $((n0 + 1)) "$(runs pay)"
+}
+
 # --- Clients that give up while parked: their connections are gone when
 # they are woken; nothing runs again, and the gateway goes on.
 K=$(new_key)
@@ -168,13 +181,36 @@ for i in 1 2 3 4 5 6; do
 	HTTP_TIMEOUT=0.5 http_bg g$i POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'g'
 done
 bg_wait
-expect_eq "gone clients: the owner 201" 201 "$(st g0)"
-http g7 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'g'
-expect_eq "gone clients: a later retry replays" reused "$(hdr g7 Idempotency-Result)"
-expect_file_eq "gone clients: the same answer" "$T/g0.b" "$T/g7.b"
-expect_eq "gone clients: the handler ran once" $((n0 + 1)) "$(runs pay)"
+replays_once "gone clients" web /payments?sleep=1500 g0 g7 g "$n0"
 expect_eq "gone clients: waiters column back to 0" 0 "$(waiters_col "$K")"
 expect_eq "gone clients: nothing left parked" 0 "$(status_json web parked)"
+
+# --- The same through nginx, which hangs up on its upstream when its
+# client goes (lighttpd 1.4 keeps the connection until the answer comes):
+# they leave the park and the row's waiters column at once, while the
+# owner still runs.
+nginx_start ngx "unix:$T/gw.sock"
+K=$(new_key)
+n0=$(runs pay)
+http_bg n0 POST "$(url ngx /payments?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'n'
+wait_until 5 started pay $((n0 + 1)) || true
+t0=$(now_ms)
+for i in 1 2 3 4 5 6; do
+	HTTP_TIMEOUT=0.5 http_bg n$i POST "$(url ngx /payments?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'n'
+done
+wait_until 5 parked_at_least web 6 || true
+expect_eq "hung up: 6 parked at first" 6 "$(status_json web parked)"
+none_parked() { [ "$(status_json web parked)" = 0 ]; }
+wait_until 2 none_parked || true
+echo "# hung-up waiters left the park $(($(now_ms) - t0)) ms after they came (they gave up at 500 ms)"
+expect_eq "hung up: out of the park while the owner runs" 0 "$(status_json web parked)"
+expect_eq "hung up: out of the waiters column while the owner runs" 0 "$(waiters_col "$K")"
+expect_eq "hung up: the owner is still running" no \
+	"$([ -e "$T/n0.st" ] && echo yes || echo no)"
+bg_wait
+replays_once "hung up" ngx /payments?sleep=3000 n0 n7 n "$n0"
+expect_eq "hung up: the gateway logged it" 6 \
+	"$(grep -c 'the web server hung up while it waited' "$T/gw.log")"
 
 # --- Parked requests keep their bodies: past max_pending_body (1 MiB on
 # gw3) a large one is answered 409 at once instead of parked.
