@@ -126,6 +126,23 @@ cpu_table() {
 	}' "$TESTROOT/cpu.tsv"
 }
 
+# mariadbd_per LABEL: mariadbd's CPU µs per request in cpu.tsv's LABEL run
+mariadbd_per() {
+	awk -v l="$1" -v clk="$CLK" '$1 == l && $2 > 0 {
+		printf "%.0f", ($9 - $3) * 1e6 / clk / $2 }' "$TESTROOT/cpu.tsv"
+}
+# floor_line: what mariadbd spends on a fresh key's claim and completion
+# sent by stock clients (bench/floor.sh), against what it spent per fresh
+# key through the gateway in the fresh-app run: the store's share of a
+# fresh key that no gateway change can take away.
+floor_line() {
+	local floor do1 gw
+	read -r floor do1 < <(bench/floor.sh "$MDB_SOCK" \
+	    "$(cat "$MDB_DIR/mariadb.pid")" bench 1000 4)
+	gw=$(mariadbd_per fresh-app)
+	echo "store floor: claim + completion from 4 stock clients: mariadbd ${floor} us a key (DO 1: ${do1} us a statement); through idemgate: ${gw:-n/a} us   ratio $(ratio "${gw:-0}" "$floor")x"
+}
+
 
 say "bench: starting MariaDB, fcgiwrap, a bare libfcgi app, idemgate and lighttpd"
 mariadb_init >/dev/null || exit 1
@@ -324,6 +341,7 @@ if [ "${BENCH_ONLY:-}" = app ]; then
 	read -r ig_app _ ig_app_bad < <(CPU="fresh-app" \
 	    wrk_run "$U/ig/app" bench/fresh.lua "app$$")
 	echo "fresh keys, FastCGI app  app direct ${app_post} req/s   idemgate -> app ${ig_app} req/s   ratio $(ratio "$ig_app" "$app_post")x   (goal >= 0.30; non-2xx: ${ig_app_bad})"
+	floor_line
 	cpu_table
 	exit 0
 fi
@@ -352,6 +370,7 @@ read -r app_get app_get99 _ < <(CPU="hello" wrk_run "$U/app/" /dev/null)
 # a fast FastCGI app: POSTs with fresh keys to it direct, then through idemgate
 read -r app_post _ _ < <(CPU="app-direct" wrk_run "$U/app/" bench/fresh.lua "direct$$")
 read -r ig_app ig_app99 ig_app_bad < <(CPU="fresh-app" wrk_run "$U/ig/app" bench/fresh.lua "app$$")
+floor=$(floor_line)
 # the same fresh keys on a route with a (never reached) new_keys_per_minute
 read -r ig_quota _ ig_quota_bad < <(wrk_run "$U/ig/quota" bench/fresh.lua "quota$$")
 curl -s -o /dev/null -X POST -H 'Idempotency-Key: bench-replay-key' -H 'Content-Type: application/x-www-form-urlencoded' -d amount=4200 "$U/ig/hello"
@@ -455,6 +474,7 @@ no key, GET            fcgiwrap ${fw_get} req/s   idemgate ${ig_get} req/s   rat
 fresh keys, POST       fcgiwrap ${fw_post} req/s   idemgate ${ig_fresh} req/s   ratio $(ratio "$ig_fresh" "$fw_post")x   (goal >= 1.0, never < 0.9; non-2xx: ${ig_fresh_bad})
 fresh keys, quota on   idemgate ${ig_quota} req/s vs without ${ig_fresh} req/s   ratio $(ratio "$ig_quota" "$ig_fresh")x   (new_keys_per_minute counted; goal >= 0.9; non-2xx: ${ig_quota_bad})
 fresh keys, FastCGI app  app direct ${app_post} req/s   idemgate -> app ${ig_app} req/s   ratio $(ratio "$ig_app" "$app_post")x   (goal >= 0.30; non-2xx: ${ig_app_bad})
+$floor
 replays, one key       libfcgi hello ${app_get} req/s   idemgate ${ig_replay} req/s   ratio $(ratio "$ig_replay" "$app_get")x   (goal >= 1.15; non-2xx: ${ig_replay_bad})
   without replay_cache  libfcgi hello ${app_get} req/s   idemgate ${nc_replay} req/s   ratio $(ratio "$nc_replay" "$app_get")x   (every replay reads MySQL; non-2xx: ${nc_replay_bad})
 fresh, ${ROWS} rows    ${ig_fresh_big} req/s vs ${small_rows} rows ${ig_fresh_small} req/s   ratio $(ratio "$ig_fresh_big" "$ig_fresh_small")x   (3 alternating runs each; goal >= 0.9)
