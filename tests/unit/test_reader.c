@@ -1,4 +1,4 @@
-/* Unit tests for the reader when it stops: parked requests, drains. */
+/* Unit tests for the reader: parked requests (stops, hang-ups), drains. */
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -55,6 +55,92 @@ out:
 		close(sv[0]);
 	if (sv[1] >= 0)
 		close(sv[1]);
+}
+
+/* A job parked on fd, its wake a minute off. */
+static struct job *
+parked_on(struct reader *rd, int fd)
+{
+	struct job	*j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->fd = fd;
+	park_arm(&j->park, 777);
+	(void)park_busy(&j->park, 60000, 0, clock_now_ms());
+	j->park.wake_ms = clock_now_ms() + 60000;
+	CHECK(reader_park(rd, j) == 0);
+	return j;
+}
+
+/*
+ * The web server hanging up on a parked request hands it out at once,
+ * gone (nobody to answer), long before its wake; one whose web server
+ * only shut down its sending half counts as gone too (README: as nginx
+ * takes a client's); one still connected stays parked until the stop.
+ */
+static void
+test_parked_hangup(void)
+{
+	static const char text[] = "[route /x]\nhandler = cgi:/bin/true\n";
+	struct cfg	*c = NULL;
+	struct reader	*rd = NULL;
+	struct job	*a, *h, *live, *got;
+	char		 err[256];
+	int		 sv[2] = { -1, -1 }, pa[2] = { -1, -1 },
+			 ph[2] = { -1, -1 }, pl[2] = { -1, -1 };
+	int64_t		 t0;
+
+	CHECK(cfg_parse(text, strlen(text), "t.conf", &c, err,
+	    sizeof(err)) == IDEM_OK);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pa) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, ph) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pl) == 0);
+	if (c == NULL || sv[0] < 0 || pa[0] < 0 || ph[0] < 0 || pl[0] < 0)
+		goto out;
+	CHECK(reader_new(c, sv[0], NULL, NULL, NULL, &rd) == IDEM_OK);
+	if (rd == NULL)
+		goto out;
+	t0 = clock_now_ms();
+	a = parked_on(rd, pa[0]);
+	h = parked_on(rd, ph[0]);
+	live = parked_on(rd, pl[0]);
+	clock_sleep_ms(3 * PARK_TICK_MS);
+	close(pa[1]);
+	pa[1] = -1;
+	got = reader_next(rd);
+	CHECK(got == a && got->park.gone == 1 && got->park.final == 0);
+	if (got != NULL)
+		reader_done(rd, got, 0);	/* closes pa[0] */
+	pa[0] = -1;
+	CHECK(shutdown(ph[1], SHUT_WR) == 0);
+	got = reader_next(rd);
+	CHECK(got == h && got->park.gone == 1);
+	if (got != NULL)
+		reader_done(rd, got, 0);
+	ph[0] = -1;
+	CHECK(clock_now_ms() - t0 < 5000);
+	reader_stop(rd);
+	got = reader_next(rd);
+	CHECK(got == live && got->park.gone == 0 && got->park.final == 1);
+	if (got != NULL)
+		reader_done(rd, got, 0);
+	pl[0] = -1;
+	CHECK(reader_next(rd) == NULL);
+out:
+	reader_free(rd);
+	cfg_free(c);
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0)
+			close(sv[i]);
+		if (pa[i] >= 0)
+			close(pa[i]);
+		if (ph[i] >= 0)
+			close(ph[i]);
+		if (pl[i] >= 0)
+			close(pl[i]);
+	}
 }
 
 /* A whole FastCGI request for id 1, GET /x, into b. */
@@ -215,6 +301,7 @@ int
 main(void)
 {
 	test_stop_parked();
+	test_parked_hangup();
 	test_stop_drains();
 	return CHECK_DONE();
 }
