@@ -138,7 +138,7 @@ $(B)/idemtop: $(TOP_OBJ) $(B)/libidem.a
 # A unit test links lib/ and, if it tests one, its program's modules
 # (never a main() file).
 GW_TESTS	:= $(addprefix $(B)/tests/,test_fconn test_guard test_park \
-		    test_reach test_reader test_upstream)
+		    test_reach test_reader test_upstream test_upstream_lease)
 ADMIN_TESTS	:= $(addprefix $(B)/tests/,test_idemctl test_idemtop)
 $(GW_TESTS): $(B)/libgw.a
 $(ADMIN_TESTS): $(B)/libadmin.a

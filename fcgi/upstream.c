@@ -418,6 +418,24 @@ up_io_recv(struct up_io *io)
  * error that ends the run (on a tick's stop, IDEM_ELEASE: closing the
  * connection aborts the request).
  */
+/* The deadline and the tick at now (logged when they end the run). */
+static enum idem_err
+up_io_clock(struct up_io *io, int64_t now)
+{
+	const struct upstream_req *r = io->r;
+	enum idem_err		 er;
+
+	er = cgi_clock_check(&io->clk, &r->ex, now);
+	if (er == IDEM_ETIMEOUT)
+		log_err("%s: %s timed out after %lld ms", upstream_tag(r),
+		    r->addr, (long long)r->ex.timeout_ms);
+	else if (er == IDEM_EBROKEN)
+		log_err("%s: %s still running at its run limit (%lld ms); "
+		    "its answer is given up", upstream_tag(r), r->addr,
+		    (long long)r->ex.run_limit_ms);
+	return er;
+}
+
 static enum idem_err
 up_io_round(struct up_io *io)
 {
@@ -427,17 +445,8 @@ up_io_round(struct up_io *io)
 	int			 rc;
 	enum idem_err		 er;
 
-	if ((er = cgi_clock_check(&io->clk, &r->ex, now)) != IDEM_OK) {
-		if (er == IDEM_ETIMEOUT)
-			log_err("%s: %s timed out after %lld ms",
-			    upstream_tag(r), r->addr,
-			    (long long)r->ex.timeout_ms);
-		else if (er == IDEM_EBROKEN)
-			log_err("%s: %s still running at its run limit (%lld "
-			    "ms); its answer is given up", upstream_tag(r),
-			    r->addr, (long long)r->ex.run_limit_ms);
+	if ((er = up_io_clock(io, now)) != IDEM_OK)
 		return er;
-	}
 	pfd.fd = io->fd;
 	pfd.events = POLLIN | (io->wr_open ? POLLOUT : 0);
 	pfd.revents = 0;
@@ -473,9 +482,14 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 	cgi_clock_start(&io.clk, &r->ex, start);
 	if ((er = up_io_open(&io, &head, start)) != IDEM_OK)
 		goto out;
-	up_io_send_now(&io);
-	while ((er = up_io_round(&io)) == IDEM_OK && !io.rd->done)
-		;
+	/* The clock before the first byte, as before every later one: a
+	 * connect that outlasted a tick (TCP, SYNs retried) renews the
+	 * lease first, and a lost lease sends nothing. */
+	if ((er = up_io_clock(&io, clock_now_ms())) == IDEM_OK) {
+		up_io_send_now(&io);
+		while ((er = up_io_round(&io)) == IDEM_OK && !io.rd->done)
+			;
+	}
 	if (er == IDEM_OK)
 		*app_status = io.rd->app_status;
 	/* Connected and not refused, the app may have run: whatever ended
