@@ -60,6 +60,8 @@ struct reader {
 
 	/* Reader thread only. */
 	int			 draining;	/* stopping: no more accepts */
+	int64_t			 drain_end_ms;	/* draining: every connection
+						 * is done by then */
 	struct job		**conns;	/* being read */
 	size_t			 nconns;
 	size_t			 pending;	/* bytes they buffered */
@@ -149,6 +151,10 @@ reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
 	j->polled = 0;
 	memset(&j->park, 0, sizeof(j->park));
 	j->deadline_ms = now + (kept ? READER_IDLE_MS : rd->timeout_ms);
+	/* Kept ones come back during a drain too (a thread's reuse, a
+	 * quick answer): none outlives it. */
+	if (rd->draining && j->deadline_ms > rd->drain_end_ms)
+		j->deadline_ms = rd->drain_end_ms;
 	if (kept && reader_poll(rd, j) != 0) {
 		job_close(j);
 		return -1;
@@ -306,8 +312,13 @@ reader_ready(struct reader *rd, struct job *j)
 		pthread_mutex_unlock(&rd->mu);
 		log_warn("too many requests waiting for a thread; one "
 		    "refused");
-		(void)fcgi_end(&j->fc.reply, j->fc.id, 0, FCGI_OVERLOADED);
-		(void)reader_reply(j);
+		/* Part of a quick answer gone already: the web server
+		 * must see it broken off, not ended. */
+		if (j->unsent == 0) {
+			(void)fcgi_end(&j->fc.reply, j->fc.id, 0,
+			    FCGI_OVERLOADED);
+			(void)reader_reply(j);
+		}
 		job_close(j);
 		return;
 	}
@@ -568,9 +579,7 @@ static void
 reader_take_back(struct reader *rd, int64_t now)
 {
 	struct job	*j, *next;
-	uint64_t	 v;
 
-	(void)!read(rd->evfd, &v, sizeof(v));
 	pthread_mutex_lock(&rd->mu);
 	j = rd->back;
 	rd->back = NULL;
@@ -622,13 +631,14 @@ reader_drain_start(struct reader *rd, int64_t now)
 	size_t	 i;
 
 	rd->draining = 1;
+	rd->drain_end_ms = now + rd->timeout_ms;
 	(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
 	for (i = 0; i < READER_CONNS_MAX / 64 &&
 	    rd->nconns < READER_CONNS_MAX && reader_accept(rd, now); i++)
 		;
 	for (i = 0; i < rd->nconns; i++)
-		if (rd->conns[i]->deadline_ms > now + rd->timeout_ms)
-			rd->conns[i]->deadline_ms = now + rd->timeout_ms;
+		if (rd->conns[i]->deadline_ms > rd->drain_end_ms)
+			rd->conns[i]->deadline_ms = rd->drain_end_ms;
 }
 
 static void *
@@ -637,6 +647,7 @@ reader_main(void *arg)
 	struct reader		*rd = arg;
 	struct epoll_event	 evs[64];
 	int64_t			 now, next, park_next;
+	uint64_t		 v;
 	int			 n, i, stop, poked;
 
 	next = clock_now_ms() + READER_TICK_MS;
@@ -660,6 +671,7 @@ reader_main(void *arg)
 				if (!rd->draining)
 					(void)reader_accept(rd, now);
 			} else if (evs[i].data.ptr == &rd->evfd) {
+				(void)!read(rd->evfd, &v, sizeof(v));
 				reader_take_back(rd, now);
 				poked = 1;
 			} else if (evs[i].data.ptr == &rd->pep) {
@@ -672,6 +684,9 @@ reader_main(void *arg)
 			park_next = reader_unpark(rd, now);
 		next = reader_expire(rd, now);
 		if (rd->draining) {
+			/* Returned before the stop, its poke maybe not yet
+			 * seen: read, not left until the threads end. */
+			reader_take_back(rd, now);
 			reader_close_idle(rd);
 			if (rd->nconns == 0)
 				break;
