@@ -45,8 +45,25 @@ park_busy(struct park *p, int64_t wait_ms, int64_t nap_us, int64_t now)
 }
 
 int
-park_due(const struct park *p, int64_t now)
+park_due(struct park *p, int64_t now)
 {
-	return p->gone || now >= p->wake_ms ||
-	    board_done_count(p->hash) != p->done;
+	uint64_t	 n;
+
+	if (p->gone || now >= p->wake_ms)
+		return 1;
+	if ((n = board_done_count(p->hash)) == p->done)
+		return 0;
+	/*
+	 * The count is its bucket's, shared with every key whose hash
+	 * falls there.  A thread here still owning this key means the
+	 * move was another key's, or the key was claimed again since:
+	 * busy either way, and its owner moves the count once more when
+	 * done (it lets go of the key before it counts).  Claiming now
+	 * would be two statements for nothing.
+	 */
+	if (board_owned(p->hash)) {
+		p->done = n;
+		return 0;
+	}
+	return 1;
 }

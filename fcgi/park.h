@@ -58,7 +58,9 @@ void park_arm(struct park *p, uint64_t h);
  */
 int park_busy(struct park *p, int64_t wait_ms, int64_t nap_us, int64_t now);
 
-/* The reader: 1 if the parked request is to look again now. */
-int park_due(const struct park *p, int64_t now);
+/* The reader: 1 if the parked request is to look again now (its done
+ * count moved, and no thread here owns its key any more: p->done
+ * follows a move that was another key's). */
+int park_due(struct park *p, int64_t now);
 
 #endif
