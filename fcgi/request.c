@@ -223,7 +223,9 @@ request_cached(struct gw_ctx *ctx, struct job *j, struct reply *out)
 	 * one): the request thread does that, once. */
 	r.route = cfg_route(ctx->cfg, r.path);
 	if (r.route == NULL || r.route->handler == HANDLER_SCRIPT ||
-	    request_body_fit(&r, j, &want) != BODY_WHOLE)
+	    request_body_fit(&r, j, &want) != BODY_WHOLE ||
+	    j->fc.body.len > (r.route->fingerprint == FPMODE_CANONICAL ?
+	    QUICK_CANON_MAX : QUICK_BODY_MAX))
 		goto out;
 	r.body = j->fc.body;	/* borrowed: the job keeps it */
 	done = guard_cached(&r);

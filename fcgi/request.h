@@ -81,9 +81,19 @@ struct job;
 int request_serve(struct gw_ctx *ctx, struct job *j);
 
 /*
+ * The largest bodies the reader fingerprints itself (a canonical
+ * fingerprint of a deeply nested 1 MiB JSON body takes about 100 ms,
+ * during which no connection of the worker is read); larger ones go to
+ * a request thread.
+ */
+#define QUICK_BODY_MAX		(64 * 1024)
+#define QUICK_CANON_MAX		(4 * 1024)
+
+/*
  * The reader's quick answer, on its own thread (ctx->st is NULL): when
- * j is a protected request on a route that names no script and the
- * replay cache holds its answer, writes that replay (the CGI-style
+ * j is a protected request on a route that names no script, its body is
+ * within QUICK_BODY_MAX (QUICK_CANON_MAX with fingerprint = canonical),
+ * and the replay cache holds its answer, writes that replay (the CGI-style
  * answer, not yet framed) to out and returns 1.  Otherwise writes nothing
  * and returns 0, j unchanged but for j->cache_missed: a request thread
  * serves it (request_serve).

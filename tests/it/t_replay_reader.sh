@@ -47,6 +47,27 @@ busy_replay() {
 busy_replay "" ""
 expect_eq "thread busy: header block as the first answer" "$(hdr_block h-1)" "$(hdr_block busy)"
 
+# ------------------------------------------------- a large request body
+# The reader fingerprints only bodies up to 64 KiB itself: a cached
+# replay of a larger one waits for a request thread (here, for the slow
+# run), and is still the same answer.
+head -c 70000 /dev/zero | tr '\0' a | sed 's/^/{"pad":"/; s/$/"}/' >"$T/large.json"
+K=$(new_key)
+post_large() { http "$1" POST "$(url web /payments)" -H "Idempotency-Key: $K" -H "$CT" --data-binary @"$T/large.json"; }
+for i in 1 2 3; do post_large "lb$i"; done
+expect_eq "70 KB body: created, then replayed" created/reused \
+	"$(hdr lb1 Idempotency-Result)/$(hdr lb3 Idempotency-Result)"
+n=$(runs pay)
+http_bg lbslow POST "$(url web '/payments?sleep=2000')" -H "Idempotency-Key: $(new_key)" -H "$CT" --data-binary '{"amount":1}'
+check "70 KB body: the slow run started" wait_until 5 ran_more
+t0=$(now_ms)
+post_large lbbusy
+took=$(($(now_ms) - t0))
+expect_eq "70 KB body: replayed" reused "$(hdr lbbusy Idempotency-Result)"
+expect_file_eq "70 KB body: byte-for-byte" "$T/lb1.b" "$T/lbbusy.b"
+expect_lt "70 KB body: a request thread answered it, after the slow run (${took} ms)" 800 "$took"
+bg_wait
+
 # ------------------------------------------------- larger than a socket buffer
 # 900 KB: more than the web server's socket takes at once, so a request
 # thread sends the rest of what the reader began.
