@@ -26,12 +26,21 @@ media_of(const char *ctype, const char **boundary, size_t *blen)
 
 	if (ctype == NULL)
 		return MEDIA_OTHER;
-	while (*ctype == ' ' || *ctype == '\t')
-		ctype++;
+	/*
+	 * PHP cuts the type at the first ';', ',' or space (so a leading
+	 * space leaves it none, and a tab stays in it), and frameworks
+	 * match it case-sensitively (Laravel's "/json"): the type is taken
+	 * only as PHP and they would take it, lower case, followed by
+	 * spaces at most before its parameters.
+	 */
 	semi = strchr(ctype, ';');
 	n = semi != NULL ? (size_t)(semi - ctype) : strlen(ctype);
-	while (n > 0 && (ctype[n - 1] == ' ' || ctype[n - 1] == '\t'))
+	while (n > 0 && ctype[n - 1] == ' ')
 		n--;
+	for (p = ctype; p < ctype + n; p++)
+		if (*p == ' ' || *p == '\t' || *p == ',' || isupper(
+		    (unsigned char)*p))
+			return MEDIA_OTHER;
 	if ((n == 16 && strncasecmp(ctype, "application/json", 16) == 0) ||
 	    (n > 17 && strncasecmp(ctype, "application/", 12) == 0 &&
 	    strncasecmp(ctype + n - 5, "+json", 5) == 0))
@@ -58,11 +67,15 @@ media_of(const char *ctype, const char **boundary, size_t *blen)
 			p++;
 			if ((end = strchr(p, '"')) == NULL)
 				return MEDIA_OTHER;
-		} else
+		} else {
 			for (end = p; *end != '\0' && *end != ';' &&
 			    *end != ' ' && *end != '\t'; end++)
 				if (*end == ',')	/* PHP ends it there */
 					return MEDIA_OTHER;
+			/* PHP ends it at ';' only: "b ;" is "b " to it. */
+			if (*end == ' ' || *end == '\t')
+				return MEDIA_OTHER;
+		}
 		if (end == p || end - p > 70)
 			return MEDIA_OTHER;
 		*boundary = p;
@@ -650,7 +663,7 @@ canon_form(const char *body, size_t len, struct buf *out)
 {
 	struct pair	*pairs = NULL;
 	char		*copy, *f, *eq, *vars = NULL;
-	size_t		 n = 0, i, start, end;
+	size_t		 n = 0, pieces = 0, i, start, end;
 	long		 nl, vl;
 	int		 rc = 0;
 
@@ -665,10 +678,13 @@ canon_form(const char *body, size_t len, struct buf *out)
 	for (start = 0; start <= len; start = end + 1) {
 		for (end = start; end < len && copy[end] != '&'; end++)
 			;
-		if (end == start)
-			continue;	/* "a=1&&b=2": no pair */
-		if (n == CANON_MAX_PAIRS)
+		/* An empty piece ("a=1&&b=2") is no pair, but PHP counts it
+		 * against max_input_vars all the same: where the cut falls
+		 * depends on it, so it counts here too. */
+		if (++pieces > CANON_MAX_PAIRS)
 			goto out;
+		if (end == start)
+			continue;
 		f = copy + start;
 		copy[end] = '\0';
 		eq = memchr(f, '=', end - start);
@@ -803,9 +819,9 @@ canon_multipart(const char *body, size_t len, const char *b, size_t blen,
 		if (end - p >= 2 && p[0] == '-' && p[1] == '-')
 			return parts > 0 && marks == parts + 1 &&
 			    only_space(p + 2, end);
-		/* transport padding, then CRLF */
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
+		/* CRLF at once: RFC 2046 allows transport padding here, but
+		 * PHP takes a padded line for no delimiter (and reads the
+		 * part after it into the one before). */
 		if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
 			return 0;
 		p += 2;

@@ -269,11 +269,72 @@ test_multipart(void)
 	CHECK(!parses("multipart/form-data; boundary=Q", a, strlen(a)));
 }
 
+/*
+ * What PHP reads differently, so the exact bytes count: a delimiter line
+ * padded before its CRLF (PHP takes it for no delimiter and reads the
+ * next part into the one before); empty form pieces past PHP's
+ * max_input_vars (it counts them, so where its cut falls moves); a type
+ * PHP or a framework would not take as written (a tab after it, a space
+ * before it, capitals, a boundary followed by a space).
+ */
+static void
+test_php_reads(void)
+{
+	const char *mp = "multipart/form-data; boundary=XYZ";
+	const char *two =
+	    "--XYZ\r\nContent-Disposition: form-data; name=\"amount\"\r\n\r\n"
+	    "10\r\n--XYZ\r\nContent-Disposition: form-data; name=\"amount\""
+	    "\r\n\r\n1000\r\n--XYZ--\r\n";
+	const char *padded =
+	    "--XYZ\r\nContent-Disposition: form-data; name=\"amount\"\r\n\r\n"
+	    "10\r\n--XYZ \r\nContent-Disposition: form-data; name=\"amount\""
+	    "\r\n\r\n1000\r\n--XYZ--\r\n";
+	const char *f = "application/x-www-form-urlencoded";
+	char		*a, *b;
+	size_t		 n = 1500, i;
+
+	CHECK(parses(mp, two, strlen(two)));
+	CHECK(!parses(mp, padded, strlen(padded)));
+
+	/* "amount=10" then 1500 '&' then "amount=1000", and the same pairs
+	 * with the '&'s after them: PHP reads 10 and 1000. */
+	a = malloc(n + 32);
+	b = malloc(n + 32);
+	if (a != NULL && b != NULL) {
+		strcpy(a, "amount=10");
+		for (i = 0; i < n; i++)
+			strcat(a, "&");
+		strcat(a, "amount=1000");
+		strcpy(b, "amount=10&amount=1000");
+		for (i = 0; i < n; i++)
+			strcat(b, "&");
+		CHECK(!parses(f, a, strlen(a)));
+		CHECK(!parses(f, b, strlen(b)));
+	}
+	free(a);
+	free(b);
+	CHECK(parses(f, "a=1&&b=2&", 9));	/* a few are nothing */
+
+	CHECK(parses("application/x-www-form-urlencoded; charset=utf-8",
+	    "a=1", 3));
+	CHECK(parses("application/json ; charset=utf-8", "{}", 2));
+	CHECK(!parses("application/x-www-form-urlencoded\t; charset=utf-8",
+	    "a=1", 3));
+	CHECK(!parses(" application/json", "{}", 2));
+	CHECK(!parses("Application/JSON", "{}", 2));
+	CHECK(!parses("application/json,text/plain", "{}", 2));
+	CHECK(parses("multipart/form-data; boundary=XYZ; charset=utf-8", two,
+	    strlen(two)));
+	CHECK(!parses("multipart/form-data; boundary=XYZ ; charset=utf-8", two,
+	    strlen(two)));
+}
+
 int
 main(void)
 {
 	test_json();
 	test_form();
 	test_multipart();
+	test_php_reads();
 	return CHECK_DONE();
 }
