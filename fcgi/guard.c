@@ -476,16 +476,32 @@ guard_scope(const struct request *r, char *kind, size_t kindlen,
 }
 
 /*
- * The request's fingerprint: method, path, query, content type and body
- * (fingerprint = canonical: the body's meaning, lib/ident/canon.h), and the
- * headers fingerprint_headers names, each as "name=value" ("name" when
- * absent).
+ * The query of REQUEST_URI when it is not QUERY_STRING (a rewrite that
+ * kept the client's query only there: Apache's RewriteRule without QSA,
+ * lighttpd's url.rewrite), or NULL: an application that reads
+ * REQUEST_URI sees it, so it is part of the request.
  */
-static enum idem_err
+static const char *
+guard_uri_query(const struct request *r)
+{
+	const char	*uri = request_param(r->envp, "REQUEST_URI"), *q;
+	const char	*qs = r->query != NULL ? r->query : "";
+	size_t		 n;
+
+	if (uri == NULL || (q = strchr(uri, '?')) == NULL)
+		return NULL;
+	q++;
+	n = strcspn(q, "#");
+	if (strlen(qs) == n && strncmp(q, qs, n) == 0)
+		return NULL;
+	return q;
+}
+
+enum idem_err
 guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 {
 	const struct route	*rt = r->route;
-	char			*more[CFG_MAX_FP_HEADERS], pname[300];
+	char			*more[CFG_MAX_FP_HEADERS + 1], pname[300];
 	const char		*v, *ctype = r->ctype;
 	struct buf		 canon;
 	size_t			 i, n = 0;
@@ -499,6 +515,15 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 			v = request_param(r->envp, pname);
 		if (asprintf(&more[n], "%s%s%s", rt->fp_headers[i],
 		    v != NULL ? "=" : "", v != NULL ? v : "") < 0)
+			er = IDEM_ENOMEM;
+		else
+			n++;
+	}
+	/* "?" names no header: no fingerprint_headers entry can be it.
+	 * Absent (the usual case), the fingerprint is what it always was. */
+	if (er == IDEM_OK && (v = guard_uri_query(r)) != NULL) {
+		if (asprintf(&more[n], "?REQUEST_URI=%.*s",
+		    (int)strcspn(v, "#"), v) < 0)
 			er = IDEM_ENOMEM;
 		else
 			n++;

@@ -7,6 +7,7 @@
 
 #include "cfg.h"
 #include "err.h"
+#include "fp.h"
 
 struct request;
 
@@ -33,6 +34,16 @@ int guard_cached(struct request *r);
  */
 enum idem_err guard_header_param(const char *name, char *out,
     size_t outlen);
+
+/*
+ * The request's fingerprint (lib/ident/fp.h) into fp: method, normalised
+ * path, query, content type and body (fingerprint = canonical: the
+ * body's meaning, lib/ident/canon.h), the headers fingerprint_headers
+ * names, each as "name=value" ("name" when absent), and REQUEST_URI's
+ * query when a rewrite left it out of QUERY_STRING.  IDEM_ENOMEM.
+ */
+enum idem_err guard_fingerprint(const struct request *r,
+    unsigned char fp[FP_LEN]);
 
 /* An Authorization value by meaning: the scheme lower-cased and the
  * white space after it one space; the credentials as they are.  A new

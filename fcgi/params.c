@@ -8,12 +8,13 @@
 const char *
 request_param(char *const *envp, const char *name)
 {
-	size_t	 nl = strlen(name);
+	size_t		 nl = strlen(name);
+	const char	*v = NULL;
 
 	for (; envp != NULL && *envp != NULL; envp++)
 		if (strncmp(*envp, name, nl) == 0 && (*envp)[nl] == '=')
-			return *envp + nl + 1;
-	return NULL;
+			v = *envp + nl + 1;
+	return v;
 }
 
 const char *

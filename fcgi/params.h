@@ -12,7 +12,13 @@
  * request_ prefix they had when they lived in request.c.
  */
 
-/* Value of param name in envp (NULL-terminated "NAME=value"), or NULL. */
+/*
+ * Value of param name in envp (NULL-terminated "NAME=value"), or NULL.
+ * A param sent twice (nginx with a second fastcgi_param QUERY_STRING
+ * after the included ones) is its last value: the one a CGI program's
+ * environment and PHP-FPM keep, so the route, the fingerprint and the
+ * handler all read the same request.
+ */
 const char *request_param(char *const *envp, const char *name);
 
 /* request_param, and *twice = 1 when name is in envp more than once: a
