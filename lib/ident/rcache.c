@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "clock.h"
 #include "rcache.h"
@@ -38,22 +39,33 @@ struct rcache {
 	int		 have_epoch;
 	atomic_llong	 valid_until_us;	/* 0: vouched for by nobody */
 	atomic_ullong	 hits, misses;
+	uint64_t	 seed[2];	/* key_hash's secrets */
 	struct entry	*newest, *oldest;
 	struct entry	*table[RCACHE_BUCKETS];
 };
 
-/* FNV-1a over the scope digest and the key. */
+/*
+ * FNV-1a over the scope digest and the key from a secret start, then
+ * mixed with a second secret (splitmix64's finalizer): keys are the
+ * client's to choose and the scope digest is known without a hashing
+ * key, so with a fixed hash a client could put every entry in one
+ * bucket and make each lookup walk them all, under the lock.
+ */
 static uint64_t
-key_hash(const unsigned char scope[FP_LEN], const char *key, size_t keylen)
+key_hash(const struct rcache *rc, const unsigned char scope[FP_LEN],
+    const char *key, size_t keylen)
 {
-	uint64_t	 h = 0xcbf29ce484222325ull;
+	uint64_t	 h = rc->seed[0];
 	size_t		 i;
 
 	for (i = 0; i < FP_LEN; i++)
 		h = (h ^ scope[i]) * 0x100000001b3ull;
 	for (i = 0; i < keylen; i++)
 		h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
-	return h;
+	h ^= rc->seed[1];
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
 }
 
 enum idem_err
@@ -64,6 +76,11 @@ rcache_new(size_t budget, struct rcache **out)
 	if ((rc = calloc(1, sizeof(*rc))) == NULL)
 		return IDEM_ENOMEM;
 	if (pthread_mutex_init(&rc->mu, NULL) != 0) {
+		free(rc);
+		return IDEM_ENOMEM;
+	}
+	if (RAND_bytes((unsigned char *)rc->seed, sizeof(rc->seed)) != 1) {
+		pthread_mutex_destroy(&rc->mu);
 		free(rc);
 		return IDEM_ENOMEM;
 	}
@@ -191,7 +208,7 @@ rcache_put(struct rcache *rc, uint64_t gen, const struct idem_id *id,
 	if ((e = malloc(size)) == NULL)
 		return;			/* a cache may forget */
 	memset(e, 0, sizeof(*e));
-	e->hash = key_hash(id->scope, id->key, keylen);
+	e->hash = key_hash(rc, id->scope, id->key, keylen);
 	e->expires_us = expires_us;
 	e->size = size;
 	memcpy(e->scope, id->scope, FP_LEN);
@@ -243,7 +260,7 @@ rcache_get(struct rcache *rc, const struct idem_id *id, int64_t now_us,
 		atomic_fetch_add(&rc->misses, 1);
 		return 0;
 	}
-	h = key_hash(id->scope, id->key, id->keylen);
+	h = key_hash(rc, id->scope, id->key, id->keylen);
 	pthread_mutex_lock(&rc->mu);
 	e = find(rc, h, id->scope, id->key, id->keylen);
 	if (e != NULL && now_us >= e->expires_us) {
@@ -272,7 +289,7 @@ rcache_holds(struct rcache *rc, const struct idem_id *id)
 
 	if (atomic_load(&rc->valid_until_us) == 0)
 		return 0;
-	h = key_hash(id->scope, id->key, id->keylen);
+	h = key_hash(rc, id->scope, id->key, id->keylen);
 	pthread_mutex_lock(&rc->mu);
 	held = find(rc, h, id->scope, id->key, id->keylen) != NULL;
 	pthread_mutex_unlock(&rc->mu);
@@ -327,4 +344,21 @@ rcache_info(struct rcache *rc, struct rcache_info *out)
 	pthread_mutex_unlock(&rc->mu);
 	out->hits = atomic_load(&rc->hits);
 	out->misses = atomic_load(&rc->misses);
+}
+
+size_t
+rcache_longest_chain(struct rcache *rc)
+{
+	struct entry	*e;
+	size_t		 i, n, most = 0;
+
+	pthread_mutex_lock(&rc->mu);
+	for (i = 0; i < RCACHE_BUCKETS; i++) {
+		for (n = 0, e = rc->table[i]; e != NULL; e = e->chain)
+			n++;
+		if (n > most)
+			most = n;
+	}
+	pthread_mutex_unlock(&rc->mu);
+	return most;
 }

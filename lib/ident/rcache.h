@@ -90,5 +90,9 @@ struct rcache_info {
 };
 void rcache_info(struct rcache *rc, struct rcache_info *out);
 
+/* The most entries one bucket holds (a walk of the whole table under
+ * the lock: for tests and diagnostics, not for a request's path). */
+size_t rcache_longest_chain(struct rcache *rc);
+
 
 #endif

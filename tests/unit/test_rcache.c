@@ -318,6 +318,55 @@ test_threads(void)
 	rcache_free(shared);
 }
 
+/* The hash the cache had: FNV-1a from its fixed start, no secret. */
+static uint64_t
+fixed_hash(const unsigned char *scope, const char *key, size_t keylen)
+{
+	uint64_t	 h = 0xcbf29ce484222325ull;
+	size_t		 i;
+
+	for (i = 0; i < FP_LEN; i++)
+		h = (h ^ scope[i]) * 0x100000001b3ull;
+	for (i = 0; i < keylen; i++)
+		h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * Keys a client picked to share a bucket under a hash anyone can
+ * compute (64 of them, found by trying): each cache hashes with secrets
+ * of its own, so they spread, and no lookup walks them all.
+ */
+static void
+test_chosen_keys(void)
+{
+	struct rcache	*rc = NULL;
+	char		 keys[64][16];
+	uint64_t	 want = 0;
+	int64_t		 now = 1000000;
+	int		 n = 0, i;
+
+	for (i = 0; n < 64 && i < 10000000; i++) {
+		snprintf(keys[n], sizeof(keys[n]), "k%d", i);
+		if (n == 0)
+			want = fixed_hash(scope_a, keys[0], strlen(keys[0])) &
+			    1023;
+		if ((fixed_hash(scope_a, keys[n], strlen(keys[n])) & 1023) ==
+		    want)
+			n++;
+	}
+	CHECK(n == 64);
+	CHECK(rcache_new(1 << 20, &rc) == IDEM_OK);
+	if (rc == NULL)
+		return;
+	rcache_vouch(rc, 1, now);
+	for (i = 0; i < n; i++)
+		put(rc, keys[i], fp_1, "x", 1, now + 60000000, now);
+	CHECK(has(rc, scope_a, keys[63], fp_1, now));
+	CHECK(rcache_longest_chain(rc) < 16);
+	rcache_free(rc);
+}
+
 int
 main(void)
 {
@@ -330,5 +379,6 @@ main(void)
 	test_epoch_gen_distrust();
 	test_budget();
 	test_threads();
+	test_chosen_keys();
 	return CHECK_DONE();
 }
