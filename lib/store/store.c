@@ -250,7 +250,14 @@ read_sealed(struct store *st, const struct idem_id *id, MYSQL_STMT *s,
 	if ((er = store_row_blob(st, s, &res[9], 9, r->blen, &ct)) ==
 	    IDEM_OK) {
 		store_row_end(s);
-		read_open(st, id, r, &ct, c);
+		/* A sealed row keeps none of its headers in clear: some
+		 * there were put in by hand, and would go out before the
+		 * sealed ones (a Location, a Set-Cookie).  Altered. */
+		if (!r->nul[8]) {
+			buf_reset(&c->ans.hdrs);
+			r->seal_er = IDEM_ESEAL;
+		} else
+			read_open(st, id, r, &ct, c);
 	}
 	buf_free(&ct);
 	return er;

@@ -105,6 +105,15 @@ is_problem "moved ciphertext" b2 500 store-key-missing
 check "moved ciphertext: not the other answer" sh -c "! grep -q SEALMARK7 '$T/b2.b'"
 expect_match "moved ciphertext: log says the tag failed" "authentication tag" "$(cat "$T/gw.log")"
 expect_eq "moved ciphertext: nothing ran" 3 "$(runs pay)"
+
+# A header put in clear beside KA's sealed answer (database write
+# access): not sent ahead of the sealed ones, the row is altered.
+db_query "$TNAME" "UPDATE idem_keys SET resp_headers = 'Location: https://evil.example/\r\n' WHERE idem_key = '$KA'"
+sleep 0.3
+http a4 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
+is_problem "clear header on a sealed row" a4 500 store-key-missing
+expect_eq "clear header on a sealed row: not sent" "" "$(hdr a4 Location)"
+expect_eq "clear header on a sealed row: nothing ran" 3 "$(runs pay)"
 gw_stop gw
 
 # Wrong key material under the same id, then a file without k1.
