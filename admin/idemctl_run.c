@@ -638,6 +638,11 @@ run_owned(struct run_job *j)
 		j->rc = CTL_RUN_TEMPFAIL;
 		return;
 	}
+	/* Stopped by a signal to us: whatever COMMAND then exited with
+	 * (a worker that catches SIGTERM exits 0), its work was cut short,
+	 * and a success recorded would be replayed to every redelivery. */
+	if (run_signal != 0 && status == 0)
+		status = 128 + run_signal;
 	/* Any other end is an exit status (124 timed out, 127 not started,
 	 * 128+N a signal): it is the answer, released unless it is 0 or
 	 * --store-failures keeps it. */

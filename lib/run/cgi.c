@@ -769,6 +769,12 @@ cgi_io_complete(struct cgi_io *io, struct cgi_status *st)
 	const struct cgi_run	*r = io->r;
 
 	if (io->exited && io->fout < 0 && io->ferr < 0) {
+		/* A job's group ends with it: what it left running there
+		 * (a child that let go of its pipes) would outlive the run.
+		 * The leader is not reaped yet, so the group's id is still
+		 * its own. */
+		if (r->until_exit)
+			kill(-io->pid, SIGKILL);
 		cgi_status_set(st, cgi_reap(io->pid), 0);
 		return;
 	}

@@ -109,7 +109,9 @@ struct cgi_run {
 	int		  err_through;	/* 1: the program's stderr is ours
 					 * (live), not the log */
 	int		  until_exit;	/* 1: complete only when it exits
-					 * (its status is the answer) */
+					 * (its status is the answer);
+					 * what it left running in its
+					 * group is killed then */
 	int64_t		  stop_grace_ms;	/* at timeout: 0 SIGKILL, else
 						 * SIGTERM first, SIGKILL
 						 * after */

@@ -225,6 +225,30 @@ expect_eq "SIGTERM: COMMAND's group is gone" "" "$(living "$pg")"
 run a term2 --key k12 -- sh -c "$K12"
 expect_eq "SIGTERM: released, the next delivery runs it" "0 done" "$(rc term2) $(cat "$T/term2.o")"
 
+# A COMMAND that catches SIGTERM and exits 0 was still cut short: 143,
+# released (a success recorded would be replayed to every redelivery).
+K23='echo $$ >"$JOBLOG.trap"; if [ -n "${SLOW:-}" ]; then trap "exit 0" TERM; while :; do sleep 0.1; done; fi; echo done'
+SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k23 -- sh -c "$K23" >/dev/null 2>"$T/trap.e" &
+runner=$!
+wait_until 5 test -s "$LOG.trap"
+kill -TERM "$runner"
+wait "$runner"
+expect_eq "SIGTERM, COMMAND exits 0: run exits 128+15" 143 "$?"
+run a trap2 --key k23 -- sh -c "$K23"
+expect_eq "SIGTERM, COMMAND exits 0: released, the next delivery runs it" \
+	"0 done" "$(rc trap2) $(cat "$T/trap2.o")"
+
+# What COMMAND leaves running in its group when it exits ends with it:
+# nothing of a run goes on after it (a released key's next run would
+# meet it).
+run a left1 --key k24 -- sh -c 'sleep 31 >/dev/null 2>&1 & echo $!'
+left=$(cat "$T/left1.o")
+expect_eq "left behind: run exits with COMMAND's status" 0 "$(rc left1)"
+gone_pid() { ! kill -0 "$1" 2>/dev/null; }
+wait_until 2 gone_pid "$left" || true
+expect_eq "left behind: its background child is gone" yes \
+	"$(gone_pid "$left" && echo yes || echo no)"
+
 # 7. The store stopped: nothing runs, exit 69.
 mariadb_stop
 n0=$(starts)
