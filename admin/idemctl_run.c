@@ -638,10 +638,13 @@ run_owned(struct run_job *j)
 		j->rc = CTL_RUN_TEMPFAIL;
 		return;
 	}
-	/* Stopped by a signal to us: whatever COMMAND then exited with
-	 * (a worker that catches SIGTERM exits 0), its work was cut short,
-	 * and a success recorded would be replayed to every redelivery. */
-	if (run_signal != 0 && status == 0)
+	/* Stopped by a signal to us (IDEM_ELEASE: the tick said stop and
+	 * COMMAND was still running): a worker that catches SIGTERM exits
+	 * 0 all the same, but its work was cut short, and a success
+	 * recorded would be replayed to every redelivery.  One that had
+	 * finished before the signal came (cgi_exec's last look) is a run
+	 * like any other. */
+	if (er == IDEM_ELEASE && run_signal != 0 && status == 0)
 		status = 128 + run_signal;
 	/* Any other end is an exit status (124 timed out, 127 not started,
 	 * 128+N a signal): it is the answer, released unless it is 0 or

@@ -10,6 +10,7 @@
 #include "canon.h"
 #include "clock.h"
 #include "fp.h"
+#include "path.h"
 #include "guard.h"
 #include "handler.h"
 #include "lease.h"
@@ -475,26 +476,54 @@ guard_scope(const struct request *r, char *kind, size_t kindlen,
 	return v != NULL && *v != '\0' ? v : NULL;
 }
 
+/* The next character of a query as a web server may normalise it: an
+ * escaped unreserved character decoded, other escapes' hex upper-cased.
+ * Advances *p (to end at most). */
+static int
+query_char(const char **p, const char *end)
+{
+	const char	*s = *p;
+	int		 c;
+
+	if (*s == '%' && end - s >= 3 && isxdigit((unsigned char)s[1]) &&
+	    isxdigit((unsigned char)s[2])) {
+		c = path_hexval(s[1]) << 4 | path_hexval(s[2]);
+		*p = s + 3;
+		if (isalnum(c) || c == '-' || c == '.' || c == '_' ||
+		    c == '~')
+			return c;
+		return 0x100 | c;	/* still escaped, any hex case */
+	}
+	*p = s + 1;
+	return (unsigned char)*s;
+}
+
 /*
- * The query of REQUEST_URI when it is not QUERY_STRING (a rewrite that
- * kept the client's query only there: Apache's RewriteRule without QSA,
- * lighttpd's url.rewrite), or NULL: an application that reads
- * REQUEST_URI sees it, so it is part of the request.
+ * The query of REQUEST_URI when it is not QUERY_STRING, or NULL: a
+ * rewrite that kept the client's query only there (Apache's RewriteRule
+ * without QSA) or added to it (a front controller's "?q=$uri&$args").
+ * An application that reads REQUEST_URI sees it, so it is part of the
+ * request.  Spellings a web server normalises one way and not the other
+ * (lighttpd: "%7e" in REQUEST_URI, "~" in QUERY_STRING) are the same.
  */
 static const char *
 guard_uri_query(const struct request *r)
 {
 	const char	*uri = request_param(r->envp, "REQUEST_URI"), *q;
 	const char	*qs = r->query != NULL ? r->query : "";
-	size_t		 n;
+	const char	*a, *b, *aend, *bend;
 
 	if (uri == NULL || (q = strchr(uri, '?')) == NULL)
 		return NULL;
 	q++;
-	n = strcspn(q, "#");
-	if (strlen(qs) == n && strncmp(q, qs, n) == 0)
-		return NULL;
-	return q;
+	a = q;
+	aend = q + strcspn(q, "#");
+	b = qs;
+	bend = qs + strlen(qs);
+	while (a < aend && b < bend)
+		if (query_char(&a, aend) != query_char(&b, bend))
+			return q;
+	return a == aend && b == bend ? NULL : q;
 }
 
 enum idem_err

@@ -412,12 +412,6 @@ up_io_recv(struct up_io *io)
 	return upstream_rd_feed(r, io->rd, io->rbuf, (size_t)k);
 }
 
-/*
- * One round: the deadline and the tick, then a poll and what it allows.
- * IDEM_OK to go on (the answer is whole when io->rd->done), else the
- * error that ends the run (on a tick's stop, IDEM_ELEASE: closing the
- * connection aborts the request).
- */
 /* The deadline and the tick at now (logged when they end the run). */
 static enum idem_err
 up_io_clock(struct up_io *io, int64_t now)
@@ -436,6 +430,12 @@ up_io_clock(struct up_io *io, int64_t now)
 	return er;
 }
 
+/*
+ * One round: the deadline and the tick, then a poll and what it allows.
+ * IDEM_OK to go on (the answer is whole when io->rd->done), else the
+ * error that ends the run (on a tick's stop, IDEM_ELEASE: closing the
+ * connection aborts the request).
+ */
 static enum idem_err
 up_io_round(struct up_io *io)
 {

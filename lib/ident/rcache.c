@@ -82,7 +82,7 @@ rcache_new(size_t budget, struct rcache **out)
 	if (RAND_bytes((unsigned char *)rc->seed, sizeof(rc->seed)) != 1) {
 		pthread_mutex_destroy(&rc->mu);
 		free(rc);
-		return IDEM_ENOMEM;
+		return IDEM_ESYS;
 	}
 	rc->budget = budget;
 	atomic_init(&rc->valid_until_us, 0);

@@ -192,23 +192,23 @@ expect_eq "gone clients: nothing left parked" 0 "$(status_json web parked)"
 nginx_start ngx "unix:$T/gw.sock"
 K=$(new_key)
 n0=$(runs pay)
-http_bg n0 POST "$(url ngx /payments?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'n'
+http_bg n0 POST "$(url ngx /payments?sleep=5000)" -H "Idempotency-Key: $K" --data-binary 'n'
 wait_until 5 started pay $((n0 + 1)) || true
 t0=$(now_ms)
 for i in 1 2 3 4 5 6; do
-	HTTP_TIMEOUT=0.5 http_bg n$i POST "$(url ngx /payments?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'n'
+	HTTP_TIMEOUT=1.5 http_bg n$i POST "$(url ngx /payments?sleep=5000)" -H "Idempotency-Key: $K" --data-binary 'n'
 done
 wait_until 5 parked_at_least web 6 || true
 expect_eq "hung up: 6 parked at first" 6 "$(status_json web parked)"
 none_parked() { [ "$(status_json web parked)" = 0 ]; }
-wait_until 2 none_parked || true
-echo "# hung-up waiters left the park $(($(now_ms) - t0)) ms after they came (they gave up at 500 ms)"
+wait_until 3 none_parked || true
+echo "# hung-up waiters left the park $(($(now_ms) - t0)) ms after they came (they gave up at 1500 ms)"
 expect_eq "hung up: out of the park while the owner runs" 0 "$(status_json web parked)"
 expect_eq "hung up: out of the waiters column while the owner runs" 0 "$(waiters_col "$K")"
 expect_eq "hung up: the owner is still running" no \
 	"$([ -e "$T/n0.st" ] && echo yes || echo no)"
 bg_wait
-replays_once "hung up" ngx /payments?sleep=3000 n0 n7 n "$n0"
+replays_once "hung up" ngx /payments?sleep=5000 n0 n7 n "$n0"
 expect_eq "hung up: the gateway logged it" 6 \
 	"$(grep -c 'the web server hung up while it waited' "$T/gw.log")"
 

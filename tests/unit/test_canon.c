@@ -314,6 +314,17 @@ test_php_reads(void)
 	free(a);
 	free(b);
 	CHECK(parses(f, "a=1&&b=2&", 9));	/* a few are nothing */
+	/* 1000 pieces are PHP's max_input_vars; one more is past it. */
+	a = malloc(4 * 1001 + 1);
+	if (a != NULL) {
+		a[0] = '\0';
+		for (i = 0; i < 1000; i++)
+			strcat(a, i == 0 ? "a=1" : "&a=1");
+		CHECK(parses(f, a, strlen(a)));
+		strcat(a, "&");
+		CHECK(!parses(f, a, strlen(a)));
+	}
+	free(a);
 
 	CHECK(parses("application/x-www-form-urlencoded; charset=utf-8",
 	    "a=1", 3));

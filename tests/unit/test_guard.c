@@ -329,6 +329,11 @@ test_fingerprint_reads(void)
 	char		*plain[] = { "REQUEST_URI=/pay?r=pay#x",
 	    "QUERY_STRING=r=pay", NULL };
 	char		*bare[] = { "REQUEST_URI=/pay", "QUERY_STRING=", NULL };
+	/* lighttpd: the original in REQUEST_URI, QUERY_STRING normalised */
+	char		*norm[] = { "REQUEST_URI=/pay?a=%7e%2f",
+	    "QUERY_STRING=a=~%2F", NULL };
+	char		*front[] = { "REQUEST_URI=/pay?amount=10",
+	    "QUERY_STRING=q=/pay&amount=10", NULL };
 	unsigned char	 a[FP_LEN], b[FP_LEN], old[FP_LEN];
 
 	CHECK(strcmp(request_param(twice, "QUERY_STRING"), "amount=1000") ==
@@ -346,6 +351,16 @@ test_fingerprint_reads(void)
 	    .query = "", .ctype = "application/json", .body = "{}",
 	    .bodylen = 2 }, old);
 	CHECK(memcmp(a, old, FP_LEN) == 0);
+	fp_of(norm, a);
+	fp_request(&(struct fp_req){ .method = "POST", .path = "/pay",
+	    .query = "a=~%2F", .ctype = "application/json", .body = "{}",
+	    .bodylen = 2 }, old);
+	CHECK(memcmp(a, old, FP_LEN) == 0);
+	fp_of(front, a);		/* a front controller's query */
+	fp_request(&(struct fp_req){ .method = "POST", .path = "/pay",
+	    .query = "q=/pay&amount=10", .ctype = "application/json",
+	    .body = "{}", .bodylen = 2 }, old);
+	CHECK(memcmp(a, old, FP_LEN) != 0);
 }
 
 int
