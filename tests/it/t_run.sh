@@ -240,8 +240,9 @@ expect_eq "SIGTERM, COMMAND exits 0: released, the next delivery runs it" \
 
 # What COMMAND leaves running in its group when it exits ends with it:
 # nothing of a run goes on after it (a released key's next run would
-# meet it).
-run a left1 --key k24 -- sh -c 'sleep 31 >/dev/null 2>&1 & echo $!'
+# meet it).  COMMAND closes its output before it exits, so its exit is
+# seen after the end of its output (the other order was already ended).
+run a left1 --key k24 -- sh -c 'sleep 31 >/dev/null 2>&1 & echo $!; exec >&- 2>&-; sleep 0.3'
 left=$(cat "$T/left1.o")
 expect_eq "left behind: run exits with COMMAND's status" 0 "$(rc left1)"
 # gone or a zombie (where nothing reaps orphans, kill -0 still finds it)
