@@ -489,8 +489,7 @@ query_char(const char **p, const char *end)
 	    isxdigit((unsigned char)s[2])) {
 		c = path_hexval(s[1]) << 4 | path_hexval(s[2]);
 		*p = s + 3;
-		if (isalnum(c) || c == '-' || c == '.' || c == '_' ||
-		    c == '~')
+		if (path_unreserved(c))
 			return c;
 		return 0x100 | c;	/* still escaped, any hex case */
 	}
@@ -499,7 +498,8 @@ query_char(const char **p, const char *end)
 }
 
 /*
- * The query of REQUEST_URI when it is not QUERY_STRING, or NULL: a
+ * The query of REQUEST_URI (*len bytes, up to any '#') when it is not
+ * QUERY_STRING, or NULL: a
  * rewrite that kept the client's query only there (Apache's RewriteRule
  * without QSA) or added to it (a front controller's "?q=$uri&$args").
  * An application that reads REQUEST_URI sees it, so it is part of the
@@ -507,7 +507,7 @@ query_char(const char **p, const char *end)
  * (lighttpd: "%7e" in REQUEST_URI, "~" in QUERY_STRING) are the same.
  */
 static const char *
-guard_uri_query(const struct request *r)
+guard_uri_query(const struct request *r, size_t *len)
 {
 	const char	*uri = request_param(r->envp, "REQUEST_URI"), *q;
 	const char	*qs = r->query != NULL ? r->query : "";
@@ -520,6 +520,7 @@ guard_uri_query(const struct request *r)
 	aend = q + strcspn(q, "#");
 	b = qs;
 	bend = qs + strlen(qs);
+	*len = (size_t)(aend - q);
 	while (a < aend && b < bend)
 		if (query_char(&a, aend) != query_char(&b, bend))
 			return q;
@@ -533,7 +534,7 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 	char			*more[CFG_MAX_FP_HEADERS + 1], pname[300];
 	const char		*v, *ctype = r->ctype;
 	struct buf		 canon;
-	size_t			 i, n = 0;
+	size_t			 i, n = 0, qlen;
 	enum idem_err		 er = IDEM_OK;
 	int			 whole;
 
@@ -550,9 +551,8 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 	}
 	/* "?" names no header: no fingerprint_headers entry can be it.
 	 * Absent (the usual case), the fingerprint is what it always was. */
-	if (er == IDEM_OK && (v = guard_uri_query(r)) != NULL) {
-		if (asprintf(&more[n], "?REQUEST_URI=%.*s",
-		    (int)strcspn(v, "#"), v) < 0)
+	if (er == IDEM_OK && (v = guard_uri_query(r, &qlen)) != NULL) {
+		if (asprintf(&more[n], "?REQUEST_URI=%.*s", (int)qlen, v) < 0)
 			er = IDEM_ENOMEM;
 		else
 			n++;

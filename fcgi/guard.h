@@ -40,7 +40,7 @@ enum idem_err guard_header_param(const char *name, char *out,
  * path, query, content type and body (fingerprint = canonical: the
  * body's meaning, lib/ident/canon.h), the headers fingerprint_headers
  * names, each as "name=value" ("name" when absent), and REQUEST_URI's
- * query when a rewrite left it out of QUERY_STRING.  IDEM_ENOMEM.
+ * query when it is not QUERY_STRING.  IDEM_ENOMEM.
  */
 enum idem_err guard_fingerprint(const struct request *r,
     unsigned char fp[FP_LEN]);

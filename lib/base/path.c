@@ -16,7 +16,7 @@ path_hexval(char c)
 	return -1;
 }
 
-static int
+int
 path_unreserved(int c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

@@ -19,4 +19,7 @@ char *path_normalize(const char *in, size_t len);
 /* The value of one hex digit (either case), or -1. */
 int path_hexval(char c);
 
+/* 1 if c is an unreserved character (RFC 3986: ALPHA DIGIT - . _ ~). */
+int path_unreserved(int c);
+
 #endif
