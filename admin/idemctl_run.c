@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cfg.h"
 #include "cgi.h"
 #include "clock.h"
 #include "idemctl_run.h"
@@ -252,7 +253,7 @@ run_identify(const struct run_args *a, const struct buf *in,
 	id->lease_ms = a->lease_ms;
 	/* COMMAND is our child: stopped at --timeout (SIGTERM, then SIGKILL),
 	 * before its lease ends when renewals fail, and with us by the
-	 * keeper (SIGTERM, SIGKILL RUN_STOP_GRACE_MS later); without
+	 * keeper (SIGTERM, SIGKILL keeper_grace_ms later); without
 	 * --timeout the lease and that grace bound it. */
 	id->run_ms = (a->timeout_ms > 0 ? a->timeout_ms : 0) +
 	    RUN_STOP_GRACE_MS + CFG_KILL_GRACE_MS;
@@ -380,10 +381,27 @@ struct keeper {
 	int	 fd;
 	pid_t	 pid;
 	int64_t	 pg;	/* COMMAND's group, once it runs */
+	int64_t	 grace_ms;	/* SIGTERM, then SIGKILL this much later */
 };
 
+/*
+ * The keeper's grace for a lease of lease_ms.  A run killed just before
+ * its stop point (or within its own stop's CGI_STOP_GRACE_MS) leaves only
+ * the lease's margin before a takeover may start the next run: COMMAND's
+ * group must be gone by then, even if it ignores SIGTERM.
+ */
+static int64_t
+keeper_grace_ms(int64_t lease_ms)
+{
+	int64_t	 g = cfg_lease_margin_ms(lease_ms) - CGI_STOP_GRACE_MS - 50;
+
+	if (g > RUN_STOP_GRACE_MS)
+		g = RUN_STOP_GRACE_MS;
+	return g < 0 ? 0 : g;
+}
+
 static void
-keeper_loop(int fd)
+keeper_loop(int fd, int64_t grace_ms)
 {
 	unsigned char	 tag;
 	int64_t		 pg = 0;
@@ -418,7 +436,8 @@ keeper_loop(int fd)
 	}
 	if (pg > 1) {
 		kill(-(pid_t)pg, SIGTERM);
-		clock_sleep_ms(RUN_STOP_GRACE_MS);
+		if (grace_ms > 0)
+			clock_sleep_ms(grace_ms);
 		kill(-(pid_t)pg, SIGKILL);
 	}
 	_exit(0);
@@ -446,7 +465,7 @@ keeper_start(struct keeper *k)
 		 * COMMAND's. */
 		setpgid(0, 0);
 		close(p[1]);
-		keeper_loop(p[0]);
+		keeper_loop(p[0], k->grace_ms);
 	}
 	close(p[0]);
 	k->fd = p[1];
@@ -525,6 +544,7 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	if ((env = run_env(j->o.c.fence, fence, sizeof(fence))) == NULL)
 		return IDEM_ENOMEM;
 	k.pg = 0;
+	k.grace_ms = keeper_grace_ms(a->lease_ms);
 	if (keeper_start(&k) != 0)
 		ctl_err("run: no keeper process (%s): COMMAND would outlive a "
 		    "killed run", strerror(errno));

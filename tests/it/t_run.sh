@@ -197,6 +197,27 @@ wait "$runner" 2>/dev/null
 wait_until 5 group_gone "$pg"
 expect_eq "keeper killed, then run: COMMAND's group is gone" "" "$(living "$pg")"
 
+# kill -9 of a run whose COMMAND ignores SIGTERM, on a short lease: the
+# keeper's SIGKILL must come before the lease lapses, or the takeover's
+# COMMAND runs beside the first.  Past the run deadline (claim + 5 s),
+# the lease alone guards the key.  Each COMMAND logs its own times.
+K16='echo $$ >"$JOBLOG.16"; echo "start $(date +%s%3N)" >>"$JOBLOG.16s"; if [ -n "${SLOW:-}" ]; then trap "" TERM; while :; do echo "alive $(date +%s%3N)" >>"$JOBLOG.16a"; sleep 0.02; done; fi; echo second'
+SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k17 --lease 1s -- sh -c "$K16" >/dev/null 2>&1 &
+runner=$!
+wait_until 5 test -s "$LOG.16"
+pg=$(cat "$LOG.16")
+sleep 5.5
+kill -9 "$runner"
+wait "$runner" 2>/dev/null
+run b k17 --key k17 --lease 1s --wait 10s -- sh -c "$K16"
+wait_until 5 group_gone "$pg"
+[ -n "$(living "$pg")" ] && kill -9 -- "-$pg" 2>/dev/null
+second=$(sed -n '2s/^start //p' "$LOG.16s")
+last=$(tail -1 "$LOG.16a" | sed 's/^alive //')
+expect_eq "TERM ignored, short lease: the takeover ran COMMAND" "0 second" "$(rc k17) $(cat "$T/k17.o")"
+expect_lt "... only after the first COMMAND was gone (last alive ${last:-?}, next start ${second:-?})" \
+	"${last:-0}" "${second:-0}"
+
 # The fence: COMMAND gets IDEMGATE_FENCE, larger for a later claim; one
 # from run's own environment is not passed on.
 IDEMGATE_FENCE=7 "$IDEMCTL" -c "$T/a.conf" run --key k15 -- sh -c 'echo "$IDEMGATE_FENCE"' >"$T/f1.o" 2>/dev/null
