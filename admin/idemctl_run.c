@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,10 +275,12 @@ struct run_io {
 	int		 oversized;
 	struct lease	 l;
 	int64_t		 next_renew;	/* CLOCK_MONOTONIC ms */
+	int64_t		 deadline;	/* --timeout's, or 0 */
 	struct keeper	*k;
 };
 
 static void keeper_check(struct keeper *k);
+static int64_t run_tick(void *arg);
 
 static void
 write_all(const void *vp, size_t n)
@@ -295,20 +299,57 @@ write_all(const void *vp, size_t n)
 	}
 }
 
+/*
+ * Writes COMMAND's output through while it runs.  A reader of our stdout
+ * that stalls must not stall the lease with it: each piece waits for
+ * room at most until the next tick, which renews the lease, passes a
+ * signal on, and stops COMMAND as run_tick does (IDEM_ELEASE), or at
+ * --timeout (IDEM_ETIMEOUT).  Pieces of at most PIPE_BUF bytes: a pipe
+ * with room for one never blocks the write.
+ */
+static enum idem_err
+run_write(struct run_io *o, const void *vp, size_t n)
+{
+	struct pollfd	 pfd = { .fd = STDOUT_FILENO, .events = POLLOUT };
+	const char	*p = vp;
+	int64_t		 wait;
+	ssize_t		 w;
+
+	while (n > 0) {
+		if ((wait = run_tick(o)) < 0)
+			return IDEM_ELEASE;
+		if (o->deadline > 0 && clock_now_ms() >= o->deadline)
+			return IDEM_ETIMEOUT;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)wait) <= 0)
+			continue;	/* no room yet, or a signal */
+		w = write(STDOUT_FILENO, p, n < PIPE_BUF ? n : PIPE_BUF);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (w <= 0)
+			return IDEM_OK;	/* nobody reads our stdout */
+		p += w;
+		n -= (size_t)w;
+	}
+	return IDEM_OK;
+}
+
 static enum idem_err
 run_out(void *arg, const void *p, size_t n)
 {
 	struct run_io	*o = arg;
+	enum idem_err	 er;
 
 	if (!o->oversized && buf_add(&o->b, p, n) == IDEM_OK)
 		return IDEM_OK;
 	if (!o->oversized) {
 		o->oversized = 1;
-		write_all(o->b.p, o->b.len);
+		er = run_write(o, o->b.p, o->b.len);
 		buf_free(&o->b);
+		if (er != IDEM_OK)
+			return er;
 	}
-	write_all(p, n);
-	return IDEM_OK;
+	return run_write(o, p, n);
 }
 
 /* The tick while COMMAND runs: a signal to us stops it (its group gets
@@ -551,6 +592,7 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	o->k = &k;
 	lease_init(&o->l, &j->o, 1);
 	o->next_renew = once_claimed_ms(&j->o) + lease_tick_ms(a->lease_ms);
+	o->deadline = a->timeout_ms > 0 ? clock_now_ms() + a->timeout_ms : 0;
 	memset(&r, 0, sizeof(r));
 	memset(&st, 0, sizeof(st));
 	r.program = a->cmd[0];

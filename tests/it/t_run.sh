@@ -218,6 +218,28 @@ expect_eq "TERM ignored, short lease: the takeover ran COMMAND" "0 second" "$(rc
 expect_lt "... only after the first COMMAND was gone (last alive ${last:-?}, next start ${second:-?})" \
 	"${last:-0}" "${second:-0}"
 
+# A reader of run's stdout that stalls while output past max_response is
+# written through: the lease is still renewed (on Galera the lease alone
+# guards the key), and --timeout still ends the run.
+sed 's/^lease = 3s/lease = 1s\nmax_response = 64k/' "$T/a.conf" >"$T/c.conf"
+("$IDEMCTL" -c "$T/c.conf" run --key k18 -- sh -c 'head -c 3000000 /dev/zero'
+	echo $? >"$T/k18.rc") | (sleep 4; cat >"$T/k18.o") &
+stalled=$!
+sleep 2.5
+expect_eq "stalled stdout: the lease is still renewed" 1 \
+	"$(db_query "$TNAME" "SELECT lease_until > NOW(6) FROM idem_keys WHERE idem_key = 'k18'")"
+wait "$stalled"
+expect_eq "stalled stdout: every byte written through, status 0" "3000000 0" \
+	"$(wc -c <"$T/k18.o" | tr -d ' ') $(cat "$T/k18.rc")"
+t0=$(now_ms)
+("$IDEMCTL" -c "$T/c.conf" run --key k19 --timeout 1s -- sh -c 'head -c 3000000 /dev/zero'
+	echo "$? $(now_ms)" >"$T/k19.rc") | (sleep 5; cat >/dev/null) &
+stalled=$!
+wait "$stalled"
+read -r rc19 end19 <"$T/k19.rc"
+expect_eq "stalled stdout, --timeout 1s: exit 124" 124 "$rc19"
+expect_lt "... when it is due, not when the reader reads ($((end19 - t0)) ms)" $((end19 - t0)) 4000
+
 # The fence: COMMAND gets IDEMGATE_FENCE, larger for a later claim; one
 # from run's own environment is not passed on.
 IDEMGATE_FENCE=7 "$IDEMCTL" -c "$T/a.conf" run --key k15 -- sh -c 'echo "$IDEMGATE_FENCE"' >"$T/f1.o" 2>/dev/null
