@@ -98,6 +98,7 @@ FAILS="$TESTROOT/FAILS"
 : >"$FAILS"
 cleanup() {
 	trap - EXIT INT TERM
+	[ -n "${BG_BUILD:-}" ] && pkill -P "$BG_BUILD" 2>/dev/null
 	mariadb_cleanup >/dev/null 2>&1
 	rm -rf "$TESTROOT"
 }
@@ -155,23 +156,55 @@ else
 	fail_line "private MariaDB did not start (log: $LOGS/mariadb.log)"
 fi
 
+# The sanitizer and fuzz builds need only the compiler: they go on at the
+# lowest priority while the first pass's tests (mostly waits) run, so the
+# CPU those tests use is theirs.
+BG_BUILD=
+if [ "$QUICK" = 0 ]; then
+	(
+		nice -n 19 make -k -j2 asan >"$LOGS/asan-build.log" 2>&1
+		echo $? >"$TESTROOT/asan.rc"
+		nice -n 19 make fuzz >"$LOGS/fuzz-build.log" 2>&1
+		echo $? >"$TESTROOT/fuzz.rc"
+	) &
+	BG_BUILD=$!
+fi
+bg_build_wait() { # the background builds are done
+	[ -n "$BG_BUILD" ] && wait "$BG_BUILD" 2>/dev/null
+	BG_BUILD=
+}
+bg_build_rc() { cat "$TESTROOT/$1.rc" 2>/dev/null || echo 1; } # NAME: its status
+
 echo "== unit + integration (build)"
 unit_and_it build 0
 
 if [ "$QUICK" = 0 ]; then
 	echo "== fuzz"
 	if ls tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
-		if make fuzz >"$LOGS/fuzz-build.log" 2>&1; then
-			for f in build-fuzz/fuzz/fuzz_*; do
+		bg_build_wait
+		if [ "$(bg_build_rc fuzz)" = 0 ]; then
+			# two at a time, one per core
+			fuzzers=(build-fuzz/fuzz/fuzz_*)
+			for ((i = 0; i < ${#fuzzers[@]}; i += 2)); do
+				for f in "${fuzzers[@]:i:2}"; do
+					[ -x "$f" ] || continue
+					n=$(basename "$f")
+					corpus="$TESTROOT/corpus-$n"
+					mkdir -p "$corpus"
+					[ -d "tests/fuzz/corpus/$n" ] && cp -r "tests/fuzz/corpus/$n/." "$corpus/"
+					(
+						timeout -k 10 60 "$f" -max_total_time=10 -rss_limit_mb=1024 \
+							-print_final_stats=1 "$corpus" >"$LOGS/fuzz-$n.log" 2>&1
+						echo $? >"$TESTROOT/fuzz-$n.rc"
+					) &
+				done
+				wait
+			done
+			for f in "${fuzzers[@]}"; do
 				[ -x "$f" ] || continue
 				n=$(basename "$f")
-				corpus="$TESTROOT/corpus-$n"
-				mkdir -p "$corpus"
-				[ -d "tests/fuzz/corpus/$n" ] && cp -r "tests/fuzz/corpus/$n/." "$corpus/"
 				log="$LOGS/fuzz-$n.log"
-				timeout -k 10 60 "$f" -max_total_time=10 -rss_limit_mb=1024 \
-					-print_final_stats=1 "$corpus" >"$log" 2>&1
-				rc=$?
+				rc=$(cat "$TESTROOT/fuzz-$n.rc" 2>/dev/null || echo 1)
 				if [ "$rc" -eq 0 ]; then
 					PASSED=$((PASSED + 1))
 					echo "PASS: fuzz $n"
@@ -185,7 +218,8 @@ if [ "$QUICK" = 0 ]; then
 	fi
 
 	echo "== ASan + UBSan"
-	if make -k -j2 asan >"$LOGS/asan-build.log" 2>&1; then
+	bg_build_wait
+	if [ "$(bg_build_rc asan)" = 0 ]; then
 		PASSED=$((PASSED + 1))
 		echo "PASS: asan build"
 	else
