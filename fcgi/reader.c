@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +51,8 @@ struct reader {
 	struct job		*ready, *ready_tail;	/* for request
 							 * threads */
 	size_t			 nready;
+	atomic_size_t		 queued;	/* bytes the ready ones hold
+						 * (read without mu) */
 	struct job		*back;		/* returned for reuse */
 	struct job		*parked;	/* waiters (fcgi/park.h) */
 	size_t			 nparked;
@@ -254,16 +257,18 @@ reader_refuse(struct job *j, enum problem p)
 static int
 reader_account(struct reader *rd, struct job *j)
 {
-	size_t	 now = j->fc.params.len + j->fc.body.len;
+	size_t	 now = j->fc.params.len + j->fc.body.len, all;
 
 	rd->pending = rd->pending - j->held + now;
 	j->held = now;
-	if (rd->pending <= rd->max_pending || now <= READER_SMALL ||
-	    rd->pending == now || j->fc.id == 0)
+	all = rd->pending + atomic_load_explicit(&rd->queued,
+	    memory_order_relaxed);
+	if (all <= rd->max_pending || now <= READER_SMALL || all == now ||
+	    j->fc.id == 0)
 		return 0;
-	log_warn("requests still arriving hold %zu bytes, over "
-	    "max_pending_body (%zu): one holding %zu refused (503)",
-	    rd->pending, rd->max_pending, now);
+	log_warn("requests arriving or waiting for a thread hold %zu bytes, "
+	    "over max_pending_body (%zu): one holding %zu refused (503)",
+	    all, rd->max_pending, now);
 	reader_forget(rd, j);
 	reader_refuse(j, PROB_OVERLOADED);
 	return -1;
@@ -280,6 +285,9 @@ reader_push(struct reader *rd, struct job *j)
 		rd->ready = j;
 	rd->ready_tail = j;
 	rd->nready++;
+	j->queued = job_bytes(j) + j->unsent;
+	atomic_fetch_add_explicit(&rd->queued, j->queued,
+	    memory_order_relaxed);
 	board_queued(rd->nready);
 }
 
@@ -454,7 +462,13 @@ reader_quick(struct reader *rd, struct job *j, int64_t now)
 	struct board_slot *me = board_me();
 	ssize_t		 w;
 
-	if (rd->quick == NULL || !rd->quick(rd->quick_arg, j, &o))
+	/* What a quick answer cannot send at once waits in the ready
+	 * queue: once it holds max_pending_body with what is still
+	 * arriving, replays go to request threads, which wait for the web
+	 * server to read instead of holding copies. */
+	if (rd->quick == NULL || rd->pending + atomic_load_explicit(
+	    &rd->queued, memory_order_relaxed) > rd->max_pending ||
+	    !rd->quick(rd->quick_arg, j, &o))
 		return 0;
 	if (o.failed || fcgi_stream(&rd->out, FCGI_STDOUT, j->fc.id,
 	    rd->http.p, rd->http.len) != IDEM_OK ||
@@ -786,6 +800,9 @@ reader_next(struct reader *rd)
 		if (rd->ready == NULL)
 			rd->ready_tail = NULL;
 		rd->nready--;
+		atomic_fetch_sub_explicit(&rd->queued, j->queued,
+		    memory_order_relaxed);
+		j->queued = 0;
 		board_queued(rd->nready);
 	}
 	pthread_mutex_unlock(&rd->mu);

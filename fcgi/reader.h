@@ -29,6 +29,7 @@ struct job {
 	int		 kept;		/* reused after a keep_conn request */
 	int		 polled;	/* in the reader's epoll set */
 	size_t		 held;		/* counted in the reader's pending */
+	size_t		 queued;	/* counted in its queued bytes */
 	int		 cache_missed;	/* the reader asked the replay
 					 * cache: no hit */
 	size_t		 unsent;	/* the reader's answer, all but

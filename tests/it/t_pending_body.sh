@@ -129,4 +129,118 @@ done
 	check "the memory goes back once they go (RSS $((r / 1024)) MiB, start $((base / 1024)) MiB)" test "$ok_back" = 1
 http c POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary @<(head -c 2000000 /dev/zero | tr '\0' c)
 expect_eq "afterwards a 2 MB body is taken again" created "$(hdr c Idempotency-Result)"
+
+# Whole requests waiting for a thread hold their bodies too, and so does
+# what a quick replay could not send at once: both count against
+# max_pending_body.  fcgi.py MODE N: N connections; MODE "whole" sends
+# 1 MiB - 1 bodies whole and reads no answer for 1 s; "unread" asks for
+# a cached 900 kB answer and never reads it.  Each prints "refused" or
+# "held"; all hold their connections until $T/go2 (or 30 s).
+cat >"$T/fcgi.py" <<'PY'
+import os, socket, struct, sys, time
+path, mode, n, go, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(k, v): return bytes([len(k), len(v)]) + k + v
+def request(uri, key, body):
+    q = uri.split("?", 1)[1].encode() if "?" in uri else b""
+    params = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", uri.encode()) +
+        pair(b"QUERY_STRING", q) + pair(b"CONTENT_LENGTH", str(len(body)).encode()) +
+        pair(b"HTTP_IDEMPOTENCY_KEY", key.encode()))
+    out = rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, params) + rec(4, b"")
+    for i in range(0, len(body), 65535):
+        out += rec(5, body[i:i + 65535])
+    return out + rec(5, b"")
+def read_all(s):
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return got
+        got += b
+if mode == "warm":  # create, then replay once: read whole
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall(request("/pay?bytes=900000", key, b"x"))
+        got = read_all(s)
+        print("answer %d" % len(got), flush=True)
+        s.close()
+    sys.exit(0)
+conns = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.settimeout(10)
+    try:
+        if mode == "whole":
+            s.sendall(request("/pay", "%s-%d" % (key, i), b"w" * (1024 * 1024 - 1)))
+        else:
+            s.sendall(request("/pay?bytes=900000", key, b"x"))
+    except OSError:
+        pass  # refused while it was sent: its answer is waiting
+    conns.append(s)
+time.sleep(1)
+for s in conns:
+    s.setblocking(False)
+    try:
+        b = s.recv(256, socket.MSG_PEEK)
+    except (BlockingIOError, ConnectionResetError):
+        b = None
+    print("refused" if b and b"gateway-overloaded" in b else "held", flush=True)
+t0 = time.time()
+while not os.path.exists(go) and time.time() - t0 < 30:
+    time.sleep(0.1)
+for s in conns:
+    s.close()
+print("done", flush=True)
+PY
+# peak_while FILE LINES: the worker's peak RSS until FILE has LINES lines
+peak_while() {
+	local p r
+	p=$(rss_kib)
+	for _ in $(seq 1 200); do
+		r=$(rss_kib)
+		[ "${r:-0}" -gt "$p" ] && p=$r
+		[ "$(grep -cE '^(held|refused)' "$1")" -ge "$2" ] && break
+		sleep 0.1
+	done
+	echo "$p"
+}
+# Every thread busy, then 200 whole 1 MiB uploads.
+for i in 1 2 3 4; do
+	http_bg slow$i POST "$(url web '/pay?sleep=4000')" -H "Idempotency-Key: $(new_key)" --data-binary s
+done
+sleep 0.5
+base=$(rss_kib)
+python3 "$T/fcgi.py" "$T/gw.sock" whole 200 "$T/go2" "queued-$RANDOM" >"$T/whole.out" 2>&1 &
+H_BGPIDS+=($!)
+peak=$(peak_while "$T/whole.out" 200)
+refused=$(grep -c '^refused' "$T/whole.out")
+check "200 whole uploads behind busy threads: those past max_pending_body refused ($refused)" \
+	test "$refused" -ge 150
+[ "$plain" = 0 ] ||
+	expect_lt "... worker RSS stays under its start + 48 MiB (peak $((peak / 1024)) MiB, start $((base / 1024)) MiB)" \
+		"$((peak - base))" $((48 * 1024))
+touch "$T/go2"
+bg_wait
+wait_until 20 sh -c "grep -q '^done' '$T/whole.out'"
+rm -f "$T/go2"
+
+# A 900 kB answer in the replay cache, asked for by 200 connections that
+# never read it.
+KQ=quick-$RANDOM
+python3 "$T/fcgi.py" "$T/gw.sock" warm 0 "$T/go2" "$KQ" >"$T/warm.out" 2>&1
+expect_eq "a 900 kB answer stored and replayed" 2 "$(grep -c '^answer 9' "$T/warm.out")"
+base=$(rss_kib)
+python3 "$T/fcgi.py" "$T/gw.sock" unread 200 "$T/go2" "$KQ" >"$T/unread.out" 2>&1 &
+H_BGPIDS+=($!)
+peak=$(peak_while "$T/unread.out" 200)
+expect_eq "200 replays nobody reads: all taken" 200 "$(grep -c '^held' "$T/unread.out")"
+[ "$plain" = 0 ] ||
+	expect_lt "... the unsent answers held stay under max_pending_body: RSS under start + 48 MiB (peak $((peak / 1024)) MiB, start $((base / 1024)) MiB)" \
+		"$((peak - base))" $((48 * 1024))
+touch "$T/go2"
+wait_until 20 sh -c "grep -q '^done' '$T/unread.out'"
+http d POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary d
+expect_eq "afterwards the gateway serves again" created "$(hdr d Idempotency-Result)"
 done_testing
