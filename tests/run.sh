@@ -186,6 +186,7 @@ if [ "$QUICK" = 0 ]; then
 			# two at a time, one per core
 			fuzzers=(build-fuzz/fuzz/fuzz_*)
 			for ((i = 0; i < ${#fuzzers[@]}; i += 2)); do
+				pids=()
 				for f in "${fuzzers[@]:i:2}"; do
 					[ -x "$f" ] || continue
 					n=$(basename "$f")
@@ -197,8 +198,10 @@ if [ "$QUICK" = 0 ]; then
 							-print_final_stats=1 "$corpus" >"$LOGS/fuzz-$n.log" 2>&1
 						echo $? >"$TESTROOT/fuzz-$n.rc"
 					) &
+					pids+=($!)
 				done
-				wait
+				# not a bare wait: the private MariaDB is a child too
+				wait "${pids[@]}"
 			done
 			for f in "${fuzzers[@]}"; do
 				[ -x "$f" ] || continue
