@@ -1,10 +1,9 @@
 /* idemctl run: a job or queue consumer made idempotent on the gateway store. */
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +128,9 @@ run_durations(struct ctl *c, const struct run_opt_text *t, struct run_args *a)
 		if (d[i].v != NULL &&
 		    (rc = run_duration(d[i].name, d[i].v, d[i].ms)) != CTL_OK)
 			return rc;
+	if (t->lease != NULL && a->lease_ms < CFG_LEASE_MIN_MS)
+		return ctl_usage_err("run", "invalid --lease '%s': must be at "
+		    "least 1s", t->lease);
 	return CTL_OK;
 }
 
@@ -276,6 +278,8 @@ struct run_io {
 	struct lease	 l;
 	int64_t		 next_renew;	/* CLOCK_MONOTONIC ms */
 	int64_t		 deadline;	/* --timeout's, or 0 */
+	int		 stopped;	/* run_tick said stop */
+	int		 out_lost;	/* our stdout was given up */
 	struct keeper	*k;
 };
 
@@ -299,57 +303,80 @@ write_all(const void *vp, size_t n)
 	}
 }
 
+/* SIGALRM only breaks a write off (no SA_RESTART). */
+static void
+run_on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* Arms (ms > 0) or disarms (0) a SIGALRM every ms. */
+static void
+run_alarm(int64_t ms)
+{
+	struct itimerval	 it;
+
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = ms / 1000;
+	it.it_value.tv_usec = (ms % 1000) * 1000;
+	it.it_interval = it.it_value;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /*
  * Writes COMMAND's output through while it runs.  A reader of our stdout
- * that stalls must not stall the lease with it: each piece waits for
- * room at most until the next tick, which renews the lease, passes a
- * signal on, and stops COMMAND as run_tick does (IDEM_ELEASE), or at
- * --timeout (IDEM_ETIMEOUT).  Pieces of at most PIPE_BUF bytes: a pipe
- * with room for one never blocks the write.
+ * that stalls must not stall the lease with it: a write is broken off by
+ * SIGALRM at the next tick (whatever stdout is: a pipe shared with other
+ * writers, a pty or a socket may block a write that poll said had room;
+ * run is one thread while COMMAND runs, so the signal reaches it), and
+ * the tick renews the lease.  When a stop is due (a signal, a lost
+ * lease, --timeout), what is left of our stdout is given up: cgi_exec's
+ * own clock then stops COMMAND, or finds it already exited (a run that
+ * finished is recorded, whatever its reader does).
  */
-static enum idem_err
+static void
 run_write(struct run_io *o, const void *vp, size_t n)
 {
-	struct pollfd	 pfd = { .fd = STDOUT_FILENO, .events = POLLOUT };
 	const char	*p = vp;
 	int64_t		 wait;
 	ssize_t		 w;
 
-	while (n > 0) {
-		if ((wait = run_tick(o)) < 0)
-			return IDEM_ELEASE;
-		if (o->deadline > 0 && clock_now_ms() >= o->deadline)
-			return IDEM_ETIMEOUT;
-		pfd.revents = 0;
-		if (poll(&pfd, 1, (int)wait) <= 0)
-			continue;	/* no room yet, or a signal */
-		w = write(STDOUT_FILENO, p, n < PIPE_BUF ? n : PIPE_BUF);
+	while (n > 0 && !o->out_lost) {
+		if ((wait = run_tick(o)) < 0 || (o->deadline > 0 &&
+		    clock_now_ms() >= o->deadline)) {
+			ctl_err("run: our stdout is not read and COMMAND must "
+			    "stop: the rest of its output is dropped");
+			o->out_lost = 1;
+			break;
+		}
+		run_alarm(wait);
+		w = write(STDOUT_FILENO, p, n);
+		run_alarm(0);
 		if (w < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (w <= 0)
-			return IDEM_OK;	/* nobody reads our stdout */
+		if (w <= 0) {
+			o->out_lost = 1;	/* nobody reads our stdout */
+			break;
+		}
 		p += w;
 		n -= (size_t)w;
 	}
-	return IDEM_OK;
 }
 
 static enum idem_err
 run_out(void *arg, const void *p, size_t n)
 {
 	struct run_io	*o = arg;
-	enum idem_err	 er;
 
 	if (!o->oversized && buf_add(&o->b, p, n) == IDEM_OK)
 		return IDEM_OK;
 	if (!o->oversized) {
 		o->oversized = 1;
-		er = run_write(o, o->b.p, o->b.len);
+		run_write(o, o->b.p, o->b.len);
 		buf_free(&o->b);
-		if (er != IDEM_OK)
-			return er;
 	}
-	return run_write(o, p, n);
+	run_write(o, p, n);
+	return IDEM_OK;
 }
 
 /* The tick while COMMAND runs: a signal to us stops it (its group gets
@@ -360,12 +387,15 @@ run_tick(void *arg)
 	struct run_io	*t = arg;
 	int64_t		 now = clock_now_ms(), next;
 
-	if (run_signal != 0)
+	if (t->stopped || run_signal != 0)
 		return -1;
 	keeper_check(t->k);
 	if (now >= t->next_renew) {
-		if ((next = lease_tick(&t->l)) < 0)
+		if ((next = lease_tick(&t->l)) < 0) {
+			/* Once: the lease is lost for good. */
+			t->stopped = 1;
 			return -1;
+		}
 		t->next_renew = now + next;
 	}
 	next = t->next_renew - now;
@@ -407,6 +437,8 @@ run_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = run_on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -263,8 +263,10 @@ reader_account(struct reader *rd, struct job *j)
 	j->held = now;
 	all = rd->pending + atomic_load_explicit(&rd->queued,
 	    memory_order_relaxed);
-	if (all <= rd->max_pending || now <= READER_SMALL || all == now ||
-	    j->fc.id == 0)
+	/* Others holding no more than a small request's bytes leave j
+	 * alone: bounded by its max_body. */
+	if (all <= rd->max_pending || now <= READER_SMALL ||
+	    all - now <= READER_SMALL || j->fc.id == 0)
 		return 0;
 	log_warn("requests arriving or waiting for a thread hold %zu bytes, "
 	    "over max_pending_body (%zu): one holding %zu refused (503)",

@@ -98,7 +98,12 @@ FAILS="$TESTROOT/FAILS"
 : >"$FAILS"
 cleanup() {
 	trap - EXIT INT TERM
-	[ -n "${BG_BUILD:-}" ] && pkill -P "$BG_BUILD" 2>/dev/null
+	# the background builds and fuzzers, and what they started
+	# (the subshell first, so it starts nothing more; then its child)
+	for p in ${BG_BUILD:-} ${FUZZ_PIDS[@]+"${FUZZ_PIDS[@]}"}; do
+		kids=$(pgrep -P "$p")
+		kill "$p" $kids 2>/dev/null
+	done
 	mariadb_cleanup >/dev/null 2>&1
 	rm -rf "$TESTROOT"
 }
@@ -186,7 +191,7 @@ if [ "$QUICK" = 0 ]; then
 			# two at a time, one per core
 			fuzzers=(build-fuzz/fuzz/fuzz_*)
 			for ((i = 0; i < ${#fuzzers[@]}; i += 2)); do
-				pids=()
+				FUZZ_PIDS=()
 				for f in "${fuzzers[@]:i:2}"; do
 					[ -x "$f" ] || continue
 					n=$(basename "$f")
@@ -198,11 +203,12 @@ if [ "$QUICK" = 0 ]; then
 							-print_final_stats=1 "$corpus" >"$LOGS/fuzz-$n.log" 2>&1
 						echo $? >"$TESTROOT/fuzz-$n.rc"
 					) &
-					pids+=($!)
+					FUZZ_PIDS+=($!)
 				done
 				# not a bare wait: the private MariaDB is a child too
-				wait "${pids[@]}"
+				[ ${#FUZZ_PIDS[@]} -gt 0 ] && wait "${FUZZ_PIDS[@]}"
 			done
+			FUZZ_PIDS=()
 			for f in "${fuzzers[@]}"; do
 				[ -x "$f" ] || continue
 				n=$(basename "$f")

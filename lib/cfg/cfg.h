@@ -267,6 +267,11 @@ int cfg_releases(const struct route *r, int status);
  * SIGKILL, the reaping. */
 #define CFG_KILL_GRACE_MS	3000
 
+/* The shortest lease: an owner that cannot renew stops its handler a
+ * margin (cfg_lease_margin_ms, 300 ms here) before the lease ends, and
+ * the stop itself takes up to 200 ms. */
+#define CFG_LEASE_MIN_MS	1000
+
 /*
  * How long after its claim a run of route r can still be executing (its
  * run deadline): timeout + CFG_KILL_GRACE_MS for a CGI program (idemgate

@@ -302,7 +302,8 @@ set_dur(struct parser *p, const struct cfg_val *kv, void *dst)
 	if (cfg_parse_duration(kv->v, &n) != IDEM_OK)
 		return bad_for(p, kv, "duration");
 	if (n < k->lo)
-		return out_of_range(p, kv, "must be greater than 0");
+		return out_of_range(p, kv, k->lo == CFG_LEASE_MIN_MS ?
+		    "must be at least 1s" : "must be greater than 0");
 	if (n > CFG_MAX_DURATION_MS)
 		return out_of_range(p, kv, "must be at most 3650d");
 	*(int64_t *)dst = n;
@@ -633,7 +634,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_SCOPE] = OWN("scope", RI, set_scope, 0),
 	[K_TTL] = DUR("ttl", RI, ROUTE(ttl_ms), POSITIVE),
 	[K_WAIT] = DUR("wait", RI, ROUTE(wait_ms), 0),
-	[K_LEASE] = DUR("lease", RI, ROUTE(lease_ms), POSITIVE),
+	[K_LEASE] = DUR("lease", RI, ROUTE(lease_ms), CFG_LEASE_MIN_MS),
 	[K_STORE_5XX] = BOOL("store_5xx", RI, ROUTE(store_5xx)),
 	[K_MAX_BODY] = SIZE("max_body", RI, ROUTE(max_body), 0, GIB, 0,
 	    "must be at most 1G"),

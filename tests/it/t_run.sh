@@ -232,13 +232,31 @@ wait "$stalled"
 expect_eq "stalled stdout: every byte written through, status 0" "3000000 0" \
 	"$(wc -c <"$T/k18.o" | tr -d ' ') $(cat "$T/k18.rc")"
 t0=$(now_ms)
-("$IDEMCTL" -c "$T/c.conf" run --key k19 --timeout 1s -- sh -c 'head -c 3000000 /dev/zero'
+("$IDEMCTL" -c "$T/c.conf" run --key k19 --timeout 1s -- sh -c 'head -c 3000000 /dev/zero; sleep 5'
 	echo "$? $(now_ms)" >"$T/k19.rc") | (sleep 5; cat >/dev/null) &
 stalled=$!
 wait "$stalled"
 read -r rc19 end19 <"$T/k19.rc"
 expect_eq "stalled stdout, --timeout 1s: exit 124" 124 "$rc19"
 expect_lt "... when it is due, not when the reader reads ($((end19 - t0)) ms)" $((end19 - t0)) 4000
+# COMMAND finished (100 kB: all of it fits in the pipes and our buffer),
+# its output still waiting for a stalled reader, when run is told to
+# stop: a finished run, recorded as it ended, never run again.
+("$IDEMCTL" -c "$T/c.conf" run --key k20 -- sh -c 'echo "start $$" >>"$JOBLOG.20"; head -c 100000 /dev/zero' &
+	echo $! >"$T/k20.pid"
+	wait $!
+	echo $? >"$T/k20.rc") | (sleep 3; cat >/dev/null) &
+stalled=$!
+wait_until 5 test -s "$JOBLOG.20"
+sleep 0.5
+kill -TERM "$(cat "$T/k20.pid")"
+wait "$stalled"
+run b k20b --key k20 -- sh -c 'echo "start $$" >>"$JOBLOG.20"; head -c 100000 /dev/zero'
+expect_eq "SIGTERM after COMMAND finished, stdout stalled: its status 0 stands" "0 0" "$(cat "$T/k20.rc") $(rc k20b)"
+expect_eq "... and the redelivery does not run it again" 1 "$(grep -c '^start' "$JOBLOG.20")"
+out=$("$IDEMCTL" -c "$T/a.conf" run --key k21 --lease 500ms -- true 2>&1)
+expect_eq "--lease under 1s: refused, exit 1 (usage)" "1" "$?"
+expect_match "... with one line saying so" "must be at least 1s" "$out"
 
 # The fence: COMMAND gets IDEMGATE_FENCE, larger for a later claim; one
 # from run's own environment is not passed on.
