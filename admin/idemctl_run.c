@@ -81,6 +81,7 @@ struct run_job {
 };
 
 static volatile sig_atomic_t run_signal;
+static volatile sig_atomic_t run_tstp;	/* SIGTSTP, SIGTTIN, SIGTTOU */
 
 static void
 run_on_signal(int sig)
@@ -280,10 +281,12 @@ struct run_io {
 	int64_t		 deadline;	/* --timeout's, or 0 */
 	int		 stopped;	/* run_tick said stop */
 	int		 out_lost;	/* our stdout was given up */
+	int		 held;		/* COMMAND's group stopped by us */
 	struct keeper	*k;
 };
 
 static void keeper_check(struct keeper *k);
+static int64_t keeper_pg(const struct keeper *k);
 static int64_t run_tick(void *arg);
 
 static void
@@ -379,24 +382,85 @@ run_out(void *arg, const void *p, size_t n)
 	return IDEM_OK;
 }
 
+static void
+run_on_tstp(int sig)
+{
+	run_tstp = sig;
+}
+
+/* From COMMAND's start until its outcome is recorded, job control goes
+ * through run_suspend (on): a stop while the outcome is being recorded
+ * could let the lease lapse on a finished run, so none is taken then.
+ * Off: it stops us as usual again. */
+static void
+run_job_control(int on)
+{
+	static const int sigs[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	struct sigaction sa;
+	size_t		 i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on ? run_on_tstp : SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	run_tstp = 0;
+}
+
+/*
+ * Job control (Ctrl-Z) stops our process group, not COMMAND's, and the
+ * lease lapses while we are stopped: COMMAND would run on beside a
+ * takeover.  So its group is stopped first, then we stop as the signal
+ * asks (not at all in an orphaned group, as the kernel decides).  Once
+ * continued, COMMAND stays stopped until a renewal says the key is still
+ * ours (run_tick); a lease lost meanwhile kills it where it stands.
+ */
+static void
+run_suspend(struct run_io *t)
+{
+	struct sigaction sa;
+	int		 sig = run_tstp;
+	int64_t		 pg = keeper_pg(t->k);
+
+	run_tstp = 0;
+	if (pg > 1 && kill(-(pid_t)pg, SIGSTOP) == 0)
+		t->held = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+	raise(sig);
+	sa.sa_handler = run_on_tstp;
+	sigaction(sig, &sa, NULL);
+	t->next_renew = 0;		/* renew at once */
+}
+
 /* The tick while COMMAND runs: a signal to us stops it (its group gets
  * SIGTERM, then SIGKILL); the lease is renewed when due. */
 static int64_t
 run_tick(void *arg)
 {
 	struct run_io	*t = arg;
-	int64_t		 now = clock_now_ms(), next;
+	int64_t		 now, next, was;
 
 	if (t->stopped || run_signal != 0)
 		return -1;
+	if (run_tstp != 0)
+		run_suspend(t);
+	now = clock_now_ms();
 	keeper_check(t->k);
 	if (now >= t->next_renew) {
+		was = t->l.ok_until;
 		if ((next = lease_tick(&t->l)) < 0) {
 			/* Once: the lease is lost for good. */
 			t->stopped = 1;
 			return -1;
 		}
 		t->next_renew = now + next;
+		if (t->held && t->l.ok_until != was) {
+			/* Renewed: the key is still ours. */
+			kill(-(pid_t)keeper_pg(t->k), SIGCONT);
+			t->held = 0;
+		}
 	}
 	next = t->next_renew - now;
 	if (next > RUN_POLL_MS)
@@ -545,6 +609,13 @@ keeper_start(struct keeper *k)
 	return 0;
 }
 
+/* COMMAND's group, once it runs (else 0). */
+static int64_t
+keeper_pg(const struct keeper *k)
+{
+	return k != NULL ? k->pg : 0;
+}
+
 /* cgi_run.started: tells the keeper which group to end. */
 static void
 keeper_tell(struct keeper *k)
@@ -644,6 +715,7 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	r.ex.arg = o;
 	r.started = keeper_watch;
 	r.started_arg = &k;
+	run_job_control(1);
 	er = cgi_exec(&r, &st);
 	keeper_done(&k);
 	o->k = NULL;
@@ -775,6 +847,7 @@ run_claimed_new(struct once *o, void *arg)
 		return;
 	}
 	run_owned(j);
+	run_job_control(0);
 }
 
 static void
