@@ -98,12 +98,12 @@ FAILS="$TESTROOT/FAILS"
 : >"$FAILS"
 cleanup() {
 	trap - EXIT INT TERM
-	# the background builds and fuzzers, and what they started
-	# (the subshell first, so it starts nothing more; then its child)
-	for p in ${BG_BUILD:-} ${FUZZ_PIDS[@]+"${FUZZ_PIDS[@]}"}; do
-		kids=$(pgrep -P "$p")
-		kill "$p" $kids 2>/dev/null
-	done
+	# the background builds and fuzzers: the subshell first, so it
+	# starts nothing more, then what it runs
+	if [ -n "${BG_BUILD:-}" ]; then
+		kids=$(pgrep -P "$BG_BUILD")
+		kill "$BG_BUILD" $kids 2>/dev/null
+	fi
 	mariadb_cleanup >/dev/null 2>&1
 	rm -rf "$TESTROOT"
 }
@@ -161,20 +161,35 @@ else
 	fail_line "private MariaDB did not start (log: $LOGS/mariadb.log)"
 fi
 
-# The sanitizer and fuzz builds need only the compiler: they go on at the
-# lowest priority while the first pass's tests (mostly waits) run, so the
-# CPU those tests use is theirs.
+# The sanitizer and fuzz builds, and the fuzzers (10 s each), need only
+# the CPU: they go on at the lowest priority while the first pass's
+# tests (mostly waits) run, so the CPU those tests use is theirs.
+fuzz_all() { # runs each fuzzer; its status in $TESTROOT/fuzz-NAME.rc
+	local f n corpus
+	for f in build-fuzz/fuzz/fuzz_*; do
+		[ -x "$f" ] || continue
+		n=$(basename "$f")
+		corpus="$TESTROOT/corpus-$n"
+		mkdir -p "$corpus"
+		[ -d "tests/fuzz/corpus/$n" ] && cp -r "tests/fuzz/corpus/$n/." "$corpus/"
+		nice -n 19 timeout -k 10 60 "$f" -max_total_time=10 -rss_limit_mb=1024 \
+			-print_final_stats=1 "$corpus" >"$LOGS/fuzz-$n.log" 2>&1
+		echo $? >"$TESTROOT/fuzz-$n.rc"
+	done
+}
 BG_BUILD=
 if [ "$QUICK" = 0 ]; then
 	(
 		nice -n 19 make -k -j2 asan >"$LOGS/asan-build.log" 2>&1
 		echo $? >"$TESTROOT/asan.rc"
 		nice -n 19 make fuzz >"$LOGS/fuzz-build.log" 2>&1
-		echo $? >"$TESTROOT/fuzz.rc"
+		rc=$?
+		echo $rc >"$TESTROOT/fuzz.rc"
+		[ "$rc" = 0 ] && fuzz_all
 	) &
 	BG_BUILD=$!
 fi
-bg_build_wait() { # the background builds are done
+bg_build_wait() { # the background work is done
 	[ -n "$BG_BUILD" ] && wait "$BG_BUILD" 2>/dev/null
 	BG_BUILD=
 }
@@ -188,32 +203,11 @@ if [ "$QUICK" = 0 ]; then
 	if ls tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
 		bg_build_wait
 		if [ "$(bg_build_rc fuzz)" = 0 ]; then
-			# two at a time, one per core
-			fuzzers=(build-fuzz/fuzz/fuzz_*)
-			for ((i = 0; i < ${#fuzzers[@]}; i += 2)); do
-				FUZZ_PIDS=()
-				for f in "${fuzzers[@]:i:2}"; do
-					[ -x "$f" ] || continue
-					n=$(basename "$f")
-					corpus="$TESTROOT/corpus-$n"
-					mkdir -p "$corpus"
-					[ -d "tests/fuzz/corpus/$n" ] && cp -r "tests/fuzz/corpus/$n/." "$corpus/"
-					(
-						timeout -k 10 60 "$f" -max_total_time=10 -rss_limit_mb=1024 \
-							-print_final_stats=1 "$corpus" >"$LOGS/fuzz-$n.log" 2>&1
-						echo $? >"$TESTROOT/fuzz-$n.rc"
-					) &
-					FUZZ_PIDS+=($!)
-				done
-				# not a bare wait: the private MariaDB is a child too
-				[ ${#FUZZ_PIDS[@]} -gt 0 ] && wait "${FUZZ_PIDS[@]}"
-			done
-			FUZZ_PIDS=()
-			for f in "${fuzzers[@]}"; do
+			for f in build-fuzz/fuzz/fuzz_*; do
 				[ -x "$f" ] || continue
 				n=$(basename "$f")
 				log="$LOGS/fuzz-$n.log"
-				rc=$(cat "$TESTROOT/fuzz-$n.rc" 2>/dev/null || echo 1)
+				rc=$(bg_build_rc "fuzz-$n")
 				if [ "$rc" -eq 0 ]; then
 					PASSED=$((PASSED + 1))
 					echo "PASS: fuzz $n"

@@ -642,25 +642,65 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 	return cfg_check_option_file(c, err, errlen);
 }
 
+/* The groups the client library reads besides the one it is given. */
+static const char *const optfile_client_groups[] = {
+	"client", "client-server", "client-mariadb",
+};
+
 enum idem_err
-cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
+cfg_check_option_group(const struct cfg *c, const char *group, char *err,
+    size_t errlen)
 {
 	char	 why[512];
+	size_t	 i;
+	struct stat st;
 	int	 fd;
 
 	if (c->mysql_defaults_file == NULL)
 		return IDEM_OK;
-	/* Opened, not just looked at: MySQL would fall back to its default
-	 * socket without a word. */
-	if ((fd = open(c->mysql_defaults_file, O_RDONLY)) < 0) {
+	/* Opened, not just looked at, and a file, not a directory: MySQL
+	 * would fall back to its default socket without a word. */
+	if ((fd = open(c->mysql_defaults_file, O_RDONLY | O_CLOEXEC)) < 0) {
 		cfg_open_error(errno, c->mysql_defaults_file, why,
 		    sizeof(why));
-		snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
-		    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
-		    c->mysql_defaults_file, why);
-		return IDEM_ECONFIG;
+		goto bad;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(why, sizeof(why), "not a regular file");
+		goto bad;
 	}
 	close(fd);
+	if (group == NULL || cfg_option_file_has_group(c->mysql_defaults_file,
+	    group))
+		return IDEM_OK;
+	for (i = 0; i < sizeof(optfile_client_groups) /
+	    sizeof(optfile_client_groups[0]); i++)
+		if (cfg_option_file_has_group(c->mysql_defaults_file,
+		    optfile_client_groups[i]))
+			return IDEM_OK;
+	snprintf(why, sizeof(why), "no [%s] group (nor [client]): nothing "
+	    "says where the server is", group);
+bad:
+	snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
+	    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
+	    c->mysql_defaults_file, why);
+	return IDEM_ECONFIG;
+}
+
+enum idem_err
+cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
+{
+	char		 group[256];
+	unsigned	 i;
+	enum idem_err	 er;
+
+	if ((er = cfg_check_option_group(c, NULL, err, errlen)) != IDEM_OK)
+		return er;
+	for (i = 0; cfg_word(c->mysql_group, i, group, sizeof(group)); i++)
+		if ((er = cfg_check_option_group(c, group, err, errlen)) !=
+		    IDEM_OK)
+			return er;
 	return IDEM_OK;
 }
 

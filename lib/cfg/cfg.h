@@ -226,8 +226,19 @@ enum idem_err cfg_set_mysql_group(struct cfg *c, const char *group);
  */
 enum idem_err cfg_check_files(const struct cfg *c, char *err, size_t errlen);
 
-/* The mysql_defaults_file part of that (idemgate checks it at start
- * too): IDEM_OK, or IDEM_ECONFIG with "FILE:LINE:COL: message" in err. */
+/*
+ * One option-file group's part of that: mysql_defaults_file, when set,
+ * is a regular file we can read, and has group (NULL: not looked for),
+ * or a group every client reads ([client]), since the client library
+ * otherwise falls back to its default socket without a word.  Every
+ * connection checks it.  IDEM_OK, or IDEM_ECONFIG with
+ * "FILE:LINE:COL: message" in err.
+ */
+enum idem_err cfg_check_option_group(const struct cfg *c, const char *group,
+    char *err, size_t errlen);
+
+/* The mysql_defaults_file part of that, for each group of mysql_group
+ * (idemgate checks it at start too). */
 enum idem_err cfg_check_option_file(const struct cfg *c, char *err,
     size_t errlen);
 

@@ -70,8 +70,16 @@ lag_error(const struct lag *l)
 static int
 replica_connect(struct lag *l, struct replica *r)
 {
+	char	 err[600];
+
 	if (r->my != NULL)
 		return 0;
+	if (cfg_check_option_group(l->cfg, r->group, err, sizeof(err)) !=
+	    IDEM_OK) {
+		snprintf(l->err, sizeof(l->err), "replica [%.64s]: %.400s",
+		    r->group, err);
+		return -1;
+	}
 	if ((r->my = store_mysql_init(l->cfg, r->group, 10)) == NULL) {
 		snprintf(l->err, sizeof(l->err), "replica [%s]: out of memory",
 		    r->group);

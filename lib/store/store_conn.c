@@ -289,7 +289,12 @@ store_conn_open(struct store *st, const char *group)
 	MYSQL		*my;
 	unsigned	 wto = 30;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
+	char		 err[600];
 
+	if (st->cfg != NULL &&
+	    cfg_check_option_group(st->cfg, group, err, sizeof(err)) != IDEM_OK)
+		return store_fail(st, IDEM_ESTORE, "%s (the default socket is "
+		    "not tried)", err);
 	my = store_mysql_init(st->cfg, group, st->read_timeout_s);
 	if (my == NULL) {
 		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");

@@ -92,6 +92,38 @@ handler = cgi:$PAY"
 out=$(timeout 10 "$IDEMGATE" -c "$T/missing_option_file.conf" 2>&1 </dev/null)
 expect_ne "missing option file: idemgate does not start" 0 "$?"
 expect_match "missing option file: names it" 'missing_option_file\.conf:3:.*no-such\.cnf' "$out"
+# A directory, or a file that names no group the client reads, would
+# leave the client library on its default socket too.
+mkdir -p "$T/dir.cnf"
+bad_conf option_file_dir 3 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/dir.cnf
+[route /x]
+handler = cgi:$PAY"
+expect_match "option file a directory: says so" 'not a regular file' "$("$IDEMGATE" -t -c "$T/option_file_dir.conf" 2>&1)"
+printf '[other]\nsocket=/nonexistent\n' >"$T/other.cnf"
+bad_conf option_file_no_group 3 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/other.cnf
+[route /x]
+handler = cgi:$PAY"
+expect_match "option file without [idemgate] or [client]: says so" 'no \[idemgate\] group' \
+	"$("$IDEMGATE" -t -c "$T/option_file_no_group.conf" 2>&1)"
+printf '[client]\nsocket=/nonexistent\n' >"$T/client.cnf"
+sed "s|$T/my.cnf|$T/client.cnf|" "$T/good.conf" >"$T/client.conf"
+out=$("$IDEMGATE" -t -c "$T/client.conf" 2>&1)
+expect_eq "option file with a [client] group only: syntax ok" "0 syntax ok" "$? $(echo "$out" | tail -1)"
+# idemctl and idemtop never fall back to the default socket either: a
+# server there (MYSQL_UNIX_PORT) must not be reached.
+out=$(MYSQL_UNIX_PORT=${IDEM_TEST_MDB_SOCK:-/nonexistent} "$IDEMCTL" -c "$T/missing_option_file.conf" check 2>&1)
+expect_ne "idemctl check, missing option file: non-zero exit" 0 "$?"
+expect_match "idemctl check: names the file, tries no default socket" 'no-such\.cnf.*default socket is not tried' "$out"
+out=$(MYSQL_UNIX_PORT=${IDEM_TEST_MDB_SOCK:-/nonexistent} "$IDEMCTL" -c "$T/missing_option_file.conf" metrics 2>&1)
+expect_match "idemctl metrics, missing option file: the store is down to it" 'idemgate_store_up 0' "$out"
+expect_match "... and it says why" 'no-such\.cnf.*default socket is not tried' "$out"
+out=$(MYSQL_UNIX_PORT=${IDEM_TEST_MDB_SOCK:-/nonexistent} "$IDEM_BUILD/idemtop" -b -n 1 -c "$T/missing_option_file.conf" 2>&1)
+expect_ne "idemtop -b, missing option file: non-zero exit" 0 "$?"
+expect_match "idemtop -b: names the file" 'no-such\.cnf' "$out"
 for p in "$IDEMGATE" "$IDEMCTL" "$IDEM_BUILD/idemtop"; do
 	"$p" --help >/dev/null 2>&1
 	expect_eq "$(basename "$p") --help exits 0" 0 "$?"

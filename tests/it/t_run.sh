@@ -43,6 +43,14 @@ run() { # run HOST OUT ARGS...: RC[OUT], stdout $T/OUT.o, stderr $T/OUT.e
 }
 rc() { cat "$T/$1.rc"; }
 
+# A run whose COMMAND ignores SIGTERM, on a 1 s lease, for the kill -9
+# case below: started now, so its run deadline (claim + 5 s) has passed
+# by then.
+K16='echo $$ >"$JOBLOG.16"; echo "start $(date +%s%3N)" >>"$JOBLOG.16s"; if [ -n "${SLOW:-}" ]; then trap "" TERM; while :; do echo "alive $(date +%s%3N)" >>"$JOBLOG.16a"; sleep 0.02; done; fi; echo second'
+k17_t0=$(now_ms)
+SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k17 --lease 1s -- sh -c "$K16" >/dev/null 2>&1 &
+k17_runner=$!
+
 # 1. First run executes; the retry replays stdout byte-for-byte and the status.
 run a r1 --key k1 -- "$T/job.sh" hello 0 0
 expect_eq "first run: status" 0 "$(rc r1)"
@@ -201,12 +209,12 @@ expect_eq "keeper killed, then run: COMMAND's group is gone" "" "$(living "$pg")
 # keeper's SIGKILL must come before the lease lapses, or the takeover's
 # COMMAND runs beside the first.  Past the run deadline (claim + 5 s),
 # the lease alone guards the key.  Each COMMAND logs its own times.
-K16='echo $$ >"$JOBLOG.16"; echo "start $(date +%s%3N)" >>"$JOBLOG.16s"; if [ -n "${SLOW:-}" ]; then trap "" TERM; while :; do echo "alive $(date +%s%3N)" >>"$JOBLOG.16a"; sleep 0.02; done; fi; echo second'
-SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k17 --lease 1s -- sh -c "$K16" >/dev/null 2>&1 &
-runner=$!
+# (Started at the top, so its run deadline passes meanwhile.)
 wait_until 5 test -s "$LOG.16"
 pg=$(cat "$LOG.16")
-sleep 5.5
+left=$((k17_t0 + 5500 - $(now_ms)))
+[ "$left" -gt 0 ] && sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
+runner=$k17_runner
 kill -9 "$runner"
 wait "$runner" 2>/dev/null
 run b k17 --key k17 --lease 1s --wait 10s -- sh -c "$K16"
@@ -221,36 +229,36 @@ expect_lt "... only after the first COMMAND was gone (last alive ${last:-?}, nex
 # A reader of run's stdout that stalls while output past max_response is
 # written through: the lease is still renewed (on Galera the lease alone
 # guards the key), and --timeout still ends the run.
+# The three at once: k18 read after 3 s, k19 (--timeout 1s) after 4 s,
+# k20 (told to stop once COMMAND finished) after 2 s.
 sed 's/^lease = 3s/lease = 1s\nmax_response = 64k/' "$T/a.conf" >"$T/c.conf"
-("$IDEMCTL" -c "$T/c.conf" run --key k18 -- sh -c 'head -c 3000000 /dev/zero'
-	echo $? >"$T/k18.rc") | (sleep 4; cat >"$T/k18.o") &
-stalled=$!
-sleep 2.5
-expect_eq "stalled stdout: the lease is still renewed" 1 \
-	"$(db_query "$TNAME" "SELECT lease_until > NOW(6) FROM idem_keys WHERE idem_key = 'k18'")"
-wait "$stalled"
-expect_eq "stalled stdout: every byte written through, status 0" "3000000 0" \
-	"$(wc -c <"$T/k18.o" | tr -d ' ') $(cat "$T/k18.rc")"
 t0=$(now_ms)
+("$IDEMCTL" -c "$T/c.conf" run --key k18 -- sh -c 'head -c 3000000 /dev/zero'
+	echo $? >"$T/k18.rc") | (sleep 3; cat >"$T/k18.o") &
+stall18=$!
 ("$IDEMCTL" -c "$T/c.conf" run --key k19 --timeout 1s -- sh -c 'head -c 3000000 /dev/zero; sleep 5'
-	echo "$? $(now_ms)" >"$T/k19.rc") | (sleep 5; cat >/dev/null) &
-stalled=$!
-wait "$stalled"
-read -r rc19 end19 <"$T/k19.rc"
-expect_eq "stalled stdout, --timeout 1s: exit 124" 124 "$rc19"
-expect_lt "... when it is due, not when the reader reads ($((end19 - t0)) ms)" $((end19 - t0)) 4000
+	echo "$? $(now_ms)" >"$T/k19.rc") | (sleep 4; cat >/dev/null) &
+stall19=$!
 # COMMAND finished (100 kB: all of it fits in the pipes and our buffer),
 # its output still waiting for a stalled reader, when run is told to
 # stop: a finished run, recorded as it ended, never run again.
 ("$IDEMCTL" -c "$T/c.conf" run --key k20 -- sh -c 'echo "start $$" >>"$JOBLOG.20"; head -c 100000 /dev/zero' &
 	echo $! >"$T/k20.pid"
 	wait $!
-	echo $? >"$T/k20.rc") | (sleep 3; cat >/dev/null) &
-stalled=$!
+	echo $? >"$T/k20.rc") | (sleep 2; cat >/dev/null) &
+stall20=$!
 wait_until 5 test -s "$JOBLOG.20"
 sleep 0.5
 kill -TERM "$(cat "$T/k20.pid")"
-wait "$stalled"
+sleep 1.5
+expect_eq "stalled stdout: the lease is still renewed" 1 \
+	"$(db_query "$TNAME" "SELECT lease_until > NOW(6) FROM idem_keys WHERE idem_key = 'k18'")"
+wait "$stall18" "$stall19" "$stall20"
+expect_eq "stalled stdout: every byte written through, status 0" "3000000 0" \
+	"$(wc -c <"$T/k18.o" | tr -d ' ') $(cat "$T/k18.rc")"
+read -r rc19 end19 <"$T/k19.rc"
+expect_eq "stalled stdout, --timeout 1s: exit 124" 124 "$rc19"
+expect_lt "... when it is due, not when the reader reads ($((end19 - t0)) ms)" $((end19 - t0)) 3500
 run b k20b --key k20 -- sh -c 'echo "start $$" >>"$JOBLOG.20"; head -c 100000 /dev/zero'
 expect_eq "SIGTERM after COMMAND finished, stdout stalled: its status 0 stands" "0 0" "$(cat "$T/k20.rc") $(rc k20b)"
 expect_eq "... and the redelivery does not run it again" 1 "$(grep -c '^start' "$JOBLOG.20")"
