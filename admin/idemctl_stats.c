@@ -38,9 +38,9 @@ const char ctl_metrics_usage[] =
 "  idemctl metrics > DIR/idemgate.prom.tmp && mv DIR/idemgate.prom.tmp \\\n"
 "      DIR/idemgate.prom\n"
 "Counters are summed over the counter rows still retained ([cleanup]\n"
-"counters_retention), so a cleanup that prunes old minutes lowers them;\n"
-"Prometheus treats that as a counter reset.  Labels: route (and state, le);\n"
-"never a key.\n"
+"counters_retention) and what cleanup folded from pruned minutes, so\n"
+"they never go down.  Labels: host, route, kind (and state, le); never a\n"
+"key.\n"
 "\n"
 "Exit: 0 ok, 1 usage, 2 config, 3 database, 6 schema missing or old.\n";
 
@@ -421,15 +421,18 @@ prom_head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* name{route="...",kind="http|job" (the caller closes the braces);
- * idemctl run's keys live under routes "job:NAME". */
+/* name{host="...",route="...",kind="http|job" (the caller closes the
+ * braces); idemctl run's keys live under routes "job:NAME". */
 static void
-prom_route(FILE *f, const char *name, const char *suffix, const char *route)
+prom_route(FILE *f, const char *name, const char *suffix,
+    const struct admin_stat *row)
 {
-	fprintf(f, "%s%s{route=\"", name, suffix);
-	prom_put_label(f, route);
-	fprintf(f, "\",kind=\"%s\"", strncmp(route, "job:", 4) == 0 ? "job" :
-	    "http");
+	fprintf(f, "%s%s{host=\"", name, suffix);
+	prom_put_label(f, row->host);
+	fprintf(f, "\",route=\"");
+	prom_put_label(f, row->route);
+	fprintf(f, "\",kind=\"%s\"", strncmp(row->route, "job:", 4) == 0 ?
+	    "job" : "http");
 }
 
 /* One gauge without labels: HELP, TYPE and "name value". */
@@ -460,7 +463,7 @@ metrics_counters(FILE *f, const struct admin_stat *rows, size_t n)
 		prom_head(f, prom_counters[k].name, "counter",
 		    prom_counters[k].help);
 		for (i = 0; i < n; i++) {
-			prom_route(f, prom_counters[k].name, "", rows[i].route);
+			prom_route(f, prom_counters[k].name, "", &rows[i]);
 			fprintf(f, "} %llu\n", (unsigned long long)
 			    rows[i].n[prom_counters[k].stat]);
 		}
@@ -482,7 +485,7 @@ metrics_waits(FILE *f, const struct admin_stat *rows, size_t n)
 
 		for (b = 0; b < STAT_WAIT_BUCKETS; b++) {
 			cum += rows[i].wait_bucket[b];
-			prom_route(f, h, "_bucket", rows[i].route);
+			prom_route(f, h, "_bucket", &rows[i]);
 			if (b < STAT_WAIT_BUCKETS - 1)
 				fprintf(f, ",le=\"%g\"} %llu\n",
 				    (double)stat_wait_le_ms[b] / 1000.0,
@@ -491,9 +494,9 @@ metrics_waits(FILE *f, const struct admin_stat *rows, size_t n)
 				fprintf(f, ",le=\"+Inf\"} %llu\n",
 				    (unsigned long long)cum);
 		}
-		prom_route(f, h, "_sum", rows[i].route);
+		prom_route(f, h, "_sum", &rows[i]);
 		fprintf(f, "} %.3f\n", (double)rows[i].wait_sum_ms / 1000.0);
-		prom_route(f, h, "_count", rows[i].route);
+		prom_route(f, h, "_count", &rows[i]);
 		fprintf(f, "} %llu\n", (unsigned long long)cum);
 	}
 }
@@ -628,7 +631,7 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 		return rc;
 	if ((rc = ctl_need_schema(c)) != CTL_OK)
 		return rc;
-	if (store_admin_stats(c->st, a.since_s, a.route, &rows, &n) !=
+	if (store_admin_stats(c->st, a.since_s, a.route, 0, &rows, &n) !=
 	    IDEM_OK) {
 		ctl_err("stats failed: %s", store_last_error(c->st));
 		return CTL_ESTORE;
@@ -665,7 +668,7 @@ ctl_metrics(struct ctl *c, int argc, char **argv)
 		metrics_store_up(stdout, 0);
 		return CTL_OK;
 	}
-	if (store_admin_stats(c->st, 0, NULL, &rows, &n) != IDEM_OK ||
+	if (store_admin_stats(c->st, 0, NULL, 1, &rows, &n) != IDEM_OK ||
 	    store_admin_gauges(c->st, &g) != IDEM_OK) {
 		ctl_err("metrics: %s", store_last_error(c->st));
 		metrics_store_up(stdout, 0);

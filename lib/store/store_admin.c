@@ -357,23 +357,29 @@ store_admin_forget_id(struct store *st, uint64_t id, int force,
 /* minute >= the start of the minute since seconds ago; all time (since 0)
  * adds what cleanup folded into idem_counters_total.  Placeholders: since,
  * since, route, route, since, route, route (route NULL: every route). */
-static const char SQL_STATS[] =
-    "SELECT route" STAT_COLS " FROM ("
-    "SELECT route" COUNTER_COLS_PLAIN " FROM idem_counters "
-    "WHERE (? = 0 OR minute >= NOW() - INTERVAL ? SECOND - "
-    "INTERVAL SECOND(NOW()) SECOND) AND (? IS NULL OR route = ?) "
-    "UNION ALL SELECT route" COUNTER_COLS_PLAIN
-    " FROM idem_counters_total WHERE ? = 0 AND (? IS NULL OR "
-    "route = ?)) x GROUP BY route ORDER BY route";
+#define SQL_STATS(HOST, BY)						\
+    "SELECT " HOST ", route" STAT_COLS " FROM ("				\
+    "SELECT host, route" COUNTER_COLS_PLAIN " FROM idem_counters "	\
+    "WHERE (? = 0 OR minute >= NOW() - INTERVAL ? SECOND - "		\
+    "INTERVAL SECOND(NOW()) SECOND) AND (? IS NULL OR route = ?) "	\
+    "UNION ALL SELECT host, route" COUNTER_COLS_PLAIN			\
+    " FROM idem_counters_total WHERE ? = 0 AND (? IS NULL OR "		\
+    "route = ?)) x GROUP BY " BY " ORDER BY " BY
+static const char *const sql_stats[2] = {
+	SQL_STATS("''", "route"),
+	SQL_STATS("host", "host, route"),
+};
 
-/* One route's row of SQL_STATS into cur. */
+/* One row of SQL_STATS into cur (rlen, rnull: [0] route, [1] host). */
 static void
 stats_bind(MYSQL_BIND *res, struct admin_stat *cur, unsigned long *rlen,
     my_bool *rnull)
 {
-	int	 i, k = 1;
+	int	 i, k = 2;
 
-	store_out_text(&res[0], cur->route, sizeof(cur->route), rlen, rnull);
+	store_out_text(&res[0], cur->host, sizeof(cur->host), &rlen[1],
+	    &rnull[1]);
+	store_out_text(&res[1], cur->route, sizeof(cur->route), rlen, rnull);
 	for (i = 0; i < STAT__COUNT; i++)
 		store_out_u64(&res[k++], &cur->n[i], NULL);
 	store_out_u64(&res[k++], &cur->wait_sum_ms, NULL);
@@ -400,18 +406,18 @@ stats_add(struct admin_stat **v, size_t n, size_t *cap,
 
 enum idem_err
 store_admin_stats(struct store *st, int64_t since_s, const char *route,
-    struct admin_stat **rows, size_t *nrows)
+    int by_host, struct admin_stat **rows, size_t *nrows)
 {
 	MYSQL_STMT	*s;
-	MYSQL_BIND	 in[7], res[1 + STAT__COUNT + 1 + STAT_WAIT_BUCKETS];
+	MYSQL_BIND	 in[7], res[2 + STAT__COUNT + 1 + STAT_WAIT_BUCKETS];
 	struct admin_stat cur, *v = NULL;
 	size_t		 n = 0, cap = 0;
-	unsigned long	 rlen;
-	my_bool		 rnull;
+	unsigned long	 rlen[2];
+	my_bool		 rnull[2];
 	enum idem_err	 er;
 	int		 i;
 
-	if ((s = store_prepare(st, SQL_STATS)) == NULL)
+	if ((s = store_prepare(st, sql_stats[by_host != 0])) == NULL)
 		return IDEM_ESTORE;
 	/* MySQL numbers each placeholder: the same values again. */
 	for (i = 0; i < 7; i++)
@@ -420,7 +426,7 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 		else
 			store_bind_in(&in[i], MYSQL_TYPE_STRING, route,
 			    route != NULL ? strlen(route) : 0);
-	stats_bind(res, &cur, &rlen, &rnull);
+	stats_bind(res, &cur, rlen, rnull);
 	if ((er = store_run(st, s, in, res)) != IDEM_OK)
 		goto out;
 	for (;;) {
@@ -430,7 +436,10 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 				er = IDEM_OK;	/* no more rows */
 			break;
 		}
-		store_out_text_end(cur.route, sizeof(cur.route), rlen, rnull);
+		store_out_text_end(cur.route, sizeof(cur.route), rlen[0],
+		    rnull[0]);
+		store_out_text_end(cur.host, sizeof(cur.host), rlen[1],
+		    rnull[1]);
 		if ((er = stats_add(&v, n, &cap, &cur)) != IDEM_OK)
 			break;
 		n++;

@@ -251,6 +251,7 @@ enum idem_err store_admin_route_forget(struct store *st,
 
 /* Counters summed over idem_counters rows, per route or for the fleet. */
 struct admin_stat {
+	char		 host[256];	/* by_host: its host, else "" */
 	char		 route[256];
 	uint64_t	 n[STAT__COUNT];
 	/* The wait histogram, not cumulative. */
@@ -260,11 +261,13 @@ struct admin_stat {
 
 /*
  * Sums counters per route over minutes from since_s seconds ago (0: every
- * row still retained), only route if not NULL, sorted by route.  *rows is
+ * row still retained, and what cleanup folded), only route if not NULL,
+ * sorted by route; by_host: per host and route, sorted by both.  *rows is
  * malloc'd (free() it), *nrows may be 0.  OUT: rows, nrows.
  */
 enum idem_err store_admin_stats(struct store *st, int64_t since_s,
-    const char *route, struct admin_stat **rows, size_t *nrows);
+    const char *route, int by_host, struct admin_stat **rows,
+    size_t *nrows);
 
 /* Live table state for gauges. */
 struct admin_gauges {

@@ -450,21 +450,24 @@ for n, l, v in samples:
 print(("PASS" if ok else "FAIL") + ": idemctl: metrics: every line parses, every metric has HELP and TYPE")
 # histograms: cumulative, monotone, +Inf == _count
 hok = True
-routes = sorted({l["route"] for n, l, v in samples if n == "idemgate_wait_seconds_bucket"})
+# one histogram per gateway host and route
+routes = sorted({(l.get("host", ""), l["route"]) for n, l, v in samples if n == "idemgate_wait_seconds_bucket"})
+if any("host" not in l for n, l, v in samples if n.startswith("idemgate_requests_total")):
+    routes = []
+    print("FAIL: idemctl: metrics: counters without a host label")
 for r in routes:
-    bk = [(l["le"], v) for n, l, v in samples if n == "idemgate_wait_seconds_bucket" and l["route"] == r]
+    same = lambda l: (l.get("host", ""), l["route"]) == r
+    bk = [(l["le"], v) for n, l, v in samples if n == "idemgate_wait_seconds_bucket" and same(l)]
     les = [float(x[0]) for x in bk]
     vals = [x[1] for x in bk]
-    cnt = [v for n, l, v in samples if n == "idemgate_wait_seconds_count" and l["route"] == r]
+    cnt = [v for n, l, v in samples if n == "idemgate_wait_seconds_count" and same(l)]
     if les != sorted(les) or les[-1] != float("inf") or vals != sorted(vals) or not cnt or cnt[0] != vals[-1]:
         hok = False
         print("FAIL: idemctl: metrics: histogram for %r: %r count %r" % (r, bk, cnt))
 print(("PASS" if hok and routes else "FAIL") + ": idemctl: metrics: wait histogram buckets cumulative, monotone, +Inf == _count")
-def val(n, **lab):
-    for s in samples:
-        if s[0] == n and all(s[1].get(k) == v for k, v in lab.items()):
-            return s[2]
-    return None
+def val(n, **lab):  # summed over the labels not given (the hosts)
+    m = [s[2] for s in samples if s[0] == n and all(s[1].get(k) == v for k, v in lab.items())]
+    return sum(m) if m else None
 want = {
     ("idemgate_requests_total", "/payments"): 1203,  # + 3 folded by cleanup
     ("idemgate_reused_total", "/payments"): 60,
@@ -535,7 +538,8 @@ eq "mysql group: idemtop -g idem_console reads the store" 0 "$?"
 sq "INSERT INTO idem_counters (minute, host, route, requests, reused, wait_sum_ms, wait_b0) VALUES
     (NOW() - INTERVAL 9 DAY, 'gw1', '/payments', 500, 7, 11, 3),
     (NOW() - INTERVAL 8 DAY, 'gw2', '/payments', 25, 0, 0, 0)"
-metric() { "$CTL" -c "$CONF" metrics | awk -v n="$1" -v r="$2" '$1 ~ "^" n "\\{route=\"" r "\"" { print $2 }'; }
+# metric NAME ROUTE: summed over the gateway hosts
+metric() { "$CTL" -c "$CONF" metrics | awk -v n="$1" -v r="$2" '$1 ~ "^" n "\\{host=\"[^\"]*\",route=\"" r "\"" { s += $2 } END { printf "%d", s }'; }
 before=$(metric idemgate_requests_total /payments)
 before_b=$(metric idemgate_wait_seconds_count /payments)
 run -c "$CONF" cleanup
@@ -547,6 +551,9 @@ eq "fold: the wait histogram neither" "$before_b" "$(metric idemgate_wait_second
 eq "fold: prometheus_client reads the same requests_total" "$before" \
 	"$(promparse "$T/after.prom" | awk '/^idemgate_requests_total\{.*route=\/payments[,}]/ { s += $2 } END { printf "%d", s }')"
 eq "fold: totals kept per host" "gw1 503 gw2 25" "$(sq "SELECT host, requests FROM idem_counters_total WHERE route = '/payments' ORDER BY host" | tr '\t\n' '  ' | sed 's/ $//')"
+per_host=$(sq "SELECT host, SUM(requests) FROM (SELECT host, requests FROM idem_counters WHERE route = '/payments' UNION ALL SELECT host, requests FROM idem_counters_total WHERE route = '/payments') x GROUP BY host ORDER BY host" | tr '\t\n' '  ' | sed 's/ $//')
+eq "metrics: one series per host, the folded totals in it ($per_host)" "$per_host" \
+	"$(sed -n 's/^idemgate_requests_total{host="\([^"]*\)",route="\/payments",kind="http"} \([0-9]*\)$/\1 \2/p' "$T/after.prom" | tr '\n' ' ' | sed 's/ $//')"
 run -c "$CONF" stats --since 1h --format tsv
 has "fold: stats over a window leave totals out" "$T/out" '^/payments	200	'
 

@@ -133,7 +133,7 @@ expect_match "namespace: show --scope job finds the job" "job:job.sh" "$(cat "$T
 "$IDEMCTL" -c "$T/a.conf" stats >"$T/stats.o" 2>&1
 expect_match "counters: idemctl stats lists the job" "job:job\.sh" "$(cat "$T/stats.o")"
 "$IDEMCTL" -c "$T/a.conf" metrics >"$T/metrics.o" 2>&1
-expect_match "counters: metrics label it kind=job" 'idemgate_requests_total\{route="job:job\.sh",kind="job"\} [0-9]' "$(cat "$T/metrics.o")"
+expect_match "counters: metrics label it kind=job" 'idemgate_requests_total\{host="host-[ab]",route="job:job\.sh",kind="job"\} [0-9]' "$(cat "$T/metrics.o")"
 # cleanup removes job keys like any other, once expired
 db_query "$TNAME" "UPDATE idem_keys SET expires_at = NOW(6) - INTERVAL 1 HOUR WHERE idem_key = 'k1'"
 "$IDEMCTL" -c "$T/a.conf" cleanup >/dev/null 2>&1

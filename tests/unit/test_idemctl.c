@@ -209,8 +209,9 @@ main(void)
 	CHECK(strstr(p, "\"wait_p50_ms\": null") != NULL);
 	free(p);
 
-	/* metrics: cumulative buckets, +Inf equals _count */
+	/* metrics: cumulative buckets, +Inf equals _count; a host label */
 	memset(&g, 0, sizeof(g));
+	snprintf(rows[0].host, sizeof(rows[0].host), "web-1");
 	rows[0].wait_bucket[0] = 2;
 	rows[0].wait_bucket[4] = 1;
 	rows[0].wait_bucket[9] = 1;
@@ -219,12 +220,12 @@ main(void)
 	metrics_print(f, rows, 1, &g);
 	fclose(f);
 	CHECK(strstr(p, "# TYPE idemgate_wait_seconds histogram\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",kind=\"http\",le=\"0.01\"} 2\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",kind=\"http\",le=\"0.5\"} 3\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_bucket{route=\"/a\",kind=\"http\",le=\"+Inf\"} 4\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_count{route=\"/a\",kind=\"http\"} 4\n") != NULL);
-	CHECK(strstr(p, "idemgate_wait_seconds_sum{route=\"/a\",kind=\"http\"} 12.500\n") != NULL);
-	CHECK(strstr(p, "idemgate_requests_total{route=\"/a\",kind=\"http\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{host=\"web-1\",route=\"/a\",kind=\"http\",le=\"0.01\"} 2\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{host=\"web-1\",route=\"/a\",kind=\"http\",le=\"0.5\"} 3\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_bucket{host=\"web-1\",route=\"/a\",kind=\"http\",le=\"+Inf\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_count{host=\"web-1\",route=\"/a\",kind=\"http\"} 4\n") != NULL);
+	CHECK(strstr(p, "idemgate_wait_seconds_sum{host=\"web-1\",route=\"/a\",kind=\"http\"} 12.500\n") != NULL);
+	CHECK(strstr(p, "idemgate_requests_total{host=\"web-1\",route=\"/a\",kind=\"http\"} 4\n") != NULL);
 	CHECK(strstr(p, "idemgate_last_cleanup_success 0\n") != NULL);
 	free(p);
 
@@ -236,7 +237,7 @@ main(void)
 	fclose(f);
 	CHECK(strstr(p, "# TYPE idemgate_keys_past_lease gauge\n") != NULL);
 	CHECK(strstr(p, "\nidemgate_keys_past_lease 3\n") != NULL);
-	CHECK(strstr(p, "idemgate_replay_cache_hits_total{route=\"/a\","
+	CHECK(strstr(p, "idemgate_replay_cache_hits_total{host=\"web-1\",route=\"/a\","
 	    "kind=\"http\"} 1\n") != NULL);
 	free(p);
 
