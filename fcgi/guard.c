@@ -237,7 +237,10 @@ guard_failed(struct guarded *g, enum idem_err er)
 
 	answer_init(&made, 4096, 4096);
 	made.status = problem_status(prob);
-	e.released = cfg_releases(r->route, made.status);
+	/* A script the lookup refused (404, 403) never ran: nothing to
+	 * keep, and a retry after a deploy finds the file. */
+	e.released = cfg_releases(r->route, made.status) ||
+	    er == IDEM_ENOTFOUND || er == IDEM_EFORBIDDEN;
 	switch (once_outcome(&e)) {
 	case REC_TOMBSTONE:
 		count(r, STAT_TOMBSTONED);
@@ -255,7 +258,7 @@ guard_failed(struct guarded *g, enum idem_err er)
 		guard_record(g, REC_RELEASE, NULL);
 		break;
 	default:
-		/* store_5xx = yes, or a 4xx of our own (script lookup). */
+		/* store_5xx = yes. */
 		if (problem_render(prob, 0, 0, &made.hdrs, &made.body) !=
 		    IDEM_OK) {
 			guard_record(g, REC_RELEASE, NULL);

@@ -53,5 +53,15 @@ http p2 POST "$(url web /cgi-bin/ok.cgi)" -H "Idempotency-Key: $K" --data-binary
 expect_eq "script: protected POST created" created "$(hdr p1 Idempotency-Result)"
 expect_eq "script: protected POST replayed" reused "$(hdr p2 Idempotency-Result)"
 expect_file_eq "script: replay body" "$T/p1.b" "$T/p2.b"
+# A script that is not there yet gets 404 and nothing is kept for its
+# key (nothing ran): once deployed, the retry runs it.
+K=$(new_key)
+http m1 POST "$(url web /cgi-bin/later.cgi)" -H "Idempotency-Key: $K" --data-binary 'amount=2'
+is_problem "script: protected POST to a missing script" m1 404 not-found
+cp "$ITBIN/payments" "$W/cgi-bin/later.cgi"
+chmod 0755 "$W/cgi-bin/later.cgi"
+http m2 POST "$(url web /cgi-bin/later.cgi)" -H "Idempotency-Key: $K" --data-binary 'amount=2'
+expect_eq "script: deployed, the retry runs it" "201 created 1" \
+	"$HS $(hdr m2 Idempotency-Result) $(wc -l <"$W/cgi-bin/later.cgi.runs" 2>/dev/null | tr -d ' ')"
 expect_eq "script: ok.cgi ran 3 times (GET, inside link, one POST)" 3 "$(wc -l <"$W/cgi-bin/ok.cgi.runs" | tr -d ' ')"
 done_testing
