@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,7 @@ struct run_job {
 };
 
 static volatile sig_atomic_t run_signal;
-static volatile sig_atomic_t run_tstp;	/* SIGTSTP, SIGTTIN, SIGTTOU */
+static volatile sig_atomic_t run_tstp;	/* a SIGTSTP came */
 
 static void
 run_on_signal(int sig)
@@ -281,12 +282,10 @@ struct run_io {
 	int64_t		 deadline;	/* --timeout's, or 0 */
 	int		 stopped;	/* run_tick said stop */
 	int		 out_lost;	/* our stdout was given up */
-	int		 held;		/* COMMAND's group stopped by us */
 	struct keeper	*k;
 };
 
 static void keeper_check(struct keeper *k);
-static int64_t keeper_pg(const struct keeper *k);
 static int64_t run_tick(void *arg);
 
 static void
@@ -355,7 +354,15 @@ run_write(struct run_io *o, const void *vp, size_t n)
 		run_alarm(wait);
 		w = write(STDOUT_FILENO, p, n);
 		run_alarm(0);
-		if (w < 0 && (errno == EINTR || errno == EAGAIN))
+		if (w < 0 && errno == EAGAIN) {
+			/* A non-blocking stdout (inherited so): wait for
+			 * room, as long as a tick. */
+			struct pollfd pfd = { STDOUT_FILENO, POLLOUT, 0 };
+
+			(void)poll(&pfd, 1, (int)wait);
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
 			o->out_lost = 1;	/* nobody reads our stdout */
@@ -388,50 +395,30 @@ run_on_tstp(int sig)
 	run_tstp = sig;
 }
 
-/* From COMMAND's start until its outcome is recorded, job control goes
- * through run_suspend (on): a stop while the outcome is being recorded
- * could let the lease lapse on a finished run, so none is taken then.
- * Off: it stops us as usual again. */
+/*
+ * Job control while we own a key (on: from the claim until the outcome
+ * is recorded).  COMMAND runs in a process group of its own, so a stop
+ * (Ctrl-Z) would stop us alone: no renewals while COMMAND goes on, and
+ * on Galera a takeover beside it.  Stopping COMMAND with us is no
+ * better: a stopped group whose parent dies is continued by the kernel
+ * (orphaned, SIGHUP then SIGCONT).  So we are not stopped meanwhile:
+ * SIGTSTP is caught and said to be refused (run_tick), SIGTTIN and
+ * SIGTTOU are ignored (a background write to the terminal then goes
+ * through).  Off: they act as usual again.
+ */
 static void
 run_job_control(int on)
 {
-	static const int sigs[] = { SIGTSTP, SIGTTIN, SIGTTOU };
 	struct sigaction sa;
-	size_t		 i;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on ? run_on_tstp : SIG_DFL;
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+	sa.sa_handler = on ? run_on_tstp : SIG_DFL;
+	sigaction(SIGTSTP, &sa, NULL);
+	sa.sa_handler = on ? SIG_IGN : SIG_DFL;
+	sigaction(SIGTTIN, &sa, NULL);
+	sigaction(SIGTTOU, &sa, NULL);
 	run_tstp = 0;
-}
-
-/*
- * Job control (Ctrl-Z) stops our process group, not COMMAND's, and the
- * lease lapses while we are stopped: COMMAND would run on beside a
- * takeover.  So its group is stopped first, then we stop as the signal
- * asks (not at all in an orphaned group, as the kernel decides).  Once
- * continued, COMMAND stays stopped until a renewal says the key is still
- * ours (run_tick); a lease lost meanwhile kills it where it stands.
- */
-static void
-run_suspend(struct run_io *t)
-{
-	struct sigaction sa;
-	int		 sig = run_tstp;
-	int64_t		 pg = keeper_pg(t->k);
-
-	run_tstp = 0;
-	if (pg > 1 && kill(-(pid_t)pg, SIGSTOP) == 0)
-		t->held = 1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigaction(sig, &sa, NULL);
-	raise(sig);
-	sa.sa_handler = run_on_tstp;
-	sigaction(sig, &sa, NULL);
-	t->next_renew = 0;		/* renew at once */
 }
 
 /* The tick while COMMAND runs: a signal to us stops it (its group gets
@@ -440,27 +427,24 @@ static int64_t
 run_tick(void *arg)
 {
 	struct run_io	*t = arg;
-	int64_t		 now, next, was;
+	int64_t		 now, next;
 
 	if (t->stopped || run_signal != 0)
 		return -1;
-	if (run_tstp != 0)
-		run_suspend(t);
+	if (run_tstp != 0) {
+		run_tstp = 0;
+		ctl_err("run: not stopped while COMMAND runs (its lease must "
+		    "be renewed): interrupt it instead");
+	}
 	now = clock_now_ms();
 	keeper_check(t->k);
 	if (now >= t->next_renew) {
-		was = t->l.ok_until;
 		if ((next = lease_tick(&t->l)) < 0) {
 			/* Once: the lease is lost for good. */
 			t->stopped = 1;
 			return -1;
 		}
 		t->next_renew = now + next;
-		if (t->held && t->l.ok_until != was) {
-			/* Renewed: the key is still ours. */
-			kill(-(pid_t)keeper_pg(t->k), SIGCONT);
-			t->held = 0;
-		}
 	}
 	next = t->next_renew - now;
 	if (next > RUN_POLL_MS)
@@ -609,13 +593,6 @@ keeper_start(struct keeper *k)
 	return 0;
 }
 
-/* COMMAND's group, once it runs (else 0). */
-static int64_t
-keeper_pg(const struct keeper *k)
-{
-	return k != NULL ? k->pg : 0;
-}
-
 /* cgi_run.started: tells the keeper which group to end. */
 static void
 keeper_tell(struct keeper *k)
@@ -715,7 +692,6 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	r.ex.arg = o;
 	r.started = keeper_watch;
 	r.started_arg = &k;
-	run_job_control(1);
 	er = cgi_exec(&r, &st);
 	keeper_done(&k);
 	o->k = NULL;
@@ -846,6 +822,7 @@ run_claimed_new(struct once *o, void *arg)
 		j->what = STAT_RELEASED;
 		return;
 	}
+	run_job_control(1);
 	run_owned(j);
 	run_job_control(0);
 }

@@ -660,7 +660,9 @@ cfg_check_option_group(const struct cfg *c, const char *group, char *err,
 		return IDEM_OK;
 	/* Opened, not just looked at, and a file, not a directory: MySQL
 	 * would fall back to its default socket without a word. */
-	if ((fd = open(c->mysql_defaults_file, O_RDONLY | O_CLOEXEC)) < 0) {
+	/* O_NONBLOCK: a FIFO is refused below, not waited on. */
+	if ((fd = open(c->mysql_defaults_file, O_RDONLY | O_CLOEXEC |
+	    O_NONBLOCK)) < 0) {
 		cfg_open_error(errno, c->mysql_defaults_file, why,
 		    sizeof(why));
 		goto bad;
@@ -733,25 +735,35 @@ optfile_dir_group(const char *dir, const char *group, int depth)
 }
 
 /* One line of an option file: 1 when it is group's header, or pulls in
- * a file that has it. */
+ * a file that has it.  Read as MariaDB Connector/C reads it: a header's
+ * name runs to the first ']' (what follows is a comment), spaces around
+ * it dropped; !include and !includedir take their path after a space. */
 static int
 optfile_line(char *line, const char *group, int depth)
 {
+	char	*end;
 	size_t	 n;
 
 	line += strspn(line, " \t");
 	n = strlen(line);
 	while (n > 0 && strchr(" \t\r\n", line[n - 1]) != NULL)
 		line[--n] = '\0';
-	if (line[0] == '[' && n > 2 && line[n - 1] == ']')
-		return n - 2 == strlen(group) &&
-		    strncmp(line + 1, group, n - 2) == 0;
-	if (strncmp(line, "!includedir", 11) == 0 && cfg_is_ws(line[11]))
-		return optfile_dir_group(line + 12 + strspn(line + 12, " \t"),
+	if (line[0] == '[') {
+		if ((end = strchr(line, ']')) == NULL)
+			return 0;
+		line++;
+		line += strspn(line, " \t");
+		while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		return (size_t)(end - line) == strlen(group) &&
+		    strncmp(line, group, (size_t)(end - line)) == 0;
+	}
+	if (strncmp(line, "!includedir ", 12) == 0)
+		return optfile_dir_group(line + 12 + strspn(line + 12, " "),
 		    group, depth);
-	if (strncmp(line, "!include", 8) == 0 && cfg_is_ws(line[8]))
-		return optfile_group(line + 9 + strspn(line + 9, " \t"),
-		    group, depth + 1);
+	if (strncmp(line, "!include ", 9) == 0)
+		return optfile_group(line + 9 + strspn(line + 9, " "), group,
+		    depth + 1);
 	return 0;
 }
 

@@ -262,10 +262,10 @@ expect_lt "... when it is due, not when the reader reads ($((end19 - t0)) ms)" $
 run b k20b --key k20 -- sh -c 'echo "start $$" >>"$JOBLOG.20"; head -c 100000 /dev/zero'
 expect_eq "SIGTERM after COMMAND finished, stdout stalled: its status 0 stands" "0 0" "$(cat "$T/k20.rc") $(rc k20b)"
 expect_eq "... and the redelivery does not run it again" 1 "$(grep -c '^start' "$JOBLOG.20")"
-# Ctrl-Z (SIGTSTP) stops run's process group, not COMMAND's, and the
-# lease lapses while run is stopped (on Galera the lease alone guards the
-# key): COMMAND stops with run.  Continued within its lease, COMMAND goes
-# on; continued after it, COMMAND is killed where it stands.
+# Ctrl-Z (SIGTSTP) would stop run's process group, not COMMAND's: no
+# renewals while COMMAND runs on (on Galera a takeover beside it).  run
+# is not stopped while it owns the key: it says so, renews, and COMMAND
+# goes on to its end.
 alive22() { grep -c '^alive' "$JOBLOG.22a" 2>/dev/null || echo 0; }
 K22='i=0; while [ $i -lt $N ]; do echo "alive $(date +%s%3N)" >>"$JOBLOG.22a"; sleep 0.02; i=$((i + 1)); done; echo done'
 N=60 "$IDEMCTL" -c "$T/a.conf" run --key k22 -- sh -c "$K22" >"$T/k22.o" 2>"$T/k22.e" &
@@ -273,24 +273,12 @@ runner=$!
 wait_until 5 test -s "$JOBLOG.22a"
 kill -TSTP "$runner"
 sleep 0.3
-a1=$(alive22)
-sleep 1
-expect_eq "SIGTSTP: run stops, and COMMAND with it" "T $a1" "$(ps -o stat= -p "$runner" | cut -c1) $(alive22)"
-kill -CONT "$runner"
+st22=$(ps -o stat= -p "$runner" | cut -c1)
+[ "$st22" = T ] && kill -CONT "$runner"
+expect_ne "SIGTSTP while COMMAND runs: run is not stopped" T "$st22"
 wait "$runner"
-expect_eq "... continued within its lease (3 s): COMMAND goes on to its end" "0 done 60" "$? $(cat "$T/k22.o") $(alive22)"
-rm -f "$JOBLOG.22a"
-N=100000 "$IDEMCTL" -c "$T/a.conf" run --key k23 --lease 1s -- sh -c "$K22" >/dev/null 2>"$T/k23.e" &
-runner=$!
-wait_until 5 test -s "$JOBLOG.22a"
-kill -TSTP "$runner"
-sleep 1.5
-a1=$(alive22)
-kill -CONT "$runner"
-wait "$runner"
-rc23=$?
-sleep 0.3
-expect_eq "continued after its lease (1 s): lease lost, 75, COMMAND never went on" "75 $a1" "$rc23 $(alive22)"
+expect_eq "... COMMAND goes on to its end, recorded" "0 done 60" "$? $(cat "$T/k22.o") $(alive22)"
+expect_match "... and run says why it did not stop" 'not stopped while COMMAND runs' "$(cat "$T/k22.e")"
 out=$("$IDEMCTL" -c "$T/a.conf" run --key k21 --lease 500ms -- true 2>&1)
 expect_eq "--lease under 1s: refused, exit 1 (usage)" "1" "$?"
 expect_match "... with one line saying so" "must be at least 1s" "$out"
