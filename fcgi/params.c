@@ -11,8 +11,11 @@ request_param(char *const *envp, const char *name)
 	size_t		 nl = strlen(name);
 	const char	*v = NULL;
 
+	/* Every param is looked at (the last one counts): the first byte
+	 * spares most of them the strncmp. */
 	for (; envp != NULL && *envp != NULL; envp++)
-		if (strncmp(*envp, name, nl) == 0 && (*envp)[nl] == '=')
+		if ((*envp)[0] == name[0] && strncmp(*envp, name, nl) == 0 &&
+		    (*envp)[nl] == '=')
 			v = *envp + nl + 1;
 	return v;
 }
@@ -25,7 +28,8 @@ request_param_once(char *const *envp, const char *name, int *twice)
 
 	*twice = 0;
 	for (; envp != NULL && *envp != NULL; envp++) {
-		if (strncmp(*envp, name, nl) != 0 || (*envp)[nl] != '=')
+		if ((*envp)[0] != name[0] || strncmp(*envp, name, nl) != 0 ||
+		    (*envp)[nl] != '=')
 			continue;
 		if (v != NULL) {
 			*twice = 1;
