@@ -29,6 +29,7 @@
 #define RUN_POLL_MS		100	/* how soon a signal to run reaches
 					 * COMMAND */
 #define RUN_ROUTE_MAX		200
+#define KEEPER_SLACK_MS		50	/* see keeper_grace_ms */
 
 extern char **environ;
 
@@ -46,7 +47,8 @@ const char ctl_run_usage[] =
 "  --key KEY          the idempotency key (a message id, a date, ...)\n"
 "  --scope S          namespace within the job keys (default: job)\n"
 "  --ttl D            how long the outcome is kept ([idempotency] ttl)\n"
-"  --lease D          lease, renewed while COMMAND runs ([idempotency] lease)\n"
+"  --lease D          lease, renewed while COMMAND runs ([idempotency] lease;\n"
+"                     at least 1s)\n"
 "  --wait D           how long to wait for a run elsewhere "
 "([idempotency] wait)\n"
 "  --timeout D        stop COMMAND after D (SIGTERM, then SIGKILL); "
@@ -60,7 +62,10 @@ const char ctl_run_usage[] =
 "stopped it, 127 if it could not be started), or the recorded one on a\n"
 "replay; 65 the key was used with other argv or stdin; 69 the store is\n"
 "unreachable (COMMAND did not run); 75 still running elsewhere after\n"
-"--wait (deliver again later); 1 usage; 2 config.\n";
+"--wait (deliver again later); 1 usage; 2 config.\n"
+"\n"
+"While it owns the key, run is not stopped by job control (Ctrl-Z): it must\n"
+"go on renewing the lease while COMMAND runs.  Interrupt it instead.\n";
 
 struct run_args {
 	char		 key[FP_KEY_MAX + 1];
@@ -409,15 +414,21 @@ run_on_tstp(int sig)
 static void
 run_job_control(int on)
 {
-	struct sigaction sa;
+	static const int	 sigs[3] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	static struct sigaction	 saved[3];	/* what we were given */
+	struct sigaction	 sa;
+	size_t			 i;
 
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on ? run_on_tstp : SIG_DFL;
-	sigaction(SIGTSTP, &sa, NULL);
-	sa.sa_handler = on ? SIG_IGN : SIG_DFL;
-	sigaction(SIGTTIN, &sa, NULL);
-	sigaction(SIGTTOU, &sa, NULL);
+	for (i = 0; i < 3; i++) {
+		if (!on) {
+			sigaction(sigs[i], &saved[i], NULL);
+			continue;
+		}
+		memset(&sa, 0, sizeof(sa));
+		sigemptyset(&sa.sa_mask);
+		sa.sa_handler = sigs[i] == SIGTSTP ? run_on_tstp : SIG_IGN;
+		sigaction(sigs[i], &sa, &saved[i]);
+	}
 	run_tstp = 0;
 }
 
@@ -509,12 +520,14 @@ struct keeper {
  * The keeper's grace for a lease of lease_ms.  A run killed just before
  * its stop point (or within its own stop's CGI_STOP_GRACE_MS) leaves only
  * the lease's margin before a takeover may start the next run: COMMAND's
- * group must be gone by then, even if it ignores SIGTERM.
+ * group must be gone by then, even if it ignores SIGTERM (KEEPER_SLACK_MS
+ * for the kill itself and the clocks' rounding).
  */
 static int64_t
 keeper_grace_ms(int64_t lease_ms)
 {
-	int64_t	 g = cfg_lease_margin_ms(lease_ms) - CGI_STOP_GRACE_MS - 50;
+	int64_t	 g = cfg_lease_margin_ms(lease_ms) - CGI_STOP_GRACE_MS -
+	    KEEPER_SLACK_MS;
 
 	if (g > RUN_STOP_GRACE_MS)
 		g = RUN_STOP_GRACE_MS;

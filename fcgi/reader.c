@@ -249,10 +249,11 @@ reader_refuse(struct job *j, enum problem p)
 
 /*
  * Counts what j buffers into the worker's pending bytes.  Past
- * max_pending_body, a request still arriving that holds more than
- * READER_SMALL, while others hold bytes too, is refused (503): one request
- * alone is bounded by max_body, and small ones always pass.  Returns 0 if
- * j may go on, -1 if it was refused and closed.
+ * max_pending_body (with what the ready queue holds), a request still
+ * arriving that holds more than READER_SMALL, while the others hold more
+ * than READER_SMALL too, is refused (503): one request alone is bounded
+ * by max_body, and small ones always pass.  Returns 0 if j may go on, -1
+ * if it was refused and closed.
  */
 static int
 reader_account(struct reader *rd, struct job *j)

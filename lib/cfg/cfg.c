@@ -651,26 +651,26 @@ enum idem_err
 cfg_check_option_group(const struct cfg *c, const char *group, char *err,
     size_t errlen)
 {
-	char	 why[512];
-	size_t	 i;
-	struct stat st;
-	int	 fd;
+	char		 why[512];
+	size_t		 i;
+	struct stat	 st;
+	int		 fd;
 
 	if (c->mysql_defaults_file == NULL)
 		return IDEM_OK;
 	/* Opened, not just looked at, and a file, not a directory: MySQL
-	 * would fall back to its default socket without a word. */
-	/* O_NONBLOCK: a FIFO is refused below, not waited on. */
+	 * would fall back to its default socket without a word.
+	 * O_NONBLOCK: a FIFO is refused below, not waited on. */
 	if ((fd = open(c->mysql_defaults_file, O_RDONLY | O_CLOEXEC |
 	    O_NONBLOCK)) < 0) {
 		cfg_open_error(errno, c->mysql_defaults_file, why,
 		    sizeof(why));
-		goto bad;
+		goto refuse;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		snprintf(why, sizeof(why), "not a regular file");
-		goto bad;
+		goto refuse;
 	}
 	close(fd);
 	if (group == NULL || cfg_option_file_has_group(c->mysql_defaults_file,
@@ -683,7 +683,7 @@ cfg_check_option_group(const struct cfg *c, const char *group, char *err,
 			return IDEM_OK;
 	snprintf(why, sizeof(why), "no [%s] group (nor [client]): nothing "
 	    "says where the server is", group);
-bad:
+refuse:
 	snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
 	    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
 	    c->mysql_defaults_file, why);
@@ -736,8 +736,9 @@ optfile_dir_group(const char *dir, const char *group, int depth)
 
 /* One line of an option file: 1 when it is group's header, or pulls in
  * a file that has it.  Read as MariaDB Connector/C reads it: a header's
- * name runs to the first ']' (what follows is a comment), spaces around
- * it dropped; !include and !includedir take their path after a space. */
+ * name runs to the first ']' (what follows is a comment), blanks before
+ * the ']' dropped, not those after the '['; !include and !includedir
+ * take their path after a space. */
 static int
 optfile_line(char *line, const char *group, int depth)
 {
@@ -752,7 +753,6 @@ optfile_line(char *line, const char *group, int depth)
 		if ((end = strchr(line, ']')) == NULL)
 			return 0;
 		line++;
-		line += strspn(line, " \t");
 		while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
 			end--;
 		return (size_t)(end - line) == strlen(group) &&

@@ -292,18 +292,25 @@ set_int(struct parser *p, const struct cfg_val *kv, void *dst)
 	return IDEM_OK;
 }
 
-/* Well formed, at most ten years, and more than 0 where lo is 1. */
+/* Well formed, at most ten years, and more than 0 where lo is 1, at
+ * least lo past that. */
 static enum idem_err
 set_dur(struct parser *p, const struct cfg_val *kv, void *dst)
 {
 	const struct cfg_key	*k = kv->key;
 	int64_t			 n;
+	char			 least[64];
 
 	if (cfg_parse_duration(kv->v, &n) != IDEM_OK)
 		return bad_for(p, kv, "duration");
-	if (n < k->lo)
-		return out_of_range(p, kv, k->lo == CFG_LEASE_MIN_MS ?
-		    "must be at least 1s" : "must be greater than 0");
+	if (n < k->lo && k->lo <= 1)
+		return out_of_range(p, kv, "must be greater than 0");
+	if (n < k->lo) {
+		/* A minimum of whole seconds (lease). */
+		snprintf(least, sizeof(least), "must be at least %llds",
+		    (long long)(k->lo / 1000));
+		return out_of_range(p, kv, least);
+	}
 	if (n > CFG_MAX_DURATION_MS)
 		return out_of_range(p, kv, "must be at most 3650d");
 	*(int64_t *)dst = n;

@@ -370,16 +370,17 @@ static const char *const sql_stats[2] = {
 	SQL_STATS("host", "host, route"),
 };
 
-/* One row of SQL_STATS into cur (rlen, rnull: [0] route, [1] host). */
+/* One row of SQL_STATS into cur (rlen, rnull: [0] host, [1] route). */
 static void
 stats_bind(MYSQL_BIND *res, struct admin_stat *cur, unsigned long *rlen,
     my_bool *rnull)
 {
 	int	 i, k = 2;
 
-	store_out_text(&res[0], cur->host, sizeof(cur->host), &rlen[1],
+	store_out_text(&res[0], cur->host, sizeof(cur->host), &rlen[0],
+	    &rnull[0]);
+	store_out_text(&res[1], cur->route, sizeof(cur->route), &rlen[1],
 	    &rnull[1]);
-	store_out_text(&res[1], cur->route, sizeof(cur->route), rlen, rnull);
 	for (i = 0; i < STAT__COUNT; i++)
 		store_out_u64(&res[k++], &cur->n[i], NULL);
 	store_out_u64(&res[k++], &cur->wait_sum_ms, NULL);
@@ -436,9 +437,9 @@ store_admin_stats(struct store *st, int64_t since_s, const char *route,
 				er = IDEM_OK;	/* no more rows */
 			break;
 		}
-		store_out_text_end(cur.route, sizeof(cur.route), rlen[0],
+		store_out_text_end(cur.host, sizeof(cur.host), rlen[0],
 		    rnull[0]);
-		store_out_text_end(cur.host, sizeof(cur.host), rlen[1],
+		store_out_text_end(cur.route, sizeof(cur.route), rlen[1],
 		    rnull[1]);
 		if ((er = stats_add(&v, n, &cap, &cur)) != IDEM_OK)
 			break;

@@ -110,11 +110,16 @@ handler = cgi:$PAY"
 expect_match "option file without [idemgate] or [client]: says so" 'no \[idemgate\] group' \
 	"$("$IDEMGATE" -t -c "$T/option_file_no_group.conf" 2>&1)"
 # Group headers as the client library reads them: a comment after the
-# ']', spaces inside the brackets.
-printf '[ idemgate ] # the store\nsocket=/nonexistent\n' >"$T/spaced.cnf"
+# ']' and blanks before it are allowed; blanks after the '[' make
+# another group.
+printf '[idemgate ] # the store\nsocket=/nonexistent\n' >"$T/spaced.cnf"
 sed "s|$T/my.cnf|$T/spaced.cnf|" "$T/good.conf" >"$T/spaced.conf"
 out=$("$IDEMGATE" -t -c "$T/spaced.conf" 2>&1)
-expect_eq "option file: '[ idemgate ] # comment' is the group" "0 syntax ok" "$? $(echo "$out" | tail -1)"
+expect_eq "option file: '[idemgate ] # comment' is the group" "0 syntax ok" "$? $(echo "$out" | tail -1)"
+printf '[ idemgate]\nsocket=/nonexistent\n' >"$T/lead.cnf"
+sed "s|$T/my.cnf|$T/lead.cnf|" "$T/good.conf" >"$T/lead.conf"
+out=$("$IDEMGATE" -t -c "$T/lead.conf" 2>&1)
+expect_match "option file: '[ idemgate]' is another group: refused" 'no \[idemgate\] group' "$out"
 printf '[client]\nsocket=/nonexistent\n' >"$T/client.cnf"
 sed "s|$T/my.cnf|$T/client.cnf|" "$T/good.conf" >"$T/client.conf"
 out=$("$IDEMGATE" -t -c "$T/client.conf" 2>&1)

@@ -50,6 +50,7 @@ K16='echo $$ >"$JOBLOG.16"; echo "start $(date +%s%3N)" >>"$JOBLOG.16s"; if [ -n
 k17_t0=$(now_ms)
 SLOW=1 "$IDEMCTL" -c "$T/a.conf" run --key k17 --lease 1s -- sh -c "$K16" >/dev/null 2>&1 &
 k17_runner=$!
+H_BGPIDS+=($k17_runner)
 
 # 1. First run executes; the retry replays stdout byte-for-byte and the status.
 run a r1 --key k1 -- "$T/job.sh" hello 0 0
@@ -229,12 +230,12 @@ expect_lt "... only after the first COMMAND was gone (last alive ${last:-?}, nex
 # A reader of run's stdout that stalls while output past max_response is
 # written through: the lease is still renewed (on Galera the lease alone
 # guards the key), and --timeout still ends the run.
-# The three at once: k18 read after 3 s, k19 (--timeout 1s) after 4 s,
+# The three at once: k18 read after 4 s, k19 (--timeout 1s) after 4 s,
 # k20 (told to stop once COMMAND finished) after 2 s.
 sed 's/^lease = 3s/lease = 1s\nmax_response = 64k/' "$T/a.conf" >"$T/c.conf"
 t0=$(now_ms)
 ("$IDEMCTL" -c "$T/c.conf" run --key k18 -- sh -c 'head -c 3000000 /dev/zero'
-	echo $? >"$T/k18.rc") | (sleep 3; cat >"$T/k18.o") &
+	echo $? >"$T/k18.rc") | (sleep 4; cat >"$T/k18.o") &
 stall18=$!
 ("$IDEMCTL" -c "$T/c.conf" run --key k19 --timeout 1s -- sh -c 'head -c 3000000 /dev/zero; sleep 5'
 	echo "$? $(now_ms)" >"$T/k19.rc") | (sleep 4; cat >/dev/null) &
