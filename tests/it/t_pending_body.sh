@@ -18,25 +18,29 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$W/status"; }
 http warm POST "$(url web /pay)" -H "Idempotency-Key: $(new_key)" --data-binary x
 base=$(rss_kib)
 
-# The stallers: each prints "refused" (a 503 came back) or "stalled"; they
-# hold their connections until $T/go exists (or 30 s), then close.
-python3 - "$T/gw.sock" 600 "$T/go" >"$T/stall.out" 2>&1 <<'PY' &
+# fcgi.py SOCK MODE N GO KEY: N FastCGI connections that hold on until GO
+# exists (or 30 s).  MODE "stall" sends params and 1 MiB - 1 of a body,
+# never the end of it; "whole" sends such uploads whole (with every thread
+# busy they wait in the queue); "unread" asks for a cached 900 kB answer
+# and never reads it; "warm" stores that answer and replays it once.  A
+# second after sending, each connection prints "held" (nothing came back,
+# or for "unread" not a refusal), "refused" (a whole 503
+# gateway-overloaded) or "cut" (anything else).
+cat >"$T/fcgi.py" <<'PY'
 import os, socket, struct, sys, time
-path, n, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path, mode, n, go, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+UPLOAD = 1024 * 1024 - 1
 def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
 def pair(k, v): return bytes([len(k), len(v)]) + k + v
-size = 1024 * 1024 - 1
-params = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
-    pair(b"CONTENT_LENGTH", str(size).encode()) +
-    pair(b"HTTP_IDEMPOTENCY_KEY", b"stalled"))
-head = rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, params) + rec(4, b"")
-body = b""
-left = size
-while left > 0:
-    k = min(left, 65535)
-    body += rec(5, b"s" * k)
-    left -= k
-def answer(s):
+def request(uri, key, body, whole=True):
+    q = uri.split("?", 1)[1].encode() if "?" in uri else b""
+    params = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", uri.encode()) +
+        pair(b"QUERY_STRING", q) + pair(b"CONTENT_LENGTH", str(len(body)).encode()) +
+        pair(b"HTTP_IDEMPOTENCY_KEY", key.encode()))
+    out = [rec(1, struct.pack(">HB5x", 1, 0)), rec(4, params), rec(4, b"")]
+    out += [rec(5, body[i:i + 65535]) for i in range(0, len(body), 65535)]
+    return b"".join(out + [rec(5, b"")] if whole else out)
+def read_all(s):
     got = b""
     try:
         while True:
@@ -46,52 +50,71 @@ def answer(s):
             got += b
     except OSError:
         pass
+    return got
+def answer(s):
+    got = read_all(s)
     ok = b"Status: 503" in got and b"gateway-overloaded" in got
     return "refused" if ok else "cut %r" % got[:80]
-sent = []
+if mode == "warm":  # create, then replay once: read whole
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall(request("/pay?bytes=900000", key, b"x"))
+        print("answer %d" % len(read_all(s)), flush=True)
+        s.close()
+    sys.exit(0)
+stalled = request("/pay", key, b"s" * UPLOAD, whole=False)
+conns = []
 for i in range(n):
     s = socket.socket(socket.AF_UNIX)
     s.connect(path)
     s.settimeout(10)
     try:
-        s.sendall(head + body)  # no empty STDIN record: never whole
-        sent.append(s)
+        if mode == "stall":
+            s.sendall(stalled)
+        elif mode == "whole":
+            s.sendall(request("/pay", "%s-%d" % (key, i), b"w" * UPLOAD))
+        else:
+            s.sendall(request("/pay?bytes=900000", key, b"x"))
     except OSError:
-        print(answer(s), flush=True)
-        s.close()
+        pass  # refused while it was sent: its answer is waiting
+    conns.append(s)
 # The gateway may refuse one after reading it all: an answer, then EOF.
 time.sleep(1)
-ss = []
-for s in sent:
+for s in conns:
     s.setblocking(False)
     try:
-        b = s.recv(1, socket.MSG_PEEK)
-    except BlockingIOError:
-        ss.append(s)
-        print("stalled", flush=True)
-        continue
+        b = s.recv(256, socket.MSG_PEEK)
+    except (BlockingIOError, ConnectionResetError):
+        b = None
     s.setblocking(True)
-    print(answer(s), flush=True)
-    s.close()
+    s.settimeout(10)
+    if not b or (mode == "unread" and b"gateway-overloaded" not in b):
+        print("held", flush=True)
+    else:
+        print(answer(s), flush=True)
 t0 = time.time()
 while not os.path.exists(go) and time.time() - t0 < 30:
     time.sleep(0.1)
-for s in ss:
+for s in conns:
     s.close()
 print("done", flush=True)
 PY
+# The stallers: each prints "refused" (a 503 came back) or "held"; they
+# hold their connections until $T/go exists (or 30 s), then close.
+python3 "$T/fcgi.py" "$T/gw.sock" stall 600 "$T/go" stalled >"$T/stall.out" 2>&1 &
 H_BGPIDS+=($!)
 stallers=$!
 peak=$base
 for _ in $(seq 1 300); do
 	r=$(rss_kib)
 	[ "${r:-0}" -gt "$peak" ] && peak=$r
-	[ "$(grep -cE '^(stalled|refused|cut)' "$T/stall.out")" -ge 600 ] && break
+	[ "$(grep -cE '^(held|refused|cut)' "$T/stall.out")" -ge 600 ] && break
 	sleep 0.1
 done
 r=$(rss_kib)
 [ "${r:-0}" -gt "$peak" ] && peak=$r
-stalled=$(grep -c '^stalled' "$T/stall.out")
+stalled=$(grep -c '^held' "$T/stall.out")
 refused=$(grep -c '^refused' "$T/stall.out")
 expect_eq "600 stalled uploads: each is held or refused with 503 gateway-overloaded" \
 	600 "$((stalled + refused))"
@@ -132,68 +155,7 @@ expect_eq "afterwards a 2 MB body is taken again" created "$(hdr c Idempotency-R
 
 # Whole requests waiting for a thread hold their bodies too, and so does
 # what a quick replay could not send at once: both count against
-# max_pending_body.  fcgi.py MODE N: N connections; MODE "whole" sends
-# 1 MiB - 1 bodies whole and reads no answer for 1 s; "unread" asks for
-# a cached 900 kB answer and never reads it.  Each prints "refused" or
-# "held"; all hold their connections until $T/go2 (or 30 s).
-cat >"$T/fcgi.py" <<'PY'
-import os, socket, struct, sys, time
-path, mode, n, go, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
-def pair(k, v): return bytes([len(k), len(v)]) + k + v
-def request(uri, key, body):
-    q = uri.split("?", 1)[1].encode() if "?" in uri else b""
-    params = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", uri.encode()) +
-        pair(b"QUERY_STRING", q) + pair(b"CONTENT_LENGTH", str(len(body)).encode()) +
-        pair(b"HTTP_IDEMPOTENCY_KEY", key.encode()))
-    out = rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, params) + rec(4, b"")
-    for i in range(0, len(body), 65535):
-        out += rec(5, body[i:i + 65535])
-    return out + rec(5, b"")
-def read_all(s):
-    got = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            return got
-        got += b
-if mode == "warm":  # create, then replay once: read whole
-    for _ in range(2):
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(path)
-        s.sendall(request("/pay?bytes=900000", key, b"x"))
-        got = read_all(s)
-        print("answer %d" % len(got), flush=True)
-        s.close()
-    sys.exit(0)
-conns = []
-for i in range(n):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
-    s.settimeout(10)
-    try:
-        if mode == "whole":
-            s.sendall(request("/pay", "%s-%d" % (key, i), b"w" * (1024 * 1024 - 1)))
-        else:
-            s.sendall(request("/pay?bytes=900000", key, b"x"))
-    except OSError:
-        pass  # refused while it was sent: its answer is waiting
-    conns.append(s)
-time.sleep(1)
-for s in conns:
-    s.setblocking(False)
-    try:
-        b = s.recv(256, socket.MSG_PEEK)
-    except (BlockingIOError, ConnectionResetError):
-        b = None
-    print("refused" if b and b"gateway-overloaded" in b else "held", flush=True)
-t0 = time.time()
-while not os.path.exists(go) and time.time() - t0 < 30:
-    time.sleep(0.1)
-for s in conns:
-    s.close()
-print("done", flush=True)
-PY
+# max_pending_body.
 # peak_while FILE LINES: the worker's peak RSS until FILE has LINES lines
 peak_while() {
 	local p r
