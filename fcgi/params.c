@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgi_env.h"
 #include "params.h"
 
 const char *
@@ -11,11 +12,9 @@ request_param(char *const *envp, const char *name)
 	size_t		 nl = strlen(name);
 	const char	*v = NULL;
 
-	/* Every param is looked at (the last one counts): the first byte
-	 * spares most of them the strncmp. */
+	/* Every param is looked at: the last one counts. */
 	for (; envp != NULL && *envp != NULL; envp++)
-		if ((*envp)[0] == name[0] && strncmp(*envp, name, nl) == 0 &&
-		    (*envp)[nl] == '=')
+		if (cgi_env_named(*envp, name, nl))
 			v = *envp + nl + 1;
 	return v;
 }
@@ -28,8 +27,7 @@ request_param_once(char *const *envp, const char *name, int *twice)
 
 	*twice = 0;
 	for (; envp != NULL && *envp != NULL; envp++) {
-		if ((*envp)[0] != name[0] || strncmp(*envp, name, nl) != 0 ||
-		    (*envp)[nl] != '=')
+		if (!cgi_env_named(*envp, name, nl))
 			continue;
 		if (v != NULL) {
 			*twice = 1;

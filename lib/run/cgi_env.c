@@ -8,13 +8,17 @@
 
 #define CGI_PATH_DEFAULT	"/usr/local/bin:/usr/bin:/bin"
 
+int
+cgi_env_named(const char *e, const char *name, size_t n)
+{
+	return e[0] == name[0] && strncmp(e, name, n) == 0 && e[n] == '=';
+}
+
 /* 1 if the "NAME=value" entry e has exactly this name. */
 static int
 cgi_env_is(const char *e, const char *name)
 {
-	size_t	 n = strlen(name);
-
-	return e[0] == name[0] && strncmp(e, name, n) == 0 && e[n] == '=';
+	return cgi_env_named(e, name, strlen(name));
 }
 
 /* 1 if the name part of "NAME=value" (nlen bytes) may reach a program. */
@@ -76,11 +80,9 @@ cgi_env_put(struct env_build *eb, const char *entry, size_t nlen)
 
 	if ((dup = strdup(entry)) == NULL)
 		return IDEM_ENOMEM;
-	/* Each entry against every one before it: the first byte spares
-	 * most of the strncmp calls. */
+	/* Each entry against every one before it. */
 	for (i = 0; i < eb->n; i++)
-		if (eb->v[i][0] == entry[0] &&
-		    strncmp(eb->v[i], entry, nlen + 1) == 0) {
+		if (cgi_env_named(eb->v[i], entry, nlen)) {
 			free(eb->v[i]);
 			eb->v[i] = dup;
 			return IDEM_OK;

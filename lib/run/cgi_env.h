@@ -21,6 +21,10 @@
  * a claimed key: lib/store/store.h).  *out (copied, NULL-terminated) is freed
  * with cgi_env_free().  Set only on success.
  */
+/* 1 if the "NAME=value" entry e is named name (n bytes).  It looks at
+ * the first byte before strncmp: callers walk every entry. */
+int cgi_env_named(const char *e, const char *name, size_t n);
+
 enum idem_err cgi_env_build(char *const *params, const char *script,
     size_t bodylen, int had_body, uint64_t fence, char ***out);
 void cgi_env_free(char **env);
