@@ -247,6 +247,15 @@ reader_refuse(struct job *j, enum problem p)
 	job_close(j);
 }
 
+/* What max_pending_body bounds: bytes of requests still arriving and of
+ * those (and unsent answers) waiting in the ready queue.  Reader thread. */
+static size_t
+reader_held(const struct reader *rd)
+{
+	return rd->pending + atomic_load_explicit(&rd->queued,
+	    memory_order_relaxed);
+}
+
 /*
  * Counts what j buffers into the worker's pending bytes.  Past
  * max_pending_body (with what the ready queue holds), a request still
@@ -262,8 +271,7 @@ reader_account(struct reader *rd, struct job *j)
 
 	rd->pending = rd->pending - j->held + now;
 	j->held = now;
-	all = rd->pending + atomic_load_explicit(&rd->queued,
-	    memory_order_relaxed);
+	all = reader_held(rd);
 	/* Others holding no more than a small request's bytes leave j
 	 * alone: bounded by its max_body. */
 	if (all <= rd->max_pending || now <= READER_SMALL ||
@@ -469,8 +477,7 @@ reader_quick(struct reader *rd, struct job *j, int64_t now)
 	 * queue: once it holds max_pending_body with what is still
 	 * arriving, replays go to request threads, which wait for the web
 	 * server to read instead of holding copies. */
-	if (rd->quick == NULL || rd->pending + atomic_load_explicit(
-	    &rd->queued, memory_order_relaxed) > rd->max_pending ||
+	if (rd->quick == NULL || reader_held(rd) > rd->max_pending ||
 	    !rd->quick(rd->quick_arg, j, &o))
 		return 0;
 	if (o.failed || fcgi_stream(&rd->out, FCGI_STDOUT, j->fc.id,
