@@ -70,19 +70,14 @@ lag_error(const struct lag *l)
 static int
 replica_connect(struct lag *l, struct replica *r)
 {
-	char	 err[600];
+	char	 err[700];
 
 	if (r->my != NULL)
 		return 0;
-	if (cfg_check_option_group(l->cfg, r->group, err, sizeof(err)) !=
+	if (store_mysql_init(l->cfg, r->group, 10, err, sizeof(err), &r->my) !=
 	    IDEM_OK) {
 		snprintf(l->err, sizeof(l->err), "replica [%.64s]: %.400s",
 		    r->group, err);
-		return -1;
-	}
-	if ((r->my = store_mysql_init(l->cfg, r->group, 10)) == NULL) {
-		snprintf(l->err, sizeof(l->err), "replica [%s]: out of memory",
-		    r->group);
 		return -1;
 	}
 	if (mysql_real_connect(r->my, NULL, NULL, NULL, NULL, 0, NULL, 0) ==

@@ -281,13 +281,18 @@ enum idem_err store_schema_version(struct store *st, int *version);
 /* Applies missing migrations in order; safe to run twice.  OUT: applied. */
 enum idem_err store_migrate(struct store *st, int *applied);
 
+struct st_mysql;
+
 /*
  * A client handle (mysql_init) set to read cfg's mysql_defaults_file and
  * option-file group, with a 2 s connect timeout, read_timeout_s and no
- * silent reconnect; the caller adds its own options and connects.  NULL
- * when out of memory.
+ * silent reconnect; the caller adds its own options and connects.
+ * IDEM_ECONFIG, with why in err, when the option file will not do
+ * (cfg_check_option_group: never the default socket); IDEM_ENOMEM.
+ * OUT: *out, set only on success.
  */
-struct st_mysql *store_mysql_init(const struct cfg *cfg, const char *group,
-    unsigned read_timeout_s);
+enum idem_err store_mysql_init(const struct cfg *cfg, const char *group,
+    unsigned read_timeout_s, char *err, size_t errlen,
+    struct st_mysql **out);
 
 #endif

@@ -226,16 +226,25 @@ store_read_timeout(const struct cfg *cfg)
 	return (unsigned)(ms / 1000) + 30;
 }
 
-MYSQL *
+enum idem_err
 store_mysql_init(const struct cfg *cfg, const char *group,
-    unsigned read_timeout_s)
+    unsigned read_timeout_s, char *err, size_t errlen, MYSQL **out)
 {
 	MYSQL		*my;
 	unsigned	 cto = STORE_CONNECT_TIMEOUT_S;
 	my_bool		 off = 0;
+	char		 why[600];
 
-	if ((my = mysql_init(NULL)) == NULL)
-		return NULL;
+	if (cfg != NULL &&
+	    cfg_check_option_group(cfg, group, why, sizeof(why)) != IDEM_OK) {
+		snprintf(err, errlen, "%s (the default socket is not tried)",
+		    why);
+		return IDEM_ECONFIG;
+	}
+	if ((my = mysql_init(NULL)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return IDEM_ENOMEM;
+	}
 	if (cfg != NULL && cfg->mysql_defaults_file != NULL)
 		mysql_options(my, MYSQL_READ_DEFAULT_FILE,
 		    cfg->mysql_defaults_file);
@@ -244,7 +253,8 @@ store_mysql_init(const struct cfg *cfg, const char *group,
 	mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &read_timeout_s);
 	mysql_options(my, MYSQL_OPT_RECONNECT, &off);
 	mysql_optionsv(my, MARIADB_OPT_IO_WAIT, io_wait);
-	return my;
+	*out = my;
+	return IDEM_OK;
 }
 
 /* The error record: one per connection, the last failure whoever had it
@@ -289,17 +299,16 @@ store_conn_open(struct store *st, const char *group)
 	MYSQL		*my;
 	unsigned	 wto = 30;
 	unsigned long	 maxpkt = 128ul * 1024 * 1024;
-	char		 err[600];
+	char		 err[700];
+	enum idem_err	 er;
 
-	if (st->cfg != NULL &&
-	    cfg_check_option_group(st->cfg, group, err, sizeof(err)) != IDEM_OK)
-		return store_fail(st, IDEM_ESTORE, "%s (the default socket is "
-		    "not tried)", err);
-	my = store_mysql_init(st->cfg, group, st->read_timeout_s);
-	if (my == NULL) {
+	if ((er = store_mysql_init(st->cfg, group, st->read_timeout_s, err,
+	    sizeof(err), &my)) == IDEM_ENOMEM) {
 		store_set_error(st, CR_OUT_OF_MEMORY, "mysql_init failed");
 		return IDEM_ENOMEM;
 	}
+	if (er != IDEM_OK)
+		return store_fail(st, IDEM_ESTORE, "%s", err);
 	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
 	mysql_options(my, MYSQL_OPT_MAX_ALLOWED_PACKET, &maxpkt);
 	mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
