@@ -15,6 +15,12 @@
 /* The store's config: IDEM_TEST_MYCNF's option file (store_fixture_init). */
 static struct cfg	 tcfg;
 
+/* The lease mkid's identities claim with.  The config says so too: the
+ * store's call budget follows the shortest lease configured, and a zeroed
+ * config would give every statement 100 ms, which a 300 KB durable commit
+ * on a loaded machine can miss. */
+#define FIXTURE_LEASE_MS	5000
+
 static inline struct store *
 open_store(void)
 {
@@ -40,7 +46,7 @@ mkid(struct idem_id *id, const char *key, const char *body)
 	id->method = "POST";
 	id->owner = "test:1";
 	id->ttl_ms = 60000;
-	id->lease_ms = 5000;
+	id->lease_ms = FIXTURE_LEASE_MS;
 	idem_id_name_lock(id);
 }
 
@@ -71,6 +77,7 @@ store_fixture_init(void)
 	}
 	tcfg.mysql_defaults_file = (char *)cnf;
 	tcfg.mysql_group = "idemgate";
+	tcfg.defaults.lease_ms = FIXTURE_LEASE_MS;
 	return 0;
 }
 
