@@ -1,4 +1,5 @@
 /* idemctl run: a job or queue consumer made idempotent on the gateway store. */
+#include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 
@@ -19,6 +20,7 @@
 #include "lease.h"
 #include "log.h"
 #include "once.h"
+#include "proc.h"
 #include "recorder.h"
 #include "store.h"
 
@@ -30,6 +32,9 @@
 					 * COMMAND */
 #define RUN_ROUTE_MAX		200
 #define KEEPER_SLACK_MS		50	/* see keeper_grace_ms */
+#define SWEEP_ROUNDS		64	/* run_sweep's bound: generations of
+					 * escaped descendants */
+#define SWEEP_BATCH		256	/* children looked at per round */
 
 extern char **environ;
 
@@ -660,6 +665,46 @@ keeper_done(struct keeper *k)
 }
 
 /*
+ * COMMAND's group is ended with it, but a descendant that left the group
+ * (setsid, a daemon's double fork) would go on after the run, and beside
+ * the next one once the key is released.  We are our descendants'
+ * subreaper (run_command): each orphan becomes our child once its parent
+ * is gone.  So once COMMAND is reaped, every child of ours but the keeper
+ * is such an escapee: it is killed and reaped, and so are the children it
+ * leaves us in turn, until none is left.  (A run killed with -9 leaves
+ * this to nobody: its keeper ends COMMAND's group only.)
+ */
+static void
+run_sweep(pid_t keeper, int64_t pg)
+{
+	pid_t	 pids[SWEEP_BATCH];
+	size_t	 n, i, swept = 0;
+	int	 round;
+
+	for (round = 0; round < SWEEP_ROUNDS; round++) {
+		if ((n = proc_children(pids, SWEEP_BATCH)) == 0 ||
+		    (n == 1 && pids[0] == keeper))
+			break;
+		for (i = 0; i < n; i++) {
+			if (pids[i] == keeper)
+				continue;
+			/* Dead already (a zombie), or dying with the group:
+			 * reaped, not counted. */
+			if (waitpid(pids[i], NULL, WNOHANG) == pids[i])
+				continue;
+			if (getpgid(pids[i]) != (pid_t)pg)
+				swept++;
+			kill(pids[i], SIGKILL);
+			while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	if (swept > 0)
+		ctl_err("run: ended %zu process%s COMMAND left running outside "
+		    "its process group", swept, swept == 1 ? "" : "es");
+}
+
+/*
  * Runs COMMAND under the lease of the key j owns.  OUT: o (its stdout),
  * *status (its exit status as a shell reports it).  Returns what cgi_exec
  * did: IDEM_OK (it exited), IDEM_ETIMEOUT, IDEM_ELEASE (stopped: a signal
@@ -677,6 +722,8 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 
 	if ((env = run_env(j->o.c.fence, fence, sizeof(fence))) == NULL)
 		return IDEM_ENOMEM;
+	/* Orphans among COMMAND's descendants become ours (run_sweep). */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	k.pg = 0;
 	k.grace_ms = keeper_grace_ms(a->lease_ms);
 	if (keeper_start(&k) != 0)
@@ -706,6 +753,7 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	r.started = keeper_watch;
 	r.started_arg = &k;
 	er = cgi_exec(&r, &st);
+	run_sweep(k.pid, k.pg);
 	keeper_done(&k);
 	o->k = NULL;
 	free(env);

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "listen.h"
 #include "log.h"
+#include "proc.h"
 #include "super.h"
 #include "worker.h"
 
@@ -25,6 +26,7 @@
 #define DEATHS_PAUSE	1000		/* ... pause restarts this long */
 #define MAX_WORKERS	256
 #define ORPHANS_MAX	1024		/* tracked orphans (more: killed) */
+#define ORPHANS_SCAN	2048		/* children looked at per sweep */
 #define ORPHAN_SWEEP_MS	500		/* how often orphans are looked for */
 #define ORPHAN_DEATH_MS	2000		/* after a worker died: kill them all */
 #define ORPHAN_FAST_MS	50		/* ... looking this often */
@@ -275,12 +277,11 @@ static int64_t longest_timeout(const struct cfg *c);
 static void
 orphans_sweep(struct super *s, int kill_all)
 {
-	char		 path[64], buf[8192], *p, *end;
+	pid_t		 kids[ORPHANS_SCAN];
 	struct orphan	 keep[ORPHANS_MAX];
 	int64_t		 now = clock_now_ms(), grace;
-	ssize_t		 n;
-	int		 fd, nkeep = 0, i, found;
-	long		 v;
+	size_t		 n, k;
+	int		 nkeep = 0, i, found;
 
 	grace = longest_timeout(s->cfg);
 	if (grace <= 0)
@@ -289,33 +290,22 @@ orphans_sweep(struct super *s, int kill_all)
 		kill_all = 1;
 	else
 		s->kill_all_until = 0;
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
-	    (long)getpid());
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		n = 0;
-	buf[n] = '\0';
-	for (p = buf; *p != '\0'; p = end) {
-		v = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		if (v <= 0 || is_worker(s, (pid_t)v))
+	n = proc_children(kids, ORPHANS_SCAN);
+	for (k = 0; k < n; k++) {
+		if (is_worker(s, kids[k]))
 			continue;
 		found = -1;
 		for (i = 0; i < s->norphans; i++)
-			if (s->orphans[i].pid == (pid_t)v)
+			if (s->orphans[i].pid == kids[k])
 				found = i;
 		if (kill_all || nkeep == ORPHANS_MAX || (found >= 0 &&
 		    now - s->orphans[found].seen_ms >= grace)) {
 			log_warn("killing process %ld left behind by a "
-			    "handler", v);
-			orphan_kill((pid_t)v);
+			    "handler", (long)kids[k]);
+			orphan_kill(kids[k]);
 			continue;
 		}
-		keep[nkeep].pid = (pid_t)v;
+		keep[nkeep].pid = kids[k];
 		keep[nkeep].seen_ms = found >= 0 ? s->orphans[found].seen_ms :
 		    now;
 		nkeep++;

@@ -338,6 +338,23 @@ wait_until 2 gone_pid "$left" || true
 expect_eq "left behind: its background child is gone" yes \
 	"$(gone_pid "$left" && echo yes || echo no)"
 
+# A descendant that left COMMAND's group (setsid, a daemon's double fork)
+# escapes the group's kill: it must not go on after the run either (the
+# failure releases the key, so the next delivery would meet it).  One
+# leaves by setsid, the other is its child in turn.
+run a esc1 --key k25 -- sh -c 'setsid sh -c "sleep 33 & echo \$! >\"\$JOBLOG.esc2\"; exec sleep 32" </dev/null >/dev/null 2>&1 & echo $!; sleep 0.3; exit 3'
+esc=$(cat "$T/esc1.o")
+esc2=$(cat "$LOG.esc2" 2>/dev/null)
+expect_eq "escaped: run exits with COMMAND's status" 3 "$(rc esc1)"
+expect_match "escaped: two processes started" '^[0-9]+ [0-9]+$' "$esc $esc2"
+wait_until 2 gone_pid "$esc" || true
+expect_eq "escaped: the setsid child is gone" yes \
+	"$(gone_pid "$esc" && echo yes || echo no)"
+wait_until 2 gone_pid "$esc2" || true
+expect_eq "escaped: its own child is gone" yes \
+	"$(gone_pid "$esc2" && echo yes || echo no)"
+expect_match "escaped: one line says so" 'ended 2 processes' "$(cat "$T/esc1.e")"
+
 # 7. The store stopped: nothing runs, exit 69.
 mariadb_stop
 n0=$(starts)

@@ -1,0 +1,15 @@
+/* This process's children, as the kernel lists them. */
+#ifndef IDEM_PROC_H
+#define IDEM_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Up to max pids of the calling thread's children (its own and, in a
+ * child subreaper, the orphans it was given), from /proc's children list;
+ * their number, 0 when there are none or /proc cannot say.
+ */
+size_t proc_children(pid_t *pids, size_t max);
+
+#endif
