@@ -35,13 +35,12 @@ ctl_usage_err(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (cmd != NULL) {
-		fprintf(stderr, "idemctl: %s: %s\n", cmd, line);
-		fprintf(stderr, "Try 'idemctl %s --help'.\n", cmd);
-	} else {
-		fprintf(stderr, "idemctl: %s\n", line);
-		fprintf(stderr, "Try 'idemctl --help'.\n");
-	}
+	/* One line, as every failure (cron mails it whole). */
+	if (cmd != NULL)
+		fprintf(stderr, "idemctl: %s: %s (see 'idemctl %s --help')\n",
+		    cmd, line, cmd);
+	else
+		fprintf(stderr, "idemctl: %s (see 'idemctl --help')\n", line);
 	return CTL_EUSAGE;
 }
 

@@ -13,6 +13,7 @@
 "                       none                    (default)\n"		\
 "                       remote_user:NAME        scope = remote_user\n"	\
 "                       header:HEADER-NAME:VALUE  scope = header:NAME\n" \
+"                       job, job:S              idemctl run's keys (--scope S)\n" \
 "                     (the header name is case-blind; the value is hashed\n" \
 "                     exactly as the gateway hashes it)\n"
 

@@ -55,9 +55,11 @@ const char ctl_run_usage[] =
 "  --lease D          lease, renewed while COMMAND runs ([idempotency] lease;\n"
 "                     at least 1s)\n"
 "  --wait D           how long to wait for a run elsewhere "
-"([idempotency] wait)\n"
+"([idempotency] wait;\n"
+"                     0: not at all)\n"
 "  --timeout D        stop COMMAND after D (SIGTERM, then SIGKILL); "
-"default none\n"
+"default and 0:\n"
+"                     none\n"
 "  --store-failures   keep a non-zero status too (default: released, so the\n"
 "                     next delivery runs COMMAND again)\n"
 "  -c, --config FILE  idemgate config (default " CTL_DEFAULT_CONFIG ")\n"
@@ -100,11 +102,13 @@ run_on_signal(int sig)
 	run_signal = sig;
 }
 
-/* A duration option into *ms; CTL_OK or one usage line. */
+/* A duration option into *ms (0 too when zero_ok); CTL_OK or one usage
+ * line. */
 static int
-run_duration(const char *name, const char *v, int64_t *ms)
+run_duration(const char *name, const char *v, int zero_ok, int64_t *ms)
 {
-	if (cfg_parse_duration(v, ms) != 0 || *ms <= 0)
+	if (cfg_parse_duration(v, ms) != 0 || *ms < 0 ||
+	    (*ms == 0 && !zero_ok))
 		return ctl_usage_err("run", "invalid --%s '%s' (250ms, 10s, "
 		    "5m, 72h, 7d)", name, v);
 	return CTL_OK;
@@ -119,14 +123,17 @@ struct run_opt_text {
 static int
 run_durations(struct ctl *c, const struct run_opt_text *t, struct run_args *a)
 {
+	/* --wait 0: never wait (75 at once), as wait = 0 in the config;
+	 * --timeout 0: none, as timeout(1). */
 	const struct {
 		const char	*name, *v;
+		int		 zero_ok;
 		int64_t		*ms;
 	} d[] = {
-		{ "ttl", t->ttl, &a->ttl_ms },
-		{ "lease", t->lease, &a->lease_ms },
-		{ "wait", t->wait, &a->wait_ms },
-		{ "timeout", t->timeout, &a->timeout_ms },
+		{ "ttl", t->ttl, 0, &a->ttl_ms },
+		{ "lease", t->lease, 0, &a->lease_ms },
+		{ "wait", t->wait, 1, &a->wait_ms },
+		{ "timeout", t->timeout, 1, &a->timeout_ms },
 	};
 	size_t	 i;
 	int	 rc;
@@ -138,7 +145,8 @@ run_durations(struct ctl *c, const struct run_opt_text *t, struct run_args *a)
 	a->wait_ms = c->cfg->defaults.wait_ms;
 	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 		if (d[i].v != NULL &&
-		    (rc = run_duration(d[i].name, d[i].v, d[i].ms)) != CTL_OK)
+		    (rc = run_duration(d[i].name, d[i].v, d[i].zero_ok,
+		    d[i].ms)) != CTL_OK)
 			return rc;
 	if (t->lease != NULL && a->lease_ms < CFG_LEASE_MIN_MS)
 		return ctl_usage_err("run", "invalid --lease '%s': must be at "

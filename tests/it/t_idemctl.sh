@@ -117,6 +117,7 @@ run -c "$CONF" cleanup --max-lag
 has "cleanup --max-lag: the option named" "$T/err" "option '--max-lag' needs a value"
 run -c "$CONF" cleanup --batch 0
 eq "bad --batch: exit 1" 1 "$RC"
+eq "bad --batch: one line (cron mails it)" 1 "$(wc -l <"$T/err" | tr -d ' ')"
 run -c "$CONF" show
 eq "show without KEY: exit 1" 1 "$RC"
 has "missing KEY said" "$T/err" 'missing KEY'

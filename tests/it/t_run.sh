@@ -130,6 +130,21 @@ expect_match "namespace: the HTTP key is untouched" "/pay" "$(cat "$T/n2.o")"
 "$IDEMCTL" -c "$T/a.conf" show k6 --scope job >"$T/n3.o" 2>&1
 expect_match "namespace: show --scope job finds the job" "job:job.sh" "$(cat "$T/n3.o")"
 
+# --wait 0 does not wait: 75 at once while the key runs elsewhere, as
+# wait = 0 in the config; --timeout 0 is no timeout, as timeout(1).
+n0=$(($(starts) + 1))
+run a w1 --key k26 --timeout 0 -- "$T/job.sh" nowait 2 0 &
+w1=$!
+started() { [ "$(starts)" -ge "$1" ]; }
+wait_until 5 started "$n0"
+t0=$(now_ms)
+run b w2 --key k26 --wait 0 -- "$T/job.sh" nowait 2 0
+took=$(($(now_ms) - t0))
+expect_eq "--wait 0: 75 while it runs elsewhere" 75 "$(rc w2)"
+expect_lt "--wait 0: at once (${took} ms)" "$took" 1500
+wait "$w1"
+expect_eq "--timeout 0: no timeout, COMMAND ran whole" "0 $n0" "$(rc w1) $(starts)"
+
 # Job runs count in the fleet counters, under their route "job:NAME".
 "$IDEMCTL" -c "$T/a.conf" stats >"$T/stats.o" 2>&1
 expect_match "counters: idemctl stats lists the job" "job:job\.sh" "$(cat "$T/stats.o")"
@@ -367,6 +382,7 @@ mariadb_start || not_ok "MariaDB restarts"
 # Usage errors are one line and exit 1.
 "$IDEMCTL" -c "$T/a.conf" run -- /bin/true >"$T/u.o" 2>"$T/u.e"
 expect_eq "usage: --key is required" 1 "$?"
+expect_eq "usage: one line, as every failure" 1 "$(wc -l <"$T/u.e" | tr -d ' ')"
 "$IDEMCTL" -c "$T/a.conf" run --key k10 >"$T/u.o" 2>"$T/u.e"
 expect_eq "usage: COMMAND is required" 1 "$?"
 run a u3 --key k10 --ttl nonsense -- /bin/true
