@@ -664,7 +664,7 @@ guard_hkey(struct request *r)
 			else
 				log_err("%s: %s", r->tag, hk->why);
 		}
-		reply_problem(r->out, PROB_STORE_KEY_MISSING, 0, 0, NULL);
+		reply_problem(r->out, PROB_HASH_KEY_MISSING, 0, 0, NULL);
 		return IDEM_ESEAL;
 	}
 	return IDEM_OK;

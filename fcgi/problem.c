@@ -66,6 +66,10 @@ static const struct {
 	    "This request already ran, but its stored response cannot be "
 	    "decrypted with the keys this gateway has; it is not run "
 	    "again." },
+	[PROB_HASH_KEY_MISSING] = { 500, "store-key-missing",
+	    "Idempotency store sealed",
+	    "The idempotency store's keys are sealed under a key this "
+	    "gateway does not have; no request is run until it has it." },
 	[PROB_BAD_GATEWAY] = { 502, "bad-gateway",
 	    "Bad gateway",
 	    "The application failed to produce a valid response." },

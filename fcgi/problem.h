@@ -25,6 +25,8 @@ enum problem {
 	PROB_HEADERS_TOO_LARGE,	/* 431 */
 	PROB_INTERNAL,		/* 500 (out of memory and the like) */
 	PROB_STORE_KEY_MISSING,	/* 500: a stored answer we cannot open */
+	PROB_HASH_KEY_MISSING,	/* 500 store-key-missing: the store's
+				 * hashing key we cannot open */
 	PROB_BAD_GATEWAY,	/* 502 */
 	PROB_STORE_UNAVAILABLE,	/* 503 + Retry-After */
 	PROB_OVERLOADED,	/* 503 + Retry-After: max_pending_body */

@@ -114,6 +114,8 @@ post n1 "$U" "$KB" 'body-b'
 is_problem "unkeyed gateway, keyed store: known key" n1 500 store-key-missing
 post n2 "$U" "$(new_key)" 'body-new'
 is_problem "unkeyed gateway, keyed store: new key" n2 500 store-key-missing
+expect_nomatch "new key: not told it already ran" 'already ran' "$(body n2)"
+expect_match "new key: told the store is sealed" 'sealed under a key this gateway does not have' "$(body n2)"
 expect_eq "unkeyed gateway: nothing ran" 4 "$(runs pay)"
 expect_match "unkeyed gateway: its log says why" "keyed \(idem_hash_key\) but this config sets no secret_key_file" "$(cat "$T/gw.log")"
 # 18 more (20 refused): one line a minute per worker (two workers), not
