@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <netdb.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,62 @@ unlink_stale(const char *path, const struct sockaddr_un *sa)
 	return 0;
 }
 
+/* 1 when listen_open took an inherited socket: it is not ours to unlink. */
+static int	listen_inherited;
+
+/* 1 if fd is a listening stream socket bound to the unix path. */
+static int
+is_listening_at(int fd, const char *path)
+{
+	struct sockaddr_un	 sa;
+	socklen_t		 len = sizeof(sa), olen;
+	int			 v = 0;
+
+	olen = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &olen) != 0 ||
+	    v != 1)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    sa.sun_family != AF_UNIX || len <= offsetof(struct sockaddr_un,
+	    sun_path))
+		return 0;
+	return strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0;
+}
+
+/*
+ * The socket at path, when a service manager already listens on it for
+ * us: on fd 0 (systemd's StandardInput=socket, as the shipped unit has
+ * it) or systemd's first LISTEN_FDS socket (fd 3).  So the one config
+ * serves started by hand and socket-activated.  fd, or -1.
+ */
+static int
+inherited_unix(const char *path)
+{
+	const char	*lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
+	int		 fd = -1;
+
+	if (is_listening_at(0, path))
+		fd = 0;
+	else if (lpid != NULL && lfds != NULL &&
+	    strtol(lpid, NULL, 10) == (long)getpid() &&
+	    strtol(lfds, NULL, 10) >= 1 && is_listening_at(3, path))
+		fd = 3;
+	if (fd < 0)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	/* An inherited socket must not reach a handler either. */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+		log_warn("fd %d: cannot set close-on-exec: %s", fd,
+		    strerror(errno));
+	log_info("%s: inherited as fd %d (socket activation); its owner and "
+	    "mode are the service manager's", path, fd);
+	listen_inherited = 1;
+	return fd;
+}
+
 static enum idem_err
 open_unix(const struct cfg *cfg, const char *path, int *out)
 {
@@ -101,6 +158,10 @@ open_unix(const struct cfg *cfg, const char *path, int *out)
 		return IDEM_ECONFIG;
 	}
 	memcpy(sa.sun_path, path, strlen(path));
+	if ((fd = inherited_unix(path)) >= 0) {
+		*out = fd;
+		return IDEM_OK;
+	}
 	if (cfg->socket_owner != NULL && listen_owner_ids(cfg->socket_owner,
 	    &uid, &gid, why, sizeof(why)) != 0) {
 		log_err("socket_owner %s: %s", cfg->socket_owner, why);
@@ -255,7 +316,8 @@ listen_close(const struct cfg *cfg, int fd)
 {
 	if (fd >= 0)
 		close(fd);
-	if (cfg->listen != NULL && strncmp(cfg->listen, "unix:", 5) == 0)
+	if (cfg->listen != NULL && strncmp(cfg->listen, "unix:", 5) == 0 &&
+	    !listen_inherited)
 		unlink(cfg->listen + 5);
 }
 

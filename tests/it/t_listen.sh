@@ -99,4 +99,37 @@ if wait_until 10 test -S "$T/sd.sock" && wait_until 5 gw_has_workers sd; then
 else
 	not_ok "socket activation: idemgate serves the inherited socket" "$(tail -3 "$T/sd.log")"
 fi
+
+# The shipped units: idemgate.socket listens on the config's own unix
+# path and idemgate.service gets it as fd 0 (StandardInput=socket), with
+# the installed config's "listen = unix:PATH" unchanged.  The socket is
+# taken over, not refused as "another process is listening on it", and
+# left in place at the end (it is the service manager's).
+gw_conf "$T/si.conf" "unix:$T/si.sock" "$DBCNF"
+printf '%s\n' "$ROUTE" >>"$T/si.conf"
+python3 - "$T/si.sock" "$IDEMGATE" "$T/si.conf" >"$T/si.log" 2>&1 </dev/null <<'PY' &
+import os, socket, sys
+path, gw, conf = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o660)
+s.listen(64)
+os.dup2(s.fileno(), 0)
+os.set_inheritable(0, True)
+os.execv(gw, [gw, "-c", conf])
+PY
+GW_PID[si]=$!
+if wait_until 5 gw_has_workers si; then
+	lighttpd_start wsi "unix:$T/si.sock"
+	K=$(new_key)
+	http i1 POST "$(url wsi /payments?si=1)" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "StandardInput=socket, listen = unix:PATH: created" created "$(hdr i1 Idempotency-Result)"
+	http i2 POST "$(url wsi /payments?si=1)" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "StandardInput=socket: retry replayed" reused "$(hdr i2 Idempotency-Result)"
+	expect_match "StandardInput=socket: the log says it was inherited" 'inherited as fd 0' "$(cat "$T/si.log")"
+	gw_stop si
+	check "StandardInput=socket: the socket is left to its owner" test -S "$T/si.sock"
+else
+	not_ok "StandardInput=socket: idemgate serves the inherited unix socket" "$(tail -3 "$T/si.log")"
+fi
 done_testing
