@@ -66,24 +66,34 @@ else
 	not_ok "spawn-fcgi socket appears"
 fi
 
+# activate FD PATH CONF: execs idemgate -c CONF with a socket listening on
+# PATH as fd FD, as a service manager hands it over: fd 3 with LISTEN_PID
+# (idemgate's pid: exec in place keeps it), LISTEN_FDS = 1 and fd 0 left
+# alone; fd 0 as StandardInput=socket.
+activate() {
+	exec python3 - "$1" "$2" "$IDEMGATE" "$3" <<'PY'
+import os, socket, sys
+fd, path, gw, conf = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o660)
+s.listen(64)
+os.dup2(s.fileno(), fd)
+os.set_inheritable(fd, True)
+env = dict(os.environ)
+if fd == 3:
+    env.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1",
+               LISTEN_FDNAMES="idemgate.socket")
+os.execve(gw, [gw, "-c", conf], env)
+PY
+}
+
 # systemd socket activation, as systemd does it: the socket on fd 3,
 # LISTEN_PID = the service's pid (exec in place keeps it), LISTEN_FDS = 1,
 # and fd 0 /dev/null (so idemgate must not fall back to it).
 gw_conf "$T/sd.conf" "fd:0" "$DBCNF"
 printf '%s\n' "$ROUTE" >>"$T/sd.conf"
-python3 - "$T/sd.sock" "$IDEMGATE" "$T/sd.conf" >"$T/sd.log" 2>&1 </dev/null <<'PY' &
-import os, socket, sys
-path, gw, conf = sys.argv[1:4]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
-os.chmod(path, 0o660)
-s.listen(64)
-os.dup2(s.fileno(), 3)
-os.set_inheritable(3, True)
-env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1",
-           LISTEN_FDNAMES="idemgate.socket")
-os.execve(gw, [gw, "-c", conf], env)
-PY
+activate 3 "$T/sd.sock" "$T/sd.conf" >"$T/sd.log" 2>&1 </dev/null &
 GW_PID[sd]=$!
 if wait_until 10 test -S "$T/sd.sock" && wait_until 5 gw_has_workers sd; then
 	lighttpd_start wsd "unix:$T/sd.sock"
@@ -107,19 +117,9 @@ fi
 # left in place at the end (it is the service manager's).
 gw_conf "$T/si.conf" "unix:$T/si.sock" "$DBCNF"
 printf '%s\n' "$ROUTE" >>"$T/si.conf"
-python3 - "$T/si.sock" "$IDEMGATE" "$T/si.conf" >"$T/si.log" 2>&1 </dev/null <<'PY' &
-import os, socket, sys
-path, gw, conf = sys.argv[1:4]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
-os.chmod(path, 0o660)
-s.listen(64)
-os.dup2(s.fileno(), 0)
-os.set_inheritable(0, True)
-os.execv(gw, [gw, "-c", conf])
-PY
+activate 0 "$T/si.sock" "$T/si.conf" >"$T/si.log" 2>&1 </dev/null &
 GW_PID[si]=$!
-if wait_until 5 gw_has_workers si; then
+if wait_until 10 test -S "$T/si.sock" && wait_until 5 gw_has_workers si; then
 	lighttpd_start wsi "unix:$T/si.sock"
 	K=$(new_key)
 	http i1 POST "$(url wsi /payments?si=1)" -H "Idempotency-Key: $K" --data-binary x
