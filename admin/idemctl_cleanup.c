@@ -173,11 +173,14 @@ cleanup_settings(const struct cfg *cfg, const struct cleanup_args *a,
 }
 
 /* --max-lag (or [cleanup] max_lag) on a real run: the replicas to watch
- * between batches.  CTL_OK (OUT: g, o's pause) or one line and the code. */
+ * between batches.  Without [cleanup] replicas there is none to fall
+ * behind: the run goes on (-v says so; so does check).  CTL_OK (OUT: g,
+ * o's pause) or one line and the code. */
 static int
-cleanup_gate(const struct cfg *cfg, const struct cleanup_args *a,
+cleanup_gate(const struct ctl *c, const struct cleanup_args *a,
     struct lag_gate *g, struct cleanup_opts *o)
 {
+	const struct cfg	*cfg = c->cfg;
 	enum idem_err	 er;
 
 	memset(g, 0, sizeof(*g));
@@ -187,9 +190,10 @@ cleanup_gate(const struct cfg *cfg, const struct cleanup_args *a,
 		return CTL_OK;
 	er = lag_open(cfg, &g->lag);
 	if (er == IDEM_EINVAL) {
-		ctl_err("cleanup: --max-lag needs the replicas to watch: "
-		    "[cleanup] replicas = GROUP... (option-file groups)");
-		return CTL_ECONFIG;
+		if (c->verbose)
+			printf("cleanup: --max-lag: no [cleanup] replicas "
+			    "configured, none watched\n");
+		return CTL_OK;
 	}
 	if (er != IDEM_OK) {
 		ctl_err("cleanup: out of memory");
@@ -279,7 +283,7 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 	if ((rc = ctl_load(c)) != CTL_OK)
 		return rc;
 	cleanup_settings(c->cfg, &a, &o);
-	if ((rc = cleanup_gate(c->cfg, &a, &gate, &o)) != CTL_OK)
+	if ((rc = cleanup_gate(c, &a, &gate, &o)) != CTL_OK)
 		return rc;
 	if ((rc = cleanup_connect(c)) == CTL_OK)
 		er = store_admin_cleanup(c->st, &o, &r);

@@ -551,6 +551,10 @@ check_cleanups(struct ctl *c)
 		finding(g.has_cleanup_ok ? " ok " : "warn",
 		    "%llu expired keys waiting for cleanup",
 		    (unsigned long long)g.expired);
+	if (c->cfg->cleanup_max_lag_ms > 0 && (c->cfg->replicas == NULL ||
+	    c->cfg->replicas[0] == '\0'))
+		finding("warn", "[cleanup] max_lag set, but no [cleanup] "
+		    "replicas: cleanup watches none");
 }
 
 int
