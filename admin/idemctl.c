@@ -5,6 +5,7 @@
 #include "idemctl_cleanup.h"
 #include "idemctl_common.h"
 #include "idemctl_db.h"
+#include "idemctl_grants.h"
 #include "idemctl_key.h"
 #include "idemctl_rekey.h"
 #include "idemctl_run.h"
@@ -25,6 +26,8 @@ static const struct {
 	  "create or upgrade the database schema" },
 	{ "check", ctl_check, ctl_check_usage,
 	  "check config, database, schema and privileges" },
+	{ "grants", ctl_grants, ctl_grants_usage,
+	  "print the SQL that creates idemgate's MySQL users" },
 	{ "show", ctl_show, ctl_show_usage,
 	  "show one key (--body: its stored response body)" },
 	{ "forget", ctl_forget, ctl_forget_usage,

@@ -709,41 +709,91 @@ cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 /* Nesting allowed for !include: a file that includes itself stops. */
 #define CFG_OPT_INCLUDE_DEPTH	8
 
-static int	optfile_group(const char *, const char *, int);
+/* What a walk over an option file looks for: group's header, or (key
+ * set) the last value key has in it. */
+struct optscan {
+	const char	*group;
+	const char	*key;		/* NULL: the header is enough */
+	int		 found;
+	char		*val;		/* OUT: key's value */
+	size_t		 vallen;
+};
+
+static void	optfile_scan(const char *, struct optscan *, int);
 
 /* !includedir DIR: the *.cnf files in it, as the client library reads. */
-static int
-optfile_dir_group(const char *dir, const char *group, int depth)
+static void
+optfile_dir_scan(const char *dir, struct optscan *sc, int depth)
 {
 	struct dirent	*de;
 	DIR		*d;
 	char		 path[PATH_MAX];
 	size_t		 n;
-	int		 found = 0;
 
 	if ((d = opendir(dir)) == NULL)
-		return 0;
-	while (!found && (de = readdir(d)) != NULL) {
+		return;
+	while (!(sc->found && sc->key == NULL) && (de = readdir(d)) != NULL) {
 		n = strlen(de->d_name);
 		if (n < 5 || strcmp(de->d_name + n - 4, ".cnf") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		found = optfile_group(path, group, depth + 1);
+		optfile_scan(path, sc, depth + 1);
 	}
 	closedir(d);
-	return found;
 }
 
-/* One line of an option file: 1 when it is group's header, or pulls in
- * a file that has it.  Read as MariaDB Connector/C reads it: a header's
- * name runs to the first ']' (what follows is a comment), blanks before
- * the ']' dropped, not those after the '['; !include and !includedir
- * take their path after a space. */
-static int
-optfile_line(char *line, const char *group, int depth)
+/*
+ * A "key = value" line's value into sc when its key is sc's, as the
+ * client library reads it: the rest of the line without its outer blanks
+ * (no comment: '#' is part of it), one leading quote and one trailing
+ * quote dropped, and the escapes \n \t \r \b \s \" \' \\ taken (any
+ * other backslash stays).
+ */
+static void
+optfile_value(char *line, struct optscan *sc)
+{
+	static const char	 from[] = "ntrbs\"'\\", to[] = "\n\t\r\b \"'\\";
+	char			*eq, *k, *v, *end, *w, *start;
+	const char		*e;
+
+	if ((eq = strchr(line, '=')) == NULL)
+		return;
+	for (k = eq; k > line && (k[-1] == ' ' || k[-1] == '\t'); k--)
+		;
+	if ((size_t)(k - line) != strlen(sc->key) ||
+	    strncmp(line, sc->key, (size_t)(k - line)) != 0)
+		return;
+	v = eq + 1 + strspn(eq + 1, " \t");
+	end = v + strlen(v);
+	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (end > v && (*v == '\'' || *v == '"')) {
+		v++;
+		if (end > v && (end[-1] == '\'' || end[-1] == '"'))
+			end--;
+	}
+	for (start = w = v; v < end; v++) {
+		if (*v == '\\' && v + 1 < end &&
+		    (e = strchr(from, v[1])) != NULL) {
+			*w++ = to[e - from];
+			v++;
+		} else
+			*w++ = *v;
+	}
+	*w = '\0';
+	snprintf(sc->val, sc->vallen, "%s", start);
+	sc->found = 1;
+}
+
+/* One line of an option file.  Read as MariaDB Connector/C reads it: a
+ * header's name runs to the first ']' (what follows is a comment),
+ * blanks before the ']' dropped, not those after the '['; !include and
+ * !includedir take their path after a space.  *in: inside sc's group. */
+static void
+optfile_line(char *line, struct optscan *sc, int *in, int depth)
 {
 	char	*end;
-	size_t	 n;
+	size_t	 n, i;
 
 	line += strspn(line, " \t");
 	n = strlen(line);
@@ -751,43 +801,66 @@ optfile_line(char *line, const char *group, int depth)
 		line[--n] = '\0';
 	if (line[0] == '[') {
 		if ((end = strchr(line, ']')) == NULL)
-			return 0;
+			return;
 		line++;
 		while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
 			end--;
-		return (size_t)(end - line) == strlen(group) &&
-		    strncmp(line, group, (size_t)(end - line)) == 0;
-	}
-	if (strncmp(line, "!includedir ", 12) == 0)
-		return optfile_dir_group(line + 12 + strspn(line + 12, " "),
-		    group, depth);
-	if (strncmp(line, "!include ", 9) == 0)
-		return optfile_group(line + 9 + strspn(line + 9, " "), group,
-		    depth + 1);
-	return 0;
+		*end = '\0';
+		*in = strcmp(line, sc->group) == 0;
+		/* A value comes from the client groups too, as the library
+		 * reads them: the last one in the file wins. */
+		for (i = 0; sc->key != NULL && !*in && i < sizeof(
+		    optfile_client_groups) / sizeof(optfile_client_groups[0]);
+		    i++)
+			*in = strcmp(line, optfile_client_groups[i]) == 0;
+		if (*in && sc->key == NULL)
+			sc->found = 1;
+	} else if (strncmp(line, "!includedir ", 12) == 0)
+		optfile_dir_scan(line + 12 + strspn(line + 12, " "), sc,
+		    depth);
+	else if (strncmp(line, "!include ", 9) == 0)
+		optfile_scan(line + 9 + strspn(line + 9, " "), sc, depth + 1);
+	else if (*in && sc->key != NULL)
+		optfile_value(line, sc);
 }
 
-static int
-optfile_group(const char *file, const char *group, int depth)
+static void
+optfile_scan(const char *file, struct optscan *sc, int depth)
 {
 	FILE	*f;
 	char	 line[1024];
-	int	 found = 0;
+	int	 in = 0;
 
 	if (depth > CFG_OPT_INCLUDE_DEPTH || (f = fopen(file, "re")) == NULL)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f) != NULL)
-		found = optfile_line(line, group, depth);
+		return;
+	while (!(sc->found && sc->key == NULL) &&
+	    fgets(line, sizeof(line), f) != NULL)
+		optfile_line(line, sc, &in, depth);
 	fclose(f);
-	return found;
 }
 
 int
 cfg_option_file_has_group(const char *file, const char *group)
 {
+	struct optscan	 sc = { .group = group };
+
 	if (file == NULL || group == NULL)
 		return 0;
-	return optfile_group(file, group, 0);
+	optfile_scan(file, &sc, 0);
+	return sc.found;
+}
+
+int
+cfg_option_file_value(const char *file, const char *group, const char *key,
+    char *val, size_t vallen)
+{
+	struct optscan	 sc = { .group = group, .key = key, .val = val,
+	    .vallen = vallen };
+
+	if (file == NULL || group == NULL || key == NULL || vallen == 0)
+		return 0;
+	optfile_scan(file, &sc, 0);
+	return sc.found;
 }
 
 int64_t

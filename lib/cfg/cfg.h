@@ -258,6 +258,15 @@ int cfg_status_shadows(const char *status_path, const struct route *r);
  */
 int cfg_option_file_has_group(const char *file, const char *group);
 
+/*
+ * The value key has for group in the MySQL option file, as MariaDB
+ * Connector/C reads it (group or [client], [client-server],
+ * [client-mariadb], the last in the file winning; quotes and escapes
+ * taken, no comments) into val; 1, or 0 when it has none.
+ */
+int cfg_option_file_value(const char *file, const char *group,
+    const char *key, char *val, size_t vallen);
+
 /* Longest-prefix route for path (REQUEST_URI without its query), matched on
  * segment boundaries ("/pay" does not match "/payments"); NULL if none. */
 const struct route *cfg_route(const struct cfg *c, const char *path);

@@ -51,4 +51,47 @@ expect_eq "cleanup as idem_cleanup" 0 "$?"
 expect_match "metrics as idem_console" '^idemgate_store_up 1$' "$(grep store_up "$T/metrics.out" | grep -v '^#')"
 "$IDEM_BUILD/idemtop" -c "$C" -g idem_console -b >"$T/top.out" 2>&1
 expect_eq "idemtop as idem_console" 0 "$?"
+gw_stop gw
+
+# The same set-up from idemctl grants alone: other user and database names
+# and passwords (quotes, a backslash escape, a '#') as the client library
+# reads them from the option file, nothing
+# edited by hand, in the order its help gives.
+{
+	for g in idemgate:gw2 idem_migrate:mig2 idem_cleanup:cl2 idem_console:co2; do
+		printf '[%s]\nsocket = %s\nuser = %s\npassword = "%s" # no comment to the client library\ndatabase = idem_two\n' \
+			"${g%%:*}" "$MDB_SOCK" "${g#*:}" "p'w\\\\#${g#*:}"
+	done
+} >"$T/my2.cnf"
+chmod 600 "$T/my2.cnf"
+sed -e "s|$T/my.cnf|$T/my2.cnf|" -e "s|$T/gw.sock|$T/gw2.sock|" "$C" >"$T/two.conf"
+C2=$T/two.conf
+"$IDEMCTL" -c "$C2" grants migrate >"$T/g1.sql" 2>"$T/g1.err"
+expect_eq "grants migrate: exit 0" 0 "$?"
+expect_eq "grants migrate: the migration user only" "CREATE USER IF NOT EXISTS 'mig2'@'localhost'" "$(grep -o "^CREATE USER IF NOT EXISTS '[^']*'@'[^']*'" "$T/g1.sql")"
+root <"$T/g1.sql" >"$T/g1.log" 2>&1
+expect_eq "grants migrate | mariadb -u root" 0 "$?"
+"$IDEMCTL" -c "$C2" -g idem_migrate migrate >"$T/g2.log" 2>&1
+expect_eq "then idemctl -g idem_migrate migrate" 0 "$?"
+"$IDEMCTL" -c "$C2" grants >"$T/g3.sql" 2>"$T/g3.err"
+root <"$T/g3.sql" >"$T/g3.log" 2>&1
+expect_eq "then grants | mariadb -u root (the migration user's again too)" 0 "$?"
+expect_nomatch "grants: the option file's passwords, no placeholder" 'CHANGE-ME' "$(cat "$T/g3.sql")"
+for r in gateway cleanup console; do
+	g=idem_$r
+	[ $r = gateway ] && g=idemgate
+	"$IDEMCTL" -c "$C2" -g $g check --role $r >"$T/check2-$r.log" 2>&1
+	expect_eq "grants: check --role $r as its own user" 0 "$?"
+done
+gw_start gw2 "$C2" || { done_testing; exit 1; }
+lighttpd_start web2 "unix:$T/gw2.sock" || { done_testing; exit 1; }
+K=$(new_key)
+http a2 POST "$(url web2 /pay)" -H "Idempotency-Key: $K" --data-binary x
+http b2 POST "$(url web2 /pay)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "grants: the gateway as gw2 on idem_two: created, then reused" "created reused" "$(hdr a2 Idempotency-Result) $(hdr b2 Idempotency-Result)"
+sed "s|$T/my2.cnf|$T/no-such.cnf|" "$C2" >"$T/three.conf"
+"$IDEMCTL" -c "$T/three.conf" grants >"$T/g5.sql" 2>"$T/g5.err"
+expect_eq "grants: an option file it cannot read is said, exit 2" "2 1 0" "$? $(wc -l <"$T/g5.err" | tr -d ' ') $(wc -c <"$T/g5.sql" | tr -d ' ')"
+"$IDEMCTL" -c "$C2" grants nobody >/dev/null 2>"$T/g4.err"
+expect_eq "grants: an unknown role is a usage error" "1 1" "$? $(wc -l <"$T/g4.err" | tr -d ' ')"
 done_testing

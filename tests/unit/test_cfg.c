@@ -759,6 +759,7 @@ test_option_groups(void)
 {
 	char	 dir[] = "/tmp/test_cfg.XXXXXX", d2[300], main_cnf[300];
 	char	 inc[300], incdir[300], other[300], text[1024];
+	char	 v[64], vals[300];
 
 	if (mkdtemp(dir) == NULL) {
 		CHECK(!"mkdtemp");
@@ -789,6 +790,31 @@ test_option_groups(void)
 	CHECK(cfg_option_file_has_group(main_cnf, "nowhere") == 0);
 	CHECK(cfg_option_file_has_group("/nonexistent.cnf", "idemgate") == 0);
 	CHECK(cfg_option_file_has_group(NULL, "idemgate") == 0);
+
+	/* Values as the client library reads them: from an included file,
+	 * from [client] when the group has none, the last one winning,
+	 * quotes and escapes taken, '#' no comment. */
+	CHECK(cfg_option_file_value(main_cnf, "idem_cleanup", "user", v,
+	    sizeof(v)) == 1 && strcmp(v, "c") == 0);
+	CHECK(cfg_option_file_value(main_cnf, "idemgate", "user", v,
+	    sizeof(v)) == 0);
+	CHECK(cfg_option_file_value(main_cnf, "idemgate", "socket", v,
+	    sizeof(v)) == 1 && strcmp(v, "/s") == 0);
+	put_file(dir, "vals.cnf", "[client]\nuser = cl\npassword = top\n"
+	    "[idemgate]\nuser=gw\t \npassword = \"a'b\\\\c\\sd\\x\" # x\n"
+	    "database = 'db'\n[other]\nuser = no\n[client]\nuser = last\n",
+	    vals, sizeof(vals));
+	CHECK(cfg_option_file_value(vals, "idemgate", "user", v,
+	    sizeof(v)) == 1 && strcmp(v, "last") == 0);
+	CHECK(cfg_option_file_value(vals, "idemgate", "password", v,
+	    sizeof(v)) == 1 && strcmp(v, "a'b\\c d\\x\" # x") == 0);
+	CHECK(cfg_option_file_value(vals, "idemgate", "database", v,
+	    sizeof(v)) == 1 && strcmp(v, "db") == 0);
+	CHECK(cfg_option_file_value(vals, "idem_console", "password", v,
+	    sizeof(v)) == 1 && strcmp(v, "top") == 0);
+	CHECK(cfg_option_file_value(vals, "idemgate", "host", v,
+	    sizeof(v)) == 0);
+	unlink(vals);
 
 	unlink(inc);
 	unlink(incdir);
