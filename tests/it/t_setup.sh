@@ -29,12 +29,17 @@ expect_eq "1. grants-migrate.sql as root" 0 "$?"
 expect_eq "2. idemctl -g idem_migrate migrate" 0 "$?"
 root <"$T/grants.sql" >"$T/step3.log" 2>&1
 expect_eq "3. grants.sql as root" 0 "$?"
-for r in gateway cleanup console; do
-	g=idem_$r
-	[ $r = gateway ] && g=idemgate
-	"$IDEMCTL" -c "$C" -g $g check --role $r >"$T/check-$r.log" 2>&1
-	expect_eq "4. check --role $r as its own user" 0 "$?"
-done
+# check_roles CONF TAG: idemctl check --role R as each program's own user
+check_roles() {
+	local r g
+	for r in gateway cleanup console; do
+		g=idem_$r
+		[ $r = gateway ] && g=idemgate
+		"$IDEMCTL" -c "$1" -g $g check --role $r >"$T/check-$2-$r.log" 2>&1
+		expect_eq "$2check --role $r as its own user" 0 "$?"
+	done
+}
+check_roles "$C" "4. "
 # least privilege: the console cannot delete
 "$IDEMCTL" -c "$C" -g idem_console forget nothing --force >"$T/ro.log" 2>&1
 expect_ne "the console user cannot forget" 0 "$?"
@@ -77,12 +82,7 @@ expect_eq "then idemctl -g idem_migrate migrate" 0 "$?"
 root <"$T/g3.sql" >"$T/g3.log" 2>&1
 expect_eq "then grants | mariadb -u root (the migration user's again too)" 0 "$?"
 expect_nomatch "grants: the option file's passwords, no placeholder" 'CHANGE-ME' "$(cat "$T/g3.sql")"
-for r in gateway cleanup console; do
-	g=idem_$r
-	[ $r = gateway ] && g=idemgate
-	"$IDEMCTL" -c "$C2" -g $g check --role $r >"$T/check2-$r.log" 2>&1
-	expect_eq "grants: check --role $r as its own user" 0 "$?"
-done
+check_roles "$C2" "grants: "
 gw_start gw2 "$C2" || { done_testing; exit 1; }
 lighttpd_start web2 "unix:$T/gw2.sock" || { done_testing; exit 1; }
 K=$(new_key)
