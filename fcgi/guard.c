@@ -151,16 +151,18 @@ guard_extra(char *out, size_t outlen, const char *result, int64_t expires_s)
 	snprintf(out, outlen, "%s" HDR_EXPIRES "%s\r\n", result, date);
 }
 
-/* Wall-clock now + us, in whole seconds (what the row's expiry, set by
- * the store from its own clock, reads as: the same host clock here). */
+/* Wall-clock now + us, in whole seconds rounded up (what the row's
+ * expiry, set by the store from its own clock, reads as: the same host
+ * clock here).  Up: an HTTP-date has no fraction, and the key must not
+ * still be there after the date it gives. */
 static int64_t
 guard_expiry_s(int64_t us)
 {
 	struct timespec	 ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + us) /
-	    1000000;
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + us +
+	    999999) / 1000000;
 }
 
 /* The extra header lines of a created answer: it expires ttl from now,
