@@ -335,6 +335,13 @@ guard_run_owned(struct guarded *g)
 	h.fence = g->o.c.fence;
 	od.r = r;
 	od.s = &s;
+	/* An upstream still running at run_limit (SPEC 2c) leaves a
+	 * tombstone: its answer is read up to then, not up to the run
+	 * deadline the claim recorded (run_limit and the slack an
+	 * application's own limit takes to act), which only bounds when
+	 * the key may be taken over. */
+	if (rt->handler == HANDLER_FASTCGI && rt->run_limit_ms > 0)
+		run_ms = rt->run_limit_ms;
 	od.left_ms = (run_ms < 0 ? rt->ttl_ms : run_ms) -
 	    (clock_now_ms() - once_claimed_ms(&g->o));
 	if (od.left_ms < 1)

@@ -172,6 +172,26 @@ http k2 POST "$(url web3 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --dat
 is_problem "killed run: a retry" k2 410 response-not-stored
 expect_eq "killed run: one run" 1 $(($(fpm_runs) - n0))
 
+# --- run_limit (2 s) shorter than the pool's own limit (8 s): a run still
+# going at run_limit leaves a tombstone (SPEC 2c), even when it ends before
+# the run deadline the claim recorded (run_limit, a third more for the
+# pool's heartbeat, and the kill grace), and its late answer is not kept.
+gw_conf "$T/gw4.conf" "unix:$T/gw4.sock" "$DBCNF"
+routes 1s fpm 2s >>"$T/gw4.conf"
+gw_start gw4 "$T/gw4.conf" || { done_testing; exit 1; }
+lighttpd_start web4 "unix:$T/gw4.sock" "$T/www" || { done_testing; exit 1; }
+K=$(new_key)
+n0=$(fpm_runs)
+http l1 POST "$(url web4 '/pay.php?sleep=3000')" -H "Idempotency-Key: $K" --data-binary 'amount=13'
+is_problem "past run_limit: the client's timeout" l1 504 handler-timeout
+runs_ended() { [ "$(grep -c '^end ' "$T/www/runs/pay.runs")" -ge "$1" ]; }
+wait_until 10 runs_ended "$(($(grep -c '^end ' "$T/www/runs/pay.runs") + 1))"
+sleep 0.5
+http l2 POST "$(url web4 '/pay.php?sleep=3000')" -H "Idempotency-Key: $K" --data-binary 'amount=13'
+is_problem "past run_limit: a retry after the run ended" l2 410 response-not-stored
+expect_eq "past run_limit: one run" 1 $(($(fpm_runs) - n0))
+gw_stop gw4
+
 # --- An answer idemgate cannot take (Status 1xx) after PHP ran: the
 # client gets 502, and the key is kept, not freed for a second run.
 K=$(new_key)
