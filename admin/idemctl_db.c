@@ -1,8 +1,10 @@
 /* idemctl migrate and check: the schema and the health of the set-up. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "grants.h"
 #include "idemctl_db.h"
@@ -391,7 +393,7 @@ check_mode(struct ctl *c)
 }
 
 /* Whether stored answers are sealed (SPEC section 11). */
-static void
+static int
 check_secrets(struct ctl *c)
 {
 	const struct cfg_secret	*k = cfg_secret(c->cfg, NULL);
@@ -399,11 +401,21 @@ check_secrets(struct ctl *c)
 	if (c->cfg->secret_key_file == NULL)
 		finding("warn", "answers stored in clear (no "
 		    "secret_key_file)");
-	else if (c->secrets_err[0] != '\0')
-		finding("warn", "%s", c->secrets_err);
-	else if (k != NULL)
+	else if (c->secrets_err[0] != '\0') {
+		/* Not readable by this user (an operator's check): the
+		 * gateway's user may read it.  Anything else refuses the
+		 * gateway's start: a failure. */
+		if (access(c->cfg->secret_key_file, R_OK) != 0 &&
+		    errno == EACCES) {
+			finding("warn", "%s", c->secrets_err);
+			return CTL_OK;
+		}
+		finding("fail", "%s", c->secrets_err);
+		return CTL_ECONFIG;
+	} else if (k != NULL)
 		finding(" ok ", "answers sealed, current key %s (%zu key%s)",
 		    k->id, c->cfg->nsecrets, c->cfg->nsecrets == 1 ? "" : "s");
+	return CTL_OK;
 }
 
 /*
@@ -563,7 +575,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	struct admin_priv	 privs[CHECK_NPRIVS];
 	size_t			 n = 0;
 	const char		*role = NULL;
-	int			 rc, result;
+	int			 rc, result, secrets_rc;
 
 	if ((rc = check_opts(c, argc, argv, &role)) != 0)
 		return rc < 0 ? CTL_OK : rc;
@@ -576,7 +588,7 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	}
 	finding(" ok ", "config %s valid (%zu route%s)", c->cfgpath,
 	    c->cfg->nroutes, c->cfg->nroutes == 1 ? "" : "s");
-	check_secrets(c);
+	secrets_rc = check_secrets(c);
 	if ((rc = ctl_connect(c)) != CTL_OK) {
 		finding("fail", "database unreachable (option file %s, "
 		    "group [%s])", c->cfg->mysql_defaults_file ?
@@ -603,5 +615,5 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	check_cleanups(c);
 	if ((rc = check_kids(c)) != CTL_OK && result == CTL_OK)
 		result = rc;
-	return result;
+	return result == CTL_OK ? secrets_rc : result;
 }

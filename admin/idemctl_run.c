@@ -974,7 +974,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	/* Never store an answer in clear that the file says to seal. */
 	if (c->secrets_err[0] != '\0') {
 		ctl_err("run: %s", c->secrets_err);
-		return CTL_RUN_UNAVAILABLE;
+		return CTL_ECONFIG;
 	}
 	buf_init(&in, c->cfg->defaults.max_body);
 	j.in = &in;

@@ -42,6 +42,13 @@ for m in 0644:world-readable 0660:writable 0602:writable; do
 	expect_match "-t key file ${m%%:*}: one line naming it" "^$T/seal.conf:[0-9]+:[0-9]+: secret_key_file $T/k.keys: .*${m#*:}" "$out"
 	timeout 5 "$IDEMGATE" -c "$T/seal.conf" >/dev/null 2>"$T/refused.err"
 	expect_eq "start with key file ${m%%:*}: refused" 1 "$?"
+	# idemctl says so as a config error too (a file this user may not
+	# read is another matter: a warning, as for an operator's check)
+	out=$("$IDEMCTL" -c "$T/seal.conf" check 2>&1)
+	expect_eq "check, key file ${m%%:*}: exit 2" 2 "$?"
+	expect_match "check, key file ${m%%:*}: a failure" "\[fail\] .*${m#*:}" "$out"
+	"$IDEMCTL" -c "$T/seal.conf" run --key seal-mode -- true >/dev/null 2>"$T/run.err"
+	expect_eq "run, key file ${m%%:*}: exit 2 (config), one line" "2 1" "$? $(wc -l <"$T/run.err" | tr -d ' ')"
 done
 chmod 0640 "$T/k.keys"
 keys "$T/dup.keys" 0600 "k1 $K1" "k1 $K2"
