@@ -129,9 +129,10 @@ sink_feed(void *arg, const void *p, size_t n)
 		    "block is not valid");
 	s->have_head = 1;
 	s->clen = sink_clen(&s->ans);
-	if (s->buffered)
-		resp_drop_idem_hdrs(&s->ans.hdrs);
-	else
+	if (s->buffered) {
+		if (resp_drop_idem_hdrs(&s->ans.hdrs) != IDEM_OK)
+			return sink_fail(s, IDEM_ENOMEM, "out of memory");
+	} else
 		sink_send_head(s);
 	er = sink_body(s, s->raw.p + used, s->raw.len - used);
 	buf_free(&s->raw);

@@ -254,11 +254,13 @@ resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
 	return IDEM_OK;
 }
 
-void
+enum idem_err
 resp_drop_idem_hdrs(struct buf *hdrs)
 {
 	const char	*n, *v;
 	size_t		 off = 0, start, nl, vl, w = 0;
+	struct buf	 kept;
+	enum idem_err	 er;
 
 	for (start = 0; resp_hdr_next(hdrs, &off, &n, &nl, &v, &vl);
 	    start = off) {
@@ -272,6 +274,16 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 	hdrs->len = w;
 	if (hdrs->p != NULL)
 		hdrs->p[w] = '\0';
+	/* Then what only the handler's own connection meant: the lines a
+	 * replay repeats are the ones the first client gets. */
+	buf_init(&kept, hdrs->max);
+	if ((er = resp_hdrs_for_replay(hdrs, NULL, 0, &kept)) != IDEM_OK) {
+		buf_free(&kept);
+		return er;
+	}
+	buf_free(hdrs);
+	*hdrs = kept;
+	return IDEM_OK;
 }
 
 const char *

@@ -44,10 +44,17 @@ int resp_hdr_dropped_on_replay(const char *name, size_t len);
 enum idem_err resp_hdrs_for_replay(const struct buf *in,
     char *const *drop, size_t ndrop, struct buf *out);
 
-/* Drops the Idempotent-Replayed, Idempotency-Result and
- * Idempotency-Expires lines from hdrs: on a protected route only the
- * gateway says whether an answer is a replay and when its key expires. */
-void resp_drop_idem_hdrs(struct buf *hdrs);
+/*
+ * Drops the Idempotent-Replayed, Idempotency-Result and
+ * Idempotency-Expires lines from hdrs (on a protected route only the
+ * gateway says whether an answer is a replay and when its key expires),
+ * and the hop-by-hop ones resp_hdrs_for_replay leaves out (RFC 3875
+ * 6.3.4: a handler must not send them; a Transfer-Encoding passed on makes
+ * the web server decode a body that is not encoded): the first client
+ * gets the header lines its replays get.  IDEM_ENOMEM leaves the
+ * hop-by-hop lines in.
+ */
+enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 
 /* Finds header name in hdrs (case-insensitive); returns a pointer to the
  * value (not NUL-terminated at line end) and its length in *vlen, or NULL. */

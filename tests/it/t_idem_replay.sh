@@ -7,7 +7,18 @@ S5=$(cgi_install s5)
 SM=$(cgi_install small)
 SH=$(cgi_install short)
 TM=$(cgi_install tmo)
-std_setup "[route /payments]
+# A handler that sends hop-by-hop lines RFC 3875 6.3.4 forbids it:
+# Transfer-Encoding on a body that is not chunked, Connection naming one.
+cat >"$T/hop.sh" <<'EOF'
+#!/bin/sh
+echo $$ >>"$0.runs"
+printf 'Status: 201 Created\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\nX-Hop: h\r\nX-Keep: k\r\n\r\nhello\n'
+EOF
+HOP=$(cgi_install hop "$T/hop.sh")
+std_setup "[route /hop]
+handler = cgi:$HOP
+
+[route /payments]
 handler = cgi:$PAY
 
 [route /s5xx]
@@ -50,6 +61,17 @@ for i in 2 3; do
 	expect_eq "replay $i: Content-Type kept" "$(hdr a1 Content-Type)" "$(hdr a$i Content-Type)"
 done
 expect_eq "replays: handler ran once" 1 "$(runs pay)"
+
+# Hop-by-hop lines from the handler: the first client gets what its
+# replays get, the body whole, not one the web server tried to de-chunk.
+KH=$(new_key)
+http h1 POST "$(url web /hop)" -H "Idempotency-Key: $KH" --data-binary x
+http h2 POST "$(url web /hop)" -H "Idempotency-Key: $KH" --data-binary x
+expect_eq "hop-by-hop: the first client gets the body" hello "$(body h1)"
+expect_file_eq "hop-by-hop: the replay's body is the first's" "$T/h1.b" "$T/h2.b"
+expect_eq "hop-by-hop: X-Keep kept, X-Hop dropped" "k " "$(hdr h1 X-Keep) $(hdr h1 X-Hop)"
+expect_eq "hop-by-hop: header blocks alike" "$(hdr_block h1)" "$(hdr_block h2)"
+expect_eq "hop-by-hop: one run" 1 "$(runs hop)"
 
 # Same key, different request: 422, never a run.
 mism() { # mism NAME METHOD PATHQUERY BODY [curl args]
