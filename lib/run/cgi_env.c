@@ -69,6 +69,7 @@ struct env_build {
 	size_t	  n;
 	int	  has_path;	/* PATH */
 	int	  has_cl;	/* a non-empty CONTENT_LENGTH */
+	int	  has_query;	/* QUERY_STRING */
 };
 
 /* Sets "name=value" in eb, replacing an entry of the same name. */
@@ -94,7 +95,7 @@ cgi_env_put(struct env_build *eb, const char *entry, size_t nlen)
 
 /*
  * Copies the params (np of them) a program may see into eb, noting
- * whether they carry PATH and a non-empty CONTENT_LENGTH.
+ * whether they carry PATH, QUERY_STRING and a non-empty CONTENT_LENGTH.
  */
 static enum idem_err
 cgi_env_take(struct env_build *eb, char *const *params, size_t np,
@@ -121,6 +122,8 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 		}
 		if (cgi_env_is(e, "PATH"))
 			eb->has_path = 1;
+		if (cgi_env_is(e, "QUERY_STRING"))
+			eb->has_query = 1;
 		if ((er = cgi_env_put(eb, e, (size_t)(eq - e))) != IDEM_OK)
 			return er;
 	}
@@ -157,7 +160,7 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 		np++;
 	memset(&eb, 0, sizeof(eb));
 	/* Room for every param plus the entries set here, and NULL. */
-	if ((eb.v = calloc(np + 8, sizeof(*eb.v))) == NULL)
+	if ((eb.v = calloc(np + 9, sizeof(*eb.v))) == NULL)
 		return IDEM_ENOMEM;
 	if ((er = cgi_env_take(&eb, params, np, script)) != IDEM_OK)
 		goto fail;
@@ -166,6 +169,10 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 		goto fail;
 	if (!eb.has_path &&
 	    (er = cgi_env_put(&eb, "PATH=" CGI_PATH_DEFAULT, 4)) != IDEM_OK)
+		goto fail;
+	/* RFC 3875 4.1.7: set, empty when the URI has no query. */
+	if (!eb.has_query &&
+	    (er = cgi_env_put(&eb, "QUERY_STRING=", 12)) != IDEM_OK)
 		goto fail;
 	if (had_body && !eb.has_cl) {
 		snprintf(tmp, sizeof(tmp), "CONTENT_LENGTH=%zu", bodylen);

@@ -86,7 +86,8 @@ test_env(void)
 	CHECK(env_get(env, "REQUEST_METHOD") &&
 	    strcmp(env_get(env, "REQUEST_METHOD"), "POST") == 0);
 	CHECK(env_get(env, "QUERY_STRING") &&
-	    strcmp(env_get(env, "QUERY_STRING"), "a=b&c=d") == 0);
+	    strcmp(env_get(env, "QUERY_STRING"), "a=b&c=d") == 0 &&
+	    env_count(env, "QUERY_STRING") == 1);
 	CHECK(env_get(env, "GATEWAY_INTERFACE") &&
 	    strcmp(env_get(env, "GATEWAY_INTERFACE"), "CGI/1.1") == 0);
 	CHECK(env_count(env, "GATEWAY_INTERFACE") == 1);
@@ -109,11 +110,15 @@ test_env(void)
 	CHECK(env && strcmp(env_get(env, "CONTENT_LENGTH"), "17") == 0);
 	CHECK(env && strcmp(env_get(env, "PATH"), "/opt/bin") == 0);
 	CHECK(env && env_get(env, "SCRIPT_FILENAME") == NULL);
+	CHECK(env && env_count(env, "QUERY_STRING") == 1);
 	cgi_env_free(env);
 	env = NULL;
 	CHECK(cgi_env_build(NULL, NULL, 0, 0, 0, &env) == IDEM_OK);
 	CHECK(env && env_get(env, "CONTENT_LENGTH") == NULL);
 	CHECK(env && env_get(env, "GATEWAY_INTERFACE") != NULL);
+	/* RFC 3875 4.1.7: QUERY_STRING is always set, empty without one. */
+	CHECK(env && env_get(env, "QUERY_STRING") != NULL &&
+	    strcmp(env_get(env, "QUERY_STRING"), "") == 0);
 	cgi_env_free(env);
 	/* The fence is ours: a param of that name never reaches the run. */
 	{
