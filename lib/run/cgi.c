@@ -421,6 +421,11 @@ cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
 	c->start = now;
 	c->overdue = 0;
 	c->deadline = ex->timeout_ms > 0 ? now + ex->timeout_ms : -1;
+	/* An upstream's run limit may come before the client's timeout:
+	 * the run ends there all the same (cgi_clock_check). */
+	if (ex->overdue != NULL && ex->run_limit_ms > 0 && (c->deadline < 0 ||
+	    now + ex->run_limit_ms < c->deadline))
+		c->deadline = now + ex->run_limit_ms;
 	c->next_tick = ex->tick != NULL && ex->tick_ms > 0 ?
 	    now + ex->tick_ms : -1;
 }
@@ -434,7 +439,8 @@ cgi_clock_check(struct cgi_clock *c, const struct cgi_exchange *ex,
 	if (c->deadline >= 0 && now >= c->deadline) {
 		if (ex->overdue == NULL)
 			return IDEM_ETIMEOUT;
-		if (c->overdue)
+		if (c->overdue || (ex->run_limit_ms > 0 &&
+		    now >= c->start + ex->run_limit_ms))
 			return IDEM_EBROKEN;
 		c->overdue = 1;
 		ex->overdue(ex->arg);

@@ -59,7 +59,8 @@ struct cgi_exchange {
 	 * timeout_ms is not the run's end: overdue(arg) is called once (the
 	 * client gets its answer) and the run goes on until it ends by
 	 * itself or run_limit_ms from the start passes (0: no limit), which
-	 * returns IDEM_EBROKEN.
+	 * returns IDEM_EBROKEN; a run_limit_ms that comes first ends the run
+	 * there, overdue() never called.
 	 */
 	void		(*overdue)(void *arg);
 	int64_t		  run_limit_ms;
@@ -81,7 +82,8 @@ void cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
     int64_t now);
 
 /* IDEM_ETIMEOUT past the deadline (with ex->overdue: calls it at
- * timeout_ms, then IDEM_EBROKEN past run_limit_ms); calls ex->tick when
+ * timeout_ms, then IDEM_EBROKEN past run_limit_ms, whichever order they
+ * come in); calls ex->tick when
  * it is due and IDEM_ELEASE if it says stop; else IDEM_OK. */
 enum idem_err cgi_clock_check(struct cgi_clock *c,
     const struct cgi_exchange *ex, int64_t now);

@@ -662,6 +662,56 @@ test_exec_threads(void)
 	CHECK(ok);
 }
 
+static int	 clock_overdues;
+
+static void
+clock_overdue(void *arg)
+{
+	(void)arg;
+	clock_overdues++;
+}
+
+/* An upstream's clock: the client's timeout (overdue), then the run
+ * limit, in either order. */
+static void
+test_clock_run_limit(void)
+{
+	struct cgi_exchange	 ex;
+	struct cgi_clock	 c;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.overdue = clock_overdue;
+	/* timeout 1 s, run limit 3 s: 504 at 1 s, the end at 3 s. */
+	ex.timeout_ms = 1000;
+	ex.run_limit_ms = 3000;
+	clock_overdues = 0;
+	cgi_clock_start(&c, &ex, 0);
+	CHECK(cgi_clock_check(&c, &ex, 999) == IDEM_OK);
+	CHECK(cgi_clock_check(&c, &ex, 1000) == IDEM_OK && clock_overdues == 1);
+	CHECK(cgi_clock_wait(&c, 1000) == 2000);
+	CHECK(cgi_clock_check(&c, &ex, 2999) == IDEM_OK);
+	CHECK(cgi_clock_check(&c, &ex, 3000) == IDEM_EBROKEN);
+	/* timeout 5 s, run limit 2 s: the run ends at 2 s, no 504 first
+	 * (an answer between 2 and 5 s would be past the limit). */
+	ex.timeout_ms = 5000;
+	ex.run_limit_ms = 2000;
+	clock_overdues = 0;
+	cgi_clock_start(&c, &ex, 0);
+	CHECK(cgi_clock_wait(&c, 0) == 2000);
+	CHECK(cgi_clock_check(&c, &ex, 1999) == IDEM_OK);
+	CHECK(cgi_clock_check(&c, &ex, 2000) == IDEM_EBROKEN);
+	CHECK(clock_overdues == 0);
+	/* No timeout at all: the run limit still ends it. */
+	ex.timeout_ms = 0;
+	cgi_clock_start(&c, &ex, 0);
+	CHECK(cgi_clock_check(&c, &ex, 2000) == IDEM_EBROKEN);
+	/* A CGI (no overdue): the timeout, and nothing else. */
+	ex.overdue = NULL;
+	ex.timeout_ms = 1000;
+	cgi_clock_start(&c, &ex, 0);
+	CHECK(cgi_clock_check(&c, &ex, 1000) == IDEM_ETIMEOUT);
+}
+
 int
 main(void)
 {
@@ -678,6 +728,7 @@ main(void)
 		return 2;
 	}
 	test_env();
+	test_clock_run_limit();
 	test_resolve();
 	make_scripts();
 	fds_before = count_fds();
