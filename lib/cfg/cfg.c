@@ -781,8 +781,9 @@ optfile_value(char *line, struct optscan *sc)
 			*w++ = *v;
 	}
 	*w = '\0';
-	snprintf(sc->val, sc->vallen, "%s", start);
-	sc->found = 1;
+	/* -1: the value does not fit (a later one may still). */
+	sc->found = snprintf(sc->val, sc->vallen, "%s", start) <
+	    (int)sc->vallen ? 1 : -1;
 }
 
 /* One line of an option file.  Read as MariaDB Connector/C reads it: a
@@ -828,7 +829,7 @@ static void
 optfile_scan(const char *file, struct optscan *sc, int depth)
 {
 	FILE	*f;
-	char	 line[1024];
+	char	 line[4096];	/* as the client library reads */
 	int	 in = 0;
 
 	if (depth > CFG_OPT_INCLUDE_DEPTH || (f = fopen(file, "re")) == NULL)

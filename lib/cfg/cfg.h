@@ -262,7 +262,8 @@ int cfg_option_file_has_group(const char *file, const char *group);
  * The value key has for group in the MySQL option file, as MariaDB
  * Connector/C reads it (group or [client], [client-server],
  * [client-mariadb], the last in the file winning; quotes and escapes
- * taken, no comments) into val; 1, or 0 when it has none.
+ * taken, no comments) into val; 1, 0 when it has none, -1 when its
+ * value is longer than vallen - 1 bytes (val then holds part of it).
  */
 int cfg_option_file_value(const char *file, const char *group,
     const char *key, char *val, size_t vallen);

@@ -92,6 +92,19 @@ expect_eq "grants: the gateway as gw2 on idem_two: created, then reused" "create
 sed "s|$T/my2.cnf|$T/no-such.cnf|" "$C2" >"$T/three.conf"
 "$IDEMCTL" -c "$T/three.conf" grants >"$T/g5.sql" 2>"$T/g5.err"
 expect_eq "grants: an option file it cannot read is said, exit 2" "2 1 0" "$? $(wc -l <"$T/g5.err" | tr -d ' ') $(wc -c <"$T/g5.sql" | tr -d ' ')"
+# Refused, nothing printed (a pipe into mariadb creates nothing): a
+# placeholder password, a user shared by two roles (one account with the
+# migration user's privileges too).
+sed 's/^password = .*mig2.*/password = CHANGE-ME-migrate/' "$T/my2.cnf" >"$T/my3.cnf"
+sed "s|$T/my2.cnf|$T/my3.cnf|" "$C2" >"$T/four.conf"
+"$IDEMCTL" -c "$T/four.conf" grants >"$T/g6.sql" 2>"$T/g6.err"
+expect_eq "grants: a CHANGE-ME password refused, nothing printed" "2 1 0" "$? $(wc -l <"$T/g6.err" | tr -d ' ') $(wc -c <"$T/g6.sql" | tr -d ' ')"
+sed 's/^user = cl2$/user = gw2/' "$T/my2.cnf" >"$T/my3.cnf"
+"$IDEMCTL" -c "$T/four.conf" grants >"$T/g7.sql" 2>"$T/g7.err"
+expect_eq "grants: one user for two roles refused, nothing printed" "2 0" "$? $(wc -c <"$T/g7.sql" | tr -d ' ')"
+expect_match "grants: ... and says which" "gateway and cleanup users are both 'gw2'" "$(cat "$T/g7.err")"
+# idem_two's '_' is no wildcard in the migration user's grant
+expect_match "grants: the database grant escapes '_'" 'ON `idem\\_two`\.\* TO' "$(cat "$T/g3.sql")"
 "$IDEMCTL" -c "$C2" grants nobody >/dev/null 2>"$T/g4.err"
 expect_eq "grants: an unknown role is a usage error" "1 1" "$? $(wc -l <"$T/g4.err" | tr -d ' ')"
 done_testing

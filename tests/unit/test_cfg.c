@@ -814,6 +814,8 @@ test_option_groups(void)
 	    sizeof(v)) == 1 && strcmp(v, "top") == 0);
 	CHECK(cfg_option_file_value(vals, "idemgate", "host", v,
 	    sizeof(v)) == 0);
+	CHECK(cfg_option_file_value(vals, "idem_console", "password", v,
+	    3) == -1);
 	unlink(vals);
 
 	unlink(inc);
