@@ -32,9 +32,10 @@
 					 * COMMAND */
 #define RUN_ROUTE_MAX		200
 #define KEEPER_SLACK_MS		50	/* see keeper_grace_ms */
-#define SWEEP_ROUNDS		64	/* run_sweep's bound: generations of
-					 * escaped descendants */
-#define SWEEP_BATCH		256	/* children looked at per round */
+#define SWEEP_BATCH		256	/* children looked at at once */
+#define SWEEP_MAX_MS		500	/* run_sweep's bound: well inside
+					 * the lease left after a tick */
+#define REAP_EVERY_MS		1000	/* orphans' zombies reaped meanwhile */
 
 extern char **environ;
 
@@ -292,6 +293,14 @@ run_identify(const struct run_args *a, const struct buf *in,
  */
 struct keeper;
 
+/* Our children that are not COMMAND's: the ones we had before it (a
+ * shell's "exec idemctl run" hands its own over) and the keeper. */
+struct run_kids {
+	pid_t	 had[SWEEP_BATCH];
+	size_t	 nhad;
+	int64_t	 next_reap;	/* CLOCK_MONOTONIC ms */
+};
+
 struct run_io {
 	struct buf	 b;
 	int		 oversized;
@@ -301,9 +310,11 @@ struct run_io {
 	int		 stopped;	/* run_tick said stop */
 	int		 out_lost;	/* our stdout was given up */
 	struct keeper	*k;
+	struct run_kids	 kids;
 };
 
-static void keeper_check(struct keeper *k);
+static void keeper_check(struct keeper *k, struct run_kids *rk);
+static void run_reap(struct run_kids *rk, pid_t keeper, pid_t command);
 static int64_t run_tick(void *arg);
 
 static void
@@ -461,7 +472,7 @@ run_tick(void *arg)
 		    "be renewed): interrupt it instead");
 	}
 	now = clock_now_ms();
-	keeper_check(t->k);
+	keeper_check(t->k, &t->kids);
 	if (now >= t->next_renew) {
 		if ((next = lease_tick(&t->l)) < 0) {
 			/* Once: the lease is lost for good. */
@@ -642,12 +653,15 @@ keeper_watch(pid_t pid, void *arg)
 }
 
 /* The keeper died (killed on its own): a new one takes its place, so
- * COMMAND still cannot outlive us. */
+ * COMMAND still cannot outlive us.  Also reaps the orphans that ended
+ * meanwhile (run_reap). */
 static void
-keeper_check(struct keeper *k)
+keeper_check(struct keeper *k, struct run_kids *rk)
 {
-	if (k == NULL || k->pid <= 0 || waitpid(k->pid, NULL, WNOHANG) !=
-	    k->pid)
+	if (k == NULL)
+		return;
+	run_reap(rk, k->pid, (pid_t)k->pg);
+	if (k->pid <= 0 || waitpid(k->pid, NULL, WNOHANG) != k->pid)
 		return;
 	if (k->fd >= 0)
 		close(k->fd);
@@ -672,44 +686,106 @@ keeper_done(struct keeper *k)
 			;
 }
 
+/* Notes the children we have before COMMAND starts. */
+static void
+run_kids_init(struct run_kids *rk)
+{
+	ssize_t	 n = proc_children(rk->had, SWEEP_BATCH);
+
+	rk->nhad = n > 0 ? (size_t)n : 0;
+	rk->next_reap = clock_now_ms() + REAP_EVERY_MS;
+}
+
+/* 1 if pid is a child of ours COMMAND did not leave us: the keeper, or
+ * one we had before it. */
+static int
+run_kid_ours(const struct run_kids *rk, pid_t keeper, pid_t pid)
+{
+	size_t	 i;
+
+	if (pid == keeper)
+		return 1;
+	for (i = 0; i < rk->nhad; i++)
+		if (rk->had[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* While COMMAND runs: the orphans it left us that have ended are reaped
+ * (a long consumer's detached helpers would pile up as zombies). */
+static void
+run_reap(struct run_kids *rk, pid_t keeper, pid_t command)
+{
+	pid_t	 pids[SWEEP_BATCH];
+	ssize_t	 n, i;
+	int64_t	 now = clock_now_ms();
+
+	if (now < rk->next_reap)
+		return;
+	rk->next_reap = now + REAP_EVERY_MS;
+	n = proc_children(pids, SWEEP_BATCH);
+	for (i = 0; i < n; i++)
+		if (pids[i] != command && !run_kid_ours(rk, keeper, pids[i]))
+			(void)waitpid(pids[i], NULL, WNOHANG);
+}
+
 /*
  * COMMAND's group is ended with it, but a descendant that left the group
  * (setsid, a daemon's double fork) would go on after the run, and beside
  * the next one once the key is released.  We are our descendants'
  * subreaper (run_command): each orphan becomes our child once its parent
  * is gone.  So once COMMAND is reaped, every child of ours but the keeper
- * is such an escapee: it is killed and reaped, and so are the children it
- * leaves us in turn, until none is left.  (A run killed with -9 leaves
- * this to nobody: its keeper ends COMMAND's group only.)
+ * and those we had before COMMAND is such an escapee: it is killed and
+ * reaped, and so are the children it leaves us in turn, for at most
+ * SWEEP_MAX_MS (the lease is not renewed meanwhile).  One line says what
+ * was ended, and what could not be (not ours to signal, or stuck in the
+ * kernel).  (A run killed with -9 leaves this to nobody: its keeper ends
+ * COMMAND's group only.)
  */
 static void
-run_sweep(pid_t keeper, int64_t pg)
+run_sweep(const struct run_kids *rk, pid_t keeper, int64_t pg)
 {
-	pid_t	 pids[SWEEP_BATCH];
-	size_t	 n, i, swept = 0;
-	int	 round;
+	pid_t		 pids[SWEEP_BATCH], killed[SWEEP_BATCH];
+	ssize_t		 n, i;
+	size_t		 nkilled = 0, escaped = 0, j, left;
+	int64_t		 end = clock_now_ms() + SWEEP_MAX_MS;
+	struct timespec	 ts = { 0, 5 * 1000000 };
+	int		 seen;
 
-	for (round = 0; round < SWEEP_ROUNDS; round++) {
-		if ((n = proc_children(pids, SWEEP_BATCH)) == 0 ||
-		    (n == 1 && pids[0] == keeper))
-			break;
+	for (;;) {
+		if ((n = proc_children(pids, SWEEP_BATCH)) < 0) {
+			ctl_err("run: /proc does not list our children: what "
+			    "COMMAND left outside its process group is not "
+			    "ended");
+			return;
+		}
+		left = 0;
 		for (i = 0; i < n; i++) {
-			if (pids[i] == keeper)
-				continue;
-			/* Dead already (a zombie), or dying with the group:
-			 * reaped, not counted. */
-			if (waitpid(pids[i], NULL, WNOHANG) == pids[i])
+			if (run_kid_ours(rk, keeper, pids[i]) ||
+			    waitpid(pids[i], NULL, WNOHANG) == pids[i])
+				continue;	/* not COMMAND's, or reaped */
+			left++;
+			for (seen = 0, j = 0; j < nkilled && !seen; j++)
+				seen = killed[j] == pids[i];
+			if (seen)
 				continue;
 			if (getpgid(pids[i]) != (pid_t)pg)
-				swept++;
-			kill(pids[i], SIGKILL);
-			while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
-				;
+				escaped++;
+			(void)kill(pids[i], SIGKILL);
+			if (nkilled < SWEEP_BATCH)
+				killed[nkilled++] = pids[i];
 		}
+		if (left == 0 || clock_now_ms() >= end)
+			break;
+		nanosleep(&ts, NULL);
 	}
-	if (swept > 0)
+	if (escaped > 0)
 		ctl_err("run: ended %zu process%s COMMAND left running outside "
-		    "its process group", swept, swept == 1 ? "" : "es");
+		    "its process group", escaped, escaped == 1 ? "" : "es");
+	if (left > 0)
+		ctl_err("run: %zu process%s COMMAND left could not be ended "
+		    "(not ours to signal, or stuck)", left, left == 1 ? "" :
+		    "es");
 }
 
 /*
@@ -732,6 +808,7 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 		return IDEM_ENOMEM;
 	/* Orphans among COMMAND's descendants become ours (run_sweep). */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	run_kids_init(&o->kids);
 	k.pg = 0;
 	k.grace_ms = keeper_grace_ms(a->lease_ms);
 	if (keeper_start(&k) != 0)
@@ -761,7 +838,7 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	r.started = keeper_watch;
 	r.started_arg = &k;
 	er = cgi_exec(&r, &st);
-	run_sweep(k.pid, k.pg);
+	run_sweep(&o->kids, k.pid, k.pg);
 	keeper_done(&k);
 	o->k = NULL;
 	free(env);

@@ -280,7 +280,7 @@ orphans_sweep(struct super *s, int kill_all)
 	pid_t		 kids[ORPHANS_SCAN];
 	struct orphan	 keep[ORPHANS_MAX];
 	int64_t		 now = clock_now_ms(), grace;
-	size_t		 n, k;
+	ssize_t		 n, k;
 	int		 nkeep = 0, i, found;
 
 	grace = longest_timeout(s->cfg);

@@ -8,7 +8,7 @@
 
 #include "proc.h"
 
-size_t
+ssize_t
 proc_children(pid_t *pids, size_t max)
 {
 	char	 path[64], buf[8192], *p, *end;
@@ -20,11 +20,14 @@ proc_children(pid_t *pids, size_t max)
 	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
 	    (long)syscall(SYS_gettid));
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
+		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0)
-		return 0;
+	if (n < 0)
+		return -1;
+	/* A full buffer may end inside a pid: that one is left out. */
+	while (n == (ssize_t)sizeof(buf) - 1 && n > 0 && buf[n - 1] != ' ')
+		n--;
 	buf[n] = '\0';
 	for (p = buf; *p != '\0' && k < max; p = end) {
 		v = strtol(p, &end, 10);
@@ -33,5 +36,5 @@ proc_children(pid_t *pids, size_t max)
 		if (v > 0)
 			pids[k++] = (pid_t)v;
 	}
-	return k;
+	return (ssize_t)k;
 }

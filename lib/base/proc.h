@@ -8,8 +8,9 @@
 /*
  * Up to max pids of the calling thread's children (its own and, in a
  * child subreaper, the orphans it was given), from /proc's children list;
- * their number, 0 when there are none or /proc cannot say.
+ * their number, or -1 when /proc cannot say (no CONFIG_PROC_CHILDREN).
+ * A list longer than 8 KiB is cut at a whole pid.
  */
-size_t proc_children(pid_t *pids, size_t max);
+ssize_t proc_children(pid_t *pids, size_t max);
 
 #endif

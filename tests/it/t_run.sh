@@ -369,6 +369,15 @@ wait_until 2 gone_pid "$esc2" || true
 expect_eq "escaped: its own child is gone" yes \
 	"$(gone_pid "$esc2" && echo yes || echo no)"
 expect_match "escaped: one line says so" 'ended 2 processes' "$(cat "$T/esc1.e")"
+# A child run had before COMMAND is not COMMAND's: a shell that ends in
+# "exec idemctl run" hands its own background jobs over (a logger, say).
+sh -c 'sleep 34 & echo $! >"$1"; exec "$2" -c "$3" run --key k27 -- true' sh \
+	"$T/had.pid" "$IDEMCTL" "$T/a.conf" >"$T/had.o" 2>"$T/had.e"
+rc=$?
+had=$(cat "$T/had.pid")
+expect_eq "a child run had before COMMAND: left alone" "0 yes" \
+	"$rc $(gone_pid "$had" && echo no || echo yes)"
+kill "$had" 2>/dev/null
 
 # 7. The store stopped: nothing runs, exit 69.
 mariadb_stop
