@@ -112,12 +112,14 @@ is_listening_at(int fd, const char *path)
  * The socket at path, when a service manager already listens on it for
  * us: on fd 0 (systemd's StandardInput=socket, as the shipped unit has
  * it) or systemd's first LISTEN_FDS socket (fd 3).  So the one config
- * serves started by hand and socket-activated.  fd, or -1.
+ * serves started by hand and socket-activated.  fd, -1 (none), or -2
+ * (refused, logged).
  */
 static int
 inherited_unix(const char *path)
 {
 	const char	*lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
+	struct stat	 sb;
 	int		 fd = -1;
 
 	if (is_listening_at(0, path))
@@ -128,6 +130,16 @@ inherited_unix(const char *path)
 		fd = 3;
 	if (fd < 0)
 		return -1;
+	/* Taken over, it must be what idemgate would make itself: not
+	 * world-writable (anyone could then send FastCGI params, such as
+	 * REMOTE_USER). */
+	if (stat(path, &sb) != 0 || (sb.st_mode & 0002) != 0) {
+		log_err("%s: the socket handed over (fd %d) is world-writable "
+		    "(mode %04o); give it SocketMode=0660 (and SocketGroup= "
+		    "the web server's)", path, fd, (unsigned)(sb.st_mode &
+		    07777));
+		return -2;
+	}
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
@@ -162,6 +174,8 @@ open_unix(const struct cfg *cfg, const char *path, int *out)
 		*out = fd;
 		return IDEM_OK;
 	}
+	if (fd == -2)
+		return IDEM_ECONFIG;
 	if (cfg->socket_owner != NULL && listen_owner_ids(cfg->socket_owner,
 	    &uid, &gid, why, sizeof(why)) != 0) {
 		log_err("socket_owner %s: %s", cfg->socket_owner, why);

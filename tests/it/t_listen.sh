@@ -66,17 +66,18 @@ else
 	not_ok "spawn-fcgi socket appears"
 fi
 
-# activate FD PATH CONF: execs idemgate -c CONF with a socket listening on
+# activate FD PATH CONF [MODE]: execs idemgate -c CONF with a socket
+# (mode MODE, 0660) listening on
 # PATH as fd FD, as a service manager hands it over: fd 3 with LISTEN_PID
 # (idemgate's pid: exec in place keeps it), LISTEN_FDS = 1 and fd 0 left
 # alone; fd 0 as StandardInput=socket.
 activate() {
-	exec python3 - "$1" "$2" "$IDEMGATE" "$3" <<'PY'
+	exec python3 - "$1" "$2" "$IDEMGATE" "$3" "${4:-0660}" <<'PY'
 import os, socket, sys
 fd, path, gw, conf = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)
-os.chmod(path, 0o660)
+os.chmod(path, int(sys.argv[5], 8))
 s.listen(64)
 os.dup2(s.fileno(), fd)
 os.set_inheritable(fd, True)
@@ -132,4 +133,10 @@ if wait_until 10 test -S "$T/si.sock" && wait_until 5 gw_has_workers si; then
 else
 	not_ok "StandardInput=socket: idemgate serves the inherited unix socket" "$(tail -3 "$T/si.log")"
 fi
+# ... but not one anyone may write to (systemd's default SocketMode=0666):
+# refused, as idemgate never makes one itself.
+gw_conf "$T/sw.conf" "unix:$T/sw.sock" "$DBCNF"
+timeout 10 bash -c "$(declare -f activate); IDEMGATE=$IDEMGATE activate 0 '$T/sw.sock' '$T/sw.conf' 0666" >"$T/sw.log" 2>&1 </dev/null
+expect_eq "a world-writable socket handed over: refused at start" 1 "$?"
+expect_match "... and the log says how to fix it" 'world-writable \(mode 0666\).*SocketMode=0660' "$(cat "$T/sw.log")"
 done_testing
