@@ -1,4 +1,6 @@
 /* idemctl migrate and check: the schema and the health of the set-up. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -402,11 +404,16 @@ check_secrets(struct ctl *c)
 		finding("warn", "answers stored in clear (no "
 		    "secret_key_file)");
 	else if (c->secrets_err[0] != '\0') {
-		/* Not readable by this user (an operator's check): the
-		 * gateway's user may read it.  Anything else refuses the
-		 * gateway's start: a failure. */
+		/* Not readable by this user (an operator's check), its mode
+		 * fine (stat needs no read permission): the gateway's user
+		 * may read it.  Anything else refuses the gateway's start:
+		 * a failure. */
+		struct stat	 sb;
+
 		if (access(c->cfg->secret_key_file, R_OK) != 0 &&
-		    errno == EACCES) {
+		    errno == EACCES && stat(c->cfg->secret_key_file, &sb) ==
+		    0 && S_ISREG(sb.st_mode) && (sb.st_mode & (S_IWGRP |
+		    S_IWOTH | S_IROTH)) == 0) {
 			finding("warn", "%s", c->secrets_err);
 			return CTL_OK;
 		}
