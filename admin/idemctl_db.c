@@ -405,15 +405,17 @@ check_secrets(struct ctl *c)
 		    "secret_key_file)");
 	else if (c->secrets_err[0] != '\0') {
 		/* Not readable by this user (an operator's check), its mode
-		 * fine (stat needs no read permission): the gateway's user
-		 * may read it.  Anything else refuses the gateway's start:
+		 * fine (stat needs no read permission) or not to be seen
+		 * (no search permission on its directory): the gateway's
+		 * user may read it.  Anything else refuses the gateway's start:
 		 * a failure. */
 		struct stat	 sb;
 
 		if (access(c->cfg->secret_key_file, R_OK) != 0 &&
-		    errno == EACCES && stat(c->cfg->secret_key_file, &sb) ==
-		    0 && S_ISREG(sb.st_mode) && (sb.st_mode & (S_IWGRP |
-		    S_IWOTH | S_IROTH)) == 0) {
+		    errno == EACCES &&
+		    (stat(c->cfg->secret_key_file, &sb) != 0 ? errno ==
+		    EACCES : S_ISREG(sb.st_mode) && (sb.st_mode & (S_IWGRP |
+		    S_IWOTH | S_IROTH)) == 0)) {
 			finding("warn", "%s", c->secrets_err);
 			return CTL_OK;
 		}

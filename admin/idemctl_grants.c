@@ -101,14 +101,14 @@ put_account(const char *user, const char *host)
 	putchar('\'');
 }
 
-/* db as a database-level grant's pattern: '_' and '%' escaped. */
+/* db as a database-level grant's pattern: '_', '%' and '\\' escaped. */
 static void
 put_db_pattern(const char *db)
 {
 	for (; *db != '\0'; db++) {
 		if (*db == '`')
 			putchar('`');
-		else if (*db == '_' || *db == '%')
+		else if (*db == '_' || *db == '%' || *db == '\\')
 			putchar('\\');
 		putchar(*db);
 	}

@@ -523,6 +523,9 @@ run_signals(void)
 	sa.sa_handler = run_on_alarm;
 	sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* Inherited as ignored, children would be reaped by the kernel:
+	 * COMMAND's status, and the sweep, need them ours to wait for. */
+	signal(SIGCHLD, SIG_DFL);
 }
 
 /*
@@ -778,6 +781,16 @@ run_sweep(const struct run_kids *rk, pid_t keeper, int64_t pg)
 		if (left == 0 || clock_now_ms() >= end)
 			break;
 		nanosleep(&ts, NULL);
+	}
+	/* Out of time: what a last look still finds alive (a kill just
+	 * sent needs a moment) could not be ended. */
+	if (left > 0) {
+		nanosleep(&ts, NULL);
+		n = proc_children(pids, SWEEP_BATCH);
+		for (left = 0, i = 0; i < n; i++)
+			if (!run_kid_ours(rk, keeper, pids[i]) &&
+			    waitpid(pids[i], NULL, WNOHANG) != pids[i])
+				left++;
 	}
 	if (escaped > 0)
 		ctl_err("run: ended %zu process%s COMMAND left running outside "

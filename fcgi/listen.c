@@ -109,6 +109,39 @@ is_listening_at(int fd, const char *path)
 }
 
 /*
+ * 0 if the socket handed over as fd is one idemgate would make itself: a
+ * unix socket whose file is not world-writable (anyone could send it
+ * FastCGI params, REMOTE_USER among them); -1, logged, if it is.  A path
+ * that cannot be looked at (unlinked, another mount namespace) is let
+ * be, with a warning.
+ */
+static int
+inherited_mode_ok(int fd)
+{
+	struct sockaddr_un	 sa;
+	socklen_t		 len = sizeof(sa);
+	struct stat		 sb;
+
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    sa.sun_family != AF_UNIX || len <= offsetof(struct sockaddr_un,
+	    sun_path) || sa.sun_path[0] == '\0')
+		return 0;
+	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
+	if (stat(sa.sun_path, &sb) != 0) {
+		log_warn("%s: the socket handed over (fd %d): its mode cannot "
+		    "be seen: %s", sa.sun_path, fd, strerror(errno));
+		return 0;
+	}
+	if ((sb.st_mode & 0002) == 0)
+		return 0;
+	log_err("%s: the socket handed over (fd %d) is world-writable (mode "
+	    "%04o); give it SocketMode=0660 (spawn-fcgi: -M 0660) and the web "
+	    "server's group", sa.sun_path, fd, (unsigned)(sb.st_mode & 07777));
+	return -1;
+}
+
+/*
  * The socket at path, when a service manager already listens on it for
  * us: on fd 0 (systemd's StandardInput=socket, as the shipped unit has
  * it) or systemd's first LISTEN_FDS socket (fd 3).  So the one config
@@ -119,7 +152,6 @@ static int
 inherited_unix(const char *path)
 {
 	const char	*lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
-	struct stat	 sb;
 	int		 fd = -1;
 
 	if (is_listening_at(0, path))
@@ -130,16 +162,8 @@ inherited_unix(const char *path)
 		fd = 3;
 	if (fd < 0)
 		return -1;
-	/* Taken over, it must be what idemgate would make itself: not
-	 * world-writable (anyone could then send FastCGI params, such as
-	 * REMOTE_USER). */
-	if (stat(path, &sb) != 0 || (sb.st_mode & 0002) != 0) {
-		log_err("%s: the socket handed over (fd %d) is world-writable "
-		    "(mode %04o); give it SocketMode=0660 (and SocketGroup= "
-		    "the web server's)", path, fd, (unsigned)(sb.st_mode &
-		    07777));
+	if (inherited_mode_ok(fd) != 0)
 		return -2;
-	}
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
@@ -300,6 +324,8 @@ open_fd(const char *spec, int *out)
 		log_err("fd %ld is not a stream socket", n);
 		return IDEM_ECONFIG;
 	}
+	if (inherited_mode_ok((int)n) != 0)
+		return IDEM_ECONFIG;
 	/* An inherited socket must not reach a handler either. */
 	if (fcntl((int)n, F_SETFD, FD_CLOEXEC) != 0)
 		log_warn("fd %ld: cannot set close-on-exec: %s", n,

@@ -1,6 +1,7 @@
 /* This process's children, as the kernel lists them (proc.h). */
 #include <sys/syscall.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@ ssize_t
 proc_children(pid_t *pids, size_t max)
 {
 	char	 path[64], buf[8192], *p, *end;
-	ssize_t	 n;
+	ssize_t	 n, got;
 	size_t	 k = 0;
 	long	 v;
 	int	 fd;
@@ -21,13 +22,25 @@ proc_children(pid_t *pids, size_t max)
 	    (long)syscall(SYS_gettid));
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	/* The kernel gives the list a page or so per read. */
+	for (n = 0; n < (ssize_t)sizeof(buf) - 1; n += got) {
+		got = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n);
+		if (got < 0 && errno == EINTR) {
+			got = 0;
+			continue;
+		}
+		if (got < 0) {
+			close(fd);
+			return -1;
+		}
+		if (got == 0)
+			break;
+	}
 	close(fd);
-	if (n < 0)
-		return -1;
 	/* A full buffer may end inside a pid: that one is left out. */
-	while (n == (ssize_t)sizeof(buf) - 1 && n > 0 && buf[n - 1] != ' ')
-		n--;
+	if (n == (ssize_t)sizeof(buf) - 1)
+		while (n > 0 && buf[n - 1] != ' ')
+			n--;
 	buf[n] = '\0';
 	for (p = buf; *p != '\0' && k < max; p = end) {
 		v = strtol(p, &end, 10);
