@@ -16,6 +16,88 @@ is_ows(unsigned char ch)
 	return ch == ' ' || ch == '\t';
 }
 
+/* RFC 8941 3.1.2: lcalpha / DIGIT / "_" / "-" / "." / "*". */
+static int
+sf_key_char(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	    ch == '_' || ch == '-' || ch == '.' || ch == '*';
+}
+
+/* RFC 9110 tchar, with ":" and "/" as an sf-token allows. */
+static int
+sf_token_char(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9') || strchr("!#$%&'*+-.^_`|~:/", ch) !=
+	    NULL;
+}
+
+/* The end of the bare item at p[i] (RFC 8941 3.3: integer or decimal,
+ * string, token, byte sequence, boolean) before e, or 0 if there is
+ * none. */
+static size_t
+sf_bare_item_end(const char *p, size_t i, size_t e)
+{
+	unsigned char	 ch = (unsigned char)p[i];
+
+	if (ch == '"') {
+		for (i++; i < e && p[i] != '"'; i++) {
+			if ((unsigned char)p[i] < 0x20 ||
+			    (unsigned char)p[i] > 0x7e)
+				return 0;
+			if (p[i] == '\\' && (++i == e || (p[i] != '"' &&
+			    p[i] != '\\')))
+				return 0;
+		}
+		return i < e ? i + 1 : 0;
+	}
+	if (ch == ':') {
+		for (i++; i < e && p[i] != ':'; i++)
+			if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr"
+			    "stuvwxyz0123456789+/=", p[i]) == NULL ||
+			    p[i] == '\0')
+				return 0;
+		return i < e ? i + 1 : 0;
+	}
+	if (ch == '?')
+		return i + 1 < e && (p[i + 1] == '0' || p[i + 1] == '1') ?
+		    i + 2 : 0;
+	if (ch == '-' || (ch >= '0' && ch <= '9')) {
+		for (i++; i < e && ((p[i] >= '0' && p[i] <= '9') ||
+		    p[i] == '.'); i++)
+			;
+		return p[i - 1] == '-' || p[i - 1] == '.' ? 0 : i;
+	}
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '*') {
+		for (i++; i < e && sf_token_char((unsigned char)p[i]); i++)
+			;
+		return i;
+	}
+	return 0;
+}
+
+/* 1 if p[i..e) is nothing but RFC 8941 parameters (";" *SP key
+ * [ "=" bare-item ], again and again): the key's value ignores them. */
+static int
+sf_params_ok(const char *p, size_t i, size_t e)
+{
+	while (i < e) {
+		if (p[i++] != ';')
+			return 0;
+		while (i < e && p[i] == ' ')
+			i++;
+		if (i == e || !((p[i] >= 'a' && p[i] <= 'z') || p[i] == '*'))
+			return 0;
+		while (i < e && sf_key_char((unsigned char)p[i]))
+			i++;
+		if (i < e && p[i] == '=' &&
+		    (i + 1 == e || (i = sf_bare_item_end(p, i + 1, e)) == 0))
+			return 0;
+	}
+	return 1;
+}
+
 enum idem_err
 key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 {
@@ -50,19 +132,22 @@ key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 				return IDEM_EINVAL;
 			tmp[n++] = (char)ch;
 		}
-		/* Unterminated, or something (a second value) after it. */
-		if (i == e || i + 1 != e)
+		/* Unterminated, or something but parameters (a second
+		 * value) after it. */
+		if (i == e || !sf_params_ok(raw, i + 1, e))
 			return IDEM_EINVAL;
 	} else {
-		for (i = b; i < e; i++) {
+		for (i = b; i < e && raw[i] != ';'; i++) {
 			ch = (unsigned char)raw[i];
 			if (ch <= 0x20 || ch >= 0x7f || ch == '"' ||
-			    ch == ',' || ch == ';' || ch == '\\')
+			    ch == ',' || ch == '\\')
 				return IDEM_EINVAL;
 			if (n == FP_KEY_MAX)
 				return IDEM_EINVAL;
 			tmp[n++] = (char)ch;
 		}
+		if (!sf_params_ok(raw, i, e))
+			return IDEM_EINVAL;
 	}
 	if (n == 0)
 		return IDEM_EINVAL;

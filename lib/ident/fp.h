@@ -14,9 +14,11 @@
  * Parses an Idempotency-Key header value: optional whitespace around either
  * a bare token (1*255 visible ASCII, no DQUOTE, comma, semicolon, backslash
  * or space) or a Structured-Field string ("abc", \" and \\ escapes, printable
- * ASCII only, RFC 8941 §3.3.3) whose quotes are not part of the key.
- * Empty, over FP_KEY_MAX bytes, control or non-ASCII bytes, trailing
- * garbage or several values: IDEM_EINVAL.  On success copies the key to
+ * ASCII only, RFC 8941 §3.3.3) whose quotes are not part of the key,
+ * either followed by RFC 8941 parameters (";p=1"), which are not part of
+ * it either (an Item's value ignores them).  Empty, over FP_KEY_MAX
+ * bytes, control or non-ASCII bytes, trailing garbage, malformed
+ * parameters or several values: IDEM_EINVAL.  On success copies the key to
  * out (FP_KEY_MAX + 1 bytes, NUL-terminated) and its length to *outlen.
  */
 enum idem_err key_parse(const char *raw, size_t rawlen, char *out,

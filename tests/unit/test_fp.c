@@ -85,8 +85,24 @@ test_key(void)
 	CHECK(BAD("\"a\", \"b\""));
 	CHECK(BAD("a, b"));
 	CHECK(BAD("a,b"));
-	CHECK(BAD("a;p=1"));
-	CHECK(BAD("\"a\";p=1"));
+	/* RFC 8941 parameters: the key's value ignores them; malformed
+	 * ones are trailing garbage. */
+	CHECK(OK("\"a\";p=1", "a"));
+	CHECK(OK("a;p=1", "a"));
+	CHECK(OK("\"a\"; p=?1;q;r=\"x;y\";s=:AQID:;t=-1.5;u=tok/1;*v=w",
+	    "a"));
+	CHECK(OK(" \"a b\";p=1 ", "a b"));
+	CHECK(BAD("\"a\";"));
+	CHECK(BAD("\"a\";P=1"));
+	CHECK(BAD("\"a\";p="));
+	CHECK(BAD("\"a\";p=1,"));
+	CHECK(BAD("\"a\";p=1, \"b\""));
+	CHECK(BAD("\"a\";p=\"x"));
+	CHECK(BAD("\"a\";p=?2"));
+	CHECK(BAD("\"a\";p=1-"));
+	CHECK(BAD("\"a\" ;p=1"));
+	CHECK(BAD(";p=1"));
+	CHECK(BAD("a;"));
 	CHECK(BAD("a\\b"));
 	CHECK(BAD("\"a\"\"b\""));
 	CHECK(key_bad("a\0b", 3));
