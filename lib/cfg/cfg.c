@@ -647,12 +647,13 @@ static const char *const optfile_client_groups[] = {
 	"client", "client-server", "client-mariadb",
 };
 
+static int	optfile_has(const char *, const char *, int);
+
 enum idem_err
 cfg_check_option_group(const struct cfg *c, const char *group, char *err,
     size_t errlen)
 {
 	char		 why[512];
-	size_t		 i;
 	struct stat	 st;
 	int		 fd;
 
@@ -673,14 +674,8 @@ cfg_check_option_group(const struct cfg *c, const char *group, char *err,
 		goto refuse;
 	}
 	close(fd);
-	if (group == NULL || cfg_option_file_has_group(c->mysql_defaults_file,
-	    group))
+	if (group == NULL || optfile_has(c->mysql_defaults_file, group, 1))
 		return IDEM_OK;
-	for (i = 0; i < sizeof(optfile_client_groups) /
-	    sizeof(optfile_client_groups[0]); i++)
-		if (cfg_option_file_has_group(c->mysql_defaults_file,
-		    optfile_client_groups[i]))
-			return IDEM_OK;
 	snprintf(why, sizeof(why), "no [%s] group (nor [client]): nothing "
 	    "says where the server is", group);
 refuse:
@@ -710,9 +705,11 @@ cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 #define CFG_OPT_INCLUDE_DEPTH	8
 
 /* What a walk over an option file looks for: group's header, or (key
- * set) the last value key has in it. */
+ * set) the last value key has in it; with clients, the client groups
+ * count as group. */
 struct optscan {
 	const char	*group;
+	int		 clients;
 	const char	*key;		/* NULL: the header is enough */
 	int		 found;
 	char		*val;		/* OUT: key's value */
@@ -808,9 +805,7 @@ optfile_line(char *line, struct optscan *sc, int *in, int depth)
 			end--;
 		*end = '\0';
 		*in = strcmp(line, sc->group) == 0;
-		/* A value comes from the client groups too, as the library
-		 * reads them: the last one in the file wins. */
-		for (i = 0; sc->key != NULL && !*in && i < sizeof(
+		for (i = 0; sc->clients && !*in && i < sizeof(
 		    optfile_client_groups) / sizeof(optfile_client_groups[0]);
 		    i++)
 			*in = strcmp(line, optfile_client_groups[i]) == 0;
@@ -840,10 +835,12 @@ optfile_scan(const char *file, struct optscan *sc, int depth)
 	fclose(f);
 }
 
-int
-cfg_option_file_has_group(const char *file, const char *group)
+/* 1 if file has group's header (or, with clients, a client group's),
+ * in one read. */
+static int
+optfile_has(const char *file, const char *group, int clients)
 {
-	struct optscan	 sc = { .group = group };
+	struct optscan	 sc = { .group = group, .clients = clients };
 
 	if (file == NULL || group == NULL)
 		return 0;
@@ -852,11 +849,19 @@ cfg_option_file_has_group(const char *file, const char *group)
 }
 
 int
+cfg_option_file_has_group(const char *file, const char *group)
+{
+	return optfile_has(file, group, 0);
+}
+
+int
 cfg_option_file_value(const char *file, const char *group, const char *key,
     char *val, size_t vallen)
 {
-	struct optscan	 sc = { .group = group, .key = key, .val = val,
-	    .vallen = vallen };
+	/* A value comes from the client groups too, as the library reads
+	 * them: the last one in the file wins. */
+	struct optscan	 sc = { .group = group, .clients = 1, .key = key,
+	    .val = val, .vallen = vallen };
 
 	if (file == NULL || group == NULL || key == NULL || vallen == 0)
 		return 0;
