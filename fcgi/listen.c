@@ -85,60 +85,90 @@ unlink_stale(const char *path, const struct sockaddr_un *sa)
 	return 0;
 }
 
+/* A unix socket path's room, without its NUL (which it may lack). */
+#define SUN_PATH_MAX	sizeof(((struct sockaddr_un *)0)->sun_path)
+
 /* 1 when listen_open took an inherited socket: it is not ours to unlink. */
 static int	listen_inherited;
 
-/* 1 if fd is a listening stream socket bound to the unix path. */
+/* 1 if systemd handed this process its sockets (LISTEN_PID is ours,
+ * LISTEN_FDS at least 1): the first is fd 3. */
 static int
-is_listening_at(int fd, const char *path)
+systemd_activated(void)
 {
-	struct sockaddr_un	 sa;
-	socklen_t		 len = sizeof(sa), olen;
-	int			 v = 0;
+	const char	*lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
 
-	olen = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &olen) != 0 ||
-	    v != 1)
-		return 0;
-	memset(&sa, 0, sizeof(sa));
-	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
-	    sa.sun_family != AF_UNIX || len <= offsetof(struct sockaddr_un,
-	    sun_path))
-		return 0;
-	return strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0;
+	return lpid != NULL && lfds != NULL &&
+	    strtol(lpid, NULL, 10) == (long)getpid() &&
+	    strtol(lfds, NULL, 10) >= 1;
 }
 
-/*
- * 0 if the socket handed over as fd is one idemgate would make itself: a
- * unix socket whose file is not world-writable (anyone could send it
- * FastCGI params, REMOTE_USER among them); -1, logged, if it is.  A path
- * that cannot be looked at (unlinked, another mount namespace) is let
- * be, with a warning.
- */
+/* The path the unix socket fd is bound to, into path (NUL-terminated);
+ * 1, or 0 when fd is no unix socket with a path. */
 static int
-inherited_mode_ok(int fd)
+unix_sock_path(int fd, char path[SUN_PATH_MAX + 1])
 {
 	struct sockaddr_un	 sa;
 	socklen_t		 len = sizeof(sa);
-	struct stat		 sb;
 
 	memset(&sa, 0, sizeof(sa));
 	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
 	    sa.sun_family != AF_UNIX || len <= offsetof(struct sockaddr_un,
 	    sun_path) || sa.sun_path[0] == '\0')
 		return 0;
-	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
-	if (stat(sa.sun_path, &sb) != 0) {
-		log_warn("%s: the socket handed over (fd %d): its mode cannot "
-		    "be seen: %s", sa.sun_path, fd, strerror(errno));
+	memcpy(path, sa.sun_path, SUN_PATH_MAX);
+	path[SUN_PATH_MAX] = '\0';
+	return 1;
+}
+
+/* 1 if fd is a listening stream socket bound to the unix path. */
+static int
+is_listening_at(int fd, const char *path)
+{
+	char		 bound[SUN_PATH_MAX + 1];
+	socklen_t	 olen;
+	int		 v = 0;
+
+	olen = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &olen) != 0 ||
+	    v != 1)
 		return 0;
+	return unix_sock_path(fd, bound) && strcmp(bound, path) == 0;
+}
+
+/*
+ * Takes the socket handed over as fd for ours: 0, or -1 (logged) if it is
+ * not one idemgate would make itself, a unix socket whose file anyone may
+ * write to (anyone could send it FastCGI params, REMOTE_USER among them).
+ * A path that cannot be looked at (unlinked, another mount namespace) is
+ * let be, with a warning.  Taken, it leaves LISTEN_* behind and never
+ * reaches a handler.
+ */
+static int
+take_inherited(int fd)
+{
+	char		 path[SUN_PATH_MAX + 1];
+	struct stat	 sb;
+
+	if (unix_sock_path(fd, path)) {
+		if (stat(path, &sb) != 0)
+			log_warn("%s: the socket handed over (fd %d): its mode "
+			    "cannot be seen: %s", path, fd, strerror(errno));
+		else if ((sb.st_mode & 0002) != 0) {
+			log_err("%s: the socket handed over (fd %d) is "
+			    "world-writable (mode %04o); give it SocketMode=0660 "
+			    "(spawn-fcgi: -M 0660) and the web server's group",
+			    path, fd, (unsigned)(sb.st_mode & 07777));
+			return -1;
+		}
 	}
-	if ((sb.st_mode & 0002) == 0)
-		return 0;
-	log_err("%s: the socket handed over (fd %d) is world-writable (mode "
-	    "%04o); give it SocketMode=0660 (spawn-fcgi: -M 0660) and the web "
-	    "server's group", sa.sun_path, fd, (unsigned)(sb.st_mode & 07777));
-	return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+		log_warn("fd %d: cannot set close-on-exec: %s", fd,
+		    strerror(errno));
+	return 0;
 }
 
 /*
@@ -151,26 +181,16 @@ inherited_mode_ok(int fd)
 static int
 inherited_unix(const char *path)
 {
-	const char	*lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
-	int		 fd = -1;
+	int	 fd = -1;
 
 	if (is_listening_at(0, path))
 		fd = 0;
-	else if (lpid != NULL && lfds != NULL &&
-	    strtol(lpid, NULL, 10) == (long)getpid() &&
-	    strtol(lfds, NULL, 10) >= 1 && is_listening_at(3, path))
+	else if (systemd_activated() && is_listening_at(3, path))
 		fd = 3;
 	if (fd < 0)
 		return -1;
-	if (inherited_mode_ok(fd) != 0)
+	if (take_inherited(fd) != 0)
 		return -2;
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	/* An inherited socket must not reach a handler either. */
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
-		log_warn("fd %d: cannot set close-on-exec: %s", fd,
-		    strerror(errno));
 	log_info("%s: inherited as fd %d (socket activation); its owner and "
 	    "mode are the service manager's", path, fd);
 	listen_inherited = 1;
@@ -296,7 +316,6 @@ open_tcp(const char *spec, int *out)
 static enum idem_err
 open_fd(const char *spec, int *out)
 {
-	const char	*lpid, *lfds;
 	char		*end;
 	long		 n;
 	int		 type;
@@ -308,28 +327,16 @@ open_fd(const char *spec, int *out)
 		log_err("bad listen fd: %s", spec);
 		return IDEM_ECONFIG;
 	}
-	lpid = getenv("LISTEN_PID");
-	lfds = getenv("LISTEN_FDS");
-	if (n == 0 && lpid != NULL && lfds != NULL &&
-	    strtol(lpid, NULL, 10) == (long)getpid() &&
-	    strtol(lfds, NULL, 10) >= 1) {
-		/* systemd socket activation: the first socket is fd 3. */
+	/* systemd socket activation: the first socket is fd 3. */
+	if (n == 0 && systemd_activated())
 		n = 3;
-		unsetenv("LISTEN_PID");
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_FDNAMES");
-	}
 	if (getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
 	    type != SOCK_STREAM) {
 		log_err("fd %ld is not a stream socket", n);
 		return IDEM_ECONFIG;
 	}
-	if (inherited_mode_ok((int)n) != 0)
+	if (take_inherited((int)n) != 0)
 		return IDEM_ECONFIG;
-	/* An inherited socket must not reach a handler either. */
-	if (fcntl((int)n, F_SETFD, FD_CLOEXEC) != 0)
-		log_warn("fd %ld: cannot set close-on-exec: %s", n,
-		    strerror(errno));
 	*out = (int)n;
 	return IDEM_OK;
 }
