@@ -33,6 +33,40 @@ sf_token_char(unsigned char ch)
 	    NULL;
 }
 
+/*
+ * The sf-string at p[i], a '"' (RFC 8941 4.2.5: printable ASCII, only \"
+ * and \\ escapes), before e: the index past its closing quote, or 0 if
+ * it is none.  Unless out is NULL its value goes there, *n bytes, at
+ * most max (more: 0).
+ */
+static size_t
+sf_string_end(const char *p, size_t i, size_t e, char *out, size_t max,
+    size_t *n)
+{
+	unsigned char	 ch;
+
+	for (i++; i < e; i++) {
+		ch = (unsigned char)p[i];
+		if (ch == '"')
+			return i + 1;
+		if (ch < 0x20 || ch > 0x7e)
+			return 0;
+		if (ch == '\\') {
+			if (++i == e)
+				return 0;
+			ch = (unsigned char)p[i];
+			if (ch != '"' && ch != '\\')
+				return 0;
+		}
+		if (out != NULL) {
+			if (*n == max)
+				return 0;
+			out[(*n)++] = (char)ch;
+		}
+	}
+	return 0;
+}
+
 /* The end of the bare item at p[i] (RFC 8941 3.3: integer or decimal,
  * string, token, byte sequence, boolean) before e, or 0 if there is
  * none. */
@@ -41,17 +75,8 @@ sf_bare_item_end(const char *p, size_t i, size_t e)
 {
 	unsigned char	 ch = (unsigned char)p[i];
 
-	if (ch == '"') {
-		for (i++; i < e && p[i] != '"'; i++) {
-			if ((unsigned char)p[i] < 0x20 ||
-			    (unsigned char)p[i] > 0x7e)
-				return 0;
-			if (p[i] == '\\' && (++i == e || (p[i] != '"' &&
-			    p[i] != '\\')))
-				return 0;
-		}
-		return i < e ? i + 1 : 0;
-	}
+	if (ch == '"')
+		return sf_string_end(p, i, e, NULL, 0, NULL);
 	if (ch == ':') {
 		for (i++; i < e && p[i] != ':'; i++)
 			if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr"
@@ -114,27 +139,10 @@ key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 	if (b == e)
 		return IDEM_EINVAL;
 	if (raw[b] == '"') {
-		/* RFC 8941 §4.2.5: printable ASCII, only \" and \\ escapes. */
-		for (i = b + 1; i < e; i++) {
-			ch = (unsigned char)raw[i];
-			if (ch == '"')
-				break;
-			if (ch < 0x20 || ch > 0x7e)
-				return IDEM_EINVAL;
-			if (ch == '\\') {
-				if (++i == e)
-					return IDEM_EINVAL;
-				ch = (unsigned char)raw[i];
-				if (ch != '"' && ch != '\\')
-					return IDEM_EINVAL;
-			}
-			if (n == FP_KEY_MAX)
-				return IDEM_EINVAL;
-			tmp[n++] = (char)ch;
-		}
-		/* Unterminated, or something but parameters (a second
-		 * value) after it. */
-		if (i == e || !sf_params_ok(raw, i + 1, e))
+		/* Unterminated, too long, or something but parameters (a
+		 * second value) after it. */
+		if ((i = sf_string_end(raw, b, e, tmp, FP_KEY_MAX, &n)) == 0 ||
+		    !sf_params_ok(raw, i, e))
 			return IDEM_EINVAL;
 	} else {
 		for (i = b; i < e && raw[i] != ';'; i++) {
