@@ -169,11 +169,8 @@ grant_value(const char *file, const char *group, const char *key,
 
 	if (got == 1 && out[0] != '\0')
 		return CTL_OK;
-	ctl_err("grants: %s: [%s] %s", file, group, got < 0 ?
-	    (strcmp(key, "password") == 0 ? "has a password too long to "
-	    "print" : "has a value too long to print") : strcmp(key,
-	    "password") == 0 ? "names no password: set one first" :
-	    "names no user: nothing to create it for");
+	ctl_err("grants: %s: [%s] %s %s", file, group, got < 0 ?
+	    "has too long a" : "names no", key);
 	return CTL_ECONFIG;
 }
 
@@ -273,13 +270,9 @@ ctl_grants(struct ctl *c, int argc, char **argv)
 	if (!cfg_word(c->cfg->mysql_group != NULL ? c->cfg->mysql_group :
 	    "idemgate", 0, gw_group, sizeof(gw_group)))
 		snprintf(gw_group, sizeof(gw_group), "idemgate");
-	if (cfg_option_file_value(file, gw_group, "database", db,
-	    sizeof(db)) != 1 || db[0] == '\0') {
-		ctl_err("grants: %s: [%s] names no database (or one too "
-		    "long)", file, gw_group);
-		return CTL_ECONFIG;
-	}
-	if ((rc = grant_accounts(file, gw_group, argv + argi, argc - argi, a,
+	if ((rc = grant_value(file, gw_group, "database", db, sizeof(db))) !=
+	    CTL_OK ||
+	    (rc = grant_accounts(file, gw_group, argv + argi, argc - argi, a,
 	    &n)) != CTL_OK)
 		return rc;
 
