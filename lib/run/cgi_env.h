@@ -7,6 +7,10 @@
 
 #include "err.h"
 
+/* 1 if the "NAME=value" entry e is named name (n bytes).  It looks at
+ * the first byte before strncmp: callers walk every entry. */
+int cgi_env_named(const char *e, const char *name, size_t n);
+
 /*
  * Builds a clean CGI/1.1 environment (RFC 3875 §4.1) from the request's
  * FastCGI params ("NAME=value" strings, NULL-terminated; borrowed).
@@ -14,17 +18,14 @@
  * (httpoxy), names that are not [A-Za-z0-9_], LD_*, BASH_FUNC_*, BASH_ENV
  * and ENV, entries without '='; a repeated name keeps its last value.
  * Set or replaced: GATEWAY_INTERFACE=CGI/1.1, PATH (a fixed safe default
- * unless params carry one), SCRIPT_FILENAME=script (if not NULL),
+ * unless params carry one), QUERY_STRING (empty unless params carry
+ * one), SCRIPT_FILENAME=script (if not NULL),
  * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
  * CONTENT_LENGTH (chunked transfer).  IDEMGATE_FENCE from params is
  * always dropped; fence, when not 0, is set as IDEMGATE_FENCE (the run of
  * a claimed key: lib/store/store.h).  *out (copied, NULL-terminated) is freed
  * with cgi_env_free().  Set only on success.
  */
-/* 1 if the "NAME=value" entry e is named name (n bytes).  It looks at
- * the first byte before strncmp: callers walk every entry. */
-int cgi_env_named(const char *e, const char *name, size_t n);
-
 enum idem_err cgi_env_build(char *const *params, const char *script,
     size_t bodylen, int had_body, uint64_t fence, char ***out);
 void cgi_env_free(char **env);
