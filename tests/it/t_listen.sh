@@ -89,21 +89,34 @@ os.execve(gw, [gw, "-c", conf], env)
 PY
 }
 
+# handed NAME FD LISTEN: a gateway on "listen = LISTEN" given its socket
+# $T/NAME.sock as fd FD (activate), behind web server wNAME; 0 once both
+# serve.
+handed() {
+	gw_conf "$T/$1.conf" "$3" "$DBCNF"
+	printf '%s\n' "$ROUTE" >>"$T/$1.conf"
+	activate "$2" "$T/$1.sock" "$T/$1.conf" >"$T/$1.log" 2>&1 </dev/null &
+	GW_PID[$1]=$!
+	wait_until 10 test -S "$T/$1.sock" && wait_until 5 gw_has_workers "$1" &&
+		lighttpd_start "w$1" "unix:$T/$1.sock"
+}
+# replayed NAME TAG: a protected POST through wNAME is created, its retry
+# replayed (answers in $T/NAME1.*, $T/NAME2.*)
+replayed() {
+	local k
+	k=$(new_key)
+	http "${1}1" POST "$(url "w$1" "/payments?$1=1")" -H "Idempotency-Key: $k" --data-binary x
+	expect_eq "$2: protected POST created" created "$(hdr "${1}1" Idempotency-Result)"
+	http "${1}2" POST "$(url "w$1" "/payments?$1=1")" -H "Idempotency-Key: $k" --data-binary x
+	expect_eq "$2: retry replayed" reused "$(hdr "${1}2" Idempotency-Result)"
+}
+
 # systemd socket activation, as systemd does it: the socket on fd 3,
 # LISTEN_PID = the service's pid (exec in place keeps it), LISTEN_FDS = 1,
 # and fd 0 /dev/null (so idemgate must not fall back to it).
-gw_conf "$T/sd.conf" "fd:0" "$DBCNF"
-printf '%s\n' "$ROUTE" >>"$T/sd.conf"
-activate 3 "$T/sd.sock" "$T/sd.conf" >"$T/sd.log" 2>&1 </dev/null &
-GW_PID[sd]=$!
-if wait_until 10 test -S "$T/sd.sock" && wait_until 5 gw_has_workers sd; then
-	lighttpd_start wsd "unix:$T/sd.sock"
-	K=$(new_key)
-	http s1 POST "$(url wsd /payments?sd=1)" -H "Idempotency-Key: $K" --data-binary x
-	expect_eq "socket activation: protected POST created" created "$(hdr s1 Idempotency-Result)"
-	expect_match "socket activation: CGI answered" 'query=sd=1' "$(body s1)"
-	http s2 POST "$(url wsd /payments?sd=1)" -H "Idempotency-Key: $K" --data-binary x
-	expect_eq "socket activation: retry replayed" reused "$(hdr s2 Idempotency-Result)"
+if handed sd 3 fd:0; then
+	replayed sd "socket activation"
+	expect_match "socket activation: CGI answered" 'query=sd=1' "$(body sd1)"
 	http s3 GET "$(url wsd /payments?env=1)"
 	expect_match "socket activation: handler environment readable" 'REQUEST_METHOD=GET' "$(body s3)"
 	expect_nomatch "socket activation: LISTEN_* not passed to the handler" 'LISTEN_' "$(body s3)"
@@ -116,17 +129,8 @@ fi
 # the installed config's "listen = unix:PATH" unchanged.  The socket is
 # taken over, not refused as "another process is listening on it", and
 # left in place at the end (it is the service manager's).
-gw_conf "$T/si.conf" "unix:$T/si.sock" "$DBCNF"
-printf '%s\n' "$ROUTE" >>"$T/si.conf"
-activate 0 "$T/si.sock" "$T/si.conf" >"$T/si.log" 2>&1 </dev/null &
-GW_PID[si]=$!
-if wait_until 10 test -S "$T/si.sock" && wait_until 5 gw_has_workers si; then
-	lighttpd_start wsi "unix:$T/si.sock"
-	K=$(new_key)
-	http i1 POST "$(url wsi /payments?si=1)" -H "Idempotency-Key: $K" --data-binary x
-	expect_eq "StandardInput=socket, listen = unix:PATH: created" created "$(hdr i1 Idempotency-Result)"
-	http i2 POST "$(url wsi /payments?si=1)" -H "Idempotency-Key: $K" --data-binary x
-	expect_eq "StandardInput=socket: retry replayed" reused "$(hdr i2 Idempotency-Result)"
+if handed si 0 "unix:$T/si.sock"; then
+	replayed si "StandardInput=socket, listen = unix:PATH"
 	expect_match "StandardInput=socket: the log says it was inherited" 'inherited as fd 0' "$(cat "$T/si.log")"
 	gw_stop si
 	check "StandardInput=socket: the socket is left to its owner" test -S "$T/si.sock"

@@ -29,15 +29,20 @@ wait = 1s
 run_limit = ${3:-8s}
 EOF
 }
-gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
-routes 2s >>"$T/gw.conf"
-gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+# gateway N TIMEOUT [POOL LIMIT]: gateway gwN with routes TIMEOUT POOL
+# LIMIT, behind web server webN serving $T/www (the test ends if either
+# does not start)
+gateway() {
+	local n=$1
+	shift
+	gw_conf "$T/gw$n.conf" "unix:$T/gw$n.sock" "$DBCNF"
+	routes "$@" >>"$T/gw$n.conf"
+	gw_start "gw$n" "$T/gw$n.conf" || { done_testing; exit 1; }
+	lighttpd_start "web$n" "unix:$T/gw$n.sock" "$T/www" || { done_testing; exit 1; }
+}
+gateway "" 2s
 # A second gateway on the same database, with its own web server.
-gw_conf "$T/gw2.conf" "unix:$T/gw2.sock" "$DBCNF"
-routes 30s >>"$T/gw2.conf"
-gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
-lighttpd_start web "unix:$T/gw.sock" "$T/www" || { done_testing; exit 1; }
-lighttpd_start web2 "unix:$T/gw2.sock" "$T/www" || { done_testing; exit 1; }
+gateway 2 30s
 
 # Every run's "start" to its "end", as the script logged them.
 last_fence() { sed -n 's/^start .* fence=\([0-9-]*\)$/\1/p' "$T/www/runs/pay.runs" | tail -1; }
@@ -160,10 +165,7 @@ expect_eq "outage: never two at once" 0 "$(fpm_overlaps)"
 # pool of its own kills at 2 s (the first pool's 8 s would be waited for),
 # behind a third gateway and web server.
 fpm_start fpmk "request_terminate_timeout = 2s" || { done_testing; exit 1; }
-gw_conf "$T/gw3.conf" "unix:$T/gw3.sock" "$DBCNF"
-routes 30s fpmk 2s >>"$T/gw3.conf"
-gw_start gw3 "$T/gw3.conf" || { done_testing; exit 1; }
-lighttpd_start web3 "unix:$T/gw3.sock" "$T/www" || { done_testing; exit 1; }
+gateway 3 30s fpmk 2s
 K=$(new_key)
 n0=$(fpm_runs)
 http k1 POST "$(url web3 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --data-binary 'amount=10'
@@ -176,10 +178,7 @@ expect_eq "killed run: one run" 1 $(($(fpm_runs) - n0))
 # going at run_limit leaves a tombstone (SPEC 2c), even when it ends before
 # the run deadline the claim recorded (run_limit, a third more for the
 # pool's heartbeat, and the kill grace), and its late answer is not kept.
-gw_conf "$T/gw4.conf" "unix:$T/gw4.sock" "$DBCNF"
-routes 1s fpm 2s >>"$T/gw4.conf"
-gw_start gw4 "$T/gw4.conf" || { done_testing; exit 1; }
-lighttpd_start web4 "unix:$T/gw4.sock" "$T/www" || { done_testing; exit 1; }
+gateway 4 1s fpm 2s
 K=$(new_key)
 n0=$(fpm_runs)
 http l1 POST "$(url web4 '/pay.php?sleep=3000')" -H "Idempotency-Key: $K" --data-binary 'amount=13'

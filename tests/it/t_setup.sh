@@ -44,12 +44,19 @@ check_roles "$C" "4. "
 "$IDEMCTL" -c "$C" -g idem_console forget nothing --force >"$T/ro.log" 2>&1
 expect_ne "the console user cannot forget" 0 "$?"
 
-gw_start gw "$C" || { done_testing; exit 1; }
-lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
-K=$(new_key)
-http a POST "$(url web /pay)" -H "Idempotency-Key: $K" --data-binary x
-http b POST "$(url web /pay)" -H "Idempotency-Key: $K" --data-binary x
-expect_eq "the gateway as idem_gateway: created, then reused" "created reused" "$(hdr a Idempotency-Result) $(hdr b Idempotency-Result)"
+# serves N CONF WHO: gateway gwN on CONF, behind web server webN, runs a
+# protected POST once and replays its retry
+serves() {
+	local k
+	gw_start "gw$1" "$2" || { done_testing; exit 1; }
+	lighttpd_start "web$1" "unix:$T/gw$1.sock" || { done_testing; exit 1; }
+	k=$(new_key)
+	http "a$1" POST "$(url "web$1" /pay)" -H "Idempotency-Key: $k" --data-binary x
+	http "b$1" POST "$(url "web$1" /pay)" -H "Idempotency-Key: $k" --data-binary x
+	expect_eq "$3: created, then reused" "created reused" \
+		"$(hdr "a$1" Idempotency-Result) $(hdr "b$1" Idempotency-Result)"
+}
+serves "" "$C" "the gateway as idem_gateway"
 "$IDEMCTL" -c "$C" -g idem_cleanup cleanup >"$T/cleanup.log" 2>&1
 expect_eq "cleanup as idem_cleanup" 0 "$?"
 "$IDEMCTL" -c "$C" -g idem_console metrics >"$T/metrics.out" 2>&1
@@ -83,12 +90,7 @@ root <"$T/g3.sql" >"$T/g3.log" 2>&1
 expect_eq "then grants | mariadb -u root (the migration user's again too)" 0 "$?"
 expect_nomatch "grants: the option file's passwords, no placeholder" 'CHANGE-ME' "$(cat "$T/g3.sql")"
 check_roles "$C2" "grants: "
-gw_start gw2 "$C2" || { done_testing; exit 1; }
-lighttpd_start web2 "unix:$T/gw2.sock" || { done_testing; exit 1; }
-K=$(new_key)
-http a2 POST "$(url web2 /pay)" -H "Idempotency-Key: $K" --data-binary x
-http b2 POST "$(url web2 /pay)" -H "Idempotency-Key: $K" --data-binary x
-expect_eq "grants: the gateway as gw2 on idem_two: created, then reused" "created reused" "$(hdr a2 Idempotency-Result) $(hdr b2 Idempotency-Result)"
+serves 2 "$C2" "grants: the gateway as gw2 on idem_two"
 sed "s|$T/my2.cnf|$T/no-such.cnf|" "$C2" >"$T/three.conf"
 "$IDEMCTL" -c "$T/three.conf" grants >"$T/g5.sql" 2>"$T/g5.err"
 expect_eq "grants: an option file it cannot read is said, exit 2" "2 1 0" "$? $(wc -l <"$T/g5.err" | tr -d ' ') $(wc -c <"$T/g5.sql" | tr -d ' ')"
