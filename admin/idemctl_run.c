@@ -313,8 +313,8 @@ struct run_io {
 	struct run_kids	 kids;
 };
 
-static void keeper_check(struct keeper *k, struct run_kids *rk);
-static void run_reap(struct run_kids *rk, pid_t keeper, pid_t command);
+static void keeper_check(struct keeper *k);
+static void run_reap(struct run_kids *rk, const struct keeper *k);
 static int64_t run_tick(void *arg);
 
 static void
@@ -472,7 +472,8 @@ run_tick(void *arg)
 		    "be renewed): interrupt it instead");
 	}
 	now = clock_now_ms();
-	keeper_check(t->k, &t->kids);
+	keeper_check(t->k);
+	run_reap(&t->kids, t->k);
 	if (now >= t->next_renew) {
 		if ((next = lease_tick(&t->l)) < 0) {
 			/* Once: the lease is lost for good. */
@@ -656,15 +657,12 @@ keeper_watch(pid_t pid, void *arg)
 }
 
 /* The keeper died (killed on its own): a new one takes its place, so
- * COMMAND still cannot outlive us.  Also reaps the orphans that ended
- * meanwhile (run_reap). */
+ * COMMAND still cannot outlive us. */
 static void
-keeper_check(struct keeper *k, struct run_kids *rk)
+keeper_check(struct keeper *k)
 {
-	if (k == NULL)
-		return;
-	run_reap(rk, k->pid, (pid_t)k->pg);
-	if (k->pid <= 0 || waitpid(k->pid, NULL, WNOHANG) != k->pid)
+	if (k == NULL || k->pid <= 0 || waitpid(k->pid, NULL, WNOHANG) !=
+	    k->pid)
 		return;
 	if (k->fd >= 0)
 		close(k->fd);
@@ -714,21 +712,23 @@ run_kid_ours(const struct run_kids *rk, pid_t keeper, pid_t pid)
 	return 0;
 }
 
-/* While COMMAND runs: the orphans it left us that have ended are reaped
- * (a long consumer's detached helpers would pile up as zombies). */
+/* While COMMAND runs (k its keeper, k->pg COMMAND): the orphans it left
+ * us that have ended are reaped (a long consumer's detached helpers
+ * would pile up as zombies). */
 static void
-run_reap(struct run_kids *rk, pid_t keeper, pid_t command)
+run_reap(struct run_kids *rk, const struct keeper *k)
 {
 	pid_t	 pids[SWEEP_BATCH];
 	ssize_t	 n, i;
 	int64_t	 now = clock_now_ms();
 
-	if (now < rk->next_reap)
+	if (k == NULL || now < rk->next_reap)
 		return;
 	rk->next_reap = now + REAP_EVERY_MS;
 	n = proc_children(pids, SWEEP_BATCH);
 	for (i = 0; i < n; i++)
-		if (pids[i] != command && !run_kid_ours(rk, keeper, pids[i]))
+		if (pids[i] != (pid_t)k->pg &&
+		    !run_kid_ours(rk, k->pid, pids[i]))
 			(void)waitpid(pids[i], NULL, WNOHANG);
 }
 
