@@ -89,6 +89,42 @@ run_part() {
 	tally "$name" "$log" "$rc" "$scan" "$secs"
 }
 
+# Integration parts run IDEM_TEST_JOBS at a time (default 2): each has its
+# own scratch dir, database, free ports and, when it stops MariaDB, its
+# own server, and most of their time is waits. Unit binaries share one
+# database and run one at a time.
+JOBS=${IDEM_TEST_JOBS:-2}
+case $JOBS in '' | *[!0-9]* | 0) echo "IDEM_TEST_JOBS must be a positive number" >&2; exit 2 ;; esac
+declare -A POOL_NAME=() POOL_SCAN=() POOL_T0=() POOL_LOG=()
+
+pool_reap() { # pool_reap: wait for one running part, log and tally it
+	local pid rc secs name
+	wait -n -p pid "${!POOL_NAME[@]}"
+	rc=$?
+	[ -n "${pid:-}" ] || return 1
+	name=${POOL_NAME[$pid]}
+	secs=$(($(date +%s) - POOL_T0[$pid]))
+	echo "$secs $name" >>"$LOGS/times"
+	tally "$name" "${POOL_LOG[$pid]}" "$rc" "${POOL_SCAN[$pid]}" "$secs"
+	unset "POOL_NAME[$pid]" "POOL_SCAN[$pid]" "POOL_T0[$pid]" "POOL_LOG[$pid]"
+}
+
+# pool_part NAME TIMEOUT SCAN cmd...: as run_part, started in the
+# background once fewer than $JOBS parts run
+pool_part() {
+	local name=$1 limit=$2 scan=$3 log
+	shift 3
+	while [ ${#POOL_NAME[@]} -ge "$JOBS" ]; do pool_reap || break; done
+	log="$LOGS/$(echo "$name" | tr '/ ' '__').log"
+	timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null &
+	POOL_NAME[$!]=$name
+	POOL_SCAN[$!]=$scan
+	POOL_T0[$!]=$(date +%s)
+	POOL_LOG[$!]=$log
+}
+
+pool_drain() { while [ ${#POOL_NAME[@]} -gt 0 ]; do pool_reap || break; done; }
+
 # ------------------------------------------------------------ servers
 
 TESTROOT=$(mktemp -d /tmp/idemtest.XXXXXX)
@@ -104,6 +140,8 @@ cleanup() {
 		kids=$(pgrep -P "$BG_BUILD")
 		kill "$BG_BUILD" $kids 2>/dev/null
 	fi
+	# parts still running (timeout passes the signal on)
+	[ ${#POOL_NAME[@]} -gt 0 ] && kill "${!POOL_NAME[@]}" 2>/dev/null && sleep 1
 	mariadb_cleanup >/dev/null 2>&1
 	rm -rf "$TESTROOT"
 }
@@ -115,7 +153,7 @@ trap 'exit 130' INT TERM
 # ------------------------------------------------------------ parts
 
 unit_and_it() { # unit_and_it BUILD SCAN
-	local b=$1 scan=$2 t n
+	local b=$1 scan=$2 t n started=
 	for t in "$b"/tests/test_*; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
 		n=$(basename "$t")
@@ -124,15 +162,20 @@ unit_and_it() { # unit_and_it BUILD SCAN
 		[ -n "${IDEM_TEST_MYCNF:-}" ] && mariadb_newdb unit >>"$LOGS/mariadb.log" 2>&1
 		run_part "$b:$n" 120 "$scan" env IDEM_BUILD="$b" "$t"
 	done
-	for t in tests/it/t_*.sh tests/tui/t_*.sh; do
+	# the longest first, so that the last to start are short
+	for t in tests/it/t_galera.sh tests/it/t_fault_chaos.sh tests/it/t_php_fpm.sh \
+		tests/it/t_*.sh tests/tui/t_*.sh; do
 		[ -f "$t" ] || continue
 		n=$(basename "$t" .sh)
 		selected "$n" || continue
+		case " $started " in *" $t "*) continue ;; esac
+		started+=" $t"
 		# t_deb builds its own package from the sources: the same
 		# test whichever build is being checked
 		[ "$scan" = 1 ] && [ "$n" = t_deb ] && continue
-		run_part "$b:$n" 300 "$scan" env IDEM_BUILD="$b" bash "$t"
+		pool_part "$b:$n" 300 "$scan" env IDEM_BUILD="$b" bash "$t"
 	done
+	pool_drain
 }
 
 START=$(date +%s)

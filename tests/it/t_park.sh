@@ -144,14 +144,20 @@ done
 wait_until 3 parked_at_least web 8 || true
 http f1 POST "$(url web /fast)" -H "Idempotency-Key: $(new_key)" --data-binary 'f'
 expect_eq "past wait: an unrelated key meanwhile" 201 "$HS"
-wait_until 5 test -f "$T/s8.end" || true
-dt=$(($(cat "$T/s8.end" 2>/dev/null || now_ms) - t0))
+# All 8 answers, not just the last sent: the gateway may answer them in
+# any order.
+ended8() { local i; for i in 1 2 3 4 5 6 7 8; do [ -f "$T/s$i.end" ] || return 1; done; }
+wait_until 5 ended8 || true
+dt=$(($(cat "$T"/s[1-8].end 2>/dev/null | sort -n | tail -1 || now_ms) - t0))
 n409=0
 for i in 1 2 3 4 5 6 7 8; do
 	[ "$(st s$i)" = 409 ] && grep -q 'key-in-progress' "$T/s$i.b" &&
 		[ -n "$(hdr s$i Retry-After)" ] && n409=$((n409 + 1))
 done
-expect_eq "past wait: 8 waiters 409 key-in-progress + Retry-After" 8 "$n409"
+if [ "$n409" = 8 ]; then ok "past wait: 8 waiters 409 key-in-progress + Retry-After"; else
+	not_ok "past wait: 8 waiters 409 key-in-progress + Retry-After" \
+		"$n409 of 8; statuses: $(for i in 1 2 3 4 5 6 7 8; do printf '%s ' "$(st s$i)/$(hdr s$i Retry-After)"; done)"
+fi
 if [ "$dt" -ge 800 ] && [ "$dt" -lt 2500 ]; then ok "past wait: answered at about wait = 1s"; else
 	not_ok "past wait: answered at about wait = 1s" "${dt} ms"; fi
 expect_eq "past wait: waiters column back to 0" 0 "$(waiters_col "$K")"
