@@ -345,6 +345,16 @@ ctl_parse_scope(const char *s, unsigned char out[FP_LEN])
 			kind[7 + i] = (char)tolower(ch);
 		}
 		kind[7 + n] = '\0';
+		/* by meaning, as the gateway reads it */
+		if (strcmp(kind, "header:authorization") == 0) {
+			char	*v = fp_auth_norm(colon + 1);
+
+			if (v == NULL)
+				return -1;
+			fp_scope(kind, v, out);
+			free(v);
+			return 0;
+		}
 		fp_scope(kind, colon + 1, out);
 		return 0;
 	}

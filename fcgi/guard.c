@@ -386,35 +386,6 @@ guard_key_for_log(const char *key, size_t keylen, char *out, size_t outlen)
 	snprintf(out, outlen, "%.*s...(%zu bytes)", (int)shown, key, keylen);
 }
 
-/*
- * An Authorization value by meaning (RFC 9110 section 11.1): the scheme
- * is case-insensitive and the space after it may repeat, so "Bearer abc",
- * "bearer abc" and "Bearer  abc" are one client.  The credentials are
- * left as they are.  Returns a new string (free()), or NULL.
- */
-char *
-guard_auth_norm(const char *v)
-{
-	size_t	 n = strlen(v), s, c;
-	char	*out;
-
-	if ((out = malloc(n + 1)) == NULL)
-		return NULL;
-	for (s = 0; s < n && v[s] != ' ' && v[s] != '\t'; s++)
-		out[s] = (char)tolower((unsigned char)v[s]);
-	for (c = s; c < n && (v[c] == ' ' || v[c] == '\t'); c++)
-		;
-	if (c == n) {
-		/* No scheme, or no credentials: the value is all there is
-		 * (a bare API key), case and all. */
-		memcpy(out, v, n + 1);
-		return out;
-	}
-	out[s] = ' ';
-	memcpy(out + s + 1, v + c, n - c + 1);
-	return out;
-}
-
 /* 1 if header name is in r's params more than once. */
 static int
 guard_twice(const struct request *r, const char *name)
@@ -477,7 +448,7 @@ guard_scope(const struct request *r, char *kind, size_t kindlen,
 		    sizeof(pname)) == IDEM_OK)
 			v = request_param(r->envp, pname);
 		if (v != NULL && strcasecmp(rt->scope_header,
-		    "authorization") == 0 && (*owned = guard_auth_norm(v)) !=
+		    "authorization") == 0 && (*owned = fp_auth_norm(v)) !=
 		    NULL)
 			v = *owned;
 		break;

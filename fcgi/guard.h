@@ -45,11 +45,6 @@ enum idem_err guard_header_param(const char *name, char *out,
 enum idem_err guard_fingerprint(const struct request *r,
     unsigned char fp[FP_LEN]);
 
-/* An Authorization value by meaning: the scheme lower-cased and the
- * white space after it one space; the credentials as they are.  A new
- * string (free()), or NULL when out of memory. */
-char *guard_auth_norm(const char *v);
-
 /*
  * Log form of a key: never the whole key (a key is as good as a secret to
  * whoever could replay it), only its first quarter (8 bytes at most, the

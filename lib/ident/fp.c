@@ -1,4 +1,5 @@
 /* Idempotency keys, request fingerprints and scope hashes (OpenSSL SHA-256). */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -318,4 +319,33 @@ fp_lockhash(const char lockname[FP_LOCKNAME_LEN])
 		h = h << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
 	}
 	return h | 1;
+}
+
+/*
+ * An Authorization value by meaning (RFC 9110 section 11.1): the scheme
+ * is case-insensitive and the space after it may repeat, so "Bearer abc",
+ * "bearer abc" and "Bearer  abc" are one client.  The credentials are
+ * left as they are.  Returns a new string (free()), or NULL.
+ */
+char *
+fp_auth_norm(const char *v)
+{
+	size_t	 n = strlen(v), s, c;
+	char	*out;
+
+	if ((out = malloc(n + 1)) == NULL)
+		return NULL;
+	for (s = 0; s < n && v[s] != ' ' && v[s] != '\t'; s++)
+		out[s] = (char)tolower((unsigned char)v[s]);
+	for (c = s; c < n && (v[c] == ' ' || v[c] == '\t'); c++)
+		;
+	if (c == n) {
+		/* No scheme, or no credentials: the value is all there is
+		 * (a bare API key), case and all. */
+		memcpy(out, v, n + 1);
+		return out;
+	}
+	out[s] = ' ';
+	memcpy(out + s + 1, v + c, n - c + 1);
+	return out;
 }

@@ -52,6 +52,12 @@ void fp_request(const struct fp_req *q, unsigned char fp[FP_LEN]);
  */
 void fp_scope(const char *kind, const char *value, unsigned char out[FP_LEN]);
 
+/* An Authorization value by meaning (for fp_scope of
+ * "header:authorization"): the scheme lower-cased and the
+ * white space after it one space; the credentials as they are.  A new
+ * string (free()), or NULL when out of memory. */
+char *fp_auth_norm(const char *v);
+
 /* Writes 2 * n lower-case hex digits and a NUL to out. */
 void fp_hex(const unsigned char *p, size_t n, char *out);
 

@@ -82,6 +82,14 @@ expect_eq "authorization: two spaces replay" reused "$(hdr a3 Idempotency-Result
 expect_eq "authorization: one run" 1 $(($(runs pay) - n0))
 http a4 POST "$(url web /auth)" -H "Idempotency-Key: $K" -H 'Authorization: Bearer TOK-123' --data-binary 'x=1'
 expect_eq "authorization: the credentials are not folded" created "$(hdr a4 Idempotency-Result)"
+# idemctl finds the key under any spelling the gateway takes as this
+# client, and not under other credentials.
+for sp in 'Bearer tok-123' 'BEARER  tok-123' 'bearer tok-123'; do
+	"$IDEM_BUILD/idemctl" -c "$T/gw.conf" show "$K" --scope "header:Authorization:$sp" >"$T/show.out" 2>&1
+	expect_eq "idemctl show --scope 'header:Authorization:$sp'" 0 "$?"
+done
+"$IDEM_BUILD/idemctl" -c "$T/gw.conf" show "$K" --scope "header:Authorization:Bearer tok-999" >"$T/show.out" 2>&1
+expect_eq "idemctl show under other credentials: no such key" 7 "$?"
 # The quota (5 new keys a minute) counts one client once, however spelled:
 # a1 and a4 were two clients; four more new keys of this one fit, the
 # fifth does not.

@@ -92,18 +92,18 @@ test_guard_helpers(void)
 		size_t	 i;
 
 		for (i = 0; i < 4; i++) {
-			n = guard_auth_norm(same[i]);
+			n = fp_auth_norm(same[i]);
 			CHECK(n != NULL && strcmp(n, "bearer abc") == 0);
 			free(n);
 		}
-		n = guard_auth_norm("Bearer ABC");
+		n = fp_auth_norm("Bearer ABC");
 		CHECK(n != NULL && strcmp(n, "bearer ABC") == 0);
 		free(n);
-		n = guard_auth_norm("Basic dXNlcjpw YQ==");
+		n = fp_auth_norm("Basic dXNlcjpw YQ==");
 		CHECK(n != NULL && strcmp(n, "basic dXNlcjpw YQ==") == 0);
 		free(n);
 		/* A bare key has no scheme: its case is its meaning. */
-		n = guard_auth_norm("AbC123");
+		n = fp_auth_norm("AbC123");
 		CHECK(n != NULL && strcmp(n, "AbC123") == 0);
 		free(n);
 	}

@@ -116,6 +116,14 @@ main(void)
 	CHECK(ctl_parse_scope("header:X-Api-Key:Se:cret", a) == 0);
 	fp_scope("header:x-api-key", "Se:cret", b);
 	CHECK(memcmp(a, b, FP_LEN) == 0);
+	/* Authorization by meaning, as the gateway reads it */
+	fp_scope("header:authorization", "bearer tok", b);
+	CHECK(ctl_parse_scope("header:Authorization:Bearer  tok", a) == 0 &&
+	    memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("header:authorization:BEARER tok", a) == 0 &&
+	    memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("header:Authorization:Bearer TOK", a) == 0 &&
+	    memcmp(a, b, FP_LEN) != 0);
 	CHECK(ctl_parse_scope("header::v", a) == -1);
 	CHECK(ctl_parse_scope("header:novalue", a) == -1);
 	CHECK(ctl_parse_scope("bogus", a) == -1);
