@@ -180,7 +180,8 @@ ctl_forget_route(struct ctl *c, const struct forget_route_args *a,
 	struct forget_plan	 p;
 	int			 rc;
 
-	if ((rc = ctl_connect(c)) != CTL_OK)
+	if ((rc = ctl_connect(c)) != CTL_OK ||
+	    (rc = ctl_need_schema(c)) != CTL_OK)
 		return rc;
 	if (store_admin_route_count(c->st, &f, &p) != IDEM_OK) {
 		ctl_err("forget failed: %s", store_last_error(c->st));

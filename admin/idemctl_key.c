@@ -32,7 +32,7 @@ SCOPE_HELP
 "  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
 "\n"
 "Exit: 0 ok, 1 usage, 2 config (or --body of an answer the key file\n"
-"      cannot open), 3 database, 7 no such key.\n";
+"      cannot open), 3 database, 6 schema missing or old, 7 no such key.\n";
 
 const char ctl_forget_usage[] =
 "usage: idemctl [-c FILE] forget KEY [--scope S] [--force]\n"
@@ -62,7 +62,8 @@ SCOPE_HELP
 "  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
 "\n"
 "Exit: 0 forgotten (or nothing to forget), 1 usage or not confirmed,\n"
-"      2 config, 3 database, 7 no such key, 8 key in progress (no --force).\n";
+"      2 config, 3 database, 6 schema missing or old, 7 no such key,\n"
+"      8 key in progress (no --force).\n";
 
 struct key_args {
 	const char	*scope_arg;
@@ -251,7 +252,8 @@ ctl_show(struct ctl *c, int argc, char **argv)
 
 	if ((rc = key_opts(c, "show", ctl_show_usage, argc, argv, &a)) != 0)
 		return rc < 0 ? CTL_OK : rc;
-	if ((rc = ctl_connect(c)) != CTL_OK)
+	if ((rc = ctl_connect(c)) != CTL_OK ||
+	    (rc = ctl_need_schema(c)) != CTL_OK)
 		return rc;
 	if ((rc = show_scopes(c, &a, scopes, &ns)) != CTL_OK)
 		return rc;
@@ -309,6 +311,7 @@ ctl_forget(struct ctl *c, int argc, char **argv)
 	if (a.r.route != NULL)
 		return ctl_forget_route(c, &a.r, a.flag);
 	if ((rc = ctl_connect(c)) != CTL_OK ||
+	    (rc = ctl_need_schema(c)) != CTL_OK ||
 	    (rc = ctl_hkey(c, "forget")) != CTL_OK)
 		return rc;
 	ctl_scopes(c, a.scope, scopes, &ns);

@@ -42,7 +42,11 @@ const char ctl_metrics_usage[] =
 "they never go down.  Labels: host, route, kind (and state, le); never a\n"
 "key.\n"
 "\n"
-"Exit: 0 ok, 1 usage, 2 config, 3 database, 6 schema missing or old.\n";
+"With the database unreachable or its schema missing or old, it still\n"
+"writes idemgate_store_up 0 (and says why on stderr), so the collector\n"
+"does not keep serving the last good file.\n"
+"\n"
+"Exit: 0 ok (store_up 1 or 0), 1 usage, 2 config.\n";
 
 void
 ctlstats_sum(struct admin_stat *dst, const struct admin_stat *src)

@@ -148,6 +148,13 @@ has "no schema: says migrate" "$T/err" 'migrate'
 run -c "$CONF" check
 eq "no schema: check exits 6" 6 "$RC"
 has "no schema: check has a fail line" "$T/out" '^\[fail\] schema'
+for cmd in "show k1" "forget k1" "forget --route /x --yes"; do
+	# shellcheck disable=SC2086
+	run -c "$CONF" $cmd
+	eq "no schema: $cmd exits 6" 6 "$RC"
+	has "no schema: $cmd says migrate" "$T/err" 'migrate'
+	eq "no schema: $cmd, one line" 1 "$(lines "$T/err")"
+done
 
 # ---------------------------------------------------------------- migrate, check
 NMIG=$(find "$ROOT/sql" -name '[0-9]*.sql' | wc -l)
