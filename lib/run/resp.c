@@ -227,10 +227,14 @@ resp_listed(const char *name, size_t nlen, char *const *drop, size_t n)
 	return 0;
 }
 
-enum idem_err
-resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
-    struct buf *out)
+/* Appends to out the lines of in that are not hop-by-hop, not named in
+ * its Connection header, not Set-Cookie or Set-Cookie2 when cookies is
+ * set, and not among the ndrop names of drop. */
+static enum idem_err
+resp_hdrs_keep(const struct buf *in, int cookies, char *const *drop,
+    size_t ndrop, struct buf *out)
 {
+	static char *const	 cookie[] = { "Set-Cookie", "Set-Cookie2" };
 	const char	*n, *v;
 	size_t		 off = 0, nl, vl, start = out->len;
 	enum idem_err	 er;
@@ -238,6 +242,7 @@ resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
 	while (resp_hdr_next(in, &off, &n, &nl, &v, &vl)) {
 		if (nl == 0 || resp_hdr_dropped_on_replay(n, nl) ||
 		    resp_conn_listed(in, n, nl) ||
+		    (cookies && resp_listed(n, nl, cookie, 2)) ||
 		    resp_listed(n, nl, drop, ndrop))
 			continue;
 		if ((er = buf_add(out, n, nl)) != IDEM_OK ||
@@ -252,6 +257,15 @@ resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
 		}
 	}
 	return IDEM_OK;
+}
+
+enum idem_err
+resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
+    struct buf *out)
+{
+	/* One client's session is never another's, whatever the route
+	 * lists (SPEC 2: a replay drops Set-Cookie). */
+	return resp_hdrs_keep(in, 1, drop, ndrop, out);
 }
 
 enum idem_err
@@ -277,7 +291,7 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 	/* Then what only the handler's own connection meant: the lines a
 	 * replay repeats are the ones the first client gets. */
 	buf_init(&kept, hdrs->max);
-	if ((er = resp_hdrs_for_replay(hdrs, NULL, 0, &kept)) != IDEM_OK) {
+	if ((er = resp_hdrs_keep(hdrs, 0, NULL, 0, &kept)) != IDEM_OK) {
 		buf_free(&kept);
 		return er;
 	}

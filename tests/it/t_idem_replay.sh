@@ -3,6 +3,7 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 PAY=$(cgi_install pay)
+DX=$(cgi_install dropx)
 S5=$(cgi_install s5)
 SM=$(cgi_install small)
 SH=$(cgi_install short)
@@ -20,6 +21,10 @@ handler = cgi:$HOP
 
 [route /payments]
 handler = cgi:$PAY
+
+[route /dropx]
+handler = cgi:$DX
+store_headers_drop = X-Payment-Id
 
 [route /s5xx]
 handler = cgi:$S5
@@ -60,6 +65,16 @@ for i in 2 3; do
 	expect_eq "replay $i: ETag kept" "$(hdr a1 ETag)" "$(hdr a$i ETag)"
 	expect_eq "replay $i: Content-Type kept" "$(hdr a1 Content-Type)" "$(hdr a$i Content-Type)"
 done
+# A route's store_headers_drop adds to the cookies, never lets them be
+# replayed (SPEC 2).
+KX=$(new_key)
+http x1 POST "$(url web /dropx)" -H "Idempotency-Key: $KX" --data-binary 'x'
+http x2 POST "$(url web /dropx)" -H "Idempotency-Key: $KX" --data-binary 'x'
+expect_match "store_headers_drop route: Set-Cookie to the first client" '^session=' "$(hdr x1 Set-Cookie)"
+expect_match "store_headers_drop route: its header to the first client" . "$(hdr x1 X-Payment-Id)"
+expect_eq "store_headers_drop route: a replay" reused "$(hdr x2 Idempotency-Result)"
+expect_eq "store_headers_drop route: Set-Cookie not replayed" "" "$(hdr x2 Set-Cookie)"
+expect_eq "store_headers_drop route: its header not replayed" "" "$(hdr x2 X-Payment-Id)"
 expect_eq "replays: handler ran once" 1 "$(runs pay)"
 
 # Hop-by-hop lines from the handler: the first client gets what its
