@@ -41,9 +41,9 @@ static const struct {
 	    "retry later." },
 	[PROB_NOT_STORED] = { 410, "response-not-stored",
 	    "Response not stored",
-	    "The first request with this idempotency key was processed and "
-	    "its answer was delivered, but it was too large to keep for "
-	    "replay." },
+	    "The first request with this idempotency key was processed, but "
+	    "its answer could not be kept for replay (too large, or cut off "
+	    "before it ended); it is not run again." },
 	[PROB_BODY_TOO_LARGE] = { 413, "body-too-large",
 	    "Request body too large",
 	    "The request body is larger than this endpoint accepts." },

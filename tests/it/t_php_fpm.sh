@@ -172,6 +172,7 @@ http k1 POST "$(url web3 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --dat
 expect_match "killed run: the client gets a 5xx" '^5' "$HS"
 http k2 POST "$(url web3 '/pay.php?sleep=15000')" -H "Idempotency-Key: $K" --data-binary 'amount=10'
 is_problem "killed run: a retry" k2 410 response-not-stored
+expect_nomatch "killed run: the detail does not call the answer too large" 'too large to keep' "$(body k2)"
 expect_eq "killed run: one run" 1 $(($(fpm_runs) - n0))
 
 # --- run_limit (2 s) shorter than the pool's own limit (8 s): a run still
