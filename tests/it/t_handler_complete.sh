@@ -5,11 +5,18 @@
 #   recorded at once; what still runs is killed at the timeout;
 # - a handler that times out after part of its answer went out breaks the
 #   client's transfer and leaves a tombstone (never a second run);
-# - Status: 1xx is invalid output (502); stderr reaches the log bounded;
+# - Status: 1xx and a Content-Length the body does not fill are invalid
+#   output (502); stderr reaches the log bounded;
 #   keys never appear whole in the log.
 . "$(dirname "$0")/../lib/harness.sh"
 
 P=$(cgi_install pay)
+# Answers whose Content-Length cannot frame them: fewer bytes than
+# announced, and not a number.
+for v in short:10 nan:abc; do
+	printf '#!/bin/sh\necho $$ >>"$0.runs"\nprintf '"'"'Status: 201 Created\\r\\nContent-Type: text/plain\\r\\nContent-Length: %s\\r\\n\\r\\nabc'"'"'\n' "${v#*:}" >"$T/cl-${v%%:*}.sh"
+	cgi_install "cl-${v%%:*}" "$T/cl-${v%%:*}.sh" >/dev/null
+done
 db_new "$TNAME" || { done_testing; exit 1; }
 gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
 cat >>"$T/gw.conf" <<EOF
@@ -18,6 +25,12 @@ cat >>"$T/gw.conf" <<EOF
 handler = cgi:$P
 timeout = 2s
 max_response = 1M
+
+[route /cl-short]
+handler = cgi:$T/cgi/cl-short
+
+[route /cl-nan]
+handler = cgi:$T/cgi/cl-nan
 EOF
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 # Streamed, as the README advises: lighttpd's default buffers a whole
@@ -76,6 +89,21 @@ for s in 100 101; do
 	http i$s POST "$(url web "/pay?status=$s")" -H "Idempotency-Key: $(new_key)" --data-binary x
 	is_problem "Status: $s is invalid" i$s 502 bad-gateway
 done
+
+# A Content-Length the body does not fill, or that is not a number, is
+# invalid output: a 502 at once rather than a stored answer whose every
+# replay would hang; the key is released.
+for v in short nan; do
+	K=$(new_key)
+	t0=$(now_ms)
+	http l1 POST "$(url web "/cl-$v")" -H "Idempotency-Key: $K" --data-binary x
+	is_problem "Content-Length $v: invalid output" l1 502 bad-gateway
+	expect_lt "Content-Length $v: answered at once" "$(($(now_ms) - t0))" 1500
+	http l2 POST "$(url web "/cl-$v")" -H "Idempotency-Key: $K" --data-binary x
+	is_problem "Content-Length $v: a retry runs again" l2 502 bad-gateway
+	expect_eq "Content-Length $v: two runs (its own log)" 2 "$(runs "cl-$v")"
+done
+expect_match "Content-Length short: the log says why" 'after 3 of the 10 bytes' "$(cat "$T/gw.log")"
 
 # stderr: 5 MB in 100-byte lines stays a few log lines.
 lines0=$(wc -l <"$T/gw.log")
