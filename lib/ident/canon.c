@@ -118,6 +118,95 @@ put_field(struct buf *out, const void *p, size_t n)
 	    buf_add(out, n > 0 ? p : "", n) == IDEM_OK ? 0 : -1;
 }
 
+#define CANON_MAX_PARAMS	16	/* media type parameters */
+
+static int
+param_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The media type's parameters (RFC 9110 8.3.1) in ctype, but for the
+ * multipart boundary and a charset of utf-8 (what JSON is by definition,
+ * and what a form is read as without one): "name=value", the name and a
+ * charset's value lower-cased, a quoted value unquoted, sorted, each a
+ * field after a "params" one.  A body a parser decodes under another
+ * charset, or reads by another profile, is another request.  -1 when
+ * they do not parse, or are too many or too long.
+ */
+static int
+media_params(const char *ctype, struct buf *out)
+{
+	char		 store[1024], *list[CANON_MAX_PARAMS];
+	const char	*p = strchr(ctype, ';');
+	size_t		 used = 0, n = 0, i, nlen;
+	int		 charset;
+
+	while (p != NULL && *p != '\0') {
+		char	*q = store + used, *v;
+
+		if (*p++ != ';')
+			return -1;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			break;		/* a trailing ';' adds nothing */
+		for (nlen = 0; isalnum((unsigned char)p[nlen]) ||
+		    (p[nlen] != '\0' && strchr("!#$%&'*+-.^_`|~",
+		    p[nlen]) != NULL); nlen++)
+			;
+		if (nlen == 0 || p[nlen] != '=' || used + nlen + 2 >=
+		    sizeof(store))
+			return -1;
+		for (i = 0; i < nlen; i++)
+			q[i] = (char)tolower((unsigned char)p[i]);
+		q[nlen] = '=';
+		v = q + nlen + 1;
+		used += nlen + 1;
+		p += nlen + 1;
+		if (*p == '"') {
+			for (p++; *p != '"'; p++) {
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+				if (*p == '\0' || used + 2 >= sizeof(store))
+					return -1;
+				store[used++] = *p;
+			}
+			p++;
+		} else {
+			for (; *p != '\0' && *p != ';' && *p != ' ' &&
+			    *p != '\t'; p++) {
+				if (used + 2 >= sizeof(store))
+					return -1;
+				store[used++] = *p;
+			}
+		}
+		store[used++] = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		charset = strncmp(q, "charset=", 8) == 0;
+		if (charset)
+			for (i = 0; v[i] != '\0'; i++)
+				v[i] = (char)tolower((unsigned char)v[i]);
+		if ((charset && strcmp(v, "utf-8") == 0) ||
+		    strncmp(q, "boundary=", 9) == 0)
+			continue;
+		if (n == CANON_MAX_PARAMS)
+			return -1;
+		list[n++] = q;
+	}
+	if (n == 0)
+		return 0;
+	qsort(list, n, sizeof(list[0]), param_cmp);
+	if (put_field(out, "params", 6) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (put_field(out, list[i], strlen(list[i])) != 0)
+			return -1;
+	return 0;
+}
+
 /* ---- JSON, strictly (RFC 8259), written back canonically ----
  *
  * Not through a library's numbers: two bodies are one only when every
@@ -860,14 +949,17 @@ canon_body(const char *ctype, const void *body, size_t len,
 	case MEDIA_JSON:
 		ok = media_name(ctype, media, sizeof(media)) == 0 &&
 		    put_field(out, media, strlen(media)) == 0 &&
+		    media_params(ctype, out) == 0 &&
 		    canon_json(body, len, out);
 		break;
 	case MEDIA_FORM:
 		ok = put_field(out, "form", 4) == 0 &&
+		    media_params(ctype, out) == 0 &&
 		    canon_form(body, len, out);
 		break;
 	case MEDIA_MULTIPART:
 		ok = put_field(out, "multipart", 9) == 0 &&
+		    media_params(ctype, out) == 0 &&
 		    canon_multipart(body, len, b, blen, out);
 		break;
 	default:

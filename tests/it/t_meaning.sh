@@ -55,6 +55,21 @@ part='--XyZ\r\nContent-Disposition: form-data; name="amount"\r\n\r\n'
 pair "multipart, a part after the close delimiter" "$MP" \
 	"$(printf -- "${part}1\r\n--XyZ--\r\n")" \
 	"$(printf -- "${part}1\r\n--XyZ--\r\n${part}1000\r\n--XyZ--\r\n")"
+# The type's parameters: another charset or profile is another request;
+# charset=utf-8 is what JSON is anyway.
+ctpair() { # ctpair NAME CTYPE-A CTYPE-B BODY WANT
+	local K
+	K=$(new_key)
+	http c1 POST "$(url web /pay)" -H "Idempotency-Key: $K" -H "Content-Type: $2" --data-binary "$4"
+	http c2 POST "$(url web /pay)" -H "Idempotency-Key: $K" -H "Content-Type: $3" --data-binary "$4"
+	if [ "$5" = 422 ]; then is_problem "$1" c2 422 key-mismatch
+	else expect_eq "$1" reused "$(hdr c2 Idempotency-Result)"; fi
+}
+ctpair "json: charset=iso-8859-1 is another request" application/json 'application/json; charset=iso-8859-1' '{"amount":10}' 422
+ctpair "json: profile=v2 is another request" application/json 'application/json; profile=v2' '{"amount":10}' 422
+ctpair "json: charset=utf-8 is the same" application/json 'application/json; charset="UTF-8"' '{"amount":10}' reused
+ctpair "form: charset=iso-8859-1 is another request" $FORM "$FORM; charset=iso-8859-1" 'amount=10' 422
+
 # What canonical is for: the same meaning, re-encoded, still replays.
 K=$(new_key)
 n0=$(runs pay)

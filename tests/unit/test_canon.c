@@ -6,19 +6,19 @@
 #include "../lib/check.h"
 #include "canon.h"
 
-/* 1 if a and b (as ctype) have equal canonical forms; -1 if either does
- * not canonicalise. */
+/* 1 if body a as type ta and body b as type tb have equal canonical
+ * forms; -1 if either does not canonicalise. */
 static int
-same(const char *ctype, const char *a, const char *b)
+canon_eq(const char *ta, const char *a, const char *tb, const char *b)
 {
 	struct buf	 x, y;
-	const char	*ca = ctype, *cb = ctype;
+	const char	*ca = ta, *cb = tb;
 	int		 r;
 
 	buf_init(&x, CANON_MAX(strlen(a)));
 	buf_init(&y, CANON_MAX(strlen(b)));
-	if (!canon_body(ctype, a, strlen(a), &x, &ca) ||
-	    !canon_body(ctype, b, strlen(b), &y, &cb))
+	if (!canon_body(ta, a, strlen(a), &x, &ca) ||
+	    !canon_body(tb, b, strlen(b), &y, &cb))
 		r = -1;
 	else
 		r = x.len == y.len && memcmp(x.p, y.p, x.len) == 0 &&
@@ -26,6 +26,59 @@ same(const char *ctype, const char *a, const char *b)
 	buf_free(&x);
 	buf_free(&y);
 	return r;
+}
+
+/* a and b as ctype */
+static int
+same(const char *ctype, const char *a, const char *b)
+{
+	return canon_eq(ctype, a, ctype, b);
+}
+
+/* body as type a and as type b */
+static int
+same_type(const char *a, const char *b, const char *body)
+{
+	return canon_eq(a, body, b, body);
+}
+
+static int parses(const char *ctype, const char *a, size_t n);
+
+/* A media type's parameters: a charset of utf-8 is what JSON is and a
+ * form is read as without one; any other charset or parameter is
+ * another request (a parser decodes or refuses it otherwise). */
+static void
+test_params(void)
+{
+	const char	*js = "application/json", *f =
+	    "application/x-www-form-urlencoded", *mp =
+	    "multipart/form-data; boundary=XYZ", *part =
+	    "--XYZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n"
+	    "1\r\n--XYZ--\r\n";
+
+	CHECK(same_type(js, "application/json; charset=utf-8", "{}") == 1);
+	CHECK(same_type(js, "application/json;charset=\"UTF-8\"", "{}") == 1);
+	CHECK(same_type(js, "application/json; CHARSET=Utf-8;", "{}") == 1);
+	CHECK(same_type(js, "application/json; charset=iso-8859-1", "{}") == 0);
+	CHECK(same_type(js, "application/json; charset=utf-16", "{}") == 0);
+	CHECK(same_type(js, "application/json; profile=v2", "{}") == 0);
+	CHECK(same_type("application/json; a=1; b=2",
+	    "application/json; b=2;a=\"1\"", "{}") == 1);
+	CHECK(same_type("application/json; a=1", "application/json; a=2",
+	    "{}") == 0);
+	CHECK(same_type(f, "application/x-www-form-urlencoded; charset=utf-8",
+	    "a=1") == 1);
+	CHECK(same_type(f, "application/x-www-form-urlencoded; "
+	    "charset=iso-8859-1", "a=1") == 0);
+	CHECK(same_type(mp, "multipart/form-data; boundary=XYZ; charset=utf-8",
+	    part) == 1);
+	CHECK(same_type(mp, "multipart/form-data; boundary=XYZ; charset=latin1",
+	    part) == 0);
+	/* parameters that do not parse: the exact bytes are kept */
+	CHECK(!parses("application/json; charset", "{}", 2));
+	CHECK(!parses("application/json; charset=\"utf-8", "{}", 2));
+	CHECK(!parses("application/json; =x", "{}", 2));
+	CHECK(!parses("application/json; a=1 b", "{}", 2));
 }
 
 static int
@@ -347,5 +400,6 @@ main(void)
 	test_form();
 	test_multipart();
 	test_php_reads();
+	test_params();
 	return CHECK_DONE();
 }
