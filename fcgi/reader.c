@@ -559,12 +559,21 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 			continue;
 		}
 		reader_forget(rd, j);
-		if (er != IDEM_OK || used != (size_t)k) {
-			/* Bytes past a whole request: nobody pipelines
-			 * FastCGI, so it is not a web server talking. */
+		if (er != IDEM_OK) {
 			log_warn("invalid FastCGI input; connection closed");
 			job_close(j);
 			return;
+		}
+		if (used != (size_t)k) {
+			/* Bytes past a whole request (another request's
+			 * BEGIN: multiplexing we said we do not do) cost
+			 * that whole request nothing: it is answered, and
+			 * the connection then closes, unread. */
+			if (!j->fc.body_over)
+				log_warn("FastCGI records past a whole "
+				    "request; the connection closes after "
+				    "its answer");
+			j->fc.keep_conn = 0;
 		}
 		if (!reader_quick(rd, j, now))
 			reader_ready(rd, j);

@@ -125,4 +125,35 @@ for i in 1 2 3 4 5 6; do
 done
 expect_eq "crafted records: service answers" 201 "$HS"
 expect_match "crafted records: logged" 'invalid FastCGI' "$(cat "$T/gw.log")"
+
+# A whole protected request, then another request's BEGIN in the same
+# write (multiplexing, which FCGI_MPXS_CONNS = 0 refused): the whole one
+# is answered and runs once; the connection then closes.
+n0=$(runs pay)
+python3 - "$T/gw.sock" "$(new_key)" >"$T/mpx.out" 2>&1 <<'PY'
+import socket, struct, sys
+path, key = sys.argv[1], sys.argv[2].encode()
+def rec(t, rid, c): return struct.pack(">BBHHBB", 1, t, rid, len(c), 0, 0) + c
+def pair(n, v): return bytes([len(n), len(v)]) + n + v
+p = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
+     pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", b"1") +
+     pair(b"HTTP_IDEMPOTENCY_KEY", key))
+out = (rec(1, 1, struct.pack(">HB5x", 1, 1)) + rec(4, 1, p) + rec(4, 1, b"") +
+       rec(5, 1, b"x") + rec(5, 1, b"") + rec(1, 2, struct.pack(">HB5x", 1, 1)))
+s = socket.socket(socket.AF_UNIX); s.connect(path); s.settimeout(10)
+got = b""
+s.sendall(out)
+try:
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        got += b
+except OSError as e:
+    print("error", e)
+print("answered" if b"Idempotency-Result: created" in got else "not answered: %r" % got[:200])
+print("closed")
+PY
+expect_match "another BEGIN after a whole request: it is answered" '^answered' "$(cat "$T/mpx.out")"
+expect_match "another BEGIN after a whole request: the connection closes" '^closed' "$(cat "$T/mpx.out")"
+expect_eq "another BEGIN after a whole request: one run" $((n0 + 1)) "$(runs pay)"
 done_testing
