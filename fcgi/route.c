@@ -125,23 +125,27 @@ route_docroot(struct request *r, char *out)
 }
 
 /*
- * If the route's own path, under root, is the file f or a directory
- * holding it, returns the rest of f's path below it ("" or "/x.cgi");
- * else NULL.
+ * If the route's own path, under root, is the file f (by its path, or a
+ * hard link to it: the same inode) or a directory holding it, returns
+ * the rest of f's path below it ("" or "/x.cgi"); else NULL.
  */
 static const char *
 route_names_file(const char *root, const struct route *rt, const char *f)
 {
 	char		 cand[PATH_MAX], real[PATH_MAX];
+	struct stat	 a, b;
 	size_t		 l;
 
 	if (snprintf(cand, sizeof(cand), "%s%s", root, rt->prefix) >=
 	    (int)sizeof(cand) || realpath(cand, real) == NULL)
 		return NULL;
 	l = strlen(real);
-	if (strncmp(real, f, l) != 0 || (f[l] != '\0' && f[l] != '/'))
-		return NULL;
-	return f + l;
+	if (strncmp(real, f, l) == 0 && (f[l] == '\0' || f[l] == '/'))
+		return f + l;
+	if (stat(real, &a) == 0 && S_ISREG(a.st_mode) && stat(f, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return f + strlen(f);
+	return NULL;
 }
 
 /*

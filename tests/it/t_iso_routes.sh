@@ -1,7 +1,8 @@
 #!/bin/bash
 # One path, one route: every spelling a web server resolves to a protected
-# script or route (//x, %70, ./, a symlink to the script) is protected,
-# through lighttpd, nginx and Apache, for script and cgi: routes.
+# script or route (//x, %70, ./, a symlink or a hard link to the script)
+# is protected, through lighttpd, nginx and Apache, for script and cgi:
+# routes.
 . "$(dirname "$0")/../lib/harness.sh"
 
 W="$T/www"
@@ -10,6 +11,7 @@ cp "$ITBIN/payments" "$W/cgi-bin/pay.cgi"
 cp "$ITBIN/payments" "$W/cgi-bin/other.cgi"
 chmod 0755 "$W/cgi-bin/pay.cgi" "$W/cgi-bin/other.cgi"
 ln -s pay.cgi "$W/cgi-bin/pay-link.cgi"
+ln "$W/cgi-bin/pay.cgi" "$W/cgi-bin/pay-hard.cgi"
 chmod 0755 "$T" "$W" "$W/cgi-bin"
 P=$(cgi_install pay)
 
@@ -35,7 +37,8 @@ idempotency = off
 EOF
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 
-script_runs() { if [ -f "$W/cgi-bin/pay.cgi.runs" ]; then wc -l <"$W/cgi-bin/pay.cgi.runs" | tr -d ' '; else echo 0; fi; }
+# (a hard link runs under its own name, so logs under it)
+script_runs() { cat "$W"/cgi-bin/pay.cgi.runs "$W"/cgi-bin/pay-hard.cgi.runs 2>/dev/null | wc -l | tr -d ' '; }
 
 # spellings WEB LABEL RUNS-FN PATH...: each spelling without a key is 400;
 # one key over all spellings runs the handler once and replays.
@@ -60,7 +63,7 @@ spellings() {
 	expect_eq "$L: one run over $# spellings" 1 $(($($runsfn) - before))
 }
 
-S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi)
+S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi /cgi-bin/pay-hard.cgi)
 C=(/api/pay //api/pay /api//pay /api/%70ay /api/./pay /x/../api/pay /%61pi/pay)
 
 lighttpd_start web "unix:$T/gw.sock" "$W" && {
@@ -79,7 +82,7 @@ nginx_start ngx "unix:$T/gw.sock" && {
 ws_stop ngx
 
 apache_start ap "unix:$T/gw.sock" files && {
-	spellings ap "apache script" script_runs /cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /cgi-bin/pay-link.cgi
+	spellings ap "apache script" script_runs /cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /cgi-bin/pay-link.cgi /cgi-bin/pay-hard.cgi
 }
 ws_stop ap
 apache_start ap2 "unix:$T/gw.sock" && {
