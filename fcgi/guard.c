@@ -300,7 +300,7 @@ guard_overdue(void *arg)
 		return;
 	}
 	reply_problem(r->out, PROB_HANDLER_TIMEOUT,
-	    lease_retry_after(o->left_ms), 0, NULL);
+	    lease_retry_after(o->left_ms, r->route->wait_ms), 0, NULL);
 	reply_finish(r->out);
 }
 
@@ -902,7 +902,8 @@ guard_busy(struct once *o, void *arg)
 	log_info("%s: key %s still in progress after %lld ms", g->r->tag,
 	    g->lkey, (long long)o->waited_ms);
 	reply_problem(g->r->out, PROB_KEY_IN_PROGRESS,
-	    lease_retry_after(o->c.lease_left_ms), 0, NULL);
+	    lease_retry_after(o->c.lease_left_ms, g->r->route->wait_ms), 0,
+	    NULL);
 }
 
 static const struct once_ops guard_ops = {

@@ -25,9 +25,16 @@ lease_tick_ms(int64_t lease_ms)
 }
 
 int
-lease_retry_after(int64_t lease_left_ms)
+lease_retry_after(int64_t left_ms, int64_t wait_ms)
 {
-	int64_t	 s = (lease_left_ms + 999) / 1000;
+	int64_t	 s;
+
+	/* A retry waits up to wait for the run's end (and is woken by it):
+	 * sooner than the lease's end is the better hint, and a retry told
+	 * to come back past the key's ttl would be a new key. */
+	if (wait_ms < left_ms)
+		left_ms = wait_ms;
+	s = (left_ms + 999) / 1000;
 
 	if (s < 1)
 		s = 1;

@@ -60,8 +60,8 @@ int64_t lease_tick(void *lease);
 /* Period of lease renewals: lease / 3, at least 100 ms. */
 int64_t lease_tick_ms(int64_t lease_ms);
 
-/* Retry-After seconds for a key in progress: the lease left rounded up,
- * at least 1, at most a day. */
-int lease_retry_after(int64_t lease_left_ms);
+/* Retry-After seconds for a key in progress: the lease (or run) left, or
+ * the route's wait if shorter, rounded up; at least 1, at most a day. */
+int lease_retry_after(int64_t left_ms, int64_t wait_ms);
 
 #endif

@@ -110,11 +110,16 @@ test_guard_helpers(void)
 	CHECK(problem_status(PROB_AMBIGUOUS_HEADER) == 400);
 	CHECK(strcmp(problem_slug(PROB_AMBIGUOUS_HEADER), "ambiguous-header") ==
 	    0);
-	CHECK(lease_retry_after(0) == 1);
-	CHECK(lease_retry_after(-5) == 1);
-	CHECK(lease_retry_after(1000) == 1);
-	CHECK(lease_retry_after(1001) == 2);
-	CHECK(lease_retry_after(59500) == 60);
+	CHECK(lease_retry_after(0, 10000) == 1);
+	CHECK(lease_retry_after(-5, 10000) == 1);
+	CHECK(lease_retry_after(1000, 10000) == 1);
+	CHECK(lease_retry_after(1001, 10000) == 2);
+	CHECK(lease_retry_after(59500, 60000) == 60);
+	/* the route's wait when shorter: a retry waits that long itself */
+	CHECK(lease_retry_after(59500, 10000) == 10);
+	CHECK(lease_retry_after(59500, 0) == 1);
+	/* an unbounded run never says come back after the key's ttl */
+	CHECK(lease_retry_after(INT64_MAX / 2, 10000) == 10);
 	CHECK(lease_tick_ms(60000) == 20000);
 	CHECK(lease_tick_ms(30) == 100);
 	CHECK(cfg_lease_margin_ms(60000) == 5000);
