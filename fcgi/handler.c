@@ -129,12 +129,11 @@ sink_feed(void *arg, const void *p, size_t n)
 		    "block is not valid");
 	s->have_head = 1;
 	s->clen = sink_clen(&s->ans);
-	/* A kept answer is replayed as it is: a Content-Length no client
-	 * can frame it by would hang every replay. */
-	if (s->buffered && s->clen < 0 &&
-	    resp_hdr_get(&s->ans.hdrs, "Content-Length", &used) != NULL)
-		return sink_fail(s, IDEM_EHANDLER, "the handler's "
-		    "Content-Length is not a number");
+	/* A kept answer is replayed as it is: a Content-Length that is not
+	 * one number ("3, 3", say) goes, and the web server frames the
+	 * body, rather than a client failing on it at every replay. */
+	if (s->buffered && s->clen < 0)
+		resp_hdr_remove(&s->ans.hdrs, "Content-Length");
 	if (s->buffered) {
 		if (resp_drop_idem_hdrs(&s->ans.hdrs) != IDEM_OK)
 			return sink_fail(s, IDEM_ENOMEM, "out of memory");
@@ -366,13 +365,14 @@ handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 		er = IDEM_EHANDLER;
 	}
 	/* Fewer bytes than announced: the web server would wait for the
-	 * rest, and so would every replay's client. */
+	 * rest, and so would every replay's client.  The run did happen
+	 * (its work too, maybe): broken off, never run again. */
 	if (er == IDEM_OK && s->buffered && !s->oversized && s->clen >= 0 &&
 	    s->got < (uint64_t)s->clen) {
 		log_err("%s: handler ended its body after %llu of the %lld "
 		    "bytes its Content-Length announced", r->tag,
 		    (unsigned long long)s->got, (long long)s->clen);
-		er = IDEM_EHANDLER;
+		er = IDEM_EBROKEN;
 	}
 	return er;
 }

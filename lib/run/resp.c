@@ -268,19 +268,16 @@ resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
 	return resp_hdrs_keep(in, 1, drop, ndrop, out);
 }
 
-enum idem_err
-resp_drop_idem_hdrs(struct buf *hdrs)
+/* Drops the lines of hdrs named one of the n names, in place. */
+static void
+resp_hdrs_strip(struct buf *hdrs, char *const *names, size_t n)
 {
-	const char	*n, *v;
+	const char	*nm, *v;
 	size_t		 off = 0, start, nl, vl, w = 0;
-	struct buf	 kept;
-	enum idem_err	 er;
 
-	for (start = 0; resp_hdr_next(hdrs, &off, &n, &nl, &v, &vl);
+	for (start = 0; resp_hdr_next(hdrs, &off, &nm, &nl, &v, &vl);
 	    start = off) {
-		if (resp_name_eq(n, nl, "Idempotent-Replayed") ||
-		    resp_name_eq(n, nl, "Idempotency-Result") ||
-		    resp_name_eq(n, nl, "Idempotency-Expires"))
+		if (resp_listed(nm, nl, names, n))
 			continue;
 		memmove(hdrs->p + w, hdrs->p + start, off - start);
 		w += off - start;
@@ -288,6 +285,26 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 	hdrs->len = w;
 	if (hdrs->p != NULL)
 		hdrs->p[w] = '\0';
+}
+
+void
+resp_hdr_remove(struct buf *hdrs, const char *name)
+{
+	char	*names[1];
+
+	names[0] = (char *)name;
+	resp_hdrs_strip(hdrs, names, 1);
+}
+
+enum idem_err
+resp_drop_idem_hdrs(struct buf *hdrs)
+{
+	static char *const	 ours[] = { "Idempotent-Replayed",
+		"Idempotency-Result", "Idempotency-Expires" };
+	struct buf		 kept;
+	enum idem_err		 er;
+
+	resp_hdrs_strip(hdrs, ours, 3);
 	/* Then what only the handler's own connection meant: the lines a
 	 * replay repeats are the ones the first client gets. */
 	buf_init(&kept, hdrs->max);

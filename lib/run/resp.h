@@ -36,9 +36,9 @@ int resp_hdr_dropped_on_replay(const char *name, size_t len);
 /*
  * Appends the lines of in that a replay may repeat, and so the store may
  * keep, to out: not hop-by-hop (see above), not named in a Connection
- * header, not Set-Cookie or Set-Cookie2, not among the ndrop names of
- * drop (a route's store_headers_drop, case-insensitive; drop may be NULL
- * when ndrop is 0).  in is a protected answer's, so resp_drop_idem_hdrs already ran on
+ * header, not Set-Cookie or Set-Cookie2, not among the ndrop names
+ * of drop (a route's store_headers_drop, case-insensitive; drop may be
+ * NULL when ndrop is 0).  in is a protected answer's, so resp_drop_idem_hdrs already ran on
  * it.  On failure out is unchanged.
  */
 enum idem_err resp_hdrs_for_replay(const struct buf *in,
@@ -55,6 +55,9 @@ enum idem_err resp_hdrs_for_replay(const struct buf *in,
  * hop-by-hop lines in.
  */
 enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
+
+/* Drops every line of hdrs named name (case-insensitive), in place. */
+void resp_hdr_remove(struct buf *hdrs, const char *name);
 
 /* Finds header name in hdrs (case-insensitive); returns a pointer to the
  * value (not NUL-terminated at line end) and its length in *vlen, or NULL. */
