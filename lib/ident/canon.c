@@ -13,6 +13,8 @@
  * a reorder changes which ones they drop. */
 #define CANON_MAX_PAIRS		1000
 #define CANON_MAX_PARTS		1000	/* multipart parts */
+#define CANON_MAX_PARAMS	16	/* media type parameters */
+#define CANON_PARAM_BYTES	1024	/* their names and values, at most */
 
 enum media { MEDIA_OTHER, MEDIA_JSON, MEDIA_FORM, MEDIA_MULTIPART };
 
@@ -118,33 +120,43 @@ put_field(struct buf *out, const void *p, size_t n)
 	    buf_add(out, n > 0 ? p : "", n) == IDEM_OK ? 0 : -1;
 }
 
-#define CANON_MAX_PARAMS	16	/* media type parameters */
-
 static int
 param_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* 1 if parameters a and b ("name=value") have one name. */
+static int
+param_same_name(const char *a, const char *b)
+{
+	size_t	 n = strcspn(a, "=");
+
+	return strncmp(a, b, n + 1) == 0;
+}
+
 /*
- * The media type's parameters (RFC 9110 8.3.1) in ctype, but for the
- * multipart boundary and a charset of utf-8 (what JSON is by definition,
- * and what a form is read as without one): "name=value", the name and a
- * charset's value lower-cased, a quoted value unquoted, sorted, each a
- * field after a "params" one.  A body a parser decodes under another
- * charset, or reads by another profile, is another request.  -1 when
- * they do not parse, or are too many or too long.
+ * Appends the canonical form's first field: tag (the media type it was
+ * read as) and the type's parameters (RFC 9110 8.3.1) in ctype, but for
+ * the multipart boundary and a charset of utf-8 (what JSON is by
+ * definition, and what a form is read as without one), each
+ * length-prefixed after the tag as "name=value", the name and a
+ * charset's value lower-cased, a quoted value unquoted, sorted.  One
+ * field, so no body can spell it.  A body a parser decodes under another
+ * charset, or reads by another profile, is another request.  -1 when the
+ * parameters do not parse, name one twice, or are too many or too long.
  */
 static int
-media_params(const char *ctype, struct buf *out)
+media_tag(const char *tag, const char *ctype, struct buf *out)
 {
-	char		 store[1024], *list[CANON_MAX_PARAMS];
+	char		 store[CANON_PARAM_BYTES], *list[CANON_MAX_PARAMS];
 	const char	*p = strchr(ctype, ';');
 	size_t		 used = 0, n = 0, i, nlen;
-	int		 charset;
+	struct buf	 t;
+	int		 rc = -1;
 
 	while (p != NULL && *p != '\0') {
-		char	*q = store + used, *v;
+		char	*q = store + used;
 
 		if (*p++ != ';')
 			return -1;
@@ -157,12 +169,11 @@ media_params(const char *ctype, struct buf *out)
 		    p[nlen]) != NULL); nlen++)
 			;
 		if (nlen == 0 || p[nlen] != '=' || used + nlen + 2 >=
-		    sizeof(store))
+		    sizeof(store) || n == CANON_MAX_PARAMS)
 			return -1;
 		for (i = 0; i < nlen; i++)
 			q[i] = (char)tolower((unsigned char)p[i]);
 		q[nlen] = '=';
-		v = q + nlen + 1;
 		used += nlen + 1;
 		p += nlen + 1;
 		if (*p == '"') {
@@ -185,26 +196,30 @@ media_params(const char *ctype, struct buf *out)
 		store[used++] = '\0';
 		while (*p == ' ' || *p == '\t')
 			p++;
-		charset = strncmp(q, "charset=", 8) == 0;
-		if (charset)
-			for (i = 0; v[i] != '\0'; i++)
-				v[i] = (char)tolower((unsigned char)v[i]);
-		if ((charset && strcmp(v, "utf-8") == 0) ||
-		    strncmp(q, "boundary=", 9) == 0)
-			continue;
-		if (n == CANON_MAX_PARAMS)
-			return -1;
+		if (strncmp(q, "charset=", 8) == 0)
+			for (i = 8; q[i] != '\0'; i++)
+				q[i] = (char)tolower((unsigned char)q[i]);
 		list[n++] = q;
 	}
-	if (n == 0)
-		return 0;
 	qsort(list, n, sizeof(list[0]), param_cmp);
-	if (put_field(out, "params", 6) != 0)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (put_field(out, list[i], strlen(list[i])) != 0)
+	/* "charset=a; charset=b": which one a parser takes is its own. */
+	for (i = 1; i < n; i++)
+		if (param_same_name(list[i - 1], list[i]))
 			return -1;
-	return 0;
+	buf_init(&t, CANON_PARAM_BYTES * 2 + 256);
+	if (buf_add(&t, tag, strlen(tag)) != IDEM_OK)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (strcmp(list[i], "charset=utf-8") == 0 ||
+		    strncmp(list[i], "boundary=", 9) == 0)
+			continue;
+		if (put_field(&t, list[i], strlen(list[i])) != 0)
+			goto out;
+	}
+	rc = put_field(out, t.p, t.len);
+out:
+	buf_free(&t);
+	return rc;
 }
 
 /* ---- JSON, strictly (RFC 8259), written back canonically ----
@@ -948,18 +963,15 @@ canon_body(const char *ctype, const void *body, size_t len,
 	switch (media_of(ctype, &b, &blen)) {
 	case MEDIA_JSON:
 		ok = media_name(ctype, media, sizeof(media)) == 0 &&
-		    put_field(out, media, strlen(media)) == 0 &&
-		    media_params(ctype, out) == 0 &&
+		    media_tag(media, ctype, out) == 0 &&
 		    canon_json(body, len, out);
 		break;
 	case MEDIA_FORM:
-		ok = put_field(out, "form", 4) == 0 &&
-		    media_params(ctype, out) == 0 &&
+		ok = media_tag("form", ctype, out) == 0 &&
 		    canon_form(body, len, out);
 		break;
 	case MEDIA_MULTIPART:
-		ok = put_field(out, "multipart", 9) == 0 &&
-		    media_params(ctype, out) == 0 &&
+		ok = media_tag("multipart", ctype, out) == 0 &&
 		    canon_multipart(body, len, b, blen, out);
 		break;
 	default:

@@ -74,6 +74,40 @@ test_params(void)
 	    part) == 1);
 	CHECK(same_type(mp, "multipart/form-data; boundary=XYZ; charset=latin1",
 	    part) == 0);
+	/* the parameters are in the type's own field: no body spells them */
+	CHECK(canon_eq("application/x-www-form-urlencoded; charset=iso-8859-1",
+	    "z=1", f, "params=charset%3Diso-8859-1&z=1") == 0);
+	CHECK(canon_eq("application/x-www-form-urlencoded; a=1; b=2", "z=1",
+	    f, "params=2&a%3D1=b%3D2&z=1") == 0);
+	CHECK(canon_eq("application/x-www-form-urlencoded; a=1", "z=1",
+	    f, "form=a%3D1&z=1") == 0);
+	/* a name twice: which one a parser takes is its own */
+	CHECK(!parses("application/json; charset=utf-8; charset=iso-8859-1",
+	    "{}", 2));
+	CHECK(!parses("application/json; charset=iso-8859-1; CHARSET=utf-8",
+	    "{}", 2));
+	CHECK(!parses("application/json; a=1; a=1", "{}", 2));
+	CHECK(parses("application/json; a=1; ab=1", "{}", 2));
+	/* at most 16 parameters, 1024 bytes of them */
+	{
+		char	 ct[2048];
+		size_t	 i, o;
+
+		o = (size_t)snprintf(ct, sizeof(ct), "application/json");
+		for (i = 0; i < 16; i++)
+			o += (size_t)snprintf(ct + o, sizeof(ct) - o,
+			    "; p%zu=v", i);
+		CHECK(parses(ct, "{}", 2));
+		snprintf(ct + o, sizeof(ct) - o, "; p16=v");
+		CHECK(!parses(ct, "{}", 2));
+		/* "a=" + value + NUL within 1024 bytes of names and values */
+		memset(ct, 0, sizeof(ct));
+		o = (size_t)snprintf(ct, sizeof(ct), "application/json; a=");
+		memset(ct + o, 'v', 1020);
+		CHECK(parses(ct, "{}", 2));	/* 2 + 1020 + NUL = 1023 */
+		ct[o + 1020] = 'v';
+		CHECK(!parses(ct, "{}", 2));	/* 1024: no room */
+	}
 	/* parameters that do not parse: the exact bytes are kept */
 	CHECK(!parses("application/json; charset", "{}", 2));
 	CHECK(!parses("application/json; charset=\"utf-8", "{}", 2));
