@@ -78,8 +78,20 @@ struct reader {
 static void
 job_close(struct job *j)
 {
+	char	 junk[4096];
+	int	 i;
+
 	if (j == NULL)
 		return;
+	/* Input left unread makes close() reset a TCP connection, which
+	 * throws away the answer still in the send queue: say we are done,
+	 * then read what came (a bounded, non-blocking look). */
+	if (j->fd >= 0 && j->linger) {
+		(void)shutdown(j->fd, SHUT_WR);
+		for (i = 0; i < 256 && recv(j->fd, junk, sizeof(junk),
+		    MSG_DONTWAIT) > 0; i++)
+			;
+	}
 	if (j->fd >= 0)
 		close(j->fd);
 	buf_free(&j->fc.params);
@@ -574,6 +586,7 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 				    "request; the connection closes after "
 				    "its answer");
 			j->fc.keep_conn = 0;
+			j->linger = 1;
 		}
 		if (!reader_quick(rd, j, now))
 			reader_ready(rd, j);

@@ -36,6 +36,8 @@ struct job {
 					 * these last bytes of fc.reply
 					 * sent: a thread writes them */
 	struct park	 park;		/* a waiter parked (fcgi/park.h) */
+	int		 linger;	/* unread input may follow: drain
+					 * it before closing */
 	struct job	*next;
 };
 

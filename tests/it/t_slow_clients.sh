@@ -128,32 +128,59 @@ expect_match "crafted records: logged" 'invalid FastCGI' "$(cat "$T/gw.log")"
 
 # A whole protected request, then another request's BEGIN in the same
 # write (multiplexing, which FCGI_MPXS_CONNS = 0 refused): the whole one
-# is answered and runs once; the connection then closes.
-n0=$(runs pay)
-python3 - "$T/gw.sock" "$(new_key)" >"$T/mpx.out" 2>&1 <<'PY'
-import socket, struct, sys
-path, key = sys.argv[1], sys.argv[2].encode()
+# is answered and runs once; the connection then closes. Over TCP, with
+# more records than one read takes and a web server slow to read a 3 MB
+# answer, the close must not reset the connection under that answer.
+mpx() { # mpx ADDR KEY BYTES TRAILING-BYTES READ-DELAY
+	python3 - "$@" <<'PY'
+import socket, struct, sys, time
+addr, key, nbytes, extra, delay = sys.argv[1], sys.argv[2].encode(), sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 def rec(t, rid, c): return struct.pack(">BBHHBB", 1, t, rid, len(c), 0, 0) + c
 def pair(n, v): return bytes([len(n), len(v)]) + n + v
 p = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
      pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", b"1") +
+     pair(b"QUERY_STRING", b"bytes=" + nbytes.encode()) +
      pair(b"HTTP_IDEMPOTENCY_KEY", key))
 out = (rec(1, 1, struct.pack(">HB5x", 1, 1)) + rec(4, 1, p) + rec(4, 1, b"") +
        rec(5, 1, b"x") + rec(5, 1, b"") + rec(1, 2, struct.pack(">HB5x", 1, 1)))
-s = socket.socket(socket.AF_UNIX); s.connect(path); s.settimeout(10)
-got = b""
+while extra > 0:
+    out += rec(4, 2, b"y" * min(extra, 60000)); extra -= 60000
+if addr.startswith("tcp:"):
+    h, port = addr[4:].rsplit(":", 1)
+    s = socket.create_connection((h, int(port)))
+else:
+    s = socket.socket(socket.AF_UNIX); s.connect(addr)
+s.settimeout(10)
 s.sendall(out)
+time.sleep(delay)
+got, end = b"", "open"
 try:
     while True:
         b = s.recv(65536)
-        if not b: break
+        if not b:
+            end = "closed"; break
         got += b
 except OSError as e:
-    print("error", e)
+    end = "error %s" % e
 print("answered" if b"Idempotency-Result: created" in got else "not answered: %r" % got[:200])
-print("closed")
+print("stdout bytes %d" % (len(got)))
+print(end)
 PY
+}
+n0=$(runs pay)
+mpx "$T/gw.sock" "$(new_key)" 10 0 0 >"$T/mpx.out" 2>&1
 expect_match "another BEGIN after a whole request: it is answered" '^answered' "$(cat "$T/mpx.out")"
 expect_match "another BEGIN after a whole request: the connection closes" '^closed' "$(cat "$T/mpx.out")"
 expect_eq "another BEGIN after a whole request: one run" $((n0 + 1)) "$(runs pay)"
+TP=$(free_port)
+sed "s|^listen = .*|listen = tcp:127.0.0.1:$TP|" "$T/gw.conf" >"$T/gwt.conf"
+if gw_start gwt "$T/gwt.conf"; then
+	mpx "tcp:127.0.0.1:$TP" "$(new_key)" 3000000 300000 1.5 >"$T/mpxt.out" 2>&1
+	expect_match "over TCP, records left unread: answered" '^answered' "$(cat "$T/mpxt.out")"
+	expect_match "over TCP, records left unread: closed, not reset" '^closed' "$(cat "$T/mpxt.out")"
+	# 3 MB of body in STDOUT records (8 bytes of head and up to 7 of
+	# padding per record) and the head
+	got=$(sed -n 's/^stdout bytes //p' "$T/mpxt.out")
+	expect_lt "over TCP, records left unread: the whole answer came ($got bytes)" 3000000 "${got:-0}"
+fi
 done_testing
