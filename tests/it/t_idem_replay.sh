@@ -75,6 +75,13 @@ expect_match "store_headers_drop route: its header to the first client" . "$(hdr
 expect_eq "store_headers_drop route: a replay" reused "$(hdr x2 Idempotency-Result)"
 expect_eq "store_headers_drop route: Set-Cookie not replayed" "" "$(hdr x2 Set-Cookie)"
 expect_eq "store_headers_drop route: its header not replayed" "" "$(hdr x2 X-Payment-Id)"
+# A row stored by an older build, cookie and all: the replay drops it.
+db_query "$TNAME" "UPDATE idem_keys SET resp_headers = CONCAT(resp_headers, 'Set-Cookie: old=1\r\n') WHERE resp_headers LIKE '%X-Payment-Id%' OR resp_headers LIKE '%Location%'"
+http x3 POST "$(url web /dropx)" -H "Idempotency-Key: $KX" --data-binary 'x'
+expect_eq "a stored cookie: a replay" reused "$(hdr x3 Idempotency-Result)"
+expect_eq "a stored cookie: not replayed" "" "$(hdr x3 Set-Cookie)"
+http x4 POST "$(url web /dropx)" -H "Idempotency-Key: $KX" --data-binary 'x'
+expect_eq "a stored cookie: nor from the replay cache" "" "$(hdr x4 Set-Cookie)"
 expect_eq "replays: handler ran once" 1 "$(runs pay)"
 
 # Hop-by-hop lines from the handler: the first client gets what its
