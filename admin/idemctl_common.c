@@ -352,7 +352,7 @@ ctl_parse_scope(const char *s, unsigned char out[FP_LEN])
 			if (v == NULL)
 				return -1;
 			fp_scope(kind, v, out);
-			free(v);
+			fp_auth_free(v);
 			return 0;
 		}
 		fp_scope(kind, colon + 1, out);

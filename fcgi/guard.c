@@ -425,8 +425,8 @@ guard_ambiguous(const struct request *r, const char **raw)
 
 /* The scope: its kind ("none", "remote_user", "header:name" in lower
  * case) in kind and its value, or NULL when the request has none.  An
- * Authorization value is read by meaning (guard_auth_norm; *owned is
- * then the string to free). */
+ * Authorization value is read by meaning (fp_auth_norm; *owned is
+ * then the string to fp_auth_free). */
 static const char *
 guard_scope(const struct request *r, char *kind, size_t kindlen,
     char **owned)
@@ -592,7 +592,7 @@ guard_identity(struct guarded *g, const char **dup)
 		return IDENT_BAD_KEY;
 	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
 	if ((sval = guard_scope(r, kind, sizeof(kind), &owned)) == NULL) {
-		free(owned);
+		fp_auth_free(owned);
 		return IDENT_NO_SCOPE;
 	}
 	if (rt->keys_per_route) {
@@ -601,7 +601,7 @@ guard_identity(struct guarded *g, const char **dup)
 		snprintf(kind + n, sizeof(kind) - n, " route:%s", rt->prefix);
 	}
 	fp_scope(kind, sval, g->id.scope);
-	free(owned);
+	fp_auth_free(owned);
 	g->id.key = g->key;
 	g->id.keylen = keylen;
 	g->id.route = rt->prefix;

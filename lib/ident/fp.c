@@ -330,8 +330,13 @@ fp_lockhash(const char lockname[FP_LOCKNAME_LEN])
 char *
 fp_auth_norm(const char *v)
 {
-	size_t	 n = strlen(v), s, c;
+	size_t	 n, s, c;
 	char	*out;
+
+	/* A web server hands the value over trimmed; idemctl's may not be. */
+	while (*v == ' ' || *v == '\t')
+		v++;
+	n = strlen(v);
 
 	if ((out = malloc(n + 1)) == NULL)
 		return NULL;
@@ -348,4 +353,13 @@ fp_auth_norm(const char *v)
 	out[s] = ' ';
 	memcpy(out + s + 1, v + c, n - c + 1);
 	return out;
+}
+
+void
+fp_auth_free(char *v)
+{
+	if (v == NULL)
+		return;
+	OPENSSL_cleanse(v, strlen(v));
+	free(v);
 }

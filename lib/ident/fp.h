@@ -58,6 +58,9 @@ void fp_scope(const char *kind, const char *value, unsigned char out[FP_LEN]);
  * string (free()), or NULL when out of memory. */
 char *fp_auth_norm(const char *v);
 
+/* Wipes and frees what fp_auth_norm returned (credentials).  NULL: no-op. */
+void fp_auth_free(char *v);
+
 /* Writes 2 * n lower-case hex digits and a NUL to out. */
 void fp_hex(const unsigned char *p, size_t n, char *out);
 

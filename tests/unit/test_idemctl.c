@@ -122,6 +122,8 @@ main(void)
 	    memcmp(a, b, FP_LEN) == 0);
 	CHECK(ctl_parse_scope("header:authorization:BEARER tok", a) == 0 &&
 	    memcmp(a, b, FP_LEN) == 0);
+	CHECK(ctl_parse_scope("header:Authorization: Bearer tok", a) == 0 &&
+	    memcmp(a, b, FP_LEN) == 0);
 	CHECK(ctl_parse_scope("header:Authorization:Bearer TOK", a) == 0 &&
 	    memcmp(a, b, FP_LEN) != 0);
 	CHECK(ctl_parse_scope("header::v", a) == -1);
