@@ -94,8 +94,9 @@ run_part() {
 # own server, and most of their time is waits. Unit binaries share one
 # database and run one at a time.
 JOBS=${IDEM_TEST_JOBS:-2}
-case $JOBS in '' | *[!0-9]* | 0) echo "IDEM_TEST_JOBS must be a positive number" >&2; exit 2 ;; esac
-declare -A POOL_NAME=() POOL_SCAN=() POOL_T0=() POOL_LOG=()
+case $JOBS in [1-9] | 1[0-6]) ;; *) echo "IDEM_TEST_JOBS must be 1 to 16" >&2; exit 2 ;; esac
+export IDEM_TEST_JOBS=$JOBS
+declare -A POOL_NAME=() POOL_SCAN=() POOL_T0=() POOL_LOG=() POOL_LANE=()
 
 pool_reap() { # pool_reap: wait for one running part, log and tally it
 	local pid rc secs name
@@ -106,17 +107,23 @@ pool_reap() { # pool_reap: wait for one running part, log and tally it
 	secs=$(($(date +%s) - POOL_T0[$pid]))
 	echo "$secs $name" >>"$LOGS/times"
 	tally "$name" "${POOL_LOG[$pid]}" "$rc" "${POOL_SCAN[$pid]}" "$secs"
-	unset "POOL_NAME[$pid]" "POOL_SCAN[$pid]" "POOL_T0[$pid]" "POOL_LOG[$pid]"
+	unset "POOL_NAME[$pid]" "POOL_SCAN[$pid]" "POOL_T0[$pid]" "POOL_LOG[$pid]" \
+		"POOL_LANE[$pid]"
 }
 
 # pool_part NAME TIMEOUT SCAN cmd...: as run_part, started in the
 # background once fewer than $JOBS parts run
 pool_part() {
-	local name=$1 limit=$2 scan=$3 log
+	local name=$1 limit=$2 scan=$3 log lane
 	shift 3
 	while [ ${#POOL_NAME[@]} -ge "$JOBS" ]; do pool_reap || break; done
 	log="$LOGS/$(echo "$name" | tr '/ ' '__').log"
-	timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null &
+	# a lane no running part has: its own range of free ports
+	# (tests/lib/harness.sh free_port), so two parts never race for one
+	lane=0
+	while [[ " ${POOL_LANE[*]} " == *" $lane "* ]]; do lane=$((lane + 1)); done
+	IDEM_TEST_LANE=$lane timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null &
+	POOL_LANE[$!]=$lane
 	POOL_NAME[$!]=$name
 	POOL_SCAN[$!]=$scan
 	POOL_T0[$!]=$(date +%s)

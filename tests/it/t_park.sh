@@ -148,7 +148,8 @@ expect_eq "past wait: an unrelated key meanwhile" 201 "$HS"
 # any order.
 ended8() { local i; for i in 1 2 3 4 5 6 7 8; do [ -f "$T/s$i.end" ] || return 1; done; }
 wait_until 5 ended8 || true
-dt=$(($(cat "$T"/s[1-8].end 2>/dev/null | sort -n | tail -1 || now_ms) - t0))
+last=$(cat "$T"/s[1-8].end 2>/dev/null | sort -n | tail -1)
+dt=$((${last:-$(now_ms)} - t0))
 n409=0
 for i in 1 2 3 4 5 6 7 8; do
 	[ "$(st s$i)" = 409 ] && grep -q 'key-in-progress' "$T/s$i.b" &&

@@ -113,11 +113,20 @@ wait_until() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 free_port() {
-	local i p
+	local i p span=20000 base=10000 lane=${IDEM_TEST_LANE:-}
+	# tests/run.sh runs parts side by side: each lane its own range
+	if [ -n "$lane" ]; then
+		span=$((20000 / ${IDEM_TEST_JOBS:-2}))
+		base=$((10000 + lane * span))
+	fi
 	for i in $(seq 1 50); do
 		# below the ephemeral range, where client sockets take ports
-		p=$((10000 + RANDOM % 20000))
+		p=$((base + RANDOM % span))
+		# never one this test was given already (a port given but not
+		# yet bound, as Galera's IST port, is not open)
+		grep -qx "$p" "$T/.ports" 2>/dev/null && continue
 		if ! port_open "$p"; then
+			echo "$p" >>"$T/.ports"
 			echo "$p"
 			return 0
 		fi
