@@ -262,10 +262,18 @@ enum idem_err store_hold_take(struct store_hold *h, struct store *st,
 void store_hold_keep(struct store_hold *h);
 void store_hold_drop(struct store_hold *h);
 
-/* The one forget rule's condition (store_admin.c): a row in progress and
- * not expired goes only with force, its one placeholder (0 or 1). */
+/* An in-progress row whose run is over: its owner's lease lapsed and its
+ * run deadline passed (its ttl says nothing of that: a lease renewal does
+ * not move it).  Only then may it go without --force. */
+#define ADMIN_RUN_OVER \
+	"(lease_until < NOW(6) AND (run_deadline < NOW(6) OR " \
+	"run_deadline IS NULL))"
+
+/* The one forget rule's condition (store_admin.c): a row in progress
+ * whose run may not be over goes only with force, its one placeholder
+ * (0 or 1). */
 #define FORGET_UNLESS_LIVE \
-	" AND (? = 1 OR state <> 0 OR expires_at < NOW(6))"
+	" AND (? = 1 OR state <> 0 OR " ADMIN_RUN_OVER ")"
 
 /* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
  * before @idem_cut to idem_counters_total, per host and route, every

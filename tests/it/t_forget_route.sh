@@ -153,7 +153,7 @@ expect_eq "kept keys ran nothing" $((n + 2)) "$(runs pay)"
 # ---------------------------------------------------------------- rule
 # An in-progress key is kept, as forget KEY keeps it, unless --force.
 S1=$(new_key)-slow
-http_bg slow POST "$(url web "/pay.php?sleep=3000")" -H "Idempotency-Key: $S1" --data-binary 'amount=7'
+http_bg slow POST "$(url web "/pay.php?sleep=5000")" -H "Idempotency-Key: $S1" --data-binary 'amount=7'
 slow_claimed() { [ "$(rows "idem_key = '$S1' AND state = 0")" = 1 ]; }
 check "a slow request holds its key in progress" wait_until 5 slow_claimed
 ctl forget --route /pay.php --dry-run
@@ -164,6 +164,14 @@ ctl forget --route /pay.php --yes
 expect_eq "route-wide forget: exit 0" 0 "$RC"
 expect_eq "route-wide forget: only the in-progress key left" "1/$S1" \
 	"$(rows "route = '/pay.php'")/$(sq "SELECT idem_key FROM idem_keys WHERE route = '/pay.php'")"
+# Its ttl passed while it runs (a lease renewal does not move it): its
+# run is not over, so it stays, by key and by route.
+sq "UPDATE idem_keys SET expires_at = NOW(6) - INTERVAL 1 SECOND WHERE idem_key = '$S1'"
+ctl forget "$S1"
+expect_eq "in progress past its ttl: forget KEY refuses (8)" 8 "$RC"
+ctl forget --route /pay.php --dry-run
+expect_match "in progress past its ttl: kept by route too" '; 1 in progress kept' "$(cat "$T/out")"
+expect_eq "in progress past its ttl: still there" 1 "$(rows "idem_key = '$S1' AND state = 0")"
 bg_wait
 expect_eq "in-progress key finished and recorded" 1 "$(rows "idem_key = '$S1' AND state = 1")"
 
