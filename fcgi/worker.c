@@ -29,7 +29,7 @@
 /* While the store fails, say so (and what to do) this often. */
 #define STORE_SAY_MS	60000
 
-/* On stop, how long pending outcomes are still retried. */
+/* On stop, how long pending outcomes are still retried at least. */
 #define WORKER_DRAIN_RECORD_MS	10000
 
 struct worker;
@@ -443,6 +443,20 @@ worker_wait_stop(void)
 	}
 }
 
+/* How long a stopping worker retries outcomes it could not write: the
+ * longest ttl of its routes, at least WORKER_DRAIN_RECORD_MS. */
+static int64_t
+worker_drain_ms(const struct cfg *cfg)
+{
+	int64_t	 ms = WORKER_DRAIN_RECORD_MS;
+	size_t	 i;
+
+	for (i = 0; i < cfg->nroutes; i++)
+		if (cfg->routes[i].ttl_ms > ms)
+			ms = cfg->routes[i].ttl_ms;
+	return ms;
+}
+
 /* Stops the keeper and the flusher (a last flush) and frees the rest. */
 static void
 worker_end(struct worker *w)
@@ -459,9 +473,11 @@ worker_end(struct worker *w)
 	}
 	free(w->threads);
 	reader_free(w->reader);
-	/* Outcomes still unwritten keep their keys in progress: give the
-	 * store a while to come back before they are given up. */
-	recorder_free(w->rec, WORKER_DRAIN_RECORD_MS);
+	/* Outcomes still unwritten keep their keys in progress, and one
+	 * given up lets its key run again: they are retried as long as a
+	 * key may live (the longest ttl).  A reload leaves this worker be
+	 * meanwhile; a stop kills it at the supervisor's deadline. */
+	recorder_free(w->rec, worker_drain_ms(w->cfg));
 	linger_free(w->linger);
 	rcache_free(w->rc);
 	stats_free(w->stats);

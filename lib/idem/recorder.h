@@ -24,7 +24,7 @@
 struct recorder;
 
 #define RECORDER_RETRY_MS	100
-#define RECORDER_RETRY_MAX_MS	1000
+#define RECORDER_RETRY_MAX_MS	250
 
 enum rec_op {
 	REC_COMPLETE,	/* store_complete: the answer to replay */

@@ -94,4 +94,23 @@ expect_eq "restart: retry replays" reused "$(hdr c2 Idempotency-Result)"
 expect_file_eq "restart: the same answer" "$T/c1.b" "$T/c2.b"
 expect_eq "restart: one run" 1 $(($(runs pay) - before))
 expect_eq "restart: never two at once" 0 "$(overlaps)"
+
+# 6. A reload during an outage: the old worker keeps the answer it could
+# not write past its drain (it used to give up after 10 s, and the key
+# ran again), and writes it when the store is back.
+K=$(new_key)
+before=$(runs pay)
+http_bg h1 POST "$(url web '/pay?sleep=1000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=6'
+sleep 0.5
+mariadb_stop
+bg_wait
+expect_eq "reload in an outage: the owner answered" created "$(hdr h1 Idempotency-Result)"
+kill -HUP "${GW_PID[gw]}"
+sleep 11
+mariadb_start || not_ok "MariaDB restarts"
+sleep 1.5
+http h2 POST "$(url web '/pay?sleep=1000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=6'
+expect_eq "reload in an outage: a retry replays" reused "$(hdr h2 Idempotency-Result)"
+expect_file_eq "reload in an outage: the same answer" "$T/h1.b" "$T/h2.b"
+expect_eq "reload in an outage: one run" 1 $(($(runs pay) - before))
 done_testing
