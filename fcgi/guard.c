@@ -284,6 +284,15 @@ struct overdue {
 	int64_t		 left_ms;	/* to the run's end, at most */
 };
 
+/* The most a key in progress's Retry-After says: the route's wait (a
+ * retry waits that long itself, woken by the run's end), or with wait = 0
+ * (retries answered at once) a lease, so they do not poll every second. */
+static int64_t
+guard_retry_cap(const struct route *rt)
+{
+	return rt->wait_ms > 0 ? rt->wait_ms : rt->lease_ms;
+}
+
 static void
 guard_overdue(void *arg)
 {
@@ -300,7 +309,8 @@ guard_overdue(void *arg)
 		return;
 	}
 	reply_problem(r->out, PROB_HANDLER_TIMEOUT,
-	    lease_retry_after(o->left_ms, r->route->wait_ms), 0, NULL);
+	    lease_retry_after(o->left_ms, guard_retry_cap(r->route)), 0,
+	    NULL);
 	reply_finish(r->out);
 }
 
@@ -906,8 +916,8 @@ guard_busy(struct once *o, void *arg)
 	log_info("%s: key %s still in progress after %lld ms", g->r->tag,
 	    g->lkey, (long long)o->waited_ms);
 	reply_problem(g->r->out, PROB_KEY_IN_PROGRESS,
-	    lease_retry_after(o->c.lease_left_ms, g->r->route->wait_ms), 0,
-	    NULL);
+	    lease_retry_after(o->c.lease_left_ms,
+	    guard_retry_cap(g->r->route)), 0, NULL);
 }
 
 static const struct once_ops guard_ops = {

@@ -13,6 +13,11 @@ wait = 10s
 handler = cgi:$SW
 wait = 1s
 
+[route /no-wait]
+handler = cgi:$SW
+wait = 0s
+lease = 20s
+
 [route /lease]
 handler = cgi:$LE
 lease = 1s
@@ -57,6 +62,18 @@ expect_eq "past wait: owner finished 201" 201 "$(st x1)"
 http x3 POST "$(url web /short-wait?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'x'
 expect_eq "past wait: later retry replays" reused "$(hdr x3 Idempotency-Result)"
 expect_eq "past wait: handler ran once" 1 "$(runs sw)"
+
+# wait = 0: 409 at once, and Retry-After the lease left (not 1 s: a
+# client would poll every second).
+K=$(new_key)
+http_bg n1 POST "$(url web /no-wait?sleep=2000)" -H "Idempotency-Key: $K" --data-binary 'n'
+sleep 0.3
+http n2 POST "$(url web /no-wait?sleep=2000)" -H "Idempotency-Key: $K" --data-binary 'n'
+is_problem "wait = 0" n2 409 key-in-progress
+ra=$(hdr n2 Retry-After)
+if [ -n "$ra" ] && [ "$ra" -ge 15 ] 2>/dev/null && [ "$ra" -le 20 ]; then ok "wait = 0: Retry-After the lease left"; else
+	not_ok "wait = 0: Retry-After the lease left" "got '$ra'"; fi
+bg_wait
 
 # A slow but alive owner renews its lease (1s) and is never taken over.
 K=$(new_key)
