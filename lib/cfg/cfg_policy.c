@@ -113,7 +113,23 @@ cfg_warnings(const struct cfg *c, FILE *f)
 	int			 n = 0;
 
 	for (i = 0; i < c->nroutes; i++) {
+		int64_t	 run_ms;
+
 		r = &c->routes[i];
+		run_ms = r->handler == HANDLER_FASTCGI ? r->run_limit_ms :
+		    r->timeout_ms;
+		if (r->idempotency && run_ms > 0 && r->ttl_ms < run_ms) {
+			/* A key whose ttl is past while its run goes on is
+			 * one idemctl forget and cleanup must then judge by
+			 * its lease alone: keep ttl above any run. */
+			fprintf(f, "%s:%d:%d: warning: route %s: ttl is "
+			    "shorter than a run may last (%s): a key may "
+			    "expire while its handler still runs\n", c->path,
+			    r->handler_line, r->handler_col, r->prefix,
+			    r->handler == HANDLER_FASTCGI ? "run_limit" :
+			    "timeout");
+			n++;
+		}
 		if (r->handler != HANDLER_FASTCGI || !r->idempotency ||
 		    r->run_limit_ms > 0)
 			continue;

@@ -27,6 +27,12 @@ out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
 expect_eq "good config: exit 0" 0 "$?"
 expect_eq "good config: syntax ok, last" "syntax ok" "$(printf '%s\n' "$out" | tail -n 1)"
 expect_match "good config: says answers are stored in clear" "good.conf: note: answers stored in clear" "$out"
+expect_nomatch "good config: no warning" 'warning' "$out"
+# A ttl shorter than a run may last: valid, with a warning that says so.
+sed 's/^ttl = 72h$/ttl = 10s/' "$T/good.conf" >"$T/shortttl.conf"
+out=$("$IDEMGATE" -t -c "$T/shortttl.conf" 2>&1)
+expect_eq "ttl under timeout: still valid" 0 "$?"
+expect_match "ttl under timeout: warned, with the route" 'shortttl.conf:[0-9]+:[0-9]+: warning: route /payments: ttl is shorter than a run may last \(timeout\)' "$out"
 
 # bad_conf NAME LINE TEXT: a config whose error is on line LINE
 bad_conf() {
