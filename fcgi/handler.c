@@ -366,13 +366,15 @@ handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 	}
 	/* Fewer bytes than announced: the web server would wait for the
 	 * rest, and so would every replay's client.  The run did happen
-	 * (its work too, maybe): broken off, never run again. */
+	 * (its work too, maybe): broken off, never run again; unless the
+	 * handler itself said it failed with a status the route releases. */
 	if (er == IDEM_OK && s->buffered && !s->oversized && s->clen >= 0 &&
 	    s->got < (uint64_t)s->clen) {
 		log_err("%s: handler ended its body after %llu of the %lld "
 		    "bytes its Content-Length announced", r->tag,
 		    (unsigned long long)s->got, (long long)s->clen);
-		er = IDEM_EBROKEN;
+		er = cfg_releases(r->route, s->ans.status) ? IDEM_EHANDLER :
+		    IDEM_EBROKEN;
 	}
 	return er;
 }

@@ -256,6 +256,7 @@ reader_refuse(struct job *j, enum problem p)
 	    IDEM_OK)
 		(void)reader_reply(j);
 	buf_free(&out);
+	j->linger = 1;		/* its body is still coming */
 	job_close(j);
 }
 
@@ -588,6 +589,8 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 			j->fc.keep_conn = 0;
 			j->linger = 1;
 		}
+		if (j->fc.body_over)
+			j->linger = 1;	/* the rest of the body is unread */
 		if (!reader_quick(rd, j, now))
 			reader_ready(rd, j);
 		return;

@@ -177,10 +177,11 @@ media_tag(const char *tag, const char *ctype, struct buf *out)
 		used += nlen + 1;
 		p += nlen + 1;
 		if (*p == '"') {
+			/* A quoted-pair is read two ways (PHP's boundary
+			 * ends at the first '"'; Python unescapes): none. */
 			for (p++; *p != '"'; p++) {
-				if (*p == '\\' && p[1] != '\0')
-					p++;
-				if (*p == '\0' || used + 2 >= sizeof(store))
+				if (*p == '\\' || *p == '\0' ||
+				    used + 2 >= sizeof(store))
 					return -1;
 				store[used++] = *p;
 			}

@@ -42,7 +42,8 @@
  * application/json-patch+json) and, in the same field, its parameters
  * but for the boundary and charset=utf-8 (sorted, names and a charset's
  * value lower-cased, quoted values unquoted; more than 16, over 1024
- * bytes, one named twice or one that does not parse: not parsed).  Returns 1 with out filled and
+ * bytes, one named twice, a backslash in a quoted one or one that does
+ * not parse: not parsed).  Returns 1 with out filled and
  * *ctype_out set to CANON_CTYPE, which no Content-Type can be (web
  * servers trim the space it starts with), so a canonical form never
  * meets the exact bytes of another body; 0 when the type is none of

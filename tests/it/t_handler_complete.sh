@@ -18,6 +18,9 @@ for v in short:10 nan:abc; do
 	printf '#!/bin/sh\necho $$ >>"$0.runs"\nprintf '"'"'Status: 201 Created\\r\\nContent-Type: text/plain\\r\\nContent-Length: %s\\r\\n\\r\\nabc'"'"'\n' "${v#*:}" >"$T/cl-${v%%:*}.sh"
 	cgi_install "cl-${v%%:*}" "$T/cl-${v%%:*}.sh" >/dev/null
 done
+# the same short body under a status the route releases (503)
+sed 's/Status: 201 Created/Status: 503 Busy/' "$T/cl-short.sh" >"$T/cl-s503.sh"
+cgi_install cl-s503 "$T/cl-s503.sh" >/dev/null
 db_new "$TNAME" || { done_testing; exit 1; }
 gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
 cat >>"$T/gw.conf" <<EOF
@@ -32,6 +35,9 @@ handler = cgi:$T/cgi/cl-short
 
 [route /cl-nan]
 handler = cgi:$T/cgi/cl-nan
+
+[route /cl-s503]
+handler = cgi:$T/cgi/cl-s503
 EOF
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 # Streamed, as the README advises: lighttpd's default buffers a whole
@@ -103,6 +109,14 @@ http l2 POST "$(url web /cl-short)" -H "Idempotency-Key: $K" --data-binary x
 is_problem "Content-Length short: a retry gets the tombstone" l2 410 response-not-stored
 expect_eq "Content-Length short: one run (its own log)" 1 "$(runs cl-short)"
 expect_match "Content-Length short: the log says why" 'after 3 of the 10 bytes' "$(cat "$T/gw.log")"
+# The handler said it failed (503, released by default): released, as
+# it would be with its whole body.
+K=$(new_key)
+http l3 POST "$(url web /cl-s503)" -H "Idempotency-Key: $K" --data-binary x
+is_problem "short body under a released status" l3 502 bad-gateway
+http l4 POST "$(url web /cl-s503)" -H "Idempotency-Key: $K" --data-binary x
+is_problem "short body under a released status: a retry runs again" l4 502 bad-gateway
+expect_eq "short body under a released status: two runs" 2 "$(runs cl-s503)"
 # One that is no number: dropped, the web server frames the body; the
 # answer is kept and replayed.
 K=$(new_key)

@@ -66,8 +66,10 @@ expect_eq "past wait: handler ran once" 1 "$(runs sw)"
 # wait = 0: 409 at once, and Retry-After the lease left (not 1 s: a
 # client would poll every second).
 K=$(new_key)
+n0=$(runs sw)
 http_bg n1 POST "$(url web /no-wait?sleep=2000)" -H "Idempotency-Key: $K" --data-binary 'n'
-sleep 0.3
+n1_started() { [ "$(runs sw)" -gt "$n0" ]; }
+wait_until 5 n1_started || true
 http n2 POST "$(url web /no-wait?sleep=2000)" -H "Idempotency-Key: $K" --data-binary 'n'
 is_problem "wait = 0" n2 409 key-in-progress
 ra=$(hdr n2 Retry-After)

@@ -112,6 +112,17 @@ test_params(void)
 	CHECK(!parses("application/json; charset", "{}", 2));
 	CHECK(!parses("application/json; charset=\"utf-8", "{}", 2));
 	CHECK(!parses("application/json; =x", "{}", 2));
+	/* a quoted-pair: PHP ends a boundary at the first '"', Python
+	 * unescapes it */
+	{
+		const char	*bs = "--ab\\\r\nContent-Disposition: form-data; "
+		    "name=\"a\"\r\n\r\n1\r\n--ab\\--\r\n";
+
+		/* PHP splits on "ab\", Python on "ab\"; charset=x" */
+		CHECK(!parses("multipart/form-data; boundary=\"ab\\\"; "
+		    "charset=x\"", bs, strlen(bs)));
+	}
+	CHECK(!parses("application/json; a=\"x\\\"y\"", "{}", 2));
 	CHECK(!parses("application/json; a=1 b", "{}", 2));
 }
 
