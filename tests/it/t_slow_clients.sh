@@ -131,18 +131,22 @@ expect_match "crafted records: logged" 'invalid FastCGI' "$(cat "$T/gw.log")"
 # is answered and runs once; the connection then closes. Over TCP, with
 # more records than one read takes and a web server slow to read a 3 MB
 # answer, the close must not reset the connection under that answer.
-mpx() { # mpx ADDR KEY BYTES TRAILING-BYTES READ-DELAY
+mpx() { # mpx ADDR KEY BYTES TRAILING-BYTES READ-DELAY [BODY-BYTES]
 	python3 - "$@" <<'PY'
 import socket, struct, sys, time
 addr, key, nbytes, extra, delay = sys.argv[1], sys.argv[2].encode(), sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+body = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 def rec(t, rid, c): return struct.pack(">BBHHBB", 1, t, rid, len(c), 0, 0) + c
 def pair(n, v): return bytes([len(n), len(v)]) + n + v
 p = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
-     pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", b"1") +
+     pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", str(body).encode()) +
      pair(b"QUERY_STRING", b"bytes=" + nbytes.encode()) +
      pair(b"HTTP_IDEMPOTENCY_KEY", key))
-out = (rec(1, 1, struct.pack(">HB5x", 1, 1)) + rec(4, 1, p) + rec(4, 1, b"") +
-       rec(5, 1, b"x") + rec(5, 1, b"") + rec(1, 2, struct.pack(">HB5x", 1, 1)))
+out = rec(1, 1, struct.pack(">HB5x", 1, 1)) + rec(4, 1, p) + rec(4, 1, b"")
+left = body
+while left > 0:
+    out += rec(5, 1, b"x" * min(left, 60000)); left -= 60000
+out += rec(5, 1, b"") + rec(1, 2, struct.pack(">HB5x", 1, 1))
 while extra > 0:
     out += rec(4, 2, b"y" * min(extra, 60000)); extra -= 60000
 if addr.startswith("tcp:"):
@@ -163,6 +167,7 @@ try:
 except OSError as e:
     end = "error %s" % e
 print("answered" if b"Idempotency-Result: created" in got else "not answered: %r" % got[:200])
+print("413" if b"Status: 413" in got else "no 413")
 print("stdout bytes %d" % (len(got)))
 print(end)
 PY
@@ -182,5 +187,10 @@ if gw_start gwt "$T/gwt.conf"; then
 	# padding per record) and the head
 	got=$(sed -n 's/^stdout bytes //p' "$T/mpxt.out")
 	expect_lt "over TCP, records left unread: the whole answer came ($got bytes)" 3000000 "${got:-0}"
+	# A body over max_body (1M) in one write: 413, and the rest of the
+	# body, unread, does not reset the connection under it.
+	mpx "tcp:127.0.0.1:$TP" "$(new_key)" 10 0 1 3000000 >"$T/big.out" 2>&1
+	expect_match "over TCP, a body over max_body: 413" '^413' "$(cat "$T/big.out")"
+	expect_match "over TCP, a body over max_body: closed, not reset" '^closed' "$(cat "$T/big.out")"
 fi
 done_testing
