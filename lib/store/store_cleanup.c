@@ -39,12 +39,10 @@ static const struct phase phases[] = {
 	 * run again beside it. */
 	{ "expired",
 	  "DELETE FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  "(state <> 0 OR (lease_until < NOW(6) AND "
-	  "(run_deadline < NOW(6) OR run_deadline IS NULL)))"
+	  "(state <> 0 OR " ADMIN_RUN_OVER ")"
 	  " ORDER BY expires_at LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  "(state <> 0 OR (lease_until < NOW(6) AND "
-	  "(run_deadline < NOW(6) OR run_deadline IS NULL)))",
+	  "(state <> 0 OR " ADMIN_RUN_OVER ")",
 	  0 },
 	{ "stale",
 	  "DELETE FROM idem_keys WHERE state = 0 AND lease_until < "

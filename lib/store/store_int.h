@@ -264,7 +264,8 @@ void store_hold_drop(struct store_hold *h);
 
 /* An in-progress row whose run is over: its owner's lease lapsed and its
  * run deadline passed (its ttl says nothing of that: a lease renewal does
- * not move it).  Only then may it go without --force. */
+ * not move it).  Only then may cleanup delete it, or forget without
+ * --force. */
 #define ADMIN_RUN_OVER \
 	"(lease_until < NOW(6) AND (run_deadline < NOW(6) OR " \
 	"run_deadline IS NULL))"
