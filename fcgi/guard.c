@@ -857,8 +857,7 @@ guard_replay(struct once *o, void *arg)
 	count(r, STAT_REUSED);
 	/* Rows stored before cookies were never kept may hold one: it is
 	 * the first client's, never another's (nor the cache's). */
-	resp_hdr_remove(&o->c.ans.hdrs, "Set-Cookie");
-	resp_hdr_remove(&o->c.ans.hdrs, "Set-Cookie2");
+	resp_drop_cookies(&o->c.ans.hdrs);
 	o->c.ans.expires_s = guard_expiry_s(o->c.expires_in_us);
 	guard_extra(extra, sizeof(extra), HDR_REUSED, o->c.ans.expires_s);
 	reply_answer(r->out, &o->c.ans, extra);

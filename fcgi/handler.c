@@ -129,12 +129,13 @@ sink_feed(void *arg, const void *p, size_t n)
 		    "block is not valid");
 	s->have_head = 1;
 	s->clen = sink_clen(&s->ans);
-	/* A kept answer is replayed as it is: a Content-Length that is not
-	 * one number ("3, 3", say) goes, and the web server frames the
-	 * body, rather than a client failing on it at every replay. */
-	if (s->buffered && s->clen < 0)
-		resp_hdr_remove(&s->ans.hdrs, "Content-Length");
 	if (s->buffered) {
+		/* A kept answer is replayed as it is: a Content-Length that
+		 * is not one number ("3, 3", say) goes, and the web server
+		 * frames the body, rather than a client failing on it at
+		 * every replay. */
+		if (s->clen < 0)
+			resp_hdr_remove(&s->ans.hdrs, "Content-Length");
 		if (resp_drop_idem_hdrs(&s->ans.hdrs) != IDEM_OK)
 			return sink_fail(s, IDEM_ENOMEM, "out of memory");
 	} else

@@ -227,14 +227,17 @@ resp_listed(const char *name, size_t nlen, char *const *drop, size_t n)
 	return 0;
 }
 
+/* One client's session: never stored, never replayed (SPEC 2). */
+static char *const resp_cookies[] = { "Set-Cookie", "Set-Cookie2" };
+#define RESP_NCOOKIES	(sizeof(resp_cookies) / sizeof(resp_cookies[0]))
+
 /* Appends to out the lines of in that are not hop-by-hop, not named in
- * its Connection header, not Set-Cookie or Set-Cookie2 when cookies is
- * set, and not among the ndrop names of drop. */
+ * its Connection header, not cookies (resp_cookies) when cookies is set,
+ * and not among the ndrop names of drop. */
 static enum idem_err
 resp_hdrs_keep(const struct buf *in, int cookies, char *const *drop,
     size_t ndrop, struct buf *out)
 {
-	static char *const	 cookie[] = { "Set-Cookie", "Set-Cookie2" };
 	const char	*n, *v;
 	size_t		 off = 0, nl, vl, start = out->len;
 	enum idem_err	 er;
@@ -242,7 +245,8 @@ resp_hdrs_keep(const struct buf *in, int cookies, char *const *drop,
 	while (resp_hdr_next(in, &off, &n, &nl, &v, &vl)) {
 		if (nl == 0 || resp_hdr_dropped_on_replay(n, nl) ||
 		    resp_conn_listed(in, n, nl) ||
-		    (cookies && resp_listed(n, nl, cookie, 2)) ||
+		    (cookies && resp_listed(n, nl, resp_cookies,
+		    RESP_NCOOKIES)) ||
 		    resp_listed(n, nl, drop, ndrop))
 			continue;
 		if ((er = buf_add(out, n, nl)) != IDEM_OK ||
@@ -294,6 +298,12 @@ resp_hdr_remove(struct buf *hdrs, const char *name)
 
 	names[0] = (char *)name;
 	resp_hdrs_strip(hdrs, names, 1);
+}
+
+void
+resp_drop_cookies(struct buf *hdrs)
+{
+	resp_hdrs_strip(hdrs, resp_cookies, RESP_NCOOKIES);
 }
 
 enum idem_err

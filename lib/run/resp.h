@@ -59,6 +59,10 @@ enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 /* Drops every line of hdrs named name (case-insensitive), in place. */
 void resp_hdr_remove(struct buf *hdrs, const char *name);
 
+/* Drops the Set-Cookie and Set-Cookie2 lines of hdrs, in place: what
+ * resp_hdrs_for_replay never keeps (for answers kept before it did). */
+void resp_drop_cookies(struct buf *hdrs);
+
 /* Finds header name in hdrs (case-insensitive); returns a pointer to the
  * value (not NUL-terminated at line end) and its length in *vlen, or NULL. */
 const char *resp_hdr_get(const struct buf *hdrs, const char *name,
