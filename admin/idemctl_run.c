@@ -712,6 +712,15 @@ run_kid_ours(const struct run_kids *rk, pid_t keeper, pid_t pid)
 	return 0;
 }
 
+/* 1 if child pid is no escapee left to end: ours (run_kid_ours), or
+ * ended and reaped now. */
+static int
+run_kid_gone(const struct run_kids *rk, pid_t keeper, pid_t pid)
+{
+	return run_kid_ours(rk, keeper, pid) ||
+	    waitpid(pid, NULL, WNOHANG) == pid;
+}
+
 /* While COMMAND runs (k its keeper, k->pg COMMAND): the orphans it left
  * us that have ended are reaped (a long consumer's detached helpers
  * would pile up as zombies). */
@@ -764,9 +773,8 @@ run_sweep(const struct run_kids *rk, pid_t keeper, int64_t pg)
 		}
 		left = 0;
 		for (i = 0; i < n; i++) {
-			if (run_kid_ours(rk, keeper, pids[i]) ||
-			    waitpid(pids[i], NULL, WNOHANG) == pids[i])
-				continue;	/* not COMMAND's, or reaped */
+			if (run_kid_gone(rk, keeper, pids[i]))
+				continue;
 			left++;
 			for (seen = 0, j = 0; j < nkilled && !seen; j++)
 				seen = killed[j] == pids[i];
@@ -788,8 +796,7 @@ run_sweep(const struct run_kids *rk, pid_t keeper, int64_t pg)
 		nanosleep(&ts, NULL);
 		n = proc_children(pids, SWEEP_BATCH);
 		for (left = 0, i = 0; i < n; i++)
-			if (!run_kid_ours(rk, keeper, pids[i]) &&
-			    waitpid(pids[i], NULL, WNOHANG) != pids[i])
+			if (!run_kid_gone(rk, keeper, pids[i]))
 				left++;
 	}
 	if (escaped > 0)
