@@ -223,6 +223,8 @@ test_reconnect(void)
 	struct idem_id	 id;
 	struct claim	 c, d;
 	unsigned long	 gen;
+	char		 q[256];
+	int		 i, held;
 
 	claim_init(&c);
 	claim_init(&d);
@@ -246,6 +248,22 @@ test_reconnect(void)
 	CHECK(d.state == CLAIM_BUSY && d.lease_left_ms == 0);
 	CHECK(complete(a, &c, 200, NULL, 0, "r", 1, 60000) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
+
+	/* KILL returns before the killed session has let its locks go: the
+	 * renew on the fresh connection must still end up holding the lock,
+	 * every time, not only when the old session was quick. */
+	mkid(&id, "reconn-loop", "x");
+	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+	for (i = 0, held = 0; i < 40; i++) {
+		kill_conn(k, a);
+		if (store_renew(a, &c, 60000) != IDEM_OK)
+			continue;
+		snprintf(q, sizeof(q), "SELECT IS_USED_LOCK('%s') = %lu",
+		    c.lockname, mysql_thread_id(store_mysql(a)));
+		held += sql_int(k, q) == 1;
+	}
+	CHECK(held == 40);
+	CHECK(store_release(a, &c) == IDEM_OK);
 
 	/* complete on a killed connection is repeated on a fresh one. */
 	mkid(&id, "reconn-2", "x");
