@@ -261,7 +261,7 @@ guard_failed(struct guarded *g, enum idem_err er)
 		break;
 	default:
 		/* store_5xx = yes. */
-		if (problem_render(prob, 0, 0, &made.hdrs, &made.body) !=
+		if (problem_render(prob, NULL, 0, 0, &made.hdrs, &made.body) !=
 		    IDEM_OK) {
 			guard_record(g, REC_RELEASE, NULL);
 			reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
@@ -671,6 +671,7 @@ guard_identify(struct guarded *g)
 {
 	struct request	*r = g->r;
 	const char	*dup;
+	char		 detail[192];
 
 	switch (guard_identity(g, &dup)) {
 	case IDENT_OK:
@@ -687,7 +688,10 @@ guard_identify(struct guarded *g)
 	case IDENT_NO_KEY:
 		count(r, STAT_MISSING_KEY);
 		log_info("%s: no idempotency key", r->tag);
-		reply_problem(r->out, PROB_MISSING_KEY, 0, 0, NULL);
+		/* Name the header this route reads (key_header: a token). */
+		snprintf(detail, sizeof(detail), "This endpoint requires an "
+		    "%s header.", r->route->key_header);
+		reply_problem_detail(r->out, PROB_MISSING_KEY, detail);
 		return GUARD_ANSWERED;
 	case IDENT_BAD_KEY:
 		count(r, STAT_INVALID_KEY);

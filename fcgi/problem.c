@@ -163,8 +163,8 @@ problem_reason(int status)
 }
 
 enum idem_err
-problem_render(enum problem p, int retry_after, int original_status,
-    struct buf *hdrs, struct buf *body)
+problem_render(enum problem p, const char *detail, int retry_after,
+    int original_status, struct buf *hdrs, struct buf *body)
 {
 	enum idem_err	 er;
 
@@ -174,13 +174,13 @@ problem_render(enum problem p, int retry_after, int original_status,
 		er = buf_printf(hdrs, "Retry-After: %d\r\n", retry_after);
 	if (er != IDEM_OK)
 		return er;
-	/* The texts are fixed ASCII without quotes or backslashes, so no
-	 * JSON escaping is needed. */
+	/* The texts are fixed ASCII without quotes or backslashes (a detail
+	 * given names a header: a token), so no JSON escaping is needed. */
 	er = buf_printf(body, "{\"type\":\"%s%s\","
 	    "\"title\":\"%s\",\"status\":%d,\"detail\":\"%s\"",
 	    problem_base != NULL ? problem_base : "urn:idemgate:problem:",
 	    problems[p].slug, problems[p].title, problems[p].status,
-	    problems[p].detail);
+	    detail != NULL ? detail : problems[p].detail);
 	if (er == IDEM_OK && original_status > 0)
 		er = buf_printf(body, ",\"original_status\":%d",
 		    original_status);

@@ -63,9 +63,10 @@ const char *problem_reason(int status);
  * Renders p as an RFC 9457 application/problem+json answer: header lines
  * ("Name: value\r\n", without Status) appended to hdrs and the JSON
  * document to body.  retry_after > 0 adds Retry-After; original_status > 0
- * adds the member "original_status" (410).  No internal text is included.
+ * adds the member "original_status" (410).  detail, if not NULL, replaces
+ * p's own (it must need no JSON escaping).  No internal text is included.
  */
-enum idem_err problem_render(enum problem p, int retry_after,
-    int original_status, struct buf *hdrs, struct buf *body);
+enum idem_err problem_render(enum problem p, const char *detail,
+    int retry_after, int original_status, struct buf *hdrs, struct buf *body);
 
 #endif

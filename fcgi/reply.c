@@ -56,14 +56,14 @@ reply_answer(struct reply *o, const struct answer *a, const char *extra)
 	reply_bytes(o, a->body.p, a->body.len);
 }
 
-void
-reply_problem(struct reply *o, enum problem p, int retry_after,
-    int original_status, const char *extra)
+static void
+reply_problem_as(struct reply *o, enum problem p, const char *detail,
+    int retry_after, int original_status, const char *extra)
 {
 	struct answer	 a;
 
 	answer_init(&a, 4096, 4096);
-	if (problem_render(p, retry_after, original_status, &a.hdrs,
+	if (problem_render(p, detail, retry_after, original_status, &a.hdrs,
 	    &a.body) != IDEM_OK) {
 		/* Out of memory: a bare status is still an answer. */
 		buf_reset(&a.hdrs);
@@ -72,4 +72,17 @@ reply_problem(struct reply *o, enum problem p, int retry_after,
 	a.status = problem_status(p);
 	reply_answer(o, &a, extra);
 	answer_free(&a);
+}
+
+void
+reply_problem(struct reply *o, enum problem p, int retry_after,
+    int original_status, const char *extra)
+{
+	reply_problem_as(o, p, NULL, retry_after, original_status, extra);
+}
+
+void
+reply_problem_detail(struct reply *o, enum problem p, const char *detail)
+{
+	reply_problem_as(o, p, detail, 0, 0, NULL);
 }

@@ -56,4 +56,7 @@ void reply_answer(struct reply *o, const struct answer *a, const char *extra);
 void reply_problem(struct reply *o, enum problem p, int retry_after,
     int original_status, const char *extra);
 
+/* The same with a detail of its own instead of p's (problem_render). */
+void reply_problem_detail(struct reply *o, enum problem p, const char *detail);
+
 #endif

@@ -6,6 +6,7 @@ PAY=$(cgi_install pay)
 OPT=$(cgi_install opt)
 OFF=$(cgi_install off)
 PUT=$(cgi_install put)
+REQ=$(cgi_install req)
 std_setup "[route /payments]
 handler = cgi:$PAY
 require_key = yes
@@ -19,12 +20,23 @@ idempotency = off
 
 [route /put]
 handler = cgi:$PUT
-methods = PUT" || { done_testing; exit 1; }
+methods = PUT
+
+[route /req]
+handler = cgi:$REQ
+require_key = yes
+key_header = X-Request-Id" || { done_testing; exit 1; }
 U=$(url web /payments)
 
 http a POST "$U" --data-binary 'x'
 is_problem "no key, require_key" a 400 missing-key
+expect_match "no key: the detail names the header" 'requires an Idempotency-Key header' "$(body a)"
 expect_eq "no key: handler not run" 0 "$(runs pay)"
+# A route reading another header names that one.
+http a POST "$(url web /req)" -H 'Idempotency-Key: k-other' --data-binary 'x'
+is_problem "key_header X-Request-Id, no such header" a 400 missing-key
+expect_match "key_header: the detail names X-Request-Id" 'requires an X-Request-Id header' "$(body a)"
+expect_eq "key_header: handler not run" 0 "$(runs req)"
 
 # bad KEYS: each must be 400 invalid-key without running the handler
 badkey() { # badkey NAME HEADER-ARG [slug-re]

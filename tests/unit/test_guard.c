@@ -44,7 +44,7 @@ test_problem(void)
 
 	buf_init(&h, 4096);
 	buf_init(&b, 4096);
-	CHECK(problem_render(PROB_KEY_IN_PROGRESS, 3, 0, &h, &b) == IDEM_OK);
+	CHECK(problem_render(PROB_KEY_IN_PROGRESS, NULL, 3, 0, &h, &b) == IDEM_OK);
 	CHECK(strstr(h.p, "Content-Type: application/problem+json\r\n") != NULL);
 	CHECK(strstr(h.p, "Cache-Control: no-store\r\n") != NULL);
 	CHECK(strstr(h.p, "Retry-After: 3\r\n") != NULL);
@@ -53,7 +53,7 @@ test_problem(void)
 	CHECK(strstr(b.p, "original_status") == NULL);
 	buf_reset(&h);
 	buf_reset(&b);
-	CHECK(problem_render(PROB_NOT_STORED, 0, 201, &h, &b) == IDEM_OK);
+	CHECK(problem_render(PROB_NOT_STORED, NULL, 0, 201, &h, &b) == IDEM_OK);
 	CHECK(strstr(h.p, "Retry-After") == NULL);
 	CHECK(strstr(b.p, "\"original_status\":201") != NULL);
 	CHECK(strstr(b.p, "response-not-stored") != NULL);
