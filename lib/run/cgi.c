@@ -1,4 +1,5 @@
 /* Running legacy CGI programs: script lookup, spawn and I/O. */
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -9,8 +10,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,31 +183,103 @@ cgi_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/*
- * Its own process group (so a timeout kills what it started too), no
- * signal blocked, and the signals the gateway may ignore or catch back to
- * their default.  0, or an errno value.
- */
-static int
-cgi_spawn_attrs(posix_spawnattr_t *at)
-{
-	static const int sigs[] = { SIGPIPE, SIGHUP, SIGINT, SIGQUIT, SIGTERM,
-		SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ, SIGXCPU, SIGTTIN,
-		SIGTTOU, SIGTSTP, SIGURG, SIGWINCH };
-	sigset_t	 set;
-	size_t		 i;
-	int		 rc;
+/* The signals the gateway may ignore or catch, back to their default in
+ * the program (any other it catches goes back too). */
+static const int cgi_sigdefault[] = { SIGPIPE, SIGHUP, SIGINT, SIGQUIT,
+	SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ, SIGXCPU,
+	SIGTTIN, SIGTTOU, SIGTSTP, SIGURG, SIGWINCH };
 
-	if ((rc = posix_spawnattr_setflags(at, POSIX_SPAWN_SETPGROUP |
-	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
-	    (rc = posix_spawnattr_setpgroup(at, 0)) != 0)
-		return rc;
-	sigemptyset(&set);
-	if ((rc = posix_spawnattr_setsigmask(at, &set)) != 0)
-		return rc;
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaddset(&set, sigs[i]);
-	return posix_spawnattr_setsigdefault(at, &set);
+/* The kernel's struct sigaction (raw rt_sigaction: no library wrapper
+ * runs in the vfork child, which shares our memory). */
+struct cgi_ksigaction {
+	void		*handler;
+	unsigned long	 flags;
+	void		*restorer;
+	unsigned long	 mask;
+};
+
+/*
+ * In the vfork child, signals all blocked: every signal caught here, and
+ * those of cgi_sigdefault, back to the default, so no handler of ours
+ * runs in the child once it unblocks them.
+ */
+static void
+cgi_child_signals(void)
+{
+	struct cgi_ksigaction	 old, dfl;
+	size_t			 i;
+	int			 sig, reset;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.handler = (void *)SIG_DFL;
+	for (sig = 1; sig < 65; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (syscall(SYS_rt_sigaction, sig, NULL, &old,
+		    sizeof(old.mask)) != 0)
+			continue;
+		reset = old.handler != (void *)SIG_DFL &&
+		    old.handler != (void *)SIG_IGN;
+		for (i = 0; !reset && i < sizeof(cgi_sigdefault) /
+		    sizeof(cgi_sigdefault[0]); i++)
+			reset = cgi_sigdefault[i] == sig;
+		if (reset)
+			(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL,
+			    sizeof(dfl.mask));
+	}
+}
+
+/*
+ * The vfork child: its own process group (so a timeout kills what it
+ * started too), SIGKILL when the thread that started it dies (so a run
+ * never outlives its worker, even one killed with -9 along with its
+ * supervisor), fds 0/1/2 and nothing else, no signal blocked.  Only
+ * system calls: it shares the parent's memory until exec.  errno in *err
+ * if it cannot exec.
+ */
+static void __attribute__((noreturn))
+cgi_child(const struct cgi_run *r, const char *dir, char *const *argv,
+    char *const *envp, pid_t parent, int in, int out, int err,
+    volatile int *cerr)
+{
+	sigset_t	 none;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent ||
+	    setpgid(0, 0) != 0)
+		goto fail;
+	/* in, out and err are at least 3 (cgi_io_start's pipes), or err is
+	 * 2 itself (err_through): dup2 in this order never clobbers one. */
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 ||
+	    (err != 2 && dup2(err, 2) == -1))
+		goto fail;
+	if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+		goto fail;
+	if (dir != NULL && chdir(dir) != 0)
+		goto fail;
+	cgi_child_signals();
+	sigemptyset(&none);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL,
+	    sizeof(unsigned long));
+	if (strchr(r->program, '/') != NULL)
+		execve(r->program, argv, envp);
+	else
+		execvpe(r->program, argv, envp);
+fail:
+	*cerr = errno != 0 ? errno : EINVAL;
+	_exit(127);
+}
+
+/* vfork and nothing else in this frame: the child never returns here. */
+static pid_t
+cgi_vfork(const struct cgi_run *r, const char *dir, char *const *argv,
+    char *const *envp, pid_t parent, int in, int out, int err,
+    volatile int *cerr)
+{
+	pid_t	 pid;
+
+	if ((pid = vfork()) == 0)
+		cgi_child(r, dir, argv, envp, parent, in, out, err, cerr);
+	return pid;
 }
 
 /*
@@ -215,19 +288,21 @@ cgi_spawn_attrs(posix_spawnattr_t *at)
  * connections, MySQL connections, other requests' pipes) is closed in the
  * child, whatever its close-on-exec flag, because another thread may have
  * opened it a moment ago without one (libfcgi's accept, the MySQL client).
- * -1 on error.
+ * vfork, not posix_spawn: the child sets its parent-death signal, which
+ * posix_spawn cannot.  All signals stay blocked in this thread meanwhile,
+ * so no handler of ours runs in the child.  -1 on error.
  */
 static pid_t
 cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 {
 	static char *const	 noenv[] = { NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t	 at;
 	char			 dir[PATH_MAX];
 	char			*argv1[2], *slash;
 	char *const		*argv = r->argv;
-	pid_t			 pid = -1;
-	int			 rc;
+	char *const		*envp = r->env != NULL ? r->env : noenv;
+	sigset_t		 all, old;
+	volatile int		 cerr = 0;
+	pid_t			 parent = getpid(), pid;
 
 	if (strlen(r->program) >= sizeof(dir)) {
 		errno = ENAMETOOLONG;
@@ -240,41 +315,24 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 		dir[1] = '\0';
 	else
 		*slash = '\0';
-	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
-		errno = rc;
-		return -1;
-	}
-	if ((rc = posix_spawnattr_init(&at)) != 0) {
-		posix_spawn_file_actions_destroy(&fa);
-		errno = rc;
-		return -1;
-	}
-	if ((rc = posix_spawn_file_actions_adddup2(&fa, in, 0)) != 0 ||
-	    (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) != 0 ||
-	    (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) != 0 ||
-	    (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
-	    (!r->keep_cwd &&
-	    (rc = posix_spawn_file_actions_addchdir_np(&fa, dir)) != 0) ||
-	    (rc = cgi_spawn_attrs(&at)) != 0)
-		goto out;
 	if (argv == NULL) {
 		argv1[0] = (char *)r->program;
 		argv1[1] = NULL;
 		argv = argv1;
 	}
-	if (strchr(r->program, '/') != NULL)
-		rc = posix_spawn(&pid, r->program, &fa, &at, argv,
-		    r->env != NULL ? r->env : noenv);
-	else
-		rc = posix_spawnp(&pid, r->program, &fa, &at, argv,
-		    r->env != NULL ? r->env : noenv);
-	if (rc != 0)
-		pid = -1;
-out:
-	posix_spawnattr_destroy(&at);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0)
-		errno = rc;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = cgi_vfork(r, r->keep_cwd ? NULL : dir, argv, envp, parent, in,
+	    out, err, &cerr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid == -1)
+		return -1;
+	if (cerr != 0) {
+		while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+			;
+		errno = cerr;
+		return -1;
+	}
 	return pid;
 }
 

@@ -132,7 +132,7 @@ struct cgi_status {
 };
 
 /*
- * Runs r->program with posix_spawn in its own process group, with a clean
+ * Runs r->program (vfork, exec) in its own process group, with a clean
  * environment, working directory = the program's directory, stdin/stdout/
  * stderr on pipes; it inherits fds 0, 1 and 2 and no other.  The body is
  * written to stdin while stdout and stderr are read (poll), so a program

@@ -64,4 +64,21 @@ http d GET "$(url web '/pay?bgchild=20000&setsid=1')"
 expect_eq "a setsid child is running" 1 "$(living $(child_pids))"
 gw_stop gw
 expect_eq "stopped: the setsid child is gone" 0 "$(living $(child_pids))"
+
+# The supervisor and its worker killed with -9 at once: no one is left to
+# sweep, but the handler itself dies with the worker (its parent-death
+# signal), so a takeover after the run deadline cannot run beside it.
+gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
+: >"$P.runs"
+http_bg e POST "$(url web '/pay?sleep=8000&exclusive=1')" -H "Idempotency-Key: $(new_key)" --data-binary x
+wait_until 5 sh -c "[ -n \"\$(sed -n 's/^pid=\([0-9]*\) .*/\1/p' '$P.runs')\" ]" || not_ok "e: the handler started"
+hp=$(handler_pids)
+expect_eq "e: the handler runs" 1 "$(living $hp)"
+kill -9 "${GW_PID[gw]}" $(gw_workers gw)
+t0=$(now_ms)
+hp_gone() { [ "$(living $hp)" = 0 ]; }
+wait_until 3 hp_gone
+expect_eq "supervisor and worker killed at once: the handler dies with them" 0 "$(living $hp)"
+expect_lt "e: at once" "$(($(now_ms) - t0))" 1500
+bg_wait
 done_testing

@@ -221,6 +221,24 @@ wait "$runner" 2>/dev/null
 wait_until 5 group_gone "$pg"
 expect_eq "keeper killed, then run: COMMAND's group is gone" "" "$(living "$pg")"
 
+# run and its keeper killed with -9 at once (killall -9 idemctl): no one
+# is left to end COMMAND's group, but COMMAND itself dies with run (its
+# parent-death signal), so the redelivery never runs beside it.
+K15='echo $$ >"$JOBLOG.kb"; exec sleep 30'
+"$IDEMCTL" -c "$T/a.conf" run --key k15kb -- sh -c "$K15" >/dev/null 2>&1 &
+runner=$!
+wait_until 5 test -s "$LOG.kb"
+cmd=$(cat "$LOG.kb")
+keeper=$(ps -o pid=,comm= --ppid "$runner" | awk '$2 == "idemctl" { print $1 }' | head -1)
+expect_ne "run and keeper: run has a keeper" "" "$keeper"
+expect_ne "run and keeper: COMMAND runs" "" "$(living "$cmd")"
+kill -9 "$runner" $keeper
+wait "$runner" 2>/dev/null
+cmd_gone() { [ -z "$(living "$cmd")" ]; }
+wait_until 2 cmd_gone
+expect_eq "run and keeper killed at once: COMMAND died with run" "" "$(living "$cmd")"
+[ -n "$(living "$cmd")" ] && kill -9 "$cmd" 2>/dev/null
+
 # kill -9 of a run whose COMMAND ignores SIGTERM, on a short lease: the
 # keeper's SIGKILL must come before the lease lapses, or the takeover's
 # COMMAND runs beside the first.  Past the run deadline (claim + 5 s),
