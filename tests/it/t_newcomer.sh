@@ -115,7 +115,11 @@ sed -i "s|^listen = .*|listen = $T/php.sock|" "$T/fpm/www.conf"
 step fpm
 expect_eq "3. the README's PHP-FPM step" 0 "$?"
 expect_eq "3. request_terminate_timeout set in the pool" "request_terminate_timeout = 60s" \
-	"$(grep '^request_terminate_timeout' "$T/fpm/www.conf")"
+	"$(grep '^request_terminate_timeout ' "$T/fpm/www.conf")"
+# Without it shutdown functions, destructors and work after
+# fastcgi_finish_request() run past the limit (PHP-FPM's default).
+expect_eq "3. ... and it holds after the script's end" "request_terminate_timeout_track_finished = yes" \
+	"$(grep '^request_terminate_timeout_track_finished' "$T/fpm/www.conf")"
 expect_eq "3. asks for php8.2-fpm's restart" "restart php8.2-fpm" "$(cat "$T/systemctl.req")"
 cat >"$T/fpm/php-fpm.conf" <<EOF
 [global]

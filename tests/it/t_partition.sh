@@ -29,7 +29,8 @@ h_sqlroot -e "CREATE USER 'idem1'@'127.0.0.1' IDENTIFIED BY 'idem-test-secret';
 	CREATE USER 'idem2'@'127.0.0.1' IDENTIFIED BY 'idem-test-secret';
 	GRANT ALL ON \`$TNAME\`.* TO 'idem2'@'127.0.0.1'" || not_ok "TCP users"
 P=$(cgi_install pay)
-fpm_start fpm "request_terminate_timeout = 12s" || { done_testing; exit 1; }
+fpm_start fpm "request_terminate_timeout = 12s
+request_terminate_timeout_track_finished = yes" || { done_testing; exit 1; }
 
 # relay_start N: a relay to MariaDB in a process group of its own (it
 # forks a child per connection): RPORT[N], RPG[N].

@@ -14,7 +14,8 @@
 
 db_private || { done_testing; exit 1; }
 db_new "$TNAME" || { done_testing; exit 1; }
-fpm_start fpm "request_terminate_timeout = 8s" || { done_testing; exit 1; }
+fpm_start fpm "request_terminate_timeout = 8s
+request_terminate_timeout_track_finished = yes" || { done_testing; exit 1; }
 
 # routes TIMEOUT [POOL LIMIT]: the PHP route to pool POOL (fpm), run_limit
 # LIMIT (8s) as that pool's request_terminate_timeout
@@ -164,7 +165,8 @@ expect_eq "outage: never two at once" 0 "$(fpm_overlaps)"
 # kills it: no END_REQUEST): the key is a tombstone, never run again.  A
 # pool of its own kills at 2 s (the first pool's 8 s would be waited for),
 # behind a third gateway and web server.
-fpm_start fpmk "request_terminate_timeout = 2s" || { done_testing; exit 1; }
+fpm_start fpmk "request_terminate_timeout = 2s
+request_terminate_timeout_track_finished = yes" || { done_testing; exit 1; }
 gateway 3 30s fpmk 2s
 K=$(new_key)
 n0=$(fpm_runs)
