@@ -903,17 +903,29 @@ run_record(struct run_job *j, enum rec_op op, const struct answer *ans)
 	struct recorder	*rec = NULL;
 	enum rec_op	 done;
 	enum idem_err	 er;
+	int64_t		 end;
 
-	/* An outage at this moment: keep trying for a lease (nobody takes
-	 * the key over meanwhile: lib/store/store.c). */
+	/* An outage at this moment: keep trying until the key's ttl, as
+	 * the gateway does (SPEC 2b: recorded before forgotten; given up,
+	 * the key would run again once its lease and run deadline passed),
+	 * or until a signal tells us to stop. */
 	if (recorder_new(j->c->cfg, &rec) != IDEM_OK)
 		rec = NULL;
 	j->o.rec = rec;
 	er = once_record(&j->o, op, ans, &done);
-	if (rec != NULL && recorder_pending(rec) > 0)
-		ctl_err("run: store unreachable; waiting up to %lld ms to "
-		    "record the outcome", (long long)j->a->lease_ms);
-	recorder_free(rec, j->a->lease_ms);
+	if (rec != NULL && er == IDEM_OK && recorder_pending(rec) > 0) {
+		ctl_err("run: store unreachable; retrying to record the "
+		    "outcome for up to %lld s (the key's ttl; interrupt to "
+		    "give up)", (long long)(j->a->ttl_ms / 1000));
+		end = clock_now_ms() + j->a->ttl_ms;
+		while (recorder_pending(rec) > 0 && run_signal == 0 &&
+		    clock_now_ms() < end)
+			clock_sleep_ms(50);
+	}
+	if (rec != NULL && er == IDEM_OK && (recorder_pending(rec) > 0 ||
+	    recorder_lost(rec) > 0))
+		er = IDEM_ESTORE;
+	recorder_free(rec, 0);
 	j->o.rec = NULL;
 	return er;
 }
@@ -962,6 +974,8 @@ run_owned(struct run_job *j)
 	e.released = status != 0 && !j->a->store_failures;
 	op = once_outcome(&e);
 	j->what = once_stat(op);
+	/* Not recorded, COMMAND's status all the same: it ran, and a queue
+	 * that acks it will not deliver it again to run it twice. */
 	if (run_record(j, op, op == REC_RELEASE ? NULL : &ans) != IDEM_OK)
 		ctl_err("run: outcome not recorded: a retry may run COMMAND "
 		    "again");

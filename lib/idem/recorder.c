@@ -26,6 +26,8 @@ struct recorder {
 	pthread_cond_t		 cv;
 	struct rec_item		*head, *tail;
 	size_t			 n;
+	size_t			 inflight;	/* popped, being tried */
+	size_t			 lost;		/* given up: ttl or not ours */
 	int			 stop;
 	int64_t			 drain_end_ms;
 };
@@ -87,9 +89,9 @@ recorder_write(const struct rec_write *w, enum rec_op *op,
 	}
 }
 
-/* One write.  IDEM_OK when it landed or can never land. */
+/* One write.  IDEM_OK when it landed or can never land (*lost = 1). */
 static enum idem_err
-rec_try(struct store *st, struct rec_item *it)
+rec_try(struct store *st, struct rec_item *it, int *lost)
 {
 	const struct rec_write	 w = { st, &it->c, it->ttl_ms, "recorder" };
 	enum idem_err		 er;
@@ -103,6 +105,7 @@ rec_try(struct store *st, struct rec_item *it)
 	if (er == IDEM_ENOTFOUND) {
 		log_err("recorder: key no longer ours; its %s is lost",
 		    rec_op_name(it->op));
+		*lost = 1;
 		return IDEM_OK;
 	}
 	it->tries++;
@@ -123,14 +126,16 @@ rec_pop(struct recorder *rc)
 }
 
 /* One attempt at it, no lock held: 1 when it is done with (landed, or
- * lost for good) and freed, 0 when it waits for another pass. */
+ * lost for good: *lost = 1) and freed, 0 when it waits for another
+ * pass. */
 static int
-rec_attempt(struct store *st, struct rec_item *it)
+rec_attempt(struct store *st, struct rec_item *it, int *lost)
 {
-	if (clock_now_ms() >= it->give_up_ms)
+	if (clock_now_ms() >= it->give_up_ms) {
 		log_err("recorder: key's ttl passed before the store "
 		    "answered; its %s is lost", rec_op_name(it->op));
-	else if (st == NULL || rec_try(st, it) != IDEM_OK)
+		*lost = 1;
+	} else if (st == NULL || rec_try(st, it, lost) != IDEM_OK)
 		return 0;
 	rec_item_free(it);
 	return 1;
@@ -143,13 +148,17 @@ rec_pass(struct recorder *rc, struct store *st)
 {
 	struct rec_item	*it;
 	size_t		 k;
-	int		 failed = 0, done;
+	int		 failed = 0, done, lost;
 
 	for (k = rc->n; k > 0 && rc->head != NULL; k--) {
 		it = rec_pop(rc);
+		rc->inflight++;
 		pthread_mutex_unlock(&rc->mu);
-		done = rec_attempt(st, it);
+		lost = 0;
+		done = rec_attempt(st, it, &lost);
 		pthread_mutex_lock(&rc->mu);
+		rc->inflight--;
+		rc->lost += (size_t)lost;
 		if (!done) {
 			failed = 1;
 			rec_push(rc, it);
@@ -271,7 +280,18 @@ recorder_pending(struct recorder *rc)
 	size_t	 n;
 
 	pthread_mutex_lock(&rc->mu);
-	n = rc->n;
+	n = rc->n + rc->inflight;
+	pthread_mutex_unlock(&rc->mu);
+	return n;
+}
+
+size_t
+recorder_lost(struct recorder *rc)
+{
+	size_t	 n;
+
+	pthread_mutex_lock(&rc->mu);
+	n = rc->lost;
 	pthread_mutex_unlock(&rc->mu);
 	return n;
 }

@@ -406,6 +406,24 @@ expect_eq "store down: COMMAND did not run" "$n0" "$(starts)"
 expect_eq "store down: one line" 1 "$(wc -l <"$T/s1.e" | tr -d ' ')"
 mariadb_start || not_ok "MariaDB restarts"
 
+# The store stops while COMMAND runs and stays down for longer than a
+# lease (3 s) after it finished: run keeps its outcome and writes it when
+# the store is back (within the key's ttl, SPEC 2b), so the redelivery
+# replays it instead of running COMMAND again.
+n0=$(starts)
+"$IDEMCTL" -c "$T/a.conf" run --key k9o -- "$T/job.sh" late 1.5 0 >"$T/o1.o" 2>"$T/o1.e" </dev/null &
+o1=$!
+sleep 0.5
+mariadb_stop
+sleep 6
+mariadb_start || not_ok "MariaDB restarts"
+wait "$o1"
+expect_eq "outage after COMMAND: run exits with its status" 0 "$?"
+expect_match "... and said it was waiting to record it" 'retrying to record the outcome' "$(cat "$T/o1.e")"
+run b o2 --key k9o --wait 20s -- "$T/job.sh" late 1.5 0
+expect_eq "outage after COMMAND: the redelivery replays" "0 1" "$(rc o2) $(($(starts) - n0))"
+expect_file_eq "outage after COMMAND: the same stdout" "$T/o1.o" "$T/o2.o"
+
 # Usage errors are one line and exit 1.
 "$IDEMCTL" -c "$T/a.conf" run -- /bin/true >"$T/u.o" 2>"$T/u.e"
 expect_eq "usage: --key is required" 1 "$?"
