@@ -904,6 +904,7 @@ run_record(struct run_job *j, enum rec_op op, const struct answer *ans)
 	enum rec_op	 done;
 	enum idem_err	 er;
 	int64_t		 end;
+	size_t		 lost = 0;
 
 	/* An outage at this moment: keep trying until the key's ttl, as
 	 * the gateway does (SPEC 2b: recorded before forgotten; given up,
@@ -913,17 +914,17 @@ run_record(struct run_job *j, enum rec_op op, const struct answer *ans)
 		rec = NULL;
 	j->o.rec = rec;
 	er = once_record(&j->o, op, ans, &done);
-	if (rec != NULL && er == IDEM_OK && recorder_pending(rec) > 0) {
+	if (rec != NULL && er == IDEM_OK && recorder_pending(rec, NULL) > 0) {
 		ctl_err("run: store unreachable; retrying to record the "
 		    "outcome for up to %lld s (the key's ttl; interrupt to "
 		    "give up)", (long long)(j->a->ttl_ms / 1000));
 		end = clock_now_ms() + j->a->ttl_ms;
-		while (recorder_pending(rec) > 0 && run_signal == 0 &&
+		while (recorder_pending(rec, NULL) > 0 && run_signal == 0 &&
 		    clock_now_ms() < end)
 			clock_sleep_ms(50);
 	}
-	if (rec != NULL && er == IDEM_OK && (recorder_pending(rec) > 0 ||
-	    recorder_lost(rec) > 0))
+	if (rec != NULL && er == IDEM_OK && (recorder_pending(rec, &lost) >
+	    0 || lost > 0))
 		er = IDEM_ESTORE;
 	recorder_free(rec, 0);
 	j->o.rec = NULL;

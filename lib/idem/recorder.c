@@ -275,23 +275,14 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 }
 
 size_t
-recorder_pending(struct recorder *rc)
+recorder_pending(struct recorder *rc, size_t *lost)
 {
 	size_t	 n;
 
 	pthread_mutex_lock(&rc->mu);
 	n = rc->n + rc->inflight;
-	pthread_mutex_unlock(&rc->mu);
-	return n;
-}
-
-size_t
-recorder_lost(struct recorder *rc)
-{
-	size_t	 n;
-
-	pthread_mutex_lock(&rc->mu);
-	n = rc->lost;
+	if (lost != NULL)
+		*lost = rc->lost;
 	pthread_mutex_unlock(&rc->mu);
 	return n;
 }

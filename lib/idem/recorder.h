@@ -66,12 +66,10 @@ enum idem_err recorder_write(const struct rec_write *w, enum rec_op *op,
 /* "answer", "tombstone" or "release", for log lines. */
 const char *rec_op_name(enum rec_op op);
 
-/* Outcomes not yet written (one being tried counts). */
-size_t recorder_pending(struct recorder *rc);
-
-/* Outcomes given up for good: the key's ttl passed, or the row was no
+/* Outcomes not yet written (one being tried counts); *lost (if not
+ * NULL): those given up for good, the key's ttl passed or the row no
  * longer the claim's. */
-size_t recorder_lost(struct recorder *rc);
+size_t recorder_pending(struct recorder *rc, size_t *lost);
 
 /*
  * Stops the thread after trying what is pending for up to drain_ms more,
