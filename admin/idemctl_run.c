@@ -23,6 +23,7 @@
 #include "proc.h"
 #include "recorder.h"
 #include "store.h"
+#include "store_hkey.h"
 
 #define RUN_TIMED_OUT		124	/* like timeout(1) */
 #define RUN_CANNOT_START	127	/* like sh: not found, not executable */
@@ -70,7 +71,8 @@ const char ctl_run_usage[] =
 "stopped it, 127 if it could not be started), or the recorded one on a\n"
 "replay; 65 the key was used with other argv or stdin; 69 the store is\n"
 "unreachable (COMMAND did not run); 75 still running elsewhere after\n"
-"--wait (deliver again later); 1 usage; 2 config.\n"
+"--wait (deliver again later); 6 schema missing (COMMAND did not run);\n"
+"1 usage; 2 config.  A closed stdin is empty input.\n"
 "\n"
 "While it owns the key, run is not stopped by job control (Ctrl-Z): it must\n"
 "go on renewing the lease while COMMAND runs.  Interrupt it instead.\n";
@@ -193,8 +195,9 @@ run_opts(struct ctl *c, int argc, char **argv, struct run_args *a)
 	return run_durations(c, &t, a);
 }
 
-/* stdin whole, at most max bytes (none when it is a terminal).  CTL_OK,
- * or one line and the exit code. */
+/* stdin whole, at most max bytes (none when it is a terminal or closed,
+ * as cron and "<&-" leave it: empty input, as /dev/null).  CTL_OK, or
+ * one line and the exit code. */
 static int
 run_stdin(struct buf *in)
 {
@@ -207,6 +210,8 @@ run_stdin(struct buf *in)
 		n = read(STDIN_FILENO, b, sizeof(b));
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EBADF && in->len == 0)
+			return CTL_OK;
 		if (n < 0) {
 			ctl_err("run: cannot read stdin: %s", strerror(errno));
 			return CTL_RUN_DATAERR;
@@ -931,6 +936,26 @@ run_record(struct run_job *j, enum rec_op op, const struct answer *ans)
 	return er;
 }
 
+/* The store answered with an error before anything ran: 6 and one line
+ * when its schema is missing or older than this build (a queue must not
+ * redeliver for ever what only an operator can mend), else 69. */
+static int
+run_store_err(struct ctl *c)
+{
+	char	 why[256];
+	int	 v = -1;
+
+	snprintf(why, sizeof(why), "%s", store_last_error(c->st));
+	if (store_schema_version(c->st, &v) == IDEM_OK &&
+	    v < store_schema_expected()) {
+		ctl_err("run: schema %s (run 'idemctl migrate'); COMMAND not "
+		    "run", v == 0 ? "missing" : "older than this build");
+		return CTL_ESCHEMA;
+	}
+	ctl_err("run: store unavailable (%s); COMMAND not run", why);
+	return CTL_RUN_UNAVAILABLE;
+}
+
 /* The key is ours: run COMMAND, record its outcome, give it back. */
 static void
 run_owned(struct run_job *j)
@@ -1105,8 +1130,12 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	run_signals();
 	/* Store unreachable: COMMAND does not run (ctl_connect said why). */
 	c->quick = 1;
-	if (ctl_connect(c) != CTL_OK || ctl_hkey(c, "run") != CTL_OK) {
+	if (ctl_connect(c) != CTL_OK) {
 		rc = CTL_RUN_UNAVAILABLE;
+		goto out;
+	}
+	if (store_hkey_resolve(c->st, &c->hk) != IDEM_OK) {
+		rc = run_store_err(c);
 		goto out;
 	}
 	/* Hashed as the store hashes: keyed, its lock named after that. */
@@ -1114,9 +1143,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	idem_id_name_lock(&id);
 	j.o.st = c->st;
 	if (once_claim(&j.o, a.wait_ms) != IDEM_OK) {
-		ctl_err("run: store unavailable (%s); COMMAND not run",
-		    store_last_error(c->st));
-		rc = CTL_RUN_UNAVAILABLE;
+		rc = run_store_err(c);
 		goto out;
 	}
 	once_dispatch(&j.o, &run_ops, &j);

@@ -319,8 +319,12 @@ int cfg_warnings(const struct cfg *c, FILE *f);
  * key_format. */
 int cfg_key_format_ok(const struct route *r, const char *key, size_t len);
 
+/* The longest duration anything takes: 100 years (a key's expiry, now +
+ * ttl, must stay within the store's DATETIME, year 9999). */
+#define CFG_DURATION_MAX_MS	(36500LL * 86400 * 1000)
+
 /* "250ms", "10s", "5m", "72h", "7d", bare number = seconds; IDEM_EINVAL
- * (*ms untouched) for anything else or past INT64_MAX ms. */
+ * (*ms untouched) for anything else or past CFG_DURATION_MAX_MS. */
 enum idem_err cfg_parse_duration(const char *s, int64_t *ms);
 
 /* "512", "64K", "1M", "2G" (powers of 1024); IDEM_EINVAL (*bytes

@@ -73,7 +73,7 @@ cfg_parse_duration(const char *s, int64_t *ms)
 		mul = 86400 * 1000;
 	else
 		return IDEM_EINVAL;
-	if (n > (uint64_t)INT64_MAX / mul)
+	if (n > (uint64_t)CFG_DURATION_MAX_MS / mul)
 		return IDEM_EINVAL;
 	*ms = (int64_t)(n * mul);
 	return IDEM_OK;

@@ -424,6 +424,23 @@ run b o2 --key k9o --wait 20s -- "$T/job.sh" late 1.5 0
 expect_eq "outage after COMMAND: the redelivery replays" "0 1" "$(rc o2) $(($(starts) - n0))"
 expect_file_eq "outage after COMMAND: the same stdout" "$T/o1.o" "$T/o2.o"
 
+# A database without the schema: 6 and one line (only an operator can mend
+# it; 69 would have a queue redeliver for ever), nothing runs.
+TESTROOT=$T mariadb_newdb "${TNAME}_empty" || not_ok "create an empty database"
+sed "s|$DBCNF|$T/${TNAME}_empty.cnf|" "$T/a.conf" >"$T/empty.conf"
+n0=$(starts)
+"$IDEMCTL" -c "$T/empty.conf" run --key k9s -- "$T/job.sh" x 0 0 >"$T/e1.o" 2>"$T/e1.e" </dev/null
+expect_eq "schema missing: exit 6, one line" "6 1" "$? $(wc -l <"$T/e1.e" | tr -d ' ')"
+expect_match "... saying so" 'schema missing' "$(cat "$T/e1.e")"
+expect_eq "schema missing: COMMAND did not run" "$n0" "$(starts)"
+
+# stdin closed (cron, "<&-") is empty input, as /dev/null: COMMAND runs.
+n0=$(starts)
+"$IDEMCTL" -c "$T/a.conf" run --key k9c -- "$T/job.sh" closed 0 0 >"$T/c1.o" 2>"$T/c1.e" <&-
+expect_eq "stdin closed: runs, exit 0" "0 1" "$? $(($(starts) - n0))"
+run a c2 --key k9c -- "$T/job.sh" closed 0 0
+expect_eq "stdin closed, then /dev/null: the same input, a replay" "0 1" "$(rc c2) $(($(starts) - n0))"
+
 # Usage errors are one line and exit 1.
 "$IDEMCTL" -c "$T/a.conf" run -- /bin/true >"$T/u.o" 2>"$T/u.e"
 expect_eq "usage: --key is required" 1 "$?"
@@ -432,5 +449,11 @@ expect_eq "usage: one line, as every failure" 1 "$(wc -l <"$T/u.e" | tr -d ' ')"
 expect_eq "usage: COMMAND is required" 1 "$?"
 run a u3 --key k10 --ttl nonsense -- /bin/true
 expect_eq "usage: a bad duration" 1 "$(rc u3)"
+# Past what the store can date (100 years): a usage error, not 69 with
+# SQL's words, which a queue would redeliver for ever.
+for o in --ttl --lease --timeout; do
+	run a u4 --key k10 "$o" 3000000d -- /bin/true
+	expect_eq "usage: $o 3000000d" "1 1" "$(rc u4) $(wc -l <"$T/u4.e" | tr -d ' ')"
+done
 
 done_testing
