@@ -488,8 +488,9 @@ check_kids(struct ctl *c)
 		return rc;
 	for (i = 0; i < n; i++) {
 		if (kc[i].kid[0] == '\0')
-			finding(" ok ", "%llu rows stored in clear (from "
-			    "before the key; they expire)",
+			finding(" ok ", "%llu rows without a sealed answer "
+			    "(in progress, tombstones, or answers from "
+			    "before the key: 'idemctl rekey' seals those)",
 			    (unsigned long long)kc[i].rows);
 		else if (strcmp(kc[i].kid, cur->id) == 0)
 			finding(" ok ", "key %s: %llu rows (current)",

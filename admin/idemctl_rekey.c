@@ -19,7 +19,7 @@ const char ctl_rekey_usage[] =
 "fingerprints.  Each row is rewritten only if no gateway changed it\n"
 "meanwhile.  Rows under a key id the file no longer holds stay as they\n"
 "are (unreadable: crypto-shredded).  Never overlaps another run (MySQL\n"
-"named lock '" REKEY_LOCK_NAME "').  Every run is recorded in\n"
+"named lock '" REKEY_LOCK_NAME ":DATABASE').  Every run is recorded in\n"
 "idem_rekey_runs and logged to syslog.  Prints nothing on success (for\n"
 "cron).\n"
 "\n"

@@ -297,6 +297,11 @@ hold_sql(struct store_hold *h, const char *sql, const char *p1,
 	return er;
 }
 
+/* A named lock is the server's, not the database's: the name is the
+ * run's (cleanup, rekey) and the database's, so two stores on one server
+ * do not hold each other up (at most 64 characters, MariaDB's limit). */
+#define HOLD_LOCK_SQL	"LEFT(CONCAT(?, ':', DATABASE()), 64)"
+
 /* Takes the lock; IDEM_EBUSY if another run holds it, IDEM_ESTORE on
  * error. */
 enum idem_err
@@ -308,7 +313,7 @@ store_hold_take(struct store_hold *h, struct store *st, const char *name,
 	h->name = name;
 	h->row = st->galera;
 	if (!h->row) {
-		if (hold_sql(h, "SELECT GET_LOCK(?, 0)", h->name,
+		if (hold_sql(h, "SELECT GET_LOCK(" HOLD_LOCK_SQL ", 0)", h->name,
 		    NULL, &v) != IDEM_OK)
 			return IDEM_ESTORE;
 		return v == 1 ? IDEM_OK : IDEM_EBUSY;
@@ -350,7 +355,7 @@ void
 store_hold_drop(struct store_hold *h)
 {
 	if (!h->row)
-		(void)hold_sql(h, "DO RELEASE_LOCK(?)", h->name,
+		(void)hold_sql(h, "DO RELEASE_LOCK(" HOLD_LOCK_SQL ")", h->name,
 		    NULL, NULL);
 	else
 		(void)hold_sql(h, "DELETE FROM idem_locks WHERE name = ? AND"

@@ -130,6 +130,122 @@ rekey_ids(struct store *st, const char *cur, int64_t limit, uint64_t *last,
 	    " ORDER BY id LIMIT ?", in, 1, limit, last, ids, n);
 }
 
+/*
+ * A completed row stored in clear (before the key was set, or by a build
+ * that had none), as read to seal it: its identity into r, its answer
+ * into a, its owner's token into *tok.  IDEM_ENOTFOUND when it is gone,
+ * sealed, or no longer completed.
+ */
+static enum idem_err
+clear_read(struct store *st, struct seal_row *r, struct answer *a,
+    uint64_t *tok)
+{
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[1], res[SEAL_ROW_COLS + 3];
+	int64_t		 status = 0;
+	unsigned long	 hlen = 0;
+	my_bool		 hnull = 1;
+	enum idem_err	 er;
+
+	if ((s = store_prepare(st, "SELECT " SEAL_ROW_SQL ", resp_status,"
+	    " resp_headers, owner_token FROM idem_keys WHERE id = ? AND"
+	    " state = 1 AND hashed = 1 AND seal_kid IS NULL")) == NULL)
+		return IDEM_ESTORE;
+	store_bind_u64(&in[0], &r->id);
+	store_seal_row_bind(res, r);
+	store_out_i64(&res[6], &status, NULL);
+	store_out_blob(&res[7], NULL, 0, &hlen, &hnull);
+	store_out_u64(&res[8], tok, NULL);
+	if ((er = store_run(st, s, in, res)) == IDEM_OK)
+		er = store_fetch(st, s);
+	if (er == IDEM_OK && !r->bnull && r->blen > 0)
+		er = store_row_blob(st, s, &res[5], 5, r->blen, &a->body);
+	if (er == IDEM_OK && !hnull && hlen > 0)
+		er = store_row_blob(st, s, &res[7], 7, hlen, &a->hdrs);
+	store_stmt_close(s);
+	if (er != IDEM_OK)
+		return er;
+	store_out_text_end(r->key, sizeof(r->key), r->klen, r->knull);
+	store_out_text_end(r->route, sizeof(r->route), r->rlen, r->rnull);
+	if (r->klen >= sizeof(r->key))
+		r->klen = sizeof(r->key) - 1;
+	a->status = (int)status;
+	return IDEM_OK;
+}
+
+/*
+ * Seals completed row id, stored in clear, under the current key cur, as
+ * the gateway seals an answer (status and headers inside), counting it in
+ * out (rekeyed).  The write is guarded by the row's owner token and
+ * state: a row taken over meanwhile is left alone (changed).
+ */
+static enum idem_err
+clear_one(struct store *st, uint64_t id, const struct cfg_secret *cur,
+    struct rekey_result *out)
+{
+	struct seal_row	 r;
+	struct seal_ad	 ad;
+	struct answer	 a;
+	MYSQL_BIND	 in[5];
+	unsigned char	 nonce[SEAL_NONCE_LEN], *ct = NULL;
+	size_t		 len;
+	uint64_t	 tok = 0, n = 0;
+	enum idem_err	 er;
+
+	memset(&r, 0, sizeof(r));
+	r.id = id;
+	answer_init(&a, ADMIN_SEALED_MAX, ADMIN_SEALED_MAX);
+	if ((er = clear_read(st, &r, &a, &tok)) == IDEM_ENOTFOUND) {
+		out->changed++;
+		er = IDEM_OK;
+		goto out;
+	}
+	if (er != IDEM_OK && er != IDEM_ETOOBIG)
+		goto out;
+	if (er == IDEM_ETOOBIG || r.slen != FP_LEN) {
+		er = IDEM_OK;
+		out->unreadable++;	/* not a row we wrote: leave it */
+		goto out;
+	}
+	seal_ad_set(&ad, r.scope, r.key, r.klen, r.route);
+	if ((er = seal_answer(cur->key, &ad, &a, nonce, &ct, &len)) !=
+	    IDEM_OK) {
+		er = store_fail(st, er, "cannot seal the answer: %s",
+		    idem_strerror(er));
+		goto out;
+	}
+	store_bind_blob(&in[0], ct, len);
+	store_bind_str(&in[1], cur->id);
+	store_bind_blob(&in[2], nonce, SEAL_NONCE_LEN);
+	store_bind_u64(&in[3], &r.id);
+	store_bind_u64(&in[4], &tok);
+	er = store_simple(st, "UPDATE idem_keys SET resp_status = NULL,"
+	    " resp_headers = NULL, resp_body = ?, seal_kid = ?,"
+	    " seal_nonce = ? WHERE id = ? AND owner_token = ? AND state = 1"
+	    " AND seal_kid IS NULL", in, &n);
+	if (er == IDEM_OK) {
+		if (n == 1)
+			out->rekeyed++;
+		else
+			out->changed++;
+	}
+out:
+	free(ct);
+	answer_free(&a);
+	return er;
+}
+
+/* Up to limit ids of completed rows stored in clear, past *last, into
+ * ids.  OUT: *n, *last the highest id read. */
+static enum idem_err
+clear_ids(struct store *st, int64_t limit, uint64_t *last, uint64_t *ids,
+    size_t *n)
+{
+	return store_ids_after(st, "SELECT id FROM idem_keys WHERE"
+	    " seal_kid IS NULL AND state = 1 AND hashed = 1 AND id > ?"
+	    " ORDER BY id LIMIT ?", NULL, 0, limit, last, ids, n);
+}
+
 /* Converts row id, hashed before the key, counting what became of it. */
 static enum idem_err
 rekey_hash_one(struct store *st, const struct hkey *hk, uint64_t id,
@@ -154,12 +270,13 @@ rekey_hash_one(struct store *st, const struct hkey *hk, uint64_t id,
 
 /*
  * One walk over the rows: with hk, those hashed before the key
- * (rekey_hash_one); else those sealed under another key than cur
- * (rekey_one).
+ * (rekey_hash_one); with clear, the completed ones stored in clear
+ * (clear_one); else those sealed under another key than cur (rekey_one).
  */
 struct rekey_pass {
 	const struct hkey	*hk;
 	const struct cfg_secret	*cur;
+	int			 clear;
 };
 
 static enum idem_err
@@ -168,6 +285,8 @@ pass_ids(struct store *st, const struct rekey_pass *p, int64_t limit,
 {
 	if (p->hk != NULL)
 		return store_hkey_old_ids(st, limit, last, ids, n);
+	if (p->clear)
+		return clear_ids(st, limit, last, ids, n);
 	return rekey_ids(st, p->cur->id, limit, last, ids, n);
 }
 
@@ -177,6 +296,8 @@ pass_one(struct store *st, const struct rekey_pass *p, uint64_t id,
 {
 	if (p->hk != NULL)
 		return rekey_hash_one(st, p->hk, id, out);
+	if (p->clear)
+		return clear_one(st, id, p->cur, out);
 	return rekey_one(st, id, p->cur, out);
 }
 
@@ -320,10 +441,13 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 		goto unlock;
 	deadline = o->max_ms > 0 ? start + o->max_ms : 0;
 	/* The hashing key first, then the rows hashed before it, then the
-	 * rows sealed under older keys. */
+	 * answers stored in clear (before the key), then the rows sealed
+	 * under older keys. */
 	if ((er = store_hkey_rewrap(st, &hk, &out->rewrapped)) == IDEM_OK &&
 	    (er = rekey_batches(st, o, &h, &(struct rekey_pass){ .hk = &hk },
-	    deadline, out)) == IDEM_OK)
+	    deadline, out)) == IDEM_OK &&
+	    (er = rekey_batches(st, o, &h, &(struct rekey_pass){ .cur = cur,
+	    .clear = 1 }, deadline, out)) == IDEM_OK)
 		er = rekey_batches(st, o, &h, &(struct rekey_pass){ .cur = cur },
 		    deadline, out);
 	rekey_outcome(st, o, er, out);

@@ -237,11 +237,22 @@ eq "dry run: nothing deleted" 120 "$(count dry)"
 eq "dry run: recorded as dry-run" "dry-run 1 120" "$(sq "SELECT outcome, dry_run, rows_deleted FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
 
 # ---------------------------------------------------------------- named lock overlap
+# The same name in another database is another store's: no wait.
 mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" \
-	-e "SELECT GET_LOCK('idemgate-cleanup', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
+	-e "SELECT GET_LOCK('idemgate-cleanup:${DB}_other', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
 BG=$!
 for i in $(seq 1 50); do
-	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup') IS NOT NULL")" = 1 ] && break
+	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup:${DB}_other') IS NOT NULL")" = 1 ] && break
+	sleep 0.1
+done
+run -c "$CONF" cleanup --dry-run
+eq "another database's cleanup lock: no wait" 0 "$RC"
+wait "$BG" 2>/dev/null
+mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" \
+	-e "SELECT GET_LOCK('idemgate-cleanup:$DB', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
+BG=$!
+for i in $(seq 1 50); do
+	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup:$DB') IS NOT NULL")" = 1 ] && break
 	sleep 0.1
 done
 run -c "$CONF" cleanup
@@ -252,7 +263,7 @@ eq "lock held: nothing deleted" 120 "$(count dry)"
 wait "$BG" 2>/dev/null
 BG=
 for i in $(seq 1 50); do
-	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup') IS NULL")" = 1 ] && break
+	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup:$DB') IS NULL")" = 1 ] && break
 	sleep 0.1
 done
 run -c "$CONF" cleanup

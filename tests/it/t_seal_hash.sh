@@ -93,11 +93,24 @@ expect_eq "old row: converted on touch" 1 "$(col "${TNAME}_p" hashed "$KB")"
 post b3 "$U" "$KB" 'body-other'
 is_problem "old row, another body" b3 422 key-mismatch
 expect_eq "old row 2: not touched yet" 0 "$(col "${TNAME}_p" hashed "$KC")"
+mariadb-dump --no-defaults --socket="$MDB_SOCK" -uroot --hex-blob "${TNAME}_p" >"$T/p-before.sql" 2>/dev/null
 "$IDEMCTL" -c "$T/lkeyed.conf" rekey -v >"$T/rk.out" 2>"$T/rk.err"
 expect_eq "rekey: exit 0" "0" "$?"
 expect_match "rekey -v: rows keyed counted" "[1-9][0-9]* rows keyed" "$(cat "$T/rk.out")"
 expect_eq "rekey: no row hashed plain left" 0 "$(db_query "${TNAME}_p" 'SELECT COUNT(*) FROM idem_keys WHERE hashed = 0')"
 expect_match "rekey run recorded rows_hashed" "^[1-9]" "$(db_query "${TNAME}_p" 'SELECT rows_hashed FROM idem_rekey_runs ORDER BY id DESC LIMIT 1')"
+# The answers stored in clear before the key are sealed now (SPEC 11: a
+# dump must not give them away), the one converted on touch too.
+expect_eq "rekey: no answer left in clear" 0 "$(db_query "${TNAME}_p" 'SELECT COUNT(*) FROM idem_keys WHERE state = 1 AND seal_kid IS NULL')"
+expect_eq "rekey: both old rows sealed under k1" "k1 k1" "$(col "${TNAME}_p" seal_kid "$KB") $(col "${TNAME}_p" seal_kid "$KC")"
+mariadb-dump --no-defaults --socket="$MDB_SOCK" -uroot --hex-blob "${TNAME}_p" >"$T/p-after.sql" 2>/dev/null
+hexof() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n' | tr a-f A-F; }
+# (every answer of the CGI's says body_sha256=...)
+check "rekey: the dump holds no answer in clear" sh -c "! grep -q '$(hexof body_sha256=)' '$T/p-after.sql'"
+check "... which the dump before rekey did (the check can fail)" grep -q "$(hexof body_sha256=)" "$T/p-before.sql"
+post b4 "$U" "$KB" 'body-b'
+expect_eq "sealed old row: replayed" true "$(hdr b4 Idempotent-Replayed)"
+expect_file_eq "sealed old row: byte-for-byte" "$T/b1.b" "$T/b4.b"
 post c2 "$U" "$KC" 'body-c'
 expect_eq "rekeyed old row: replayed" true "$(hdr c2 Idempotent-Replayed)"
 expect_file_eq "rekeyed old row: byte-for-byte" "$T/c1.b" "$T/c2.b"
@@ -202,6 +215,7 @@ post e4 "$U2" "$KE" 'body-e'
 expect_eq "again: replayed" true "$(hdr e4 Idempotent-Replayed)"
 expect_eq "set aside: nothing ran" "$n" "$(runs pay)"
 "$IDEMCTL" -c "$T/xkeyed.conf" rekey >"$T/xrk.out" 2>&1
+cat "$T/xrk.out" | sed "s/^/# xrk: /"
 expect_eq "rekey: keys the one row hashed before the key only" "ok 1" "$(db_query "${TNAME}_x" "SELECT outcome, rows_hashed FROM idem_rekey_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
 expect_eq "rekey: no row hashed plain left" 0 "$(db_query "${TNAME}_x" 'SELECT COUNT(*) FROM idem_keys WHERE hashed = 0')"
 gw_stop gw2

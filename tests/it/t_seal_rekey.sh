@@ -40,9 +40,9 @@ http g1 POST "$U?m=GONE" -H "Idempotency-Key: $KG" --data-binary 'g'
 db_query "$TNAME" "UPDATE idem_keys SET seal_kid = 'k0' WHERE idem_key = '$KG'"
 
 # Another rekey holds the lock: this one exits 4, changes nothing.
-h_sqlroot "$TNAME" -e "SELECT GET_LOCK('idemgate-rekey', 5); DO SLEEP(3)" >/dev/null 2>&1 &
+h_sqlroot "$TNAME" -e "SELECT GET_LOCK('idemgate-rekey:$TNAME', 5); DO SLEEP(3)" >/dev/null 2>&1 &
 LOCKER=$!
-wait_until 3 sh -c "mariadb --no-defaults --socket='$MDB_SOCK' -uroot -N -B -e \"SELECT IS_USED_LOCK('idemgate-rekey') IS NOT NULL\" | grep -q 1"
+wait_until 3 sh -c "mariadb --no-defaults --socket='$MDB_SOCK' -uroot -N -B -e \"SELECT IS_USED_LOCK('idemgate-rekey:$TNAME') IS NOT NULL\" | grep -q 1"
 ctl rekey >"$T/busy.out" 2>&1
 expect_eq "rekey while another holds the lock: exit 4" 4 "$?"
 expect_match "rekey while locked: one line" "rekey already running" "$(cat "$T/busy.out")"
