@@ -59,6 +59,17 @@ rekey_write(struct store *st, const struct seal_row *r, const char *cur,
 	    " AND seal_nonce = ?", in, n);
 }
 
+/* A guarded write of a row landed (n = 1: sealed under the current key)
+ * or found it changed meanwhile (n = 0). */
+static void
+rekey_tally(struct rekey_result *out, uint64_t n)
+{
+	if (n == 1)
+		out->rekeyed++;
+	else
+		out->changed++;
+}
+
 /* Re-seals row id under the current key cur, counting what became of it
  * in out. */
 static enum idem_err
@@ -101,12 +112,8 @@ rekey_one(struct store *st, uint64_t id, const struct cfg_secret *cur,
 		goto out;
 	}
 	if ((er = rekey_write(st, &r, cur->id, nonce, ct, len, &n)) ==
-	    IDEM_OK) {
-		if (n == 1)
-			out->rekeyed++;
-		else
-			out->changed++;
-	}
+	    IDEM_OK)
+		rekey_tally(out, n);
 out:
 	free(ct);
 	answer_free(&a);
@@ -223,12 +230,8 @@ clear_one(struct store *st, uint64_t id, const struct cfg_secret *cur,
 	    " resp_headers = NULL, resp_body = ?, seal_kid = ?,"
 	    " seal_nonce = ? WHERE id = ? AND owner_token = ? AND state = 1"
 	    " AND seal_kid IS NULL", in, &n);
-	if (er == IDEM_OK) {
-		if (n == 1)
-			out->rekeyed++;
-		else
-			out->changed++;
-	}
+	if (er == IDEM_OK)
+		rekey_tally(out, n);
 out:
 	free(ct);
 	answer_free(&a);
