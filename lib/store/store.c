@@ -478,7 +478,16 @@ claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
 	}
 	switch (r->state) {
 	case 1:
-		if ((c->seal_er = r->seal_er) != IDEM_OK) {
+		/* A nonce without a key id, or a key id without a body, is
+		 * a sealed row altered (its key id or ciphertext taken
+		 * away): never replayed as a row in clear, "Status: 0" with
+		 * the ciphertext or nothing for a body.  (An empty nonce is
+		 * what older builds' hash conversion left on a clear row.) */
+		c->seal_er = r->seal_er;
+		if (c->seal_er == IDEM_OK && (r->nul[14] ? !r->nul[15] &&
+		    r->noncelen > 0 : r->nul[9]))
+			c->seal_er = IDEM_ESEAL;
+		if (c->seal_er != IDEM_OK) {
 			/* Never run again: the answer is there, unreadable
 			 * to us. */
 			c->state = CLAIM_SEALED;

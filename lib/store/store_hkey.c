@@ -367,8 +367,8 @@ old_write(struct store *st, const struct old_row *o,
 	store_bind_in(&in[2], MYSQL_TYPE_BLOB, ct, ct != NULL ? len : 0);
 	store_bind_in(&in[3], MYSQL_TYPE_STRING, ct != NULL ? cur->id : NULL,
 	    ct != NULL ? strlen(cur->id) : 0);
-	store_bind_in(&in[4], MYSQL_TYPE_BLOB, nonce, ct != NULL ?
-	    SEAL_NONCE_LEN : 0);
+	store_bind_in(&in[4], MYSQL_TYPE_BLOB, ct != NULL ? nonce : NULL,
+	    ct != NULL ? SEAL_NONCE_LEN : 0);
 	store_bind_u64(&in[5], &o->r.id);
 	store_bind_i64(&in[6], &o->state);
 	store_bind_in(&in[7], MYSQL_TYPE_BLOB, o->r.nnull ? NULL : o->r.nonce,
