@@ -247,10 +247,11 @@ cgi_child(const struct cgi_run *r, const char *dir, char *const *argv,
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent ||
 	    setpgid(0, 0) != 0)
 		goto fail;
-	/* in, out and err are at least 3 (cgi_io_start's pipes), or err is
-	 * 2 itself (err_through): dup2 in this order never clobbers one. */
+	/* in, out and err are at least 3 (cgi_pipe), or err is 2 itself
+	 * (err_through: kept open across exec, as posix_spawn's dup2 of an
+	 * fd onto itself did): dup2 in this order never clobbers one. */
 	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 ||
-	    (err != 2 && dup2(err, 2) == -1))
+	    (err != 2 ? dup2(err, 2) == -1 : fcntl(2, F_SETFD, 0) == -1))
 		goto fail;
 	if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
 		goto fail;
