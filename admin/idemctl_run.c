@@ -1138,6 +1138,13 @@ ctl_run(struct ctl *c, int argc, char **argv)
 		rc = run_store_err(c);
 		goto out;
 	}
+	/* A hashing key we cannot open (keyed store, no key file or not
+	 * its line): plain hashes would miss the keyed rows and run
+	 * COMMAND again.  ctl_hkey says why. */
+	if (ctl_hkey(c, "run") != CTL_OK) {
+		rc = CTL_RUN_UNAVAILABLE;
+		goto out;
+	}
 	/* Hashed as the store hashes: keyed, its lock named after that. */
 	idem_id_key(&id, &c->hk);
 	idem_id_name_lock(&id);

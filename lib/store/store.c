@@ -54,6 +54,9 @@
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 /* Claim/wait rounds of store_claim_wait; its deadline ends it long before. */
 #define CLAIM_ROUNDS		1000
+/* store_renew: how long a relock after a reconnect waits at most for the
+ * killed session to let the key's lock go. */
+#define RELOCK_WAIT_MS		250
 
 static void
 seen_add(struct store *st, const char *lockname)
@@ -328,6 +331,14 @@ store_read(struct store *st, const struct idem_id *id,
 	    &c->ans.body)) != IDEM_OK)
 		return er;
 	store_row_end(s);
+	/* A nonce without a key id, or a key id without a body, is a
+	 * sealed row altered (its key id or ciphertext taken away): never
+	 * replayed as a row in clear, "Status: 0" with the ciphertext or
+	 * nothing for a body.  (An empty nonce is what older builds' hash
+	 * conversion left on a clear row.) */
+	if (r->state == 1 && (r->nul[14] ? !r->nul[15] && r->noncelen > 0 :
+	    r->nul[9]))
+		r->seal_er = IDEM_ESEAL;
 	return IDEM_OK;
 }
 
@@ -478,16 +489,7 @@ claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
 	}
 	switch (r->state) {
 	case 1:
-		/* A nonce without a key id, or a key id without a body, is
-		 * a sealed row altered (its key id or ciphertext taken
-		 * away): never replayed as a row in clear, "Status: 0" with
-		 * the ciphertext or nothing for a body.  (An empty nonce is
-		 * what older builds' hash conversion left on a clear row.) */
-		c->seal_er = r->seal_er;
-		if (c->seal_er == IDEM_OK && (r->nul[14] ? !r->nul[15] &&
-		    r->noncelen > 0 : r->nul[9]))
-			c->seal_er = IDEM_ESEAL;
-		if (c->seal_er != IDEM_OK) {
+		if ((c->seal_er = r->seal_er) != IDEM_OK) {
 			/* Never run again: the answer is there, unreadable
 			 * to us. */
 			c->state = CLAIM_SEALED;
@@ -717,7 +719,7 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 	int64_t		 lease_us = ms_to_us(lease_ms);
 	uint64_t	 rid = c->id, tok = c->token;
 	enum idem_err	 er;
-	int64_t		 got;
+	int64_t		 got, wait_ms;
 
 	store_bind_i64(&par[0], &lease_us);
 	store_bind_u64(&par[1], &rid);
@@ -729,9 +731,16 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 		return IDEM_ENOTFOUND;
 	if (c->locked && st->generation != c->conn_gen) {
 		/* Reconnected since the claim: that connection's lock is
-		 * gone; take it back so waiters keep sleeping on it. */
+		 * gone; take it back so waiters keep sleeping on it.  The
+		 * killed session may still hold it a moment: wait for that
+		 * within a third of the call's deadline, 250 ms at most (a
+		 * tick must not hold the run's I/O up); a later tick tries
+		 * again while it is not ours. */
+		wait_ms = st->call_ms / 3 < RELOCK_WAIT_MS ? st->call_ms / 3 :
+		    RELOCK_WAIT_MS;
 		store_bind_str(&par[0], c->lockname);
 		store_bind_str(&par[1], c->lockname);
+		store_bind_i64(&par[2], &wait_ms);
 		(void)store_scalar(st, STMT_RELOCK, par, 0, &got);
 	}
 	return IDEM_OK;

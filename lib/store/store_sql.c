@@ -100,11 +100,13 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_TAKEOVER] = TAKEOVER_SQL,
 	/* GET_LOCK nests in MariaDB: never take a lock we already hold. A
 	 * killed session lets its locks go some time after KILL returns
-	 * (later still on a loaded server): wait up to 2 s for it. Only
-	 * waiters, which give the lock straight back, can hold it meanwhile:
-	 * the renew just proved the lease ours. */
+	 * (later still on a loaded server): wait ? ms for it, within the
+	 * call's deadline (store.c: store_renew).  Only waiters, which give
+	 * the lock straight back, can hold it meanwhile: the renew just
+	 * proved the lease ours. */
 	[STMT_RELOCK] =
-	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 2))",
+	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1,"
+	    " GET_LOCK(?, ? / 1000))",
 	/* Sleeps until the lock comes free and gives it straight back, in
 	 * one statement, so a queue of waiters drains without round trips. */
 	[STMT_WAITLOCK] =

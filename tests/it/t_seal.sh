@@ -122,23 +122,6 @@ is_problem "clear header on a sealed row" a4 500 store-key-missing
 expect_eq "clear header on a sealed row: not sent" "" "$(hdr a4 Location)"
 expect_eq "clear header on a sealed row: nothing ran" 3 "$(runs pay)"
 
-# The key id taken off a sealed row (database write access): not a row
-# in clear, never replayed as "Status: 0" with the ciphertext for a body;
-# nor one whose ciphertext was taken off (the key id kept).
-n0=$(runs pay)
-for what in kid body; do
-	KT=$(new_key)
-	http t1$what POST "$U?m=TAMPER" -H "Idempotency-Key: $KT" --data-binary "$what"
-	expect_eq "$what taken off: created first" 201 "$HS"
-	if [ "$what" = kid ]; then col=seal_kid; else col=resp_body; fi
-	db_query "$TNAME" "UPDATE idem_keys SET $col = NULL WHERE idem_key = '$KT'"
-	logged=$(grep -c 'its stored answer' "$T/gw.log")
-	sleep 0.3
-	http t2$what POST "$U?m=TAMPER" -H "Idempotency-Key: $KT" --data-binary "$what"
-	is_problem "$what taken off a sealed row" t2$what 500 store-key-missing
-	expect_lt "$what taken off: logged" "$logged" "$(grep -c 'its stored answer' "$T/gw.log")"
-done
-expect_eq "taken off: nothing ran again" $((n0 + 2)) "$(runs pay)"
 gw_stop gw
 
 # Wrong key material under the same id, then a file without k1.
@@ -151,7 +134,7 @@ for c in bad k2; do
 	http w$c POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
 	is_problem "$c key file" w$c 500 store-key-missing
 	check "$c key file: no answer leaked" sh -c "! grep -q -- '$PID' '$T/w$c.b'"
-	expect_eq "$c key file: nothing ran again" 5 "$(runs pay)"
+	expect_eq "$c key file: nothing ran again" 3 "$(runs pay)"
 	gw_stop gw
 done
 expect_match "a missing key id is named in the log" "hashing key (is wrapped under|does not open under) key id k1" "$(cat "$T/gw.log")"
@@ -175,4 +158,26 @@ check "show without k1: no payment id" sh -c "! printf '%s' \"\$1\" | grep -q --
 "$IDEMCTL" -c "$T/k2.conf" show "$KA" --body >"$T/show2.b" 2>"$T/show2.err"
 expect_eq "show --body without k1: exit 2, nothing out" "2 0" "$? $(stat -c %s "$T/show2.b")"
 expect_match "show --body without k1: says why" "encrypted, key k1, which secret_key_file does not hold" "$(cat "$T/show2.err")"
+# The key id taken off a sealed row (database write access): not a row
+# in clear, never replayed as "Status: 0" with the ciphertext for a body;
+# nor one whose ciphertext was taken off (the key id kept).  One worker,
+# one thread: the retry comes on the connection that completed the key
+# (its one-read shortcut), where the check must hold too.
+sed -e 's/^workers = .*/workers = 1/' -e 's/^threads = .*/threads = 1/' "$T/seal.conf" >"$T/seal1.conf"
+gw_start gw "$T/seal1.conf" || { done_testing; exit 1; }
+n0=$(runs pay)
+for what in kid body; do
+	KT=$(new_key)
+	http t1$what POST "$U?m=TAMPER" -H "Idempotency-Key: $KT" --data-binary "$what"
+	expect_eq "$what taken off: created first" 201 "$HS"
+	if [ "$what" = kid ]; then col=seal_kid; else col=resp_body; fi
+	db_query "$TNAME" "UPDATE idem_keys SET $col = NULL WHERE idem_key = '$KT'"
+	logged=$(grep -c 'its stored answer' "$T/gw.log")
+	sleep 0.3
+	http t2$what POST "$U?m=TAMPER" -H "Idempotency-Key: $KT" --data-binary "$what"
+	is_problem "$what taken off a sealed row" t2$what 500 store-key-missing
+	expect_lt "$what taken off: logged" "$logged" "$(grep -c 'its stored answer' "$T/gw.log")"
+done
+expect_eq "taken off: nothing ran again" $((n0 + 2)) "$(runs pay)"
+gw_stop gw
 done_testing

@@ -182,6 +182,13 @@ for i in 1 2; do
 done
 expect_eq "run: the job ran once" 1 "$(wc -l <"$T/job.runs" | tr -d ' ')"
 expect_eq "run: its row is keyed" 1 "$(col "$TNAME" hashed jobkey)"
+# Without the key file on that keyed store: refused, one line, nothing
+# runs (plain hashes would miss the keyed row and run the job again).
+conf "$T/runplain.conf" "$T/gw.sock" "$SCNF"
+echo payload | "$IDEMCTL" -c "$T/runplain.conf" run --key jobkey -- "$T/job.sh" >"$T/run3.o" 2>"$T/run3.e"
+expect_eq "run without the key file: exit 69, one line" "69 1" "$? $(wc -l <"$T/run3.e" | tr -d ' ')"
+expect_match "... saying why" 'no secret_key_file' "$(cat "$T/run3.e")"
+expect_eq "run without the key file: the job did not run again" 1 "$(wc -l <"$T/job.runs" | tr -d ' ')"
 
 # 6. A gateway without the key still running when the store became keyed
 # writes a plain row of a key that has a keyed row: the keyed gateway's
