@@ -7,7 +7,6 @@
 #include "lag.h"
 #include "log.h"
 #include "store_admin.h"
-#include "store_hkey.h"
 
 const char ctl_cleanup_usage[] =
 "usage: idemctl [-c FILE] cleanup [--batch N] [--max-seconds S] [--sleep MS]\n"
@@ -267,35 +266,6 @@ cleanup_report(const struct ctl *c, const struct cleanup_opts *o,
 	}
 }
 
-/*
- * With a key file: the store's hashing key wrapped under the current key
- * if an older one wraps it, so an older line no row uses any more can go
- * from the file (SPEC 11) without waiting for a rekey.  What cleanup is
- * for is done: a failure here is logged, not its exit status.
- */
-static void
-cleanup_rewrap(struct ctl *c)
-{
-	const struct cfg_secret	*cur = cfg_secret(c->cfg, NULL);
-	int			 done = 0;
-
-	if (cur == NULL || store_hkey_resolve(c->st, &c->hk) != IDEM_OK ||
-	    hkey_state(&c->hk) != HKEY_KEYED)
-		return;
-	if (store_hkey_rewrap(c->st, &c->hk, &done) != IDEM_OK) {
-		log_warn("cleanup: cannot wrap the hashing key under key %s: "
-		    "%s", cur->id, store_last_error(c->st));
-		return;
-	}
-	if (done) {
-		log_info("cleanup: the store's hashing key is wrapped under "
-		    "key %s now", cur->id);
-		if (c->verbose)
-			printf("cleanup: the store's hashing key is wrapped "
-			    "under key %s now\n", cur->id);
-	}
-}
-
 int
 ctl_cleanup(struct ctl *c, int argc, char **argv)
 {
@@ -318,8 +288,6 @@ ctl_cleanup(struct ctl *c, int argc, char **argv)
 		return rc;
 	if ((rc = cleanup_connect(c)) == CTL_OK)
 		er = store_admin_cleanup(c->st, &o, &r);
-	if (rc == CTL_OK && er == IDEM_OK && !o.dry_run)
-		cleanup_rewrap(c);
 	lag_free(gate.lag);
 	if (rc != CTL_OK)
 		return rc;
