@@ -1,5 +1,6 @@
 /* Running legacy CGI programs: script lookup, spawn and I/O. */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -229,6 +230,20 @@ cgi_child_signals(void)
 	}
 }
 
+/* close_range refused (a kernel before 5.9, a seccomp filter): every fd
+ * from 3 up to the limit, 65536 at most, one by one. */
+static void
+cgi_child_closefrom3(void)
+{
+	struct rlimit	 rl;
+	rlim_t		 fd, max = 65536;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
+		max = rl.rlim_cur;
+	for (fd = 3; fd < max; fd++)
+		(void)syscall(SYS_close, (long)fd);
+}
+
 /*
  * The vfork child: its own process group (so a timeout kills what it
  * started too), SIGKILL when the thread that started it dies (so a run
@@ -254,7 +269,7 @@ cgi_child(const struct cgi_run *r, const char *dir, char *const *argv,
 	    (err != 2 ? dup2(err, 2) == -1 : fcntl(2, F_SETFD, 0) == -1))
 		goto fail;
 	if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
-		goto fail;
+		cgi_child_closefrom3();
 	if (dir != NULL && chdir(dir) != 0)
 		goto fail;
 	cgi_child_signals();
