@@ -105,9 +105,13 @@ once_record(struct once *o, enum rec_op op, const struct answer *a,
 		}
 		/* Whatever else failed (an outage, a restart under way) may
 		 * pass: the recorder tries again until it lands. */
+		/* The sessions kept for its lock go with it. */
+		if (er == IDEM_ESTORE && o->rec != NULL)
+			store_graves_take(o->st, &o->c);
 		if (er == IDEM_ESTORE && o->rec != NULL &&
 		    recorder_add(o->rec, op, &o->c, a, o->id->ttl_ms) ==
 		    IDEM_OK) {
+			o->c.ngrave = 0;	/* the recorder's now */
 			log_warn("%s: store failed (%s); the %s is kept and "
 			    "written when it can be", o->tag,
 			    store_last_error(o->st), rec_op_name(op));

@@ -251,7 +251,9 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 	it->c.id = c->id;
 	it->c.token = c->token;
 	memcpy(it->c.lockname, c->lockname, sizeof(it->c.lockname));
-	/* The lock went with the connection that lost the server. */
+	/* The lock went with the connection that lost the server, or stays
+	 * with a session kept for it (the caller hands its sockets over:
+	 * claim_reset closes them once the outcome is written). */
 	it->c.locked = 0;
 	it->op = op;
 	it->ttl_ms = ttl_ms;
@@ -267,6 +269,9 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 			return IDEM_ENOMEM;
 		}
 	}
+	/* Last: on failure above they are still the caller's. */
+	memcpy(it->c.grave, c->grave, sizeof(it->c.grave));
+	it->c.ngrave = c->ngrave;
 	pthread_mutex_lock(&rc->mu);
 	rec_push(rc, it);
 	pthread_cond_signal(&rc->cv);

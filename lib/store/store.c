@@ -84,6 +84,8 @@ claim_init(struct claim *c)
 void
 claim_reset(struct claim *c)
 {
+	while (c->ngrave > 0)
+		close(c->grave[--c->ngrave]);
 	answer_free(&c->ans);
 	claim_init(c);
 }
@@ -392,6 +394,11 @@ claim_won(struct store *st, const struct idem_id *id, struct claim *c,
 	c->fence = rowid * STORE_FENCE_STEP + takeovers;
 	c->locked = !st->galera;
 	c->conn_gen = st->generation;
+	/* Whatever an earlier claim of this connection left kept is not
+	 * this one's. */
+	store_graves_close(st);
+	st->held = c->locked;
+	st->lock_gen = st->generation;
 	seal_ad_set(&c->ad, id->scope, id->key, id->keylen, id->route);
 	return IDEM_OK;
 }
@@ -714,12 +721,13 @@ store_epoch(struct store *st, uint64_t *epoch)
 enum idem_err
 store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 {
-	MYSQL_BIND	 par[3];
+	MYSQL_BIND	 par[5];
 	MYSQL_STMT	*s;
 	int64_t		 lease_us = ms_to_us(lease_ms);
 	uint64_t	 rid = c->id, tok = c->token;
 	enum idem_err	 er;
 	int64_t		 got, wait_ms;
+	uint64_t	 tid;
 
 	store_bind_i64(&par[0], &lease_us);
 	store_bind_u64(&par[1], &rid);
@@ -738,10 +746,17 @@ store_renew(struct store *st, const struct claim *c, int64_t lease_ms)
 		 * again while it is not ours. */
 		wait_ms = st->call_ms / 3 < RELOCK_WAIT_MS ? st->call_ms / 3 :
 		    RELOCK_WAIT_MS;
+		tid = st->ngrave > 0 ? st->grave_tid : 0;
 		store_bind_str(&par[0], c->lockname);
 		store_bind_str(&par[1], c->lockname);
-		store_bind_i64(&par[2], &wait_ms);
-		(void)store_scalar(st, STMT_RELOCK, par, 0, &got);
+		store_bind_u64(&par[2], &tid);
+		store_bind_str(&par[3], c->lockname);
+		store_bind_i64(&par[4], &wait_ms);
+		/* 1: this connection holds it now; 2: a kept session of
+		 * ours still does (STORE_GRAVES). */
+		if (store_scalar(st, STMT_RELOCK, par, 0, &got) == IDEM_OK &&
+		    got == 1)
+			st->lock_gen = st->generation;
 	}
 	return IDEM_OK;
 }
@@ -764,6 +779,8 @@ store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
 			(void)store_unlock(st, c->lockname);
 		return er;
 	}
+	/* Written, or never to be: the kept sessions may go. */
+	store_graves_close(st);
 	n = stmt_rows(s);
 	if (n == 1) {
 		if (sid == STMT_COMPLETE)
@@ -877,6 +894,7 @@ store_release(struct store *st, const struct claim *c)
 		er2 = store_unlock(st, c->lockname);
 	if (er != IDEM_OK)
 		return er;
+	store_graves_close(st);
 	if (er2 != IDEM_OK)
 		return er2;
 	return n == 1 ? IDEM_OK : IDEM_ENOTFOUND;

@@ -107,6 +107,18 @@ enum claim_state {
 };
 
 /*
+ * Lost connections kept open (at most this many per claim).  A call that
+ * times out while its connection holds a live claim's named lock (the
+ * server frozen, or every path to it cut) makes the client library close
+ * the socket; the server, once back, would end that session and drop the
+ * lock, and a retry elsewhere could take the key over (its lease lapsed,
+ * its run deadline passed) before the owner's answer is written.  The
+ * socket is kept open instead (a dup), so the session and its lock live
+ * on until the claim's outcome is written, or its owner dies.
+ */
+#define STORE_GRAVES		4
+
+/*
  * Result of store_claim().  For CLAIM_DONE, ans holds the stored answer
  * (owned; claim_reset() frees).  For CLAIM_NEW, id and token name the row
  * we own.  For CLAIM_TOMBSTONE, ans.status is the first answer's.  For
@@ -135,12 +147,21 @@ struct claim {
 	 * or the ciphertext was moved or altered). */
 	char		 seal_kid[CFG_SECRET_ID_MAX + 1];
 	enum idem_err	 seal_er;
+	/* Sockets of lost connections whose session holds the key's named
+	 * lock (store_graves_take), owned: claim_reset closes them. */
+	int		 grave[STORE_GRAVES];
+	unsigned	 ngrave;
 };
 
 #define STORE_FENCE_STEP	1000000u
 
 void claim_init(struct claim *c);
 void claim_reset(struct claim *c);
+
+/* Moves the kept sockets of st's live claim (see STORE_GRAVES) into c,
+ * for whoever writes its outcome later (lib/idem/recorder.h); st's claim
+ * is then no longer live. */
+void store_graves_take(struct store *st, struct claim *c);
 
 /*
  * One claim attempt.  An INSERT whose duplicate-key error is the normal

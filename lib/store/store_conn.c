@@ -1,5 +1,6 @@
 /* Store's bottom: client set-up, deadlines, connecting, what errors mean. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -31,6 +33,7 @@ static int		 global_ok;
  * store is used by one thread at a time: the deadline is per thread.
  */
 static __thread int64_t	 io_deadline;	/* CLOCK_MONOTONIC ms; 0: none */
+static __thread struct store *io_st;	/* in a call, for io_keep */
 
 int64_t
 store_io_deadline(int64_t deadline)
@@ -39,6 +42,38 @@ store_io_deadline(int64_t deadline)
 
 	io_deadline = deadline;
 	return was;
+}
+
+struct store *
+store_io_store(struct store *st)
+{
+	struct store	*was = io_st;
+
+	io_st = st;
+	return was;
+}
+
+/*
+ * The wait for fd timed out: the client library is about to close it.  If
+ * it is the connection that holds this thread's live claim's named lock,
+ * a dup keeps it open (store.h: STORE_GRAVES), so the server, however
+ * late it answers again, keeps the session and the lock.
+ */
+static void
+io_keep(my_socket fd)
+{
+	struct store	*st = io_st;
+	int		 nfd;
+
+	if (st == NULL || !st->held || st->my == NULL ||
+	    st->generation != st->lock_gen || st->ngrave >= STORE_GRAVES ||
+	    mysql_get_socket(st->my) != fd)
+		return;
+	if ((nfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3)) == -1)
+		return;
+	st->grave[st->ngrave++] = nfd;
+	st->grave_tid = mysql_thread_id(st->my);
+	st->lock_gen = 0;	/* that connection is done with */
 }
 
 static int
@@ -53,16 +88,36 @@ io_wait(my_socket fd, my_bool is_read, int timeout)
 		    start);
 		if (io_deadline > 0 && io_deadline - clock_now_ms() < left)
 			left = io_deadline - clock_now_ms();
-		if (left <= 0)
+		if (left <= 0) {
+			io_keep(fd);
 			return 0;
+		}
 		pfd.fd = (int)fd;
 		pfd.events = is_read ? POLLIN : POLLOUT;
 		pfd.revents = 0;
 		rc = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (rc == -1 && errno == EINTR)
 			continue;
+		if (rc == 0)
+			io_keep(fd);
 		return rc;
 	}
+}
+
+void
+store_graves_close(struct store *st)
+{
+	while (st->ngrave > 0)
+		close(st->grave[--st->ngrave]);
+	st->held = 0;
+}
+
+void
+store_graves_take(struct store *st, struct claim *c)
+{
+	while (st->ngrave > 0 && c->ngrave < STORE_GRAVES)
+		c->grave[c->ngrave++] = st->grave[--st->ngrave];
+	store_graves_close(st);
 }
 
 static void
@@ -153,6 +208,7 @@ store_free(struct store *st)
 	if (st == NULL)
 		return;
 	store_disconnect(st);
+	store_graves_close(st);
 	free(st);
 }
 

@@ -76,7 +76,25 @@ struct store {
 	int64_t			 connect_ms;	/* a reconnect's budget */
 	int64_t			 next_ms;
 	unsigned		 read_timeout_s;
+
+	/* The live claim's named lock (STORE_GRAVES in store.h): held, on
+	 * connection lock_gen; the sockets kept of lost connections whose
+	 * session holds it, and the last one's session id. */
+	int			 held;
+	unsigned long		 lock_gen;
+	int			 grave[STORE_GRAVES];
+	unsigned		 ngrave;
+	uint64_t		 grave_tid;
 };
+
+/* This thread's store in a call, for the socket wait's timeout to keep
+ * the socket of a connection holding a live claim's lock (store.h:
+ * STORE_GRAVES).  Returns the store it replaces. */
+struct store *store_io_store(struct store *st);
+
+/* Closes st's kept sockets: its claim's outcome is written, or it has no
+ * live claim any more. */
+void store_graves_close(struct store *st);
 
 /* This thread's store calls give up at deadline (CLOCK_MONOTONIC ms;
  * 0: no deadline): every wait of the client library on its socket ends

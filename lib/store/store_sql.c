@@ -105,8 +105,9 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	 * the lock straight back, can hold it meanwhile: the renew just
 	 * proved the lease ours. */
 	[STMT_RELOCK] =
-	    "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1,"
-	    " GET_LOCK(?, ? / 1000))",
+	    "SELECT CASE WHEN IS_USED_LOCK(?) <=> CONNECTION_ID() THEN 1"
+	    " WHEN IS_USED_LOCK(?) <=> ? THEN 2"
+	    " ELSE GET_LOCK(?, ? / 1000) END",
 	/* Sleeps until the lock comes free and gives it straight back, in
 	 * one statement, so a queue of waiters drains without round trips. */
 	[STMT_WAITLOCK] =

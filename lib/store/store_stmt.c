@@ -87,6 +87,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 	/* A statement run while connecting (STMT_BOOT) keeps the deadline
 	 * of the call that connects. */
 	int64_t		 outer = store_io_deadline(0);
+	struct store	*outer_st = store_io_store(st);
 	int		 bound = st->next_ms > 0 || outer > 0;
 	int64_t		 budget = st->next_ms > 0 ? st->next_ms : st->call_ms;
 	int64_t		 deadline = clock_now_ms() + budget;
@@ -151,6 +152,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 	er = IDEM_ESTORE;
 out:
 	store_io_deadline(outer);
+	store_io_store(outer_st);
 	return er;
 }
 

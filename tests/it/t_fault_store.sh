@@ -113,4 +113,47 @@ http h2 POST "$(url web '/pay?sleep=1000&exclusive=1')" -H "Idempotency-Key: $K"
 expect_eq "reload in an outage: a retry replays" reused "$(hdr h2 Idempotency-Result)"
 expect_file_eq "reload in an outage: the same answer" "$T/h1.b" "$T/h2.b"
 expect_eq "reload in an outage: one run" 1 $(($(runs pay) - before))
+
+# 7. MariaDB frozen (not restarted) past the lease and the run deadline,
+# the answer finished meanwhile.  The owner's call times out and its
+# client library closes the connection; once the server runs again it
+# would end that session and drop the key's lock, and a retry through
+# another gateway, its lease lapsed and its run deadline passed, would
+# take the key over and run it again before the owner's answer lands
+# (the owner's gateway is held stopped here to make that certain).  The
+# owner keeps the socket open instead: the session, and the lock, live
+# until its answer is written.
+for g in a b; do
+	gw_conf "$T/gw$g.conf" "unix:$T/gw$g.sock" "$DBCNF" "workers = 1"
+	printf '\n[route /pay]\nhandler = cgi:%s\nlease = 2s\ntimeout = 2s\nwait = 0\n' "$P" >>"$T/gw$g.conf"
+	gw_start "gw$g" "$T/gw$g.conf" || { done_testing; exit 1; }
+	lighttpd_start "web$g" "unix:$T/gw$g.sock" || { done_testing; exit 1; }
+done
+K=$(new_key)
+before=$(runs pay)
+http_bg f1 POST "$(url weba '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+sleep 0.3
+kill -STOP "$MDB_PID"
+t_freeze=$(now_ms)
+bg_wait
+expect_eq "frozen store: the owner's client got its answer" created "$(hdr f1 Idempotency-Result)"
+kept_line() { grep -q 'answer is kept' "$T/gwa.log"; }
+wait_until 5 kept_line || not_ok "frozen store: the owner kept the answer" "$(tail -3 "$T/gwa.log")"
+kill -STOP $(gw_workers gwa)
+# Past the lease (2 s) and the run deadline (timeout + kill grace).
+sleep 8
+kill -CONT "$MDB_PID"
+sleep 1.5
+http f2 POST "$(url webb '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+expect_eq "frozen store: a retry elsewhere does not run it again" 409 "$HS"
+kill -CONT $(gw_workers gwa)
+replays() {
+	http f3 POST "$(url webb '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+	[ "$(hdr f3 Idempotency-Result)" = reused ]
+}
+wait_until 10 replays
+expect_eq "frozen store: once written, the owner's answer replays" reused "$(hdr f3 Idempotency-Result)"
+expect_file_eq "frozen store: the same answer" "$T/f1.b" "$T/f3.b"
+expect_eq "frozen store: one run" 1 $(($(runs pay) - before))
+echo "# frozen for $(($(now_ms) - t_freeze)) ms in all"
 done_testing
