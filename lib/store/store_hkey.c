@@ -53,53 +53,6 @@ hk_read(struct store *st, struct hk_row *r)
 	return er;
 }
 
-/*
- * The wrap of the hashing key this config can open: idem_hash_key holds
- * one row per key id that wraps it (id 1 the first; a keyed gateway adds
- * one under its current key, so an older line no row uses can go from
- * the file).  Into r the row under the current key if there is one, else
- * the first whose key id the file holds, else row 1 (to name it in a
- * refusal).  *cur_has: 1 when one is under the current key.
- * IDEM_ENOTFOUND when there is none.
- */
-static enum idem_err
-hk_pick(struct store *st, struct hk_row *r, int *cur_has)
-{
-	const struct cfg_secret	*cur = cfg_secret(st->cfg, NULL);
-	MYSQL_STMT		*s;
-	MYSQL_BIND		 res[3];
-	struct hk_row		 t;
-	enum idem_err		 er;
-	int			 got = 0;	/* 1 row 1, 2 held, 3 current */
-	int			 rank;
-
-	memset(r, 0, sizeof(*r));
-	*cur_has = 0;
-	if ((s = store_prepare(st, "SELECT seal_kid, seal_nonce, wrapped"
-	    " FROM idem_hash_key ORDER BY id")) == NULL)
-		return IDEM_ESTORE;
-	memset(&t, 0, sizeof(t));
-	memset(res, 0, sizeof(res));
-	store_out_text(&res[0], t.kid, sizeof(t.kid), &t.kidlen, &t.kidnull);
-	store_out_blob(&res[1], t.nonce, sizeof(t.nonce), &t.nlen, NULL);
-	store_out_blob(&res[2], t.wrapped, sizeof(t.wrapped), &t.wlen, NULL);
-	er = store_run(st, s, NULL, res);
-	while (er == IDEM_OK && (er = store_fetch(st, s)) == IDEM_OK) {
-		store_out_text_end(t.kid, sizeof(t.kid), t.kidlen, t.kidnull);
-		rank = cur != NULL && strcmp(t.kid, cur->id) == 0 ? 3 :
-		    cfg_secret(st->cfg, t.kid) != NULL ? 2 : 1;
-		if (rank > got) {
-			*r = t;
-			got = rank;
-		}
-	}
-	store_stmt_close(s);
-	if (er != IDEM_ENOTFOUND)
-		return er;
-	*cur_has = got == 3;
-	return got > 0 ? IDEM_OK : IDEM_ENOTFOUND;
-}
-
 /* Wraps k under the file's key cur: a fresh nonce into nonce, the
  * ciphertext and tag into out. */
 static enum idem_err
@@ -139,49 +92,6 @@ hk_make(struct store *st, const struct cfg_secret *cur)
 	    " VALUES (1, ?, ?, ?, NOW(6), ?)", in, NULL);
 }
 
-/* k wrapped under cur (hk_wrap) into nonce and w, bound to in[0..2] as
- * seal_kid, seal_nonce, wrapped. */
-static enum idem_err
-hk_wrap_bind(struct store *st, const unsigned char k[HKEY_LEN],
-    const struct cfg_secret *cur, unsigned char nonce[SEAL_NONCE_LEN],
-    unsigned char w[HK_WRAPPED], MYSQL_BIND *in)
-{
-	enum idem_err	 er;
-
-	if ((er = hk_wrap(cur, k, nonce, w)) != IDEM_OK)
-		return store_fail(st, er, "cannot wrap the hashing key: %s",
-		    idem_strerror(er));
-	store_bind_str(&in[0], cur->id);
-	store_bind_blob(&in[1], nonce, SEAL_NONCE_LEN);
-	store_bind_blob(&in[2], w, HK_WRAPPED);
-	return IDEM_OK;
-}
-
-/*
- * Adds a wrap of k (open) under cur, unless one is there (INSERT IGNORE;
- * two gateways adding at once: one row stays, the other tries at its
- * next resolve; 255 rows at most).  OUT: *n 1 if it was added.
- */
-static enum idem_err
-hk_add(struct store *st, const unsigned char k[HKEY_LEN],
-    const struct cfg_secret *cur, uint64_t *n)
-{
-	unsigned char	 nonce[SEAL_NONCE_LEN], w[HK_WRAPPED];
-	MYSQL_BIND	 in[5];
-	enum idem_err	 er;
-
-	if ((er = hk_wrap_bind(st, k, cur, nonce, w, in)) != IDEM_OK)
-		return er;
-	store_bind_str(&in[3], st->cfg->host_name != NULL ?
-	    st->cfg->host_name : "");
-	store_bind_str(&in[4], cur->id);
-	return store_simple(st, "INSERT IGNORE INTO idem_hash_key (id,"
-	    " seal_kid, seal_nonce, wrapped, created_at, created_by)"
-	    " SELECT MAX(id) + 1, ?, ?, ?, NOW(6), ? FROM idem_hash_key"
-	    " HAVING MAX(id) < 255 AND NOT EXISTS (SELECT 1 FROM"
-	    " idem_hash_key WHERE seal_kid = ?)", in, n);
-}
-
 /* Opens r under the file's key of its id into k, or says in why (one
  * line) why not: IDEM_ENOTFOUND, IDEM_ESEAL. */
 static enum idem_err
@@ -192,9 +102,9 @@ hk_unwrap(const struct cfg *cfg, const struct hk_row *r,
 
 	if (sk == NULL) {
 		snprintf(why, whylen, "the store's hashing key is wrapped "
-		    "under key id %s (and none other %s holds): put that "
-		    "line back (the gateway then wraps it under the current "
-		    "key too)", r->kid, cfg->secret_key_file);
+		    "under key id %s, which %s does not hold: put that line "
+		    "back (idemctl rekey then wraps it under the current key)",
+		    r->kid, cfg->secret_key_file);
 		return IDEM_ENOTFOUND;
 	}
 	if (r->nlen != SEAL_NONCE_LEN || r->wlen != HK_WRAPPED ||
@@ -223,19 +133,17 @@ hk_resolve(struct store *st, struct hkey *hk)
 	struct hk_row		 r;
 	char			 why[sizeof(hk->why)];
 	enum idem_err		 er;
-	int			 cur_has = 0;
-	uint64_t		 added = 0;
 
 	if ((er = store_connect(st)) != IDEM_OK)
 		return er;
-	er = hk_pick(st, &r, &cur_has);
+	er = hk_read(st, &r);
 	if (er == IDEM_ENOTFOUND && cur == NULL) {
 		atomic_store_explicit(&hk->state, HKEY_PLAIN,
 		    memory_order_release);
 		return IDEM_OK;
 	}
 	if (er == IDEM_ENOTFOUND && (er = hk_make(st, cur)) == IDEM_OK)
-		er = hk_pick(st, &r, &cur_has);
+		er = hk_read(st, &r);
 	if (er == IDEM_ENOTFOUND)
 		return store_fail(st, IDEM_ESTORE, "idem_hash_key still "
 		    "empty after its INSERT");
@@ -256,13 +164,6 @@ hk_resolve(struct store *st, struct hkey *hk)
 		OPENSSL_cleanse(hk->k, sizeof(hk->k));
 		return store_fail(st, er, "no memory to key the hashing key");
 	}
-	/* Best effort: a user without INSERT leaves it to rekey. */
-	if (!cur_has && hk_add(st, hk->k, cur, &added) != IDEM_OK)
-		log_warn("store: cannot wrap the hashing key under key %s "
-		    "too: %s", cur->id, store_last_error(st));
-	else if (!cur_has && added == 1)
-		log_info("store: the hashing key is wrapped under key %s "
-		    "too", cur->id);
 	atomic_store_explicit(&hk->state, HKEY_KEYED, memory_order_release);
 	return store_hkey_refresh(st, hk);
 }
@@ -573,8 +474,12 @@ hk_rewrap(struct store *st, const struct hk_row *r,
 	MYSQL_BIND	 in[5];
 	enum idem_err	 er;
 
-	if ((er = hk_wrap_bind(st, k, cur, nonce, w, in)) != IDEM_OK)
-		return er;
+	if ((er = hk_wrap(cur, k, nonce, w)) != IDEM_OK)
+		return store_fail(st, er, "cannot wrap the hashing key: %s",
+		    idem_strerror(er));
+	store_bind_str(&in[0], cur->id);
+	store_bind_blob(&in[1], nonce, sizeof(nonce));
+	store_bind_blob(&in[2], w, sizeof(w));
 	store_bind_str(&in[3], r->kid);
 	store_bind_blob(&in[4], r->nonce, SEAL_NONCE_LEN);
 	return store_simple(st, "UPDATE idem_hash_key SET seal_kid = ?,"
@@ -589,15 +494,10 @@ store_hkey_rewrap(struct store *st, const struct hkey *hk, int *done)
 	struct hk_row		 r;
 	uint64_t		 n = 0;
 	enum idem_err		 er;
-	int			 cur_has = 0;
 
 	*done = 0;
 	if (cur == NULL || hkey_state(hk) != HKEY_KEYED)
 		return store_fail(st, IDEM_EINVAL, "no hashing key");
-	/* A wrap under the current key already (a gateway added it): row 1
-	 * stays as older builds read it. */
-	if ((er = hk_pick(st, &r, &cur_has)) != IDEM_OK || cur_has)
-		return er;
 	if ((er = hk_read(st, &r)) != IDEM_OK)
 		return er;
 	if (strcmp(r.kid, cur->id) == 0)
@@ -612,9 +512,8 @@ store_hkey_kid(struct store *st, char *kid, size_t kidlen)
 {
 	struct hk_row	 r;
 	enum idem_err	 er;
-	int		 cur_has;
 
-	if ((er = hk_pick(st, &r, &cur_has)) == IDEM_OK)
+	if ((er = hk_read(st, &r)) == IDEM_OK)
 		snprintf(kid, kidlen, "%s", r.kid);
 	return er;
 }

@@ -77,29 +77,5 @@ expect_match "show after rekey: opened" "response +status 201" "$(ctl show "${KE
 
 ctl rekey -v >"$T/again.out" 2>&1
 expect_match "rekey again: nothing left, says so with -v" "^rekey ok: re-sealed 0 rows under key k2, 0 rows keyed \(0 changed meanwhile, 1 unreadable\)$" "$(cat "$T/again.out")"
-
-# SPEC 11: "a key id no row uses any more can be deleted from the file".
-# k3 appended, no rekey: the gateway wraps the store's hashing key under
-# k3 too when it loads it; the rows under k2 expire and cleanup removes
-# them, and k2 can go with the store still answering.
-K3=3333333333333333333333333333333333333333333333333333333333333333
-printf 'k2 %s\nk3 %s\n' "$K2" "$K3" >"$T/k.keys"
-reload
-wraps() { db_query "$TNAME" 'SELECT GROUP_CONCAT(seal_kid ORDER BY id SEPARATOR " ") FROM idem_hash_key'; }
-# (each worker looks at the store's hashing key every counters_flush)
-wait_until 15 sh -c "[ \"\$(mariadb --no-defaults --socket='$MDB_SOCK' -uroot -N -B '$TNAME' -e \"SELECT COUNT(*) FROM idem_hash_key WHERE seal_kid = 'k3'\")\" = 1 ]"
-db_query "$TNAME" "UPDATE idem_keys SET expires_at = NOW(6) - INTERVAL 1 SECOND"
-ctl cleanup >"$T/cl.out" 2>&1
-expect_eq "cleanup with k3 current: exit 0, quiet" "0 " "$? $(cat "$T/cl.out")"
-expect_eq "k3 loaded: the hashing key is wrapped under k3 too" "k1 k2 k3" "$(wraps)"
-expect_match "check: k2 has no rows, its line can go" '\[ ok \] key k2: no rows \(its line can be deleted\)' "$(ctl check 2>&1)"
-expect_eq "cleanup: no row left under k2" 0 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE seal_kid = 'k2'")"
-printf 'k3 %s\n' "$K3" >"$T/k.keys"
-reload
-K9=$(new_key)
-http n1 POST "$U?m=K3" -H "Idempotency-Key: $K9" --data-binary '{"n":9}'
-expect_eq "k2 deleted after cleanup: a new key runs" 201 "$HS"
-http n2 POST "$U?m=K3" -H "Idempotency-Key: $K9" --data-binary '{"n":9}'
-expect_eq "k2 deleted after cleanup: and replays" true "$(hdr n2 Idempotent-Replayed)"
 gw_stop gw
 done_testing
