@@ -231,6 +231,9 @@ store_conn_lost(unsigned errnum)
 	case ER_NET_READ_INTERRUPTED:
 	case ER_NET_ERROR_ON_WRITE:
 	case ER_NET_WRITE_INTERRUPTED:
+	/* "WSREP has not yet prepared node for application use": a Galera
+	 * node out of the primary component; the next one answers. */
+	case ER_UNKNOWN_COM_ERROR:
 		return 1;
 	}
 	return 0;

@@ -148,7 +148,10 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	    " VARIABLE_VALUE AS SIGNED), @@max_allowed_packet,"
 	    " (SELECT VARIABLE_VALUE = 'ON'"
 	    "  FROM information_schema.GLOBAL_VARIABLES"
-	    "  WHERE VARIABLE_NAME = 'WSREP_ON')"
+	    "  WHERE VARIABLE_NAME = 'WSREP_ON'),"
+	    " (SELECT VARIABLE_VALUE = 'ON'"
+	    "  FROM information_schema.GLOBAL_STATUS"
+	    "  WHERE VARIABLE_NAME = 'WSREP_READY')"
 	    " FROM information_schema.GLOBAL_STATUS"
 	    " WHERE VARIABLE_NAME = 'UPTIME'",
 	[STMT_EPOCH] = EPOCH_SQL(""),

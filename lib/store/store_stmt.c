@@ -266,13 +266,14 @@ store_row_end(MYSQL_STMT *s)
 static enum idem_err
 connect_facts(struct store *st)
 {
-	int64_t		 facts[3];
+	int64_t		 facts[4];
 	uint64_t	 trips;
 
 	trips = st->round_trips;
 	st->max_packet = 0;
 	st->galera = 0;
-	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 3) == IDEM_OK) {
+	facts[3] = 1;
+	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 4) == IDEM_OK) {
 		st->boot_s = facts[0];
 		st->max_packet = facts[1];
 		st->galera = facts[2] == 1;
@@ -280,6 +281,14 @@ connect_facts(struct store *st)
 	st->round_trips = trips;
 	if (st->my == NULL)
 		return IDEM_ESTORE;	/* lost again at once */
+	/* A Galera node cut off from the primary component answers every
+	 * statement 1047: the next node in mysql_group instead. */
+	if (st->galera && facts[3] != 1) {
+		store_disconnect(st);
+		return store_fail(st, IDEM_ESTORE, "Galera node of group %s "
+		    "is not ready (wsrep_ready OFF: not in the primary "
+		    "component)", st->group);
+	}
 	return IDEM_OK;
 }
 
@@ -288,7 +297,7 @@ store_connect(struct store *st)
 {
 	const char	*list = st->cfg != NULL &&
 	    st->cfg->mysql_group != NULL ? st->cfg->mysql_group : "idemgate";
-	unsigned	 n, k, i;
+	unsigned	 n, k, i, start;
 	enum idem_err	 er = IDEM_ESTORE;
 
 	if (st->my != NULL)
@@ -299,9 +308,12 @@ store_connect(struct store *st)
 		snprintf(st->group, sizeof(st->group), "idemgate");
 		n = 1;
 	}
-	/* The first that answers, from the one after a lost node. */
+	/* The first that answers, from the one after a lost node.  One that
+	 * does not is passed over by the next call too, when this one's
+	 * deadline ends the walk before the next answers. */
+	start = st->group_next;
 	for (k = 0; k < n; k++) {
-		i = (st->group_next + k) % n;
+		i = (start + k) % n;
 		if (n > 1)
 			cfg_word(list, i, st->group, sizeof(st->group));
 		if ((er = store_conn_open(st, st->group)) == IDEM_OK)
@@ -312,6 +324,7 @@ store_connect(struct store *st)
 		}
 		if (er == IDEM_ENOMEM)
 			break;
+		st->group_next = (i + 1) % n;
 	}
 	return er;
 }

@@ -195,6 +195,33 @@ http f4 POST "$(url web4 /pay)" -H "Idempotency-Key: $K" --data-binary f
 expect_eq "after forget via g1, g3's gateway runs the key again" created "$(hdr f4 Idempotency-Result)"
 expect_eq "... once" $((n + 1)) "$(runs pay)"
 
+# 6b. A node cut off from the primary component (gmcast.isolate): it
+#     stays up and answers every statement 1047.  A gateway whose first
+#     group is that node moves on to the next and carries on (it used to
+#     answer 503 for as long as the node was cut off).
+echo "# step 6b at $(($(now_ms) - t0)) ms"
+sed 's/^mysql_group = .*/mysql_group = n3 n1/; s/gw3.sock/gw5.sock/' "$T/gw3.conf" >"$T/gw5.conf"
+gw_start gw5 "$T/gw5.conf"
+lighttpd_start web5 "unix:$T/gw5.sock"
+http i1 POST "$(url web5 /pay)" -H "Idempotency-Key: $(new_key)" --data-binary i
+expect_eq "before the cut: a key through g3 first" created "$(hdr i1 Idempotency-Result)"
+node_sql g3 "SET GLOBAL wsrep_provider_options = 'gmcast.isolate = 1'"
+cut_off() { [ "$(galera_var g3 wsrep_ready)" = OFF ]; }
+if wait_until 20 cut_off; then
+	t_cut=$(now_ms)
+	new_ok() { http i2 POST "$(url web5 /pay)" -H "Idempotency-Key: $(new_key)" --data-binary i && [ "$HS" = 201 ]; }
+	wait_until 10 new_ok
+	expect_eq "g3 cut off: the gateway carries on through g1" 201 "$HS"
+	expect_lt "... within 5 s" "$(($(now_ms) - t_cut))" 5000
+	K=$(new_key)
+	http i3 POST "$(url web5 /pay)" -H "Idempotency-Key: $K" --data-binary i
+	http i4 POST "$(url web1 /pay)" -H "Idempotency-Key: $K" --data-binary i
+	expect_eq "... and a key it claims replays through g1" "created reused" "$(hdr i3 Idempotency-Result) $(hdr i4 Idempotency-Result)"
+else
+	not_ok "g3 isolated (wsrep_ready OFF)" "wsrep_ready $(galera_var g3 wsrep_ready)"
+fi
+gw_stop gw5
+
 # 7. The single-server suite, as it is, against a node of the cluster
 #    (IDEM_GALERA_SUITE=0 leaves it out: the sanitizer pass runs those
 #    tests on one server).
