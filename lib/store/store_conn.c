@@ -44,6 +44,12 @@ store_io_deadline(int64_t deadline)
 	return was;
 }
 
+int
+store_io_expired(void)
+{
+	return io_deadline > 0 && clock_now_ms() >= io_deadline;
+}
+
 struct store *
 store_io_store(struct store *st)
 {
@@ -371,8 +377,13 @@ store_conn_open(struct store *st, const char *group)
 	mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &wto);
 	mysql_options(my, MYSQL_OPT_MAX_ALLOWED_PACKET, &maxpkt);
 	mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	/* One clock and one zone for every host: DATETIMEs are UTC. */
-	mysql_options(my, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
+	/* One clock and one zone for every host: DATETIMEs are UTC.  The
+	 * session lives as long as its socket (the server's limit, a year):
+	 * a session kept for a key's lock (store.h: STORE_GRAVES) must not
+	 * end at a wait_timeout the server was given to reap idle clients;
+	 * our sockets close when we are done with them, or with us. */
+	mysql_options(my, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00',"
+	    " SESSION wait_timeout = 31536000");
 	/* affected rows = matched rows, so an idempotent retry still counts */
 	if (mysql_real_connect(my, NULL, NULL, NULL, NULL, 0, NULL,
 	    CLIENT_FOUND_ROWS) == NULL) {

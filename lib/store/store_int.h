@@ -101,6 +101,9 @@ void store_graves_close(struct store *st);
  * by then (lib/store/store_conn.c).  Returns the deadline it replaces. */
 int64_t store_io_deadline(int64_t deadline);
 
+/* 1 when this thread's deadline has passed. */
+int store_io_expired(void);
+
 /*
  * Opens st->my to the option-file group's server (lib/store/store_conn.c),
  * counting a generation; no statement runs yet (store_connect then reads

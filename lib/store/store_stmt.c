@@ -325,6 +325,9 @@ store_connect(struct store *st)
 		if (er == IDEM_ENOMEM)
 			break;
 		st->group_next = (i + 1) % n;
+		/* Out of time: the next call starts past this one. */
+		if (store_io_expired())
+			break;
 	}
 	return er;
 }

@@ -129,6 +129,8 @@ for g in a b; do
 	gw_start "gw$g" "$T/gw$g.conf" || { done_testing; exit 1; }
 	lighttpd_start "web$g" "unix:$T/gw$g.sock" || { done_testing; exit 1; }
 done
+# A server told to end idle sessions after 3 s must not end the kept one.
+h_sqlroot -e "SET GLOBAL wait_timeout = 3"
 K=$(new_key)
 before=$(runs pay)
 http_bg f1 POST "$(url weba '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
@@ -143,7 +145,7 @@ kill -STOP $(gw_workers gwa)
 # Past the lease (2 s) and the run deadline (timeout + kill grace).
 sleep 8
 kill -CONT "$MDB_PID"
-sleep 1.5
+sleep 5
 http f2 POST "$(url webb '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
 expect_eq "frozen store: a retry elsewhere does not run it again" 409 "$HS"
 kill -CONT $(gw_workers gwa)
@@ -156,4 +158,42 @@ expect_eq "frozen store: once written, the owner's answer replays" reused "$(hdr
 expect_file_eq "frozen store: the same answer" "$T/f1.b" "$T/f3.b"
 expect_eq "frozen store: one run" 1 $(($(runs pay) - before))
 echo "# frozen for $(($(now_ms) - t_freeze)) ms in all"
+
+# 8. mysql_group "good bad": the owner's connection is killed mid-run and
+# the lease renewal reconnects, the walk starting past the lost group at
+# "bad", a server that accepts and never answers.  A renewal has a second
+# at most: out of time at "bad", the next one must start at "good", not
+# at "bad" again, or the owner, never renewing, stops its handler.
+BAD=$(free_port)
+python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+s.settimeout(1)
+kept, t = [], time.time()
+while time.time() - t < 120:
+    try:
+        kept.append(s.accept()[0])
+    except socket.timeout:
+        pass' "$BAD" &
+H_BGPIDS+=($!)
+wait_until 5 port_open "$BAD"
+{ sed 's/^\[idemgate\]/[good]/' "$DBCNF"; sed -e 's/^\[idemgate\]/[bad]/' -e "s|^socket=.*|host=127.0.0.1\nport=$BAD|" "$DBCNF"; } >"$T/groups.cnf"
+chmod 600 "$T/groups.cnf"
+gw_conf "$T/gwc.conf" "unix:$T/gwc.sock" "$T/groups.cnf" "workers = 1"
+printf 'mysql_group = good bad\n\n[route /pay]\nhandler = cgi:%s\nlease = 3s\ntimeout = 10s\n' "$P" >>"$T/gwc.conf"
+gw_start gwc "$T/gwc.conf" || { done_testing; exit 1; }
+lighttpd_start webc "unix:$T/gwc.sock" || { done_testing; exit 1; }
+K=$(new_key)
+before=$(runs pay)
+http_bg g1 POST "$(url webc '/pay?sleep=6000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=8'
+sleep 1
+for id in $(h_sqlroot -e "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'idem'"); do
+	h_sqlroot -e "KILL $id" 2>/dev/null
+done
+bg_wait
+expect_eq "group failover mid-run: the handler ran to its end" "201 created" "$(st g1) $(hdr g1 Idempotency-Result)"
+expect_eq "group failover mid-run: one run" 1 $(($(runs pay) - before))
 done_testing
