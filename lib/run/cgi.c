@@ -249,7 +249,7 @@ cgi_child_closefrom3(void)
  * started too), SIGKILL when the thread that started it dies (so a run
  * never outlives its worker, even one killed with -9 along with its
  * supervisor), fds 0/1/2 and nothing else, no signal blocked.  Only
- * system calls: it shares the parent's memory until exec.  errno in *err
+ * system calls: it shares the parent's memory until exec.  errno in *cerr
  * if it cannot exec.
  */
 static void __attribute__((noreturn))

@@ -53,8 +53,8 @@ struct cleanup_result {
 
 /*
  * One cleanup run.  Takes GET_LOCK(CLEANUP_LOCK_NAME ":" the database's
- * name, 0) on the store's connection (IDEM_EBUSY if another connection holds it; nothing recorded),
- * records the run in idem_cleanup_runs (outcome 'running', updated at the
+ * name, 0) on the store's connection (IDEM_EBUSY if another connection
+ * holds it; nothing recorded), records the run in idem_cleanup_runs (outcome 'running', updated at the
  * end), marks runs left 'running' by a dead process as failed, then deletes
  * in autocommitted batches of o->batch rows:
  *   1. expired keys (expires_at passed; in-progress ones only once their

@@ -98,12 +98,13 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_READ] = READ_SQL(DROP_LOCK),
 	[STMT_READ_CAUSAL] = READ_SQL(DROP_LOCK),
 	[STMT_TAKEOVER] = TAKEOVER_SQL,
-	/* GET_LOCK nests in MariaDB: never take a lock we already hold. A
-	 * killed session lets its locks go some time after KILL returns
-	 * (later still on a loaded server): wait ? ms for it, within the
-	 * call's deadline (store.c: store_renew).  Only waiters, which give
-	 * the lock straight back, can hold it meanwhile: the renew just
-	 * proved the lease ours. */
+	/* GET_LOCK nests in MariaDB: never take a lock we already hold (1),
+	 * nor one a session we keep for it holds (2: the third ?, its id;
+	 * store.h: STORE_GRAVES).  A killed session lets its locks go some
+	 * time after KILL returns (later still on a loaded server): wait ?
+	 * ms for it, within the call's deadline (store.c: store_renew).
+	 * Only waiters, which give the lock straight back, can hold it
+	 * otherwise: the renew just proved the lease ours. */
 	[STMT_RELOCK] =
 	    "SELECT CASE WHEN IS_USED_LOCK(?) <=> CONNECTION_ID() THEN 1"
 	    " WHEN IS_USED_LOCK(?) <=> ? THEN 2"
