@@ -190,9 +190,7 @@ K=$(new_key)
 before=$(runs pay)
 http_bg g1 POST "$(url webc '/pay?sleep=6000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=8'
 sleep 1
-for id in $(h_sqlroot -e "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'idem'"); do
-	h_sqlroot -e "KILL $id" 2>/dev/null
-done
+h_kill_sessions idem
 bg_wait
 expect_eq "group failover mid-run: the handler ran to its end" "201 created" "$(st g1) $(hdr g1 Idempotency-Result)"
 expect_eq "group failover mid-run: one run" 1 $(($(runs pay) - before))

@@ -237,24 +237,22 @@ eq "dry run: nothing deleted" 120 "$(count dry)"
 eq "dry run: recorded as dry-run" "dry-run 1 120" "$(sq "SELECT outcome, dry_run, rows_deleted FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
 
 # ---------------------------------------------------------------- named lock overlap
+# lock_hold NAME: another session holds the named lock NAME for 4 s (BG)
+lock_hold() {
+	mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" \
+		-e "SELECT GET_LOCK('$1', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
+	BG=$!
+	for i in $(seq 1 50); do
+		[ "$(sq "SELECT IS_USED_LOCK('$1') IS NOT NULL")" = 1 ] && break
+		sleep 0.1
+	done
+}
 # The same name in another database is another store's: no wait.
-mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" \
-	-e "SELECT GET_LOCK('idemgate-cleanup:${DB}_other', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
-BG=$!
-for i in $(seq 1 50); do
-	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup:${DB}_other') IS NOT NULL")" = 1 ] && break
-	sleep 0.1
-done
+lock_hold "idemgate-cleanup:${DB}_other"
 run -c "$CONF" cleanup --dry-run
 eq "another database's cleanup lock: no wait" 0 "$RC"
 wait "$BG" 2>/dev/null
-mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$DB" \
-	-e "SELECT GET_LOCK('idemgate-cleanup:$DB', 0); SELECT SLEEP(4);" >/dev/null 2>&1 &
-BG=$!
-for i in $(seq 1 50); do
-	[ "$(sq "SELECT IS_USED_LOCK('idemgate-cleanup:$DB') IS NOT NULL")" = 1 ] && break
-	sleep 0.1
-done
+lock_hold "idemgate-cleanup:$DB"
 run -c "$CONF" cleanup
 eq "lock held: exit 4" 4 "$RC"
 eq "lock held: exactly one line" "idemctl: cleanup already running on another connection" "$(cat "$T/err")"

@@ -43,11 +43,8 @@ relay_start() {
 	wait_until 5 port_open "${RPORT[$1]}" || not_ok "relay $1 listens"
 }
 freeze() { # freeze N: relay N stops; the server drops gateway N's sessions
-	local id
 	kill -STOP -- "-${RPG[$1]}"
-	for id in $(h_sqlroot -e "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'idem$1'"); do
-		h_sqlroot -e "KILL $id" 2>/dev/null
-	done
+	h_kill_sessions "idem$1"
 }
 heal() { kill -CONT -- "-${RPG[$1]}"; }
 relays_stop() {

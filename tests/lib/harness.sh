@@ -192,6 +192,14 @@ db_private() {
 }
 
 h_sqlroot() { mariadb --no-defaults --socket="$MDB_SOCK" -uroot -N -B "$@"; }
+# h_kill_sessions USER: the server ends every session of USER (as its own
+# timeouts or a restart would), the named locks they hold with them
+h_kill_sessions() {
+	local id
+	for id in $(h_sqlroot -e "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '$1'"); do
+		h_sqlroot -e "KILL $id" 2>/dev/null
+	done
+}
 
 # db_new NAME: fresh database, migrated; DBCNF = its option file.
 db_new() {
