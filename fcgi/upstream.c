@@ -302,11 +302,11 @@ struct up_io {
 						 * reads */
 	struct up_wr		 w;
 	struct upstream_rd	*rd;
-	char			*rbuf;
+	char			*rbuf;		/* UP_RBUF bytes */
 };
 
 /*
- * Encodes the head into head, allocates the reader and connects (by the
+ * Encodes the head into head and connects (by the
  * deadline, else UP_CONNECT_MAX_MS from start).  IDEM_EHANDLER (logged)
  * if the app cannot be reached.
  */
@@ -320,12 +320,6 @@ up_io_open(struct up_io *io, struct buf *head, int64_t start)
 		log_err("%s: cannot encode the FastCGI params: %s",
 		    upstream_tag(r), idem_strerror(er));
 		return er;
-	}
-	io->rd = calloc(1, sizeof(*io->rd));
-	io->rbuf = malloc(UP_RBUF);
-	if (io->rd == NULL || io->rbuf == NULL) {
-		log_err("%s: out of memory", upstream_tag(r));
-		return IDEM_ENOMEM;
 	}
 	if ((io->fd = up_connect(r->addr, io->clk.deadline >= 0 ?
 	    io->clk.deadline : start + UP_CONNECT_MAX_MS)) == -1) {
@@ -470,11 +464,17 @@ enum idem_err
 upstream_exec(const struct upstream_req *r, int *app_status)
 {
 	struct up_io	 io;
+	struct upstream_rd rd;
+	char		 rbuf[UP_RBUF];	/* on the stack: no 64 KiB from
+					 * the heap per request */
 	struct buf	 head;
 	int64_t		 start = clock_now_ms();
 	enum idem_err	 er;
 
 	memset(&io, 0, sizeof(io));
+	memset(&rd, 0, sizeof(rd));
+	io.rd = &rd;
+	io.rbuf = rbuf;
 	io.r = r;
 	io.fd = -1;
 	io.wr_open = 1;
@@ -498,12 +498,9 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 	else if (er != IDEM_ETIMEOUT && er != IDEM_ELEASE && !io.rd->refused)
 		er = IDEM_EBROKEN;
 out:
-	if (io.rd != NULL)
-		upstream_rd_flush(r, io.rd);
+	upstream_rd_flush(r, io.rd);
 	if (io.fd != -1)
 		close(io.fd);
-	free(io.rbuf);
-	free(io.rd);
 	buf_free(&head);
 	return er;
 }

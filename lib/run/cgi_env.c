@@ -1,4 +1,5 @@
 /* The clean CGI/1.1 environment a handler gets from a request's params. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,57 +54,67 @@ cgi_env_name_ok(const char *e, size_t nlen)
 void
 cgi_env_free(char **env)
 {
-	size_t	 i;
-
-	if (env == NULL)
-		return;
-	for (i = 0; env[i] != NULL; i++)
-		free(env[i]);
 	free(env);
 }
 
 /* An environment being built: n entries in v (room for every one, and
- * NULL after them), and what the request's params carried. */
+ * NULL after them), what the request's params carried, and room after
+ * the pointers for the entries written here (at, left bytes). */
 struct env_build {
 	char	**v;
 	size_t	  n;
 	int	  has_path;	/* PATH */
 	int	  has_cl;	/* a non-empty CONTENT_LENGTH */
 	int	  has_query;	/* QUERY_STRING */
+	char	 *at;
+	size_t	  left;
 };
 
-/* Sets "name=value" in eb, replacing an entry of the same name. */
-static enum idem_err
+/* Sets "name=value" in eb, replacing an entry of the same name.  entry
+ * is borrowed: it must outlive the environment. */
+static void
 cgi_env_put(struct env_build *eb, const char *entry, size_t nlen)
 {
-	char	*dup;
 	size_t	 i;
 
-	if ((dup = strdup(entry)) == NULL)
-		return IDEM_ENOMEM;
 	/* Each entry against every one before it. */
 	for (i = 0; i < eb->n; i++)
 		if (cgi_env_named(eb->v[i], entry, nlen)) {
-			free(eb->v[i]);
-			eb->v[i] = dup;
-			return IDEM_OK;
+			eb->v[i] = (char *)entry;
+			return;
 		}
-	eb->v[eb->n++] = dup;
+	eb->v[eb->n++] = (char *)entry;
 	eb->v[eb->n] = NULL;
-	return IDEM_OK;
+}
+
+/* Writes "name=value" into eb's own room and sets it. */
+static void
+cgi_env_print(struct env_build *eb, size_t nlen, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(eb->at, eb->left, fmt, ap);
+	va_end(ap);
+	/* cgi_env_build() sized the room for every entry it prints. */
+	if (k < 0 || (size_t)k >= eb->left)
+		abort();
+	cgi_env_put(eb, eb->at, nlen);
+	eb->at += (size_t)k + 1;
+	eb->left -= (size_t)k + 1;
 }
 
 /*
- * Copies the params (np of them) a program may see into eb, noting
+ * Sets the params (np of them) a program may see in eb, noting
  * whether they carry PATH, QUERY_STRING and a non-empty CONTENT_LENGTH.
  */
-static enum idem_err
+static void
 cgi_env_take(struct env_build *eb, char *const *params, size_t np,
     const char *script)
 {
 	const char	*e, *eq;
 	size_t		 i;
-	enum idem_err	 er;
 
 	for (i = 0; i < np; i++) {
 		e = params[i];
@@ -124,72 +135,48 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 			eb->has_path = 1;
 		if (cgi_env_is(e, "QUERY_STRING"))
 			eb->has_query = 1;
-		if ((er = cgi_env_put(eb, e, (size_t)(eq - e))) != IDEM_OK)
-			return er;
+		cgi_env_put(eb, e, (size_t)(eq - e));
 	}
-	return IDEM_OK;
 }
 
-/* Sets SCRIPT_FILENAME=script in eb. */
-static enum idem_err
-cgi_env_script(struct env_build *eb, const char *script)
-{
-	size_t		 sl = strlen(script);
-	char		*e;
-	enum idem_err	 er;
-
-	if ((e = malloc(sl + sizeof("SCRIPT_FILENAME="))) == NULL)
-		return IDEM_ENOMEM;
-	memcpy(e, "SCRIPT_FILENAME=", 16);
-	memcpy(e + 16, script, sl + 1);
-	er = cgi_env_put(eb, e, 15);
-	free(e);
-	return er;
-}
+/* Room for the entries cgi_env_build() prints: CONTENT_LENGTH=,
+ * IDEMGATE_FENCE= (20 digits at most each) and SCRIPT_FILENAME=. */
+#define CGI_ENV_PRINTED	(2 * (sizeof("IDEMGATE_FENCE=") + 20) + \
+			    sizeof("SCRIPT_FILENAME="))
 
 enum idem_err
 cgi_env_build(char *const *params, const char *script, size_t bodylen,
     int had_body, uint64_t fence, char ***out)
 {
 	struct env_build	 eb;
-	char			 tmp[64];
-	size_t			 np = 0;
-	enum idem_err		 er;
+	size_t			 np = 0, room, sl;
 
 	while (params != NULL && params[np] != NULL)
 		np++;
 	memset(&eb, 0, sizeof(eb));
-	/* Room for every param plus the entries set here, and NULL. */
-	if ((eb.v = calloc(np + 9, sizeof(*eb.v))) == NULL)
+	/* One block: room for every param plus the entries set here, and
+	 * NULL; then the text of the ones printed here. */
+	sl = script != NULL ? strlen(script) : 0;
+	room = (np + 9) * sizeof(*eb.v);
+	if ((eb.v = malloc(room + CGI_ENV_PRINTED + sl)) == NULL)
 		return IDEM_ENOMEM;
-	if ((er = cgi_env_take(&eb, params, np, script)) != IDEM_OK)
-		goto fail;
-	if ((er = cgi_env_put(&eb, "GATEWAY_INTERFACE=CGI/1.1", 17)) !=
-	    IDEM_OK)
-		goto fail;
-	if (!eb.has_path &&
-	    (er = cgi_env_put(&eb, "PATH=" CGI_PATH_DEFAULT, 4)) != IDEM_OK)
-		goto fail;
+	eb.v[0] = NULL;
+	eb.at = (char *)eb.v + room;
+	eb.left = CGI_ENV_PRINTED + sl;
+	cgi_env_take(&eb, params, np, script);
+	cgi_env_put(&eb, "GATEWAY_INTERFACE=CGI/1.1", 17);
+	if (!eb.has_path)
+		cgi_env_put(&eb, "PATH=" CGI_PATH_DEFAULT, 4);
 	/* RFC 3875 4.1.7: set, empty when the URI has no query. */
-	if (!eb.has_query &&
-	    (er = cgi_env_put(&eb, "QUERY_STRING=", 12)) != IDEM_OK)
-		goto fail;
-	if (had_body && !eb.has_cl) {
-		snprintf(tmp, sizeof(tmp), "CONTENT_LENGTH=%zu", bodylen);
-		if ((er = cgi_env_put(&eb, tmp, 14)) != IDEM_OK)
-			goto fail;
-	}
-	if (script != NULL && (er = cgi_env_script(&eb, script)) != IDEM_OK)
-		goto fail;
-	if (fence != 0) {
-		snprintf(tmp, sizeof(tmp), "IDEMGATE_FENCE=%llu",
+	if (!eb.has_query)
+		cgi_env_put(&eb, "QUERY_STRING=", 12);
+	if (had_body && !eb.has_cl)
+		cgi_env_print(&eb, 14, "CONTENT_LENGTH=%zu", bodylen);
+	if (script != NULL)
+		cgi_env_print(&eb, 15, "SCRIPT_FILENAME=%s", script);
+	if (fence != 0)
+		cgi_env_print(&eb, 14, "IDEMGATE_FENCE=%llu",
 		    (unsigned long long)fence);
-		if ((er = cgi_env_put(&eb, tmp, 14)) != IDEM_OK)
-			goto fail;
-	}
 	*out = eb.v;
 	return IDEM_OK;
-fail:
-	cgi_env_free(eb.v);
-	return er;
 }

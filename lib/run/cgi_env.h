@@ -23,8 +23,9 @@ int cgi_env_named(const char *e, const char *name, size_t n);
  * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
  * CONTENT_LENGTH (chunked transfer).  IDEMGATE_FENCE from params is
  * always dropped; fence, when not 0, is set as IDEMGATE_FENCE (the run of
- * a claimed key: lib/store/store.h).  *out (copied, NULL-terminated) is freed
- * with cgi_env_free().  Set only on success.
+ * a claimed key: lib/store/store.h).  *out (NULL-terminated, one block,
+ * freed with cgi_env_free()) points into params for the entries it keeps:
+ * params must outlive it.  Set only on success.
  */
 enum idem_err cgi_env_build(char *const *params, const char *script,
     size_t bodylen, int had_body, uint64_t fence, char ***out);

@@ -136,6 +136,27 @@ test_env(void)
 		    strcmp(env_get(env, "IDEMGATE_FENCE"), "42000003") == 0);
 		cgi_env_free(env);
 	}
+	/* Every printed entry at its longest, in the block's own room. */
+	{
+		char *const chunked[] = { "CONTENT_LENGTH=", NULL };
+		char script[4097];
+
+		memset(script, 'a', sizeof(script) - 1);
+		script[0] = '/';
+		script[sizeof(script) - 1] = '\0';
+		env = NULL;
+		CHECK(cgi_env_build(chunked, script, SIZE_MAX, 1, UINT64_MAX,
+		    &env) == IDEM_OK);
+		CHECK(env && env_get(env, "SCRIPT_FILENAME") &&
+		    strcmp(env_get(env, "SCRIPT_FILENAME"), script) == 0);
+		CHECK(env && env_get(env, "IDEMGATE_FENCE") &&
+		    strcmp(env_get(env, "IDEMGATE_FENCE"),
+		    "18446744073709551615") == 0);
+		CHECK(env && env_count(env, "CONTENT_LENGTH") == 1 &&
+		    strtoull(env_get(env, "CONTENT_LENGTH"), NULL, 10) ==
+		    (unsigned long long)SIZE_MAX);
+		cgi_env_free(env);
+	}
 	cgi_env_free(NULL);
 	unsetenv("HTTP_PROXY");
 	unsetenv("IDEM_TEST_LEAK_SENTINEL");
