@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "listen.h"
 #include "log.h"
+#include "problem.h"
 #include "proc.h"
 #include "super.h"
 #include "worker.h"
@@ -354,6 +355,9 @@ reload(struct super *s)
 	nc->listen = s->cfg->listen ? strdup(s->cfg->listen) : NULL;
 	cfg_free(s->cfg);
 	s->cfg = nc;
+	/* The workers about to start read it from here: never the freed
+	 * config's. */
+	problem_set_base(nc->problem_base_url);
 	log_open("idemgate", nc->log_syslog);
 	s->gen++;
 	spawn_generation(s);

@@ -184,6 +184,17 @@ gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
 lighttpd_start web2 "unix:$T/gw2.sock" || { done_testing; exit 1; }
 http p1 POST "$(url web2 /c)" --data-binary x
 expect_match "problem_base_url: type is the link" '"type":"https://docs.example.com/errors/missing-key"' "$(body p1)"
+# A reload keeps the base (the workers it starts had a pointer into the
+# config it freed), and takes a changed one.
+kill -HUP "${GW_PID[gw2]}"
+sleep 2
+http p2 POST "$(url web2 /c)" --data-binary x
+expect_match "problem_base_url: the same after SIGHUP" '"type":"https://docs.example.com/errors/missing-key"' "$(body p2)"
+sed -i 's|^problem_base_url = .*|problem_base_url = https://errors.example.net/|' "$T/gw2.conf"
+kill -HUP "${GW_PID[gw2]}"
+sleep 2
+http p3 POST "$(url web2 /c)" --data-binary x
+expect_match "problem_base_url: a changed one taken by SIGHUP" '"type":"https://errors.example.net/missing-key"' "$(body p3)"
 
 # new_keys_per_minute = 5 per tenant, over both gateways together.
 # Not in a minute's last 10 s, so the window does not turn during the
