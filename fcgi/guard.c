@@ -151,10 +151,8 @@ guard_extra(char *out, size_t outlen, const char *result, int64_t expires_s)
 	snprintf(out, outlen, "%s" HDR_EXPIRES "%s\r\n", result, date);
 }
 
-/* Wall-clock now + us, in whole seconds rounded up (what the row's
- * expiry, set by the store from its own clock, reads as: the same host
- * clock here).  Up: an HTTP-date has no fraction, and the key must not
- * still be there after the date it gives. */
+/* Wall-clock now + us, in whole seconds rounded up: an HTTP-date has no
+ * fraction, and the key must not still be there after the date it gives. */
 static int64_t
 guard_expiry_s(int64_t us)
 {
@@ -165,8 +163,13 @@ guard_expiry_s(int64_t us)
 	    999999) / 1000000;
 }
 
-/* The extra header lines of a created answer: it expires ttl from now,
- * when the store records it. */
+/*
+ * The extra header lines of a created answer.  The store ends a finished
+ * key ttl from its clock's now, rounded up to a whole second (TTL_END in
+ * lib/store/store_sql.c): taken just before the answer is recorded, this
+ * is that very second (the same host clock), or one before it when a
+ * second turns in between, never a later one.
+ */
 static void
 guard_created(const struct request *r, char *out, size_t outlen)
 {
@@ -217,10 +220,12 @@ guard_handled(struct guarded *g, const struct answer *a)
 	    r->route->nstore_drop, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
+		guard_created(r, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &kept);
-	} else
+	} else {
+		guard_created(r, created, sizeof(created));
 		guard_record(g, REC_TOMBSTONE, a);
-	guard_created(r, created, sizeof(created));
+	}
 	reply_answer(r->out, a, created);
 	buf_free(&rh);
 }
@@ -268,8 +273,8 @@ guard_failed(struct guarded *g, enum idem_err er)
 			break;
 		}
 		count(r, STAT_CREATED);
-		guard_record(g, REC_COMPLETE, &made);
 		guard_created(r, created, sizeof(created));
+		guard_record(g, REC_COMPLETE, &made);
 		reply_answer(r->out, &made, created);
 		break;
 	}
@@ -862,7 +867,10 @@ guard_replay(struct once *o, void *arg)
 	/* Rows stored before cookies were never kept may hold one: it is
 	 * the first client's, never another's (nor the cache's). */
 	resp_drop_cookies(&o->c.ans.hdrs);
-	o->c.ans.expires_s = guard_expiry_s(o->c.expires_in_us);
+	/* From when the read began, before the store's clock was read: the
+	 * row's whole second, not the next one. */
+	o->c.ans.expires_s = guard_expiry_s(o->c.expires_in_us -
+	    (clock_now_us() - o->read_us));
 	guard_extra(extra, sizeof(extra), HDR_REUSED, o->c.ans.expires_s);
 	reply_answer(r->out, &o->c.ans, extra);
 	/* A replayed key is a retried key: keep it for the next. */

@@ -15,6 +15,14 @@
 #define RUN_OVER							\
 	"(lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?)"		\
 	" AND (run_deadline <= NOW(6) OR run_deadline IS NULL))"
+/* A finished key's end: ? µs from now rounded up to a whole second, the
+ * one Idempotency-Expires names (fcgi/guard.c: guard_created,
+ * guard_replay).  In integers from a fixed epoch: no time zone, no 2038
+ * limit (UNIX_TIMESTAMP has one here). */
+#define TTL_END								\
+	"DATE_ADD(TIMESTAMP'2000-01-01 00:00:00', INTERVAL"		\
+	" (TIMESTAMPDIFF(MICROSECOND, TIMESTAMP'2000-01-01 00:00:00',"	\
+	" NOW(6)) + ? + 999999) DIV 1000000 SECOND)"
 /* A run deadline ? µs from now; SQL NULL for ?: unbounded, the end of
  * time (a NULL column is a row from before migration 006: the lease
  * alone). */
@@ -68,14 +76,14 @@
 	" waiters = waiters + " DROP ","				\
 	" state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"	\
 	" resp_size = ?, seal_kid = ?, seal_nonce = ?,"			\
-	" completed_at = NOW(6), expires_at = " LEASE_US			\
+	" completed_at = NOW(6), expires_at = " TTL_END			\
 	" WHERE id = ? AND owner_token = ?"
 #define TOMBSTONE_SQL(DROP)						\
 	"UPDATE idem_keys SET"						\
 	" waiters = waiters + " DROP ","				\
 	" state = 2, resp_status = ?, resp_headers = NULL,"		\
 	" resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"	\
-	" expires_at = " LEASE_US					\
+	" expires_at = " TTL_END					\
 	" WHERE id = ? AND owner_token = ?"
 #define EPOCH_SQL(SYNC)							\
 	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\

@@ -45,6 +45,10 @@ handler = cgi:$P
 handler = cgi:$P
 scope = header:X-Tenant
 new_keys_per_minute = 5
+
+[route /t2]
+handler = cgi:$P
+ttl = 2s
 EOF
 sed -i 's/^threads = 8$/threads = 8\ncounters_flush = 1s/' "$T/gw.conf"
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
@@ -152,16 +156,28 @@ expect_eq "keys_per_route: still two runs" $((n0 + 2)) "$(runs pay)"
 K=$(new_key)
 post y1 /c "$K" --data-binary exp
 post y2 /c "$K" --data-binary exp
-# The date is the row's expiry rounded up, never down: at the date given,
-# the key is gone (a retry then runs, not replays).
-row=$(db_query "$TNAME" "SELECT CEIL(UNIX_TIMESTAMP(expires_at)) FROM idem_keys WHERE idem_key = '$K'")
+# The row expires on a whole second, the one the date names: the key
+# holds until then, and may run again once it is passed.
+row=$(db_query "$TNAME" "SELECT UNIX_TIMESTAMP(expires_at) FROM idem_keys WHERE idem_key = '$K'")
+expect_match "Idempotency-Expires: the row expires on a whole second ($row)" '^[0-9]+\.0+$' "$row"
 for o in y1 y2; do
 	v=$(hdr $o Idempotency-Expires)
 	expect_match "Idempotency-Expires on $o: an HTTP-date" '^[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$' "$v"
 	d=$(date -u -d "$v" +%s 2>/dev/null || echo 0)
-	diff=$((d - row))
-	expect_eq "Idempotency-Expires on $o: not before the row's expiry ($diff s)" 1 "$((diff >= 0 && diff <= 1))"
+	expect_eq "Idempotency-Expires on $o: the row's expiry" "${row%%.*}" "$d"
 done
+# ttl = 2s: a retry 0.4 s before the date replays, one 0.2 s after it runs.
+K=$(new_key)
+n0=$(runs pay)
+post t1 /t2 "$K" --data-binary ttl
+d=$(date -u -d "$(hdr t1 Idempotency-Expires)" +%s 2>/dev/null || echo 0)
+sleep "$(awk -v d="$d" -v n="$(date +%s.%N)" 'BEGIN { s = d - 0.4 - n; print (s > 0 ? s : 0) }')"
+post t2 /t2 "$K" --data-binary ttl
+expect_eq "Idempotency-Expires: before the date, a replay" reused "$(hdr t2 Idempotency-Result)"
+sleep_past_expires t1
+post t3 /t2 "$K" --data-binary ttl
+expect_eq "Idempotency-Expires: after the date, a run" created "$(hdr t3 Idempotency-Result)"
+expect_eq "Idempotency-Expires: two runs in all" $((n0 + 2)) "$(runs pay)"
 post y3 /c "$K" --data-binary other
 expect_eq "Idempotency-Expires: not on a 422" "" "$(hdr y3 Idempotency-Expires)"
 

@@ -577,6 +577,15 @@ hdr() {
 		END { if (seen) print val }'
 }
 
+# sleep_past_expires OUT: until the Idempotency-Expires date of answer OUT
+# has passed (a key ends on that whole second), plus 0.2 s
+sleep_past_expires() {
+	local d
+	d=$(date -u -d "$(hdr "$1" Idempotency-Expires)" +%s 2>/dev/null) || d=0
+	sleep "$(awk -v d="$d" -v n="$(date +%s.%N)" \
+	    'BEGIN { s = d + 0.2 - n; print (s > 0 ? (s < 30 ? s : 30) : 0) }')"
+}
+
 has_hdr() { tr -d '\r' <"$T/$1.h" | grep -qi "^$2:"; }
 
 body() { cat "$T/$1.b"; }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "answer.h"
 #include "cfg.h"
@@ -63,6 +64,26 @@ complete(struct store *st, const struct claim *c, int status,
 
 	answer_borrow(&a, status, hdrs, hdrslen, body, bodylen);
 	return store_complete(st, c, &a, ttl_ms);
+}
+
+/* Sleeps until a key finished now with ttl_ms has expired: the store ends
+ * it on the whole second after now + ttl (TTL_END), so a little past
+ * that. */
+static inline void
+sleep_past_ttl(int64_t ttl_ms)
+{
+	struct timespec	 now, ts;
+	int64_t		 end_us, left_us;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	end_us = ((int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 +
+	    ttl_ms * 1000 + 999999) / 1000000 * 1000000 + 30000;
+	left_us = end_us - ((int64_t)now.tv_sec * 1000000 + now.tv_nsec /
+	    1000);
+	ts.tv_sec = (time_t)(left_us / 1000000);
+	ts.tv_nsec = (long)(left_us % 1000000) * 1000;
+	while (nanosleep(&ts, &ts) == -1)
+		;
 }
 
 /* Reads IDEM_TEST_MYCNF into tcfg; -1 (a FAIL printed) when unset. */

@@ -345,7 +345,7 @@ test_takeover(void)
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
 	CHECK(complete(a, &c, 200, NULL, 0, "old", 3, 100) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_DONE);
-	clock_sleep_ms(200);
+	sleep_past_ttl(100);
 	mkid(&id, "ttl-1", "y");
 	CHECK(store_claim(b, &id, &d) == IDEM_OK && d.state == CLAIM_NEW);
 	CHECK(d.locked);
