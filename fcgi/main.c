@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cfg.h"
@@ -36,6 +37,29 @@ usage(FILE *f)
 	    "  -h, --help         this help\n"
 	    "Runs in the foreground; logs to stderr or syslog.  SIGTERM or\n"
 	    "SIGINT drains and exits, SIGHUP reloads the configuration.\n");
+}
+
+/* A command line it cannot take: one line (why, and what when not
+ * NULL), exit 2. */
+static int
+bad_usage(const char *why, const char *what)
+{
+	fprintf(stderr, "idemgate: %s%s%s (idemgate -h for help)\n", why,
+	    what != NULL ? " " : "", what != NULL ? what : "");
+	return 2;
+}
+
+/* The option getopt stopped at: a long one as given (--name), a short
+ * one as -X (in buf: several may share one argument). */
+static const char *
+opt_named(const char *arg, int opt, char buf[3])
+{
+	if (opt == 0 || strncmp(arg, "--", 2) == 0)
+		return arg;
+	buf[0] = '-';
+	buf[1] = (char)opt;
+	buf[2] = '\0';
+	return buf;
 }
 
 /* 1 if path is the config the packaged idemgate.service runs. */
@@ -140,10 +164,12 @@ main(int argc, char *argv[])
 	const char	*path = DEFAULT_CONFIG, *user = NULL;
 	struct cfg	*cfg = NULL;
 	char		 err[1024];
+	char		 shortopt[3];
 	int		 ch, check = 0, rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((ch = getopt_long(argc, argv, "c:tu:hV", longopts,
+	opterr = 0;	/* one line of our own, not getopt's and the usage */
+	while ((ch = getopt_long(argc, argv, ":c:tu:hV", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -161,17 +187,20 @@ main(int argc, char *argv[])
 		case 'h':
 			usage(stdout);
 			return 0;
+		case ':':
+			return bad_usage("this option needs a value:",
+			    opt_named(argv[optind - 1], optopt, shortopt));
 		default:
-			usage(stderr);
-			return 2;
+			return bad_usage("unknown option",
+			    opt_named(argv[optind - 1], optopt, shortopt));
 		}
 	}
+	if (optind != argc)
+		return bad_usage("unexpected argument", argv[optind]);
 	/* The gateway takes its user from whoever starts it (systemd,
 	 * spawn-fcgi -u): -u only says whom -t checks as. */
-	if (optind != argc || (user != NULL && !check)) {
-		usage(stderr);
-		return 2;
-	}
+	if (user != NULL && !check)
+		return bad_usage("-u USER goes with -t", NULL);
 	log_open("idemgate", 0);
 	if (cfg_load(path, &cfg, err, sizeof(err)) != IDEM_OK) {
 		fprintf(stderr, "%s\n", err);

@@ -28,6 +28,14 @@ expect_eq "good config: exit 0" 0 "$?"
 expect_eq "good config: syntax ok, last" "syntax ok" "$(printf '%s\n' "$out" | tail -n 1)"
 expect_match "good config: says answers are stored in clear" "good.conf: note: answers stored in clear" "$out"
 expect_nomatch "good config: no warning" 'warning' "$out"
+# A command line it cannot take: one line that names it, exit 2.
+for args in "--bogus" "-x" "-t extra" "-c" "-u nobody -c $T/good.conf"; do
+	# shellcheck disable=SC2086
+	out=$("$IDEMGATE" $args 2>&1 </dev/null)
+	rc=$?
+	expect_eq "idemgate $args: exit 2, one line" "2 1" "$rc $(printf '%s\n' "$out" | wc -l)"
+done
+expect_match "idemgate --bogus: names it" '^idemgate: unknown option --bogus ' "$("$IDEMGATE" --bogus 2>&1)"
 # A ttl shorter than a run may last: valid, with a warning that says so.
 sed 's/^ttl = 72h$/ttl = 10s/' "$T/good.conf" >"$T/shortttl.conf"
 out=$("$IDEMGATE" -t -c "$T/shortttl.conf" 2>&1)
