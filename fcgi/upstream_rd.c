@@ -2,48 +2,24 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "errlog.h"
 #include "log.h"
 #include "upstream_rd.h"
 
-#define RD_ERRLOG_MAX	(64 * 1024)	/* STDERR bytes logged per request */
+/* STDERR content: logged as a CGI's stderr is (lib/run/errlog.h). */
+static void
+rd_err(const struct upstream_req *r, struct upstream_rd *rd, const char *p,
+    size_t n)
+{
+	rd->el.tag = upstream_tag(r);
+	errlog_add(&rd->el, p, n);
+}
 
 void
 upstream_rd_flush(const struct upstream_req *r, struct upstream_rd *rd)
 {
-	if (rd->errlen == 0)
-		return;
-	log_warn("%s: %.*s", upstream_tag(r), (int)rd->errlen, rd->errline);
-	rd->errlen = 0;
-}
-
-/* Logs STDERR a line at a time, at most RD_ERRLOG_MAX bytes a request. */
-static void
-rd_err_add(const struct upstream_req *r, struct upstream_rd *rd, const char *p,
-    size_t n)
-{
-	size_t	 i;
-
-	for (i = 0; i < n; i++) {
-		if (rd->errtotal >= RD_ERRLOG_MAX) {
-			if (rd->errtotal++ == RD_ERRLOG_MAX) {
-				upstream_rd_flush(r, rd);
-				log_warn("%s: further stderr dropped",
-				    upstream_tag(r));
-			}
-			continue;
-		}
-		rd->errtotal++;
-		if (p[i] == '\n') {
-			if (rd->errlen > 0 &&
-			    rd->errline[rd->errlen - 1] == '\r')
-				rd->errlen--;
-			upstream_rd_flush(r, rd);
-			continue;
-		}
-		if (rd->errlen == sizeof(rd->errline))
-			upstream_rd_flush(r, rd);
-		rd->errline[rd->errlen++] = p[i];
-	}
+	rd->el.tag = upstream_tag(r);
+	errlog_end(&rd->el);
 }
 
 /* Checks a complete record header and sets up reading its content. */
@@ -154,7 +130,7 @@ upstream_rd_feed(const struct upstream_req *r, struct upstream_rd *rd,
 				if (er != IDEM_OK)
 					return er;
 			} else if (rd->type == FCGI_STDERR)
-				rd_err_add(r, rd, p, k);
+				rd_err(r, rd, p, k);
 			else if (rd->type == FCGI_END_REQUEST) {
 				size_t m = sizeof(rd->end) - rd->end_have;
 

@@ -5,11 +5,11 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "errlog.h"
 #include "fastcgi.h"
 #include "upstream.h"
 
 #define UPSTREAM_REQ_ID		1	/* one request per connection */
-#define UPSTREAM_ERRLINE_MAX	1024	/* STDERR bytes per log line */
 
 /*
  * The records one app sends on one connection, parsed as they come in
@@ -28,14 +28,13 @@ struct upstream_rd {
 	int		 done;		/* END_REQUEST seen */
 	int		 refused;	/* ...saying the app did not take it */
 	int		 app_status;
-	char		 errline[UPSTREAM_ERRLINE_MAX];
-	size_t		 errlen;
-	size_t		 errtotal;
+	struct errlog	 el;		/* STDERR, bounded as a CGI's */
 };
 
 /*
  * Feeds n bytes the app sent.  STDOUT content goes to r->ex.out; STDERR
- * is logged a line at a time under r's tag, at most 64 KiB a request.
+ * is logged a line at a time under r's tag, bounded as a CGI's stderr
+ * (lib/run/errlog.h).
  * Nothing is read past END_REQUEST (rd->done, its appStatus in
  * rd->app_status).  IDEM_OK to go on; IDEM_EHANDLER when END_REQUEST
  * refused the request (rd->refused); IDEM_EBROKEN when the app broke the
@@ -44,7 +43,8 @@ struct upstream_rd {
 enum idem_err upstream_rd_feed(const struct upstream_req *r,
     struct upstream_rd *rd, const char *p, size_t n);
 
-/* Logs the STDERR line still gathered, if any. */
+/* Logs the STDERR line still gathered, if any, and the count of what
+ * was dropped. */
 void upstream_rd_flush(const struct upstream_req *r, struct upstream_rd *rd);
 
 #endif

@@ -21,14 +21,12 @@
 
 #include "cgi.h"
 #include "clock.h"
+#include "errlog.h"
 #include "linger.h"
 #include "log.h"
 
-#define CGI_ERRLINE_MAX		1024	/* stderr bytes per log line */
 /* After stdout's EOF, how long to wait for the exit. */
 #define CGI_EOF_GRACE_MS	100
-#define CGI_ERRLOG_LINES	20	/* stderr log lines per run ... */
-#define CGI_ERRLOG_BYTES	4096	/* ... and bytes; the rest is counted */
 #define CGI_IOBUF		65536
 
 /* 1 if path has a ".." component. */
@@ -352,62 +350,6 @@ cgi_spawn(const struct cgi_run *r, int in, int out, int err)
 	return pid;
 }
 
-/* Accumulates stderr bytes and logs them a line at a time, a bounded
- * prefix per run; what is past it is counted and dropped. */
-struct cgi_errlog {
-	const char	*tag;
-	char		 line[CGI_ERRLINE_MAX];
-	size_t		 len;
-	size_t		 logged;	/* bytes logged so far */
-	int		 lines;
-	size_t		 dropped;
-};
-
-static void
-cgi_errlog_flush(struct cgi_errlog *el)
-{
-	if (el->len == 0)
-		return;
-	log_warn("%s: %.*s", el->tag != NULL ? el->tag : "cgi", (int)el->len,
-	    el->line);
-	el->logged += el->len;
-	el->lines++;
-	el->len = 0;
-}
-
-static void
-cgi_errlog_add(struct cgi_errlog *el, const char *p, size_t n)
-{
-	size_t	 i;
-
-	for (i = 0; i < n; i++) {
-		if (el->lines >= CGI_ERRLOG_LINES ||
-		    el->logged + el->len >= CGI_ERRLOG_BYTES) {
-			el->dropped += n - i;
-			return;
-		}
-		if (p[i] == '\n') {
-			if (el->len > 0 && el->line[el->len - 1] == '\r')
-				el->len--;
-			cgi_errlog_flush(el);
-			continue;
-		}
-		/* A line that long is cut into several log lines. */
-		if (el->len == sizeof(el->line))
-			cgi_errlog_flush(el);
-		el->line[el->len++] = p[i];
-	}
-}
-
-static void
-cgi_errlog_end(struct cgi_errlog *el)
-{
-	cgi_errlog_flush(el);
-	if (el->dropped > 0)
-		log_warn("%s: %zu more bytes of stderr dropped",
-		    el->tag != NULL ? el->tag : "cgi", el->dropped);
-}
-
 /* Fills st from a waitpid() status. */
 static void
 cgi_status_set(struct cgi_status *st, int ws, int timed_out)
@@ -555,7 +497,7 @@ struct cgi_io {
 	int			 exited;	/* leader exited, unreaped */
 	int			 ws;		/* its status when exited */
 	int			 complete;	/* the answer is whole */
-	struct cgi_errlog	 el;
+	struct errlog		 el;
 };
 
 /* Reads stdout once; out() gets the bytes.  0, or an out() error. */
@@ -591,7 +533,7 @@ cgi_read_err(struct cgi_io *io)
 
 	k = read(io->ferr, buf, sizeof(buf));
 	if (k > 0)
-		cgi_errlog_add(&io->el, buf, (size_t)k);
+		errlog_add(&io->el, buf, (size_t)k);
 	else if (k == 0 || (errno != EAGAIN && errno != EINTR))
 		cgi_close(&io->ferr);
 }
@@ -832,9 +774,9 @@ cgi_io_err_tail(struct cgi_io *io)
 	int	 k;
 
 	for (k = 0; k < 16 && io->ferr >= 0; k++) {
-		before = io->el.logged + io->el.len + io->el.dropped;
+		before = errlog_seen(&io->el);
 		cgi_read_err(io);
-		if (io->el.logged + io->el.len + io->el.dropped == before)
+		if (errlog_seen(&io->el) == before)
 			break;
 	}
 }
@@ -915,7 +857,7 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	er = cgi_io_run(&io);
 	if (er == IDEM_OK)
 		cgi_io_err_tail(&io);
-	cgi_errlog_end(&io.el);
+	errlog_end(&io.el);
 	cgi_close(&io.pidfd);
 	cgi_close(&io.fin);
 	if (er == IDEM_OK)

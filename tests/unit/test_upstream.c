@@ -471,6 +471,43 @@ test_fake_protocol(void)
 	    IDEM_OK);
 	CHECK(s.b.len == 15);
 
+	/* A flood of STDERR is bounded as a CGI's is: a prefix of lines,
+	 * then one line with the count of what was dropped. */
+	{
+		char	 path[1100], line[32], *log;
+		int	 fd, saved, i, n = 0;
+		ssize_t	 k;
+		const char *p;
+
+		buf_reset(&r);
+		buf_reset(&s.b);
+		for (i = 0; i < 1000; i++) {
+			snprintf(line, sizeof(line), "flood %04d\n", i);
+			rec(&r, 1, 7, 1, line, strlen(line), 0);
+		}
+		rec(&r, 1, 6, 1, "Status: 201\r\n\r\n", 15, 0);
+		end_rec(&r, 0, 0);
+		snprintf(path, sizeof(path), "%s/flood.log", tmpdir);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		saved = dup(2);
+		dup2(fd, 2);
+		CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st,
+		    NULL) == IDEM_OK);
+		dup2(saved, 2);
+		close(saved);
+		log = calloc(1, 1 << 20);
+		k = log != NULL ? pread(fd, log, (1 << 20) - 1, 0) : -1;
+		close(fd);
+		for (p = log; k > 0 && (p = strstr(p, "flood ")) != NULL; p++)
+			n++;
+		printf("# stderr flood: %d of 1000 lines logged\n", n);
+		CHECK(n > 0 && n <= 20);
+		CHECK(k > 0 && strstr(log, "more bytes of stderr dropped") !=
+		    NULL);
+		CHECK(s.b.len == 15);
+		free(log);
+	}
+
 	/* Once connected, the app may have run: a broken exchange is
 	 * IDEM_EBROKEN (its key is kept as a tombstone), never "nothing
 	 * happened".  Bad version. */
