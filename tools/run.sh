@@ -28,7 +28,13 @@ stop() {
 	rm -f "$MDB_SOCK"
 	echo "stopped; data stays in $RUN (rm -rf run/ to start afresh)"
 }
-trap stop INT TERM EXIT
+trap stop EXIT
+trap 'exit 0' INT TERM		# Ctrl-C: stop (the EXIT trap), a normal end
+# fail WHAT: a service did not come up; what started is stopped, exit 1
+fail() {
+	echo "make run: $*; see $RUN/log/" >&2
+	exit 1
+}
 
 # MariaDB: private data dir, own unix socket, no TCP.
 MDB_SOCK=/tmp/idemgate-run-$PORT.sock
@@ -86,6 +92,8 @@ build/idemctl -c "$RUN/idemgate.conf" migrate >/dev/null
 build/idemgate -c "$RUN/idemgate.conf" 2>>"$RUN/log/idemgate.log" &
 pids+=($!)
 for _ in $(seq 1 100); do [ -S "$RUN/idemgate.sock" ] && break; sleep 0.1; done
+{ [ -S "$RUN/idemgate.sock" ] && kill -0 "${pids[-1]}" 2>/dev/null; } ||
+	fail "idemgate did not start"
 
 # The package's lighttpd module as lighty-enable-mod would enable it, its
 # socket moved to the demo's; it mounts /cgi-bin/ and streams answers.
@@ -108,7 +116,19 @@ fastcgi.server += ( "/payments" => (( "socket" => "$RUN/idemgate.sock", "check-l
 CONF
 lighttpd -D -f "$RUN/lighttpd.conf" &
 pids+=($!)
-sleep 0.5
+# Up when it answers and is still running (a port another server holds
+# answers too, while this lighttpd exits at once: it could not bind).
+up=0
+for _ in $(seq 1 50); do
+	kill -0 "${pids[-1]}" 2>/dev/null || break
+	if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/cgi-bin/hello.cgi"; then
+		sleep 0.2
+		kill -0 "${pids[-1]}" 2>/dev/null && up=1
+		break
+	fi
+	sleep 0.1
+done
+[ "$up" = 1 ] || fail "lighttpd did not start on 127.0.0.1:$PORT (port taken? PORT=8081 make run)"
 
 cat <<MSG
 
@@ -136,4 +156,4 @@ Try:
 Ctrl-C stops everything.
 MSG
 wait -n "${pids[@]}" || true
-echo "a service exited; see $RUN/log/" >&2
+fail "a service exited"

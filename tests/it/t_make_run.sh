@@ -40,4 +40,20 @@ for k in $kids; do
 done
 expect_match "TERM stops everything" 'stopped' "$(cat "$T/run.out")"
 check "nothing left listening on $P" sh -c "! (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null"
+expect_nomatch "a TERM is not a service that exited" 'a service exited' "$(cat "$T/run.out")"
+
+# The port taken by another server: make run says lighttpd did not start,
+# never "is up" (its curl lines would reach the other server), and fails.
+Q=$(free_port)
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); time.sleep(120)' "$Q" &
+H_BGPIDS+=("$!")
+wait_until 10 port_open "$Q"
+IDEM_RUN_DIR=$R PORT=$Q timeout 120 bash "$IDEM_ROOT/tools/run.sh" >"$T/taken.out" 2>&1
+rc=$?
+expect_eq "port taken: make run fails" 1 "$rc"
+expect_nomatch "port taken: never says it is up" 'idemgate is up' "$(cat "$T/taken.out")"
+expect_match "port taken: says lighttpd did not start" "lighttpd did not start on 127.0.0.1:$Q" "$(cat "$T/taken.out")"
+expect_match "port taken: stops what it started" 'stopped' "$(cat "$T/taken.out")"
 done_testing
