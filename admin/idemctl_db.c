@@ -248,9 +248,9 @@ check_group_role(struct ctl *c, size_t r, int *fit)
 /*
  * No --role, no -g: each program as the user it runs as.  A role whose
  * group ([idem_cleanup], [idem_console]) the option file has is checked
- * as that group's user; the gateway, and a role whose group is missing,
- * as the config's user, where a gap is a warning that says how to check
- * it.  Only a set-up fit for no program fails on privileges alone.
+ * as that group's user, the gateway as the config's (its own): their gaps
+ * fail.  A role whose group is missing is checked as the config's user,
+ * where a gap is a warning that says how to check it.
  */
 static int
 check_role_groups(struct ctl *c, const struct admin_priv *p, size_t n)
@@ -266,6 +266,15 @@ check_role_groups(struct ctl *c, const struct admin_priv *p, size_t n)
 			rc = check_group_role(c, r, &fit);
 			if (result == CTL_OK)
 				result = rc;
+			continue;
+		}
+		/* The config's group is the gateway's own user: what it
+		 * lacks, idemgate lacks (503 on every protected request). */
+		if (roles[r].group == NULL) {
+			if (report_role(p, n, r, "fail", "", ""))
+				fit++;
+			else if (result == CTL_OK)
+				result = CTL_EPRIV;
 			continue;
 		}
 		hint[0] = '\0';

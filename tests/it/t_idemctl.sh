@@ -172,10 +172,15 @@ has "check: privileges ok for the gateway" "$T/out" '^\[ ok \] privileges enough
 has "check: privileges ok for cleanup" "$T/out" '^\[ ok \] privileges enough for cleanup'
 check "check: no fail lines" sh -c "! grep -q '^\[fail\]' '$T/out'"
 mkconf "$T/ro.conf" "$TESTROOT/$DB-ro.cnf" ""
+# The config's group is the gateway's user: read-only, idemgate would
+# answer 503 to every protected request.
 run -c "$T/ro.conf" check
-eq "check with read-only user: exit 0 (fit for the console)" 0 "$RC"
+eq "check with a read-only gateway user: exit 9" 9 "$RC"
+has "check with read-only user: the gateway fails, naming INSERT" "$T/out" '^\[fail\] privileges missing for gateway .*idem_keys:INSERT'
 has "check with read-only user: console ok" "$T/out" '^\[ ok \] privileges enough for console'
 has "check with read-only user: cleanup warned" "$T/out" '^\[warn\] privileges missing for cleanup .*idem_keys:DELETE'
+run -c "$T/ro.conf" check --role console
+eq "check --role console with read-only user: exit 0" 0 "$RC"
 run -c "$T/ro.conf" check --role cleanup
 eq "check --role cleanup with read-only user: exit 9" 9 "$RC"
 has "check --role cleanup: fail line names DELETE" "$T/out" '^\[fail\] privileges missing for cleanup .*idem_keys:DELETE'
