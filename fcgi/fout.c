@@ -20,6 +20,7 @@ struct fout {
 	struct buf	 recs;		/* records not yet written */
 	unsigned char	 data[FOUT_CHUNK];
 	size_t		 len;
+	int		 flushed;	/* a STDOUT record went out */
 };
 
 enum idem_err
@@ -35,6 +36,7 @@ fout_new(int fd, uint16_t id, int64_t timeout_ms, struct fout **out)
 	o->id = id;
 	o->timeout_ms = timeout_ms;
 	o->len = 0;
+	o->flushed = 0;
 	buf_init(&o->recs, 2 * FOUT_CHUNK);
 	*out = o;
 	return IDEM_OK;
@@ -93,6 +95,7 @@ fout_flush(struct fout *o)
 	    o->len)) != IDEM_OK)
 		return er;
 	o->len = 0;
+	o->flushed = 1;
 	return fout_send(o, o->recs.p, o->recs.len);
 }
 
@@ -158,9 +161,21 @@ fout_abort(void *arg)
 	shutdown(o->fd, SHUT_RDWR);
 }
 
+/* reply.retract */
+static int
+fout_retract(void *arg)
+{
+	struct fout	*o = arg;
+
+	if (o->flushed)
+		return -1;
+	o->len = 0;
+	return 0;
+}
+
 struct reply
 fout_reply(struct fout *o)
 {
 	return (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
-	    0 };
+	    0, fout_retract };
 }

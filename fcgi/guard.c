@@ -71,8 +71,9 @@ guard_plain(struct request *r)
 	er = handler_run(r, &s, NULL);
 	if (er != IDEM_OK) {
 		/* Once the head is out, only a broken transfer tells the
-		 * client that the rest is missing. */
-		if (s.streaming)
+		 * client that the rest is missing; a head still in our
+		 * buffer is taken back for the gateway's answer. */
+		if (s.streaming && !reply_retract(r->out))
 			reply_abort(r->out);
 		else
 			reply_problem(r->out, problem_from_err(er), 0, 0, NULL);

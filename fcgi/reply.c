@@ -34,6 +34,16 @@ reply_abort(struct reply *o)
 	o->failed = 1;
 }
 
+int
+reply_retract(struct reply *o)
+{
+	if (o->failed || o->finished || o->retract == NULL ||
+	    o->retract(o->arg) != 0)
+		return 0;
+	o->sent = 0;
+	return 1;
+}
+
 void
 reply_head(struct reply *o, const struct answer *a, const char *extra)
 {

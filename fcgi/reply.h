@@ -24,6 +24,9 @@ struct reply {
 	 * reply_finish. */
 	int	(*end)(void *arg);
 	int	  finished;	/* the exchange is over: writes are dropped */
+	/* Drops what was written but has not left yet: 0 when nothing had
+	 * reached the client (NULL: cannot tell), else -1. */
+	int	(*retract)(void *arg);
 };
 
 /*
@@ -33,6 +36,12 @@ struct reply {
  */
 void reply_abort(struct reply *o);
 
+/*
+ * Takes back an answer none of which has reached the client yet (it sits
+ * in o's buffer): 1 and o is as new, ready for another answer; else 0
+ * (some of it went out: only reply_abort is left).
+ */
+int reply_retract(struct reply *o);
 /*
  * Ends the client's exchange with what was written so far, whole (a
  * gateway answer given before the run is over: the owner goes on reading

@@ -255,6 +255,13 @@ main(void)
 		note(self, "linger", "done\n");
 		return 0;
 	}
+	if (query_num(q, "headcrash", 0)) {
+		/* headcrash=1: a whole header block, then the crash */
+		snprintf(hdr, sizeof(hdr), "Status: 200 OK\r\n"
+		    "Content-Type: text/plain\r\n\r\npartial");
+		write_all(hdr, strlen(hdr));
+		abort();
+	}
 	if (query_num(q, "stream", 0) > 0) {
 		/* stream=N bytes in 64 KiB steps every step_ms (default 50),
 		 * announced with Content-Length when cl=1 */

@@ -79,6 +79,13 @@ if [ -n "$hpid" ] && wait_until 2 gone "$hpid"; then ok "timeout: handler killed
 if [ -n "$cpid" ] && wait_until 2 gone "$cpid"; then ok "timeout: handler's child (same group) killed"; else
 	not_ok "timeout: handler's child (same group) killed" "pid '$cpid' still alive"; fi
 expect_eq "timeout: logged once" 1 "$(grep -c 'GET /slow: .* timed out after 1000 ms' "$T/gw.log")"
+# The header block given, then the timeout or a crash, before any of it
+# left the gateway: still the gateway's answer (504, 502), not a broken
+# transfer the web server turns into its own 500 or 503.
+http th GET "$(url web '/slow?stream=100&step_ms=5000')"
+is_problem "head, then timeout, nothing sent yet" th 504 gateway-timeout
+http ch GET "$(url web /payments?headcrash=1)"
+is_problem "head, then crash, nothing sent yet" ch 502 bad-gateway
 
 # max_body: at the limit fine, one byte over refused before the handler runs.
 head -c 1024 /dev/zero | tr '\0' a >"$T/b1024"
