@@ -102,8 +102,11 @@ fconn_content(struct fconn *c, const unsigned char *p, size_t n)
 		    IDEM_EINVAL;
 	if (c->body_over)
 		return IDEM_OK;
-	if (buf_add(&c->body, p, n) != IDEM_OK)
+	if (buf_add(&c->body, p, n) != IDEM_OK) {
+		/* Refused whole (413): what was kept goes now. */
 		c->body_over = 1;
+		buf_free(&c->body);
+	}
 	return IDEM_OK;
 }
 
@@ -188,12 +191,19 @@ fconn_feed(struct fconn *c, const void *vp, size_t n, size_t *used)
 				if ((er = fconn_content(c, p + off, k)) !=
 				    IDEM_OK)
 					return er;
+				/* Too large (413, the connection not
+				 * reused): the rest is read and dropped, so
+				 * a web server that sends the whole body
+				 * before it reads (Apache, nginx) gets the
+				 * answer, not a broken pipe.  Past
+				 * FCONN_DISCARD_MAX the request ends
+				 * here. */
 				if (c->body_over) {
-					/* Too large: the request ends here,
-					 * answered 413, the connection not
-					 * reused. */
-					c->stdin_done = 1;
 					c->keep_conn = 0;
+					c->discarded += k;
+				}
+				if (c->discarded > FCONN_DISCARD_MAX) {
+					c->stdin_done = 1;
 					*used = off + k;
 					return IDEM_OK;
 				}

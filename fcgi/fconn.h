@@ -19,6 +19,10 @@
  * the connection (no multiplexing) refused, through the reply buffer the
  * caller writes out.
  */
+/* Body bytes past max_body read and dropped before a request is cut
+ * off where it stands. */
+#define FCONN_DISCARD_MAX	((uint64_t)256 << 20)
+
 struct fconn {
 	/* Limits, set before the first fconn_feed. */
 	size_t		 max_params;
@@ -29,7 +33,9 @@ struct fconn {
 	int		 keep_conn;	/* FCGI_KEEP_CONN: reuse afterwards */
 	int		 params_done;
 	int		 stdin_done;
-	int		 body_over;	/* more than max_body came: cut */
+	int		 body_over;	/* more than max_body came: the
+					 * rest is dropped as it comes */
+	uint64_t	 discarded;	/* bytes of it dropped */
 	struct buf	 params;	/* raw name-value pairs */
 	struct buf	 body;
 

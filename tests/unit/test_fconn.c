@@ -66,7 +66,9 @@ test_request(void)
 	free(env);
 	fconn_reset(&c);
 
-	/* Body at max is whole; max + 1 is cut (413 later, no reuse). */
+	/* Body at max is whole; max + 1 is refused (413 later, no reuse),
+	 * the rest of it read and dropped to the end of STDIN, so the web
+	 * server is not cut off mid-send. */
 	fconn_init(&c, 4096, 8);
 	CHECK(fconn_feed(&c, in.p, in.len, &used) == IDEM_OK);
 	CHECK(c.body_over == 0 && c.body.len == 8);
@@ -74,8 +76,32 @@ test_request(void)
 	c.max_body = 7;
 	fconn_reset(&c);
 	CHECK(fconn_feed(&c, in.p, in.len, &used) == IDEM_OK);
-	CHECK(c.body_over == 1 && c.keep_conn == 0 && used < in.len);
+	CHECK(c.body_over == 1 && c.keep_conn == 0 && used == in.len);
+	CHECK(c.body.len == 0 && c.discarded == 8);
 	fconn_reset(&c);
+	/* Past FCONN_DISCARD_MAX dropped, the request ends where it is. */
+	{
+		struct buf	 big;
+		static char	 chunk[65535];
+		uint64_t	 fed = 0;
+		enum idem_err	 er = IDEM_EAGAIN;
+
+		buf_init(&big, 1 << 20);
+		rec(&big, FCGI_STDIN, 7, chunk, sizeof(chunk));
+		fconn_init(&c, 4096, 8);
+		/* the head and params of in, without its STDIN */
+		CHECK(fconn_feed(&c, in.p, in.len - 2 * FCGI_HDR_LEN - 8,
+		    &used) == IDEM_EAGAIN);
+		while (er == IDEM_EAGAIN && fed < FCONN_DISCARD_MAX + (2 << 20)) {
+			er = fconn_feed(&c, big.p, big.len, &used);
+			fed += used;
+		}
+		CHECK(er == IDEM_OK && c.stdin_done && c.body_over);
+		CHECK(c.discarded > FCONN_DISCARD_MAX &&
+		    fed < FCONN_DISCARD_MAX + (1 << 20));
+		fconn_reset(&c);
+		buf_free(&big);
+	}
 
 	/* Params past max_params: the connection goes. */
 	fconn_init(&c, n - 1, 100);
