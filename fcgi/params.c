@@ -96,17 +96,19 @@ request_content_length(const char *s, size_t *out)
 }
 
 char **
-request_params_filter(char *const *envp)
+request_params_filter(char *const *envp, char *const *more)
 {
 	static const char *const drop[] = {
 		"HTTP_IDEMPOTENT_REPLAYED=", "HTTP_IDEMPOTENCY_RESULT=",
 	};
-	size_t	 n = 0, i, j;
+	size_t	 n = 0, m = 0, i, j;
 	char	**out;
 
 	while (envp != NULL && envp[n] != NULL)
 		n++;
-	if ((out = calloc(n + 1, sizeof(*out))) == NULL)
+	while (more != NULL && more[m] != NULL)
+		m++;
+	if ((out = calloc(n + m + 1, sizeof(*out))) == NULL)
 		return NULL;
 	for (i = 0, j = 0; i < n; i++) {
 		if (strncmp(envp[i], drop[0], strlen(drop[0])) == 0 ||
@@ -114,6 +116,10 @@ request_params_filter(char *const *envp)
 			continue;
 		out[j++] = envp[i];
 	}
+	/* Last: of a name given twice, a program sees the last one
+	 * (lib/run/cgi_env.h). */
+	for (i = 0; i < m; i++)
+		out[j++] = more[i];
 	out[j] = NULL;
 	return out;
 }

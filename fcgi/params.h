@@ -40,7 +40,9 @@ char *request_path(char *const *envp);
 enum idem_err request_content_length(const char *s, size_t *out);
 
 /* Copies envp into a new NULL-terminated array (strings borrowed) without
- * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT.  Free with free(). */
-char **request_params_filter(char *const *envp);
+ * HTTP_IDEMPOTENT_REPLAYED and HTTP_IDEMPOTENCY_RESULT, then more (NULL:
+ * none), whose entries override envp's of the same name where a handler
+ * sees them.  Free with free(). */
+char **request_params_filter(char *const *envp, char *const *more);
 
 #endif

@@ -134,7 +134,8 @@ request_admit(struct gw_ctx *ctx, struct request *r, char **envp,
 		reply_problem(r->out, PROB_NOT_FOUND, 0, 0, NULL);
 		return ADMIT_ANSWERED;
 	}
-	if ((r->params = request_params_filter(r->envp)) == NULL) {
+	if ((r->params = request_params_filter(r->envp,
+	    (char *const *)r->script_env)) == NULL) {
 		log_err("%s: out of memory", r->tag);
 		reply_problem(r->out, PROB_INTERNAL, 0, 0, NULL);
 		return ADMIT_ANSWERED;
@@ -156,6 +157,7 @@ request_serve(struct gw_ctx *ctx, struct job *j)
 	struct request	 r;
 	char		**envp = NULL;
 	enum admit	 ad;
+	size_t		 i;
 	int		 whole = 0;
 
 	if (fout_new(j->fd, j->fc.id, ctx->cfg->client_timeout_ms > 0 ?
@@ -194,6 +196,8 @@ done:
 	buf_free(&r.body);
 	free(r.params);
 	free(r.script);
+	for (i = 0; r.script_env[i] != NULL; i++)
+		free(r.script_env[i]);
 	free(r.path);
 	free(envp);
 	fout_free(o);

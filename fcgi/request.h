@@ -40,6 +40,9 @@ struct gw_ctx {
 
 /* One parsed request.  Strings point into the FastCGI params (borrowed)
  * except path and script, which are owned. */
+/* Entries route_pick rewrites when it finds the script inside PATH_INFO. */
+#define ROUTE_SPLIT_MAX	3
+
 struct request {
 	struct gw_ctx		*ctx;
 	char *const		*envp;		/* all params */
@@ -59,6 +62,11 @@ struct request {
 	enum idem_err		 script_err;	/* why script is NULL */
 	const char		*script_tail;	/* PATH_INFO beyond the
 						 * script */
+	char			*script_env[ROUTE_SPLIT_MAX + 1];
+						/* SCRIPT_NAME, PATH_INFO
+						 * (PATH_TRANSLATED) split
+						 * at the script found in
+						 * PATH_INFO (owned) */
 	char			 tag[96];	/* "METHOD path" for log
 						 * lines */
 	int			 cache_missed;	/* the reader asked the

@@ -33,6 +33,45 @@ route_script_param(struct request *r)
 }
 
 /*
+ * The script was found consumed bytes into PATH_INFO: the program sees
+ * RFC 3875's split at it (4.1.13, 4.1.5), SCRIPT_NAME naming it and
+ * PATH_INFO what follows, as the web server would have split it had it
+ * known; PATH_TRANSLATED, when given, follows PATH_INFO (4.1.6).
+ */
+static void
+route_split(struct request *r, const char *pi, size_t consumed)
+{
+	const char	*sn = request_param(r->envp, "SCRIPT_NAME");
+	const char	*dr = request_param(r->envp, "DOCUMENT_ROOT");
+	const char	*tail = pi + consumed;
+	char		*e[ROUTE_SPLIT_MAX] = { NULL, NULL, NULL };
+	int		 n = 0, i;
+
+	if (asprintf(&e[0], "SCRIPT_NAME=%s%.*s", sn != NULL ? sn : "",
+	    (int)consumed, pi) < 0)
+		e[0] = NULL;
+	if (asprintf(&e[1], "PATH_INFO=%s", tail) < 0)
+		e[1] = NULL;
+	n = 2;
+	if (request_param(r->envp, "PATH_TRANSLATED") != NULL) {
+		if (asprintf(&e[2], "PATH_TRANSLATED=%s%s", *tail != '\0' &&
+		    dr != NULL ? dr : "", tail) < 0)
+			e[2] = NULL;
+		n = 3;
+	}
+	for (i = 0; i < n && e[i] != NULL; i++)
+		;
+	if (i < n) {
+		/* out of memory: the web server's split, as it was */
+		for (i = 0; i < n; i++)
+			free(e[i]);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		r->script_env[i] = e[i];
+}
+
+/*
  * Finds the script to run like fcgiwrap: SCRIPT_FILENAME itself, or, when
  * the web server split the path elsewhere (lighttpd's prefix mapping gives
  * SCRIPT_FILENAME = root/dir and PATH_INFO = /file.cgi/more), the longest
@@ -71,6 +110,7 @@ route_script(const struct route *rt, struct request *r, char *out,
 		    outlen, why, sizeof(why));
 		if (er == IDEM_OK) {
 			r->script_tail = pi + (strlen(cand) - sflen);
+			route_split(r, pi, strlen(cand) - sflen);
 			goto out;
 		}
 		if (first == IDEM_OK) {
@@ -173,9 +213,14 @@ static void
 route_set_script(struct request *r, const struct route *rt)
 {
 	char	 out[PATH_MAX];
+	size_t	 i;
 
 	free(r->script);
 	r->script = NULL;
+	for (i = 0; r->script_env[i] != NULL; i++) {
+		free(r->script_env[i]);
+		r->script_env[i] = NULL;
+	}
 	r->script_err = route_script(rt, r, out, sizeof(out));
 	if (r->script_err == IDEM_OK && (r->script = strdup(out)) == NULL)
 		r->script_err = IDEM_ENOMEM;

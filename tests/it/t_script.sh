@@ -26,6 +26,20 @@ gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 # mounted by extension, as fcgiwrap usually is: SCRIPT_FILENAME = the file
 lighttpd_start web "unix:$T/gw.sock" "$W" .cgi || { done_testing; exit 1; }
 
+# mounted by prefix, as lighttpd maps a directory: SCRIPT_FILENAME is the
+# directory, PATH_INFO the rest; the script found in it gets RFC 3875's
+# split (SCRIPT_NAME names it, PATH_INFO is what follows it)
+lighttpd_start web2 "unix:$T/gw.sock" "$W" /cgi-bin/ || { done_testing; exit 1; }
+http sp GET "$(url web2 /cgi-bin/sub/deep.cgi/more/path?env=1)"
+expect_eq "prefix mount: the script in the directory runs" 200 "$HS"
+expect_match "prefix mount: SCRIPT_NAME names the script" '^SCRIPT_NAME=/cgi-bin/sub/deep\.cgi$' "$(body sp)"
+expect_match "prefix mount: PATH_INFO is what follows it" '^PATH_INFO=/more/path$' "$(body sp)"
+expect_eq "prefix mount: one SCRIPT_NAME, one PATH_INFO" "1 1" \
+    "$(grep -c '^SCRIPT_NAME=' "$T/sp.b") $(grep -c '^PATH_INFO=' "$T/sp.b")"
+http sq GET "$(url web2 /cgi-bin/ok.cgi?env=1)"
+expect_match "prefix mount, no extra path: SCRIPT_NAME" '^SCRIPT_NAME=/cgi-bin/ok\.cgi$' "$(body sq)"
+expect_nomatch "prefix mount, no extra path: no PATH_INFO" '^PATH_INFO=.' "$(body sq)"
+
 http a GET "$(url web /cgi-bin/ok.cgi?x=1)"
 expect_eq "script: runs a file under script_root" 201 "$HS"
 expect_match "script: its answer" 'query=x=1' "$(body a)"
@@ -63,5 +77,5 @@ chmod 0755 "$W/cgi-bin/later.cgi"
 http m2 POST "$(url web /cgi-bin/later.cgi)" -H "Idempotency-Key: $K" --data-binary 'amount=2'
 expect_eq "script: deployed, the retry runs it" "201 created 1" \
 	"$HS $(hdr m2 Idempotency-Result) $(wc -l <"$W/cgi-bin/later.cgi.runs" 2>/dev/null | tr -d ' ')"
-expect_eq "script: ok.cgi ran 3 times (GET, inside link, one POST)" 3 "$(wc -l <"$W/cgi-bin/ok.cgi.runs" | tr -d ' ')"
+expect_eq "script: ok.cgi ran 4 times (prefix mount, GET, inside link, one POST)" 4 "$(wc -l <"$W/cgi-bin/ok.cgi.runs" | tr -d ' ')"
 done_testing

@@ -171,7 +171,7 @@ test_request_helpers(void)
 	CHECK(request_content_length("-1", &n) == IDEM_EINVAL);
 	CHECK(request_content_length("99999999999999999999999", &n) == IDEM_EINVAL);
 
-	f = request_params_filter(env1);
+	f = request_params_filter(env1, NULL);
 	CHECK(f != NULL);
 	CHECK(f[0] == env1[0] && f[1] == env1[1] && f[2] == env1[3] &&
 	    f[3] == NULL);
