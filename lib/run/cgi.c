@@ -62,6 +62,35 @@ cgi_under(const char *dir, const char *path)
 	    path[dl + 1] != '\0';
 }
 
+/*
+ * script spelled through another name of the root (a document root or a
+ * script_root reached through a symlink): when its directory resolves to
+ * rroot or below, out is the script under that resolved directory and 0;
+ * else -1, whether the directory is elsewhere or not there at all, so a
+ * path outside the root learns nothing of what exists there.
+ */
+static int
+cgi_respell(const char *rroot, const char *script, char *out, size_t outlen)
+{
+	char		 dir[PATH_MAX], rdir[PATH_MAX];
+	const char	*base = strrchr(script, '/');
+	size_t		 dl;
+
+	if (base == NULL || base[1] == '\0' || base == script)
+		return -1;
+	dl = (size_t)(base - script);
+	if (dl >= sizeof(dir))
+		return -1;
+	memcpy(dir, script, dl);
+	dir[dl] = '\0';
+	if (realpath(dir, rdir) == NULL ||
+	    (strcmp(rdir, rroot) != 0 && !cgi_under(rroot, rdir)))
+		return -1;
+	if (snprintf(out, outlen, "%s%s", rdir, base) >= (int)outlen)
+		return -1;
+	return 0;
+}
+
 /* Says why a script was refused (why may be NULL); returns er. */
 static enum idem_err
 cgi_refuse(enum idem_err er, char *why, size_t whylen, const char *fmt, ...)
@@ -80,7 +109,7 @@ enum idem_err
 cgi_script_resolve_why(const char *root, const char *script, char *out,
     size_t outlen, char *why, size_t whylen)
 {
-	char		 rroot[PATH_MAX], rscript[PATH_MAX];
+	char		 rroot[PATH_MAX], rscript[PATH_MAX], alt[PATH_MAX];
 	struct stat	 sb;
 	size_t		 l;
 
@@ -101,9 +130,12 @@ cgi_script_resolve_why(const char *root, const char *script, char *out,
 	 * Judge the name before touching the file system, so a path
 	 * outside the root cannot be probed for existence (403 either way).
 	 */
-	if (!cgi_under(root, script) && !cgi_under(rroot, script))
-		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
-		    "outside script_root %s", rroot);
+	if (!cgi_under(root, script) && !cgi_under(rroot, script)) {
+		if (cgi_respell(rroot, script, alt, sizeof(alt)) != 0)
+			return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
+			    "outside script_root %s", rroot);
+		script = alt;
+	}
 	if (realpath(script, rscript) == NULL)
 		return cgi_refuse(errno == ENOENT || errno == ENOTDIR ?
 		    IDEM_ENOTFOUND : IDEM_EFORBIDDEN, why, whylen, "%s",

@@ -40,6 +40,20 @@ http sq GET "$(url web2 /cgi-bin/ok.cgi?env=1)"
 expect_match "prefix mount, no extra path: SCRIPT_NAME" '^SCRIPT_NAME=/cgi-bin/ok\.cgi$' "$(body sq)"
 expect_nomatch "prefix mount, no extra path: no PATH_INFO" '^PATH_INFO=.' "$(body sq)"
 
+# a document root reached through a symlink (a release directory's
+# "current" link): the same files, under another spelling of the root
+ln -s "$W" "$T/wwwlink"
+lighttpd_start web3 "unix:$T/gw.sock" "$T/wwwlink" .cgi || { done_testing; exit 1; }
+http sl GET "$(url web3 /cgi-bin/sub/deep.cgi?env=1)"
+expect_eq "root through a symlink: runs" 200 "$HS"
+expect_match "root through a symlink: SCRIPT_FILENAME is the file" "^SCRIPT_FILENAME=$W/cgi-bin/sub/deep\\.cgi\$" "$(body sl)"
+http sm GET "$(url web3 /cgi-bin/missing.cgi)"
+is_problem "root through a symlink: missing file" sm 404 not-found
+http se GET "$(url web3 /cgi-bin/escape.cgi)"
+is_problem "root through a symlink: a symlink out of the root" se 403 forbidden
+http so GET "$(url web3 /outside.cgi)"
+is_problem "root through a symlink: outside script_root" so 403 forbidden
+
 http a GET "$(url web /cgi-bin/ok.cgi?x=1)"
 expect_eq "script: runs a file under script_root" 201 "$HS"
 expect_match "script: its answer" 'query=x=1' "$(body a)"
