@@ -198,6 +198,7 @@ done:
 	free(r.script);
 	for (i = 0; r.script_env[i] != NULL; i++)
 		free(r.script_env[i]);
+	free(r.script_walk);
 	free(r.path);
 	free(envp);
 	fout_free(o);

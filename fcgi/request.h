@@ -67,6 +67,10 @@ struct request {
 						 * (PATH_TRANSLATED) split
 						 * at the script found in
 						 * PATH_INFO (owned) */
+	char			*script_walk;	/* without SCRIPT_FILENAME:
+						 * DOCUMENT_ROOT, '\0',
+						 * SCRIPT_NAME + PATH_INFO
+						 * (owned) */
 	char			 tag[96];	/* "METHOD path" for log
 						 * lines */
 	int			 cache_missed;	/* the reader asked the

@@ -39,9 +39,9 @@ route_script_param(struct request *r)
  * known; PATH_TRANSLATED, when given, follows PATH_INFO (4.1.6).
  */
 static void
-route_split(struct request *r, const char *pi, size_t consumed)
+route_split(struct request *r, const char *sn, const char *pi,
+    size_t consumed)
 {
-	const char	*sn = request_param(r->envp, "SCRIPT_NAME");
 	const char	*dr = request_param(r->envp, "DOCUMENT_ROOT");
 	const char	*tail = pi + consumed;
 	char		*e[ROUTE_SPLIT_MAX] = { NULL, NULL, NULL };
@@ -72,18 +72,53 @@ route_split(struct request *r, const char *pi, size_t consumed)
 }
 
 /*
+ * Without SCRIPT_FILENAME, fcgiwrap's other way (fcgiwrap(8)): the file is
+ * DOCUMENT_ROOT + SCRIPT_NAME, and what of SCRIPT_NAME + PATH_INFO lies
+ * past it is the PATH_INFO.  Sets *sf to DOCUMENT_ROOT and *pi to
+ * SCRIPT_NAME + PATH_INFO (r->script_walk, owned) for route_script's
+ * walk; -1 when either is missing.
+ */
+static int
+route_docroot_walk(struct request *r, const char **sf, const char **pi)
+{
+	const char	*dr = request_param(r->envp, "DOCUMENT_ROOT");
+	const char	*sn = request_param(r->envp, "SCRIPT_NAME");
+	const char	*info = request_param(r->envp, "PATH_INFO");
+	size_t		 dl;
+	int		 n;
+
+	if (dr == NULL || *dr != '/' || sn == NULL || *sn == '\0')
+		return -1;
+	/* The root without its trailing slashes ("/" stays). */
+	dl = strlen(dr);
+	while (dl > 1 && dr[dl - 1] == '/')
+		dl--;
+	free(r->script_walk);
+	n = asprintf(&r->script_walk, "%.*s%c%s%s%s", (int)dl, dr, '\0',
+	    *sn == '/' ? "" : "/", sn, info != NULL ? info : "");
+	if (n < 0) {
+		r->script_walk = NULL;
+		return -1;
+	}
+	*sf = r->script_walk;
+	*pi = r->script_walk + dl + 1;
+	return 0;
+}
+
+/*
  * Finds the script to run like fcgiwrap: SCRIPT_FILENAME itself, or, when
  * the web server split the path elsewhere (lighttpd's prefix mapping gives
  * SCRIPT_FILENAME = root/dir and PATH_INFO = /file.cgi/more), the longest
- * prefix of SCRIPT_FILENAME + PATH_INFO that resolves.  The error of the
- * longest candidate is the answer when none does.  r->script_tail is
- * set to what of PATH_INFO lies beyond the script.
+ * prefix of SCRIPT_FILENAME + PATH_INFO that resolves; without
+ * SCRIPT_FILENAME, of DOCUMENT_ROOT + SCRIPT_NAME + PATH_INFO.  The error
+ * of the longest candidate is the answer when none does.  r->script_tail
+ * is set to what of PATH_INFO lies beyond the script.
  */
 static enum idem_err
 route_script(const struct route *rt, struct request *r, char *out,
     size_t outlen)
 {
-	const char	*sf, *pi;
+	const char	*sf, *pi, *sn;
 	char		 cand[PATH_MAX], *slash, why[PATH_MAX + 160];
 	char		 firstwhy[PATH_MAX + 160];
 	size_t		 sflen;
@@ -91,9 +126,14 @@ route_script(const struct route *rt, struct request *r, char *out,
 
 	sf = route_script_param(r);
 	pi = request_param(r->envp, "PATH_INFO");
+	sn = request_param(r->envp, "SCRIPT_NAME");
 	if (sf == NULL || *sf == '\0') {
-		log_warn("%s: no SCRIPT_FILENAME", r->tag);
-		return IDEM_ENOTFOUND;
+		if (route_docroot_walk(r, &sf, &pi) != 0) {
+			log_warn("%s: no SCRIPT_FILENAME (nor DOCUMENT_ROOT "
+			    "and SCRIPT_NAME)", r->tag);
+			return IDEM_ENOTFOUND;
+		}
+		sn = "";
 	}
 	r->script_tail = pi != NULL && *pi == '/' ? pi : "";
 	why[0] = firstwhy[0] = '\0';
@@ -110,7 +150,7 @@ route_script(const struct route *rt, struct request *r, char *out,
 		    outlen, why, sizeof(why));
 		if (er == IDEM_OK) {
 			r->script_tail = pi + (strlen(cand) - sflen);
-			route_split(r, pi, strlen(cand) - sflen);
+			route_split(r, sn, pi, strlen(cand) - sflen);
 			goto out;
 		}
 		if (first == IDEM_OK) {
@@ -221,6 +261,8 @@ route_set_script(struct request *r, const struct route *rt)
 		free(r->script_env[i]);
 		r->script_env[i] = NULL;
 	}
+	free(r->script_walk);
+	r->script_walk = NULL;
 	r->script_err = route_script(rt, r, out, sizeof(out));
 	if (r->script_err == IDEM_OK && (r->script = strdup(out)) == NULL)
 		r->script_err = IDEM_ENOMEM;

@@ -54,6 +54,19 @@ is_problem "root through a symlink: a symlink out of the root" se 403 forbidden
 http so GET "$(url web3 /outside.cgi)"
 is_problem "root through a symlink: outside script_root" so 403 forbidden
 
+# no SCRIPT_FILENAME (nginx's fastcgi_params, fcgiwrap's own cgit
+# example): DOCUMENT_ROOT + SCRIPT_NAME, the rest of it PATH_INFO
+env -i REQUEST_METHOD=GET QUERY_STRING=env=1 DOCUMENT_ROOT="$W" \
+    SCRIPT_NAME=/cgi-bin/sub/deep.cgi/repo/log \
+    REQUEST_URI=/cgi-bin/sub/deep.cgi/repo/log \
+    cgi-fcgi -bind -connect "$T/gw.sock" >"$T/dn.out" 2>&1
+expect_match "DOCUMENT_ROOT + SCRIPT_NAME: runs the script" '^Status: 200' "$(head -1 "$T/dn.out")"
+expect_match "DOCUMENT_ROOT + SCRIPT_NAME: SCRIPT_NAME names it" '^SCRIPT_NAME=/cgi-bin/sub/deep\.cgi$' "$(tr -d '\r' <"$T/dn.out")"
+expect_match "DOCUMENT_ROOT + SCRIPT_NAME: the rest is PATH_INFO" '^PATH_INFO=/repo/log$' "$(tr -d '\r' <"$T/dn.out")"
+env -i REQUEST_METHOD=GET DOCUMENT_ROOT="$W" SCRIPT_NAME=/outside.cgi \
+    REQUEST_URI=/outside.cgi cgi-fcgi -bind -connect "$T/gw.sock" >"$T/do.out" 2>&1
+expect_match "DOCUMENT_ROOT + SCRIPT_NAME: outside script_root, 403" '^Status: 403' "$(head -1 "$T/do.out")"
+
 http a GET "$(url web /cgi-bin/ok.cgi?x=1)"
 expect_eq "script: runs a file under script_root" 201 "$HS"
 expect_match "script: its answer" 'query=x=1' "$(body a)"
