@@ -105,7 +105,13 @@ struct sweep {
 	const struct cleanup_opts	*o;
 	struct store_hold		*h;
 	int64_t				 deadline;
+	const struct cleanup_result	*out;		/* counts so far */
+	int64_t				 progress_at;	/* last written */
 };
+
+/* How often a run's row gets its counts so far: a run that dies (kill
+ * -9, the server gone) keeps what it did, up to a second before. */
+#define CLEANUP_PROGRESS_MS	1000
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -146,10 +152,33 @@ batch_run(struct store *st, MYSQL_STMT *s, MYSQL_BIND *in)
 	return er;
 }
 
+/* The counts so far into the run's row, once a CLEANUP_PROGRESS_MS.  A
+ * failure here is the next batch's to report. */
+static void
+run_progress(struct sweep *sw)
+{
+	const struct cleanup_result	*r = sw->out;
+	MYSQL_BIND			 in[4];
+	uint64_t			 batches;
+
+	if (r == NULL || r->run_id == 0 || sw->o->dry_run ||
+	    clock_now_ms() - sw->progress_at < CLEANUP_PROGRESS_MS)
+		return;
+	sw->progress_at = clock_now_ms();
+	batches = r->batches;
+	store_bind_u64(&in[0], &r->rows_deleted);
+	store_bind_u64(&in[1], &r->stale_released);
+	store_bind_u64(&in[2], &batches);
+	store_bind_u64(&in[3], &r->run_id);
+	(void)store_simple(sw->st, "UPDATE idem_cleanup_runs SET "
+	    "rows_deleted = ?, stale_released = ?, batches = ? WHERE id = ? "
+	    "AND outcome = 'running'", in, NULL);
+}
+
 /* Before a batch: the lock row renewed, and o->pause (the replica gate)
  * asked; IDEM_ETIMEOUT at the deadline. */
 static enum idem_err
-batch_gate(const struct sweep *sw)
+batch_gate(struct sweep *sw)
 {
 	const struct cleanup_opts	*o = sw->o;
 	char				 why[256] = "";
@@ -158,6 +187,7 @@ batch_gate(const struct sweep *sw)
 	if (sw->deadline != 0 && clock_now_ms() >= sw->deadline)
 		return IDEM_ETIMEOUT;
 	store_hold_keep(sw->h);
+	run_progress(sw);
 	if (o->pause == NULL)
 		return IDEM_OK;
 	er = o->pause(o->pause_arg, sw->deadline, why, sizeof(why));
@@ -171,7 +201,7 @@ batch_gate(const struct sweep *sw)
  * deadline passes (IDEM_ETIMEOUT).  Adds to *n and *batches as it goes.
  */
 static enum idem_err
-phase_delete(const struct sweep *sw, int p, int64_t age_ms, uint64_t *n,
+phase_delete(struct sweep *sw, int p, int64_t age_ms, uint64_t *n,
     unsigned *batches)
 {
 	struct store			*st = sw->st;
@@ -410,7 +440,7 @@ run_finish(struct store *st, const struct cleanup_result *r)
 /* Every phase in order (counted only, on a dry run), until one fails or
  * the deadline passes.  OUT: *failed the phase that stopped the run. */
 static enum idem_err
-run_phases(const struct sweep *sw, struct cleanup_result *out, int *failed)
+run_phases(struct sweep *sw, struct cleanup_result *out, int *failed)
 {
 	struct store			*st = sw->st;
 	const struct cleanup_opts	*o = sw->o;
@@ -497,6 +527,8 @@ store_admin_cleanup(struct store *st, const struct cleanup_opts *o,
 	sw.o = o;
 	sw.h = &h;
 	sw.deadline = o->max_ms > 0 ? start + o->max_ms : 0;
+	sw.out = out;
+	sw.progress_at = clock_now_ms();
 	er = run_phases(&sw, out, &p);
 	run_outcome(st, o, er, p, out);
 	out->elapsed_ms = clock_now_ms() - start;

@@ -317,6 +317,23 @@ eq "[cleanup] batch = 7: 3 batches for 20 rows" "20 3" "$(sq "SELECT rows_delete
 sq "UPDATE idem_cleanup_runs SET outcome = 'running', ended_at = NULL WHERE id = (SELECT MAX(id) FROM (SELECT id FROM idem_cleanup_runs) x)"
 run -c "$CONF" cleanup
 eq "a run left 'running' by a dead process is marked failed" "failed" "$(sq "SELECT outcome FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1,1")"
+# A run killed -9 mid-way keeps the count of what it deleted, up to a
+# second before (not 0).
+seed kill9 3000 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+"$CTL" -c "$CONF" cleanup --batch 10 --sleep 100 >/dev/null 2>&1 &
+kp=$!
+sleep 2.6
+kill -9 "$kp"
+wait "$kp" 2>/dev/null
+gone=$((3000 - $(count kill9)))
+kid=$(sq "SELECT MAX(id) FROM idem_cleanup_runs")
+rec=$(sq "SELECT rows_deleted FROM idem_cleanup_runs WHERE id = $kid")
+check "killed run: it deleted rows ($gone)" [ "$gone" -gt 0 ]
+check "killed run: recorded what it deleted up to a second before ($rec of $gone)" \
+    [ "$rec" -gt 0 -a "$rec" -le "$gone" ]
+run -c "$CONF" cleanup
+eq "killed run: marked failed, its count kept" "failed $rec" \
+    "$(sq "SELECT outcome, rows_deleted FROM idem_cleanup_runs WHERE id = $kid" | tr '\t' ' ')"
 
 # ---------------------------------------------------------------- show
 sq "INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state, owner, owner_token,
