@@ -648,6 +648,7 @@ static const char *const optfile_client_groups[] = {
 };
 
 static int	optfile_has(const char *, const char *, int);
+static int	optfile_includes_bad(const char *, char *, size_t);
 
 enum idem_err
 cfg_check_option_group(const struct cfg *c, const char *group, char *err,
@@ -674,6 +675,11 @@ cfg_check_option_group(const struct cfg *c, const char *group, char *err,
 		goto refuse;
 	}
 	close(fd);
+	/* What it includes must be there too: a password kept in an
+	 * included file that cannot be read logs in without one. */
+	if (group == NULL && optfile_includes_bad(c->mysql_defaults_file, why,
+	    sizeof(why)))
+		goto refuse;
 	if (group == NULL || optfile_has(c->mysql_defaults_file, group, 1))
 		return IDEM_OK;
 	snprintf(why, sizeof(why), "no [%s] group (nor [client]): nothing "
@@ -714,7 +720,20 @@ struct optscan {
 	int		 found;
 	char		*val;		/* OUT: key's value */
 	size_t		 vallen;
+	char		 bad[PATH_MAX];	/* OUT: the first !include or
+					 * !includedir not read ... */
+	int		 bad_errno;	/* ... and why */
 };
+
+/* Notes the first included file or directory the walk could not read. */
+static void
+optfile_bad(struct optscan *sc, const char *what, int err)
+{
+	if (sc->bad[0] != '\0')
+		return;
+	snprintf(sc->bad, sizeof(sc->bad), "%s", what);
+	sc->bad_errno = err;
+}
 
 static void	optfile_scan(const char *, struct optscan *, int);
 
@@ -727,8 +746,13 @@ optfile_dir_scan(const char *dir, struct optscan *sc, int depth)
 	char		 path[PATH_MAX];
 	size_t		 n;
 
-	if ((d = opendir(dir)) == NULL)
+	if ((d = opendir(dir)) == NULL) {
+		/* One that is not there holds nothing (distributions name
+		 * directories a host may lack); one it cannot read may. */
+		if (errno != ENOENT)
+			optfile_bad(sc, dir, errno);
 		return;
+	}
 	while (!(sc->found && sc->key == NULL) && (de = readdir(d)) != NULL) {
 		n = strlen(de->d_name);
 		if (n < 5 || strcmp(de->d_name + n - 4, ".cnf") != 0)
@@ -827,8 +851,13 @@ optfile_scan(const char *file, struct optscan *sc, int depth)
 	char	 line[4096];	/* as the client library reads */
 	int	 in = 0;
 
-	if (depth > CFG_OPT_INCLUDE_DEPTH || (f = fopen(file, "re")) == NULL)
+	if (depth > CFG_OPT_INCLUDE_DEPTH)
 		return;
+	if ((f = fopen(file, "re")) == NULL) {
+		if (depth > 0)
+			optfile_bad(sc, file, errno);
+		return;
+	}
 	while (!(sc->found && sc->key == NULL) &&
 	    fgets(line, sizeof(line), f) != NULL)
 		optfile_line(line, sc, &in, depth);
@@ -846,6 +875,23 @@ optfile_has(const char *file, const char *group, int clients)
 		return 0;
 	optfile_scan(file, &sc, 0);
 	return sc.found;
+}
+
+/* 1 and why when file includes a file or directory that cannot be read
+ * (walked whole: no group is looked for). */
+static int
+optfile_includes_bad(const char *file, char *why, size_t whylen)
+{
+	struct optscan	 sc;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.group = "\n";		/* no header names it */
+	optfile_scan(file, &sc, 0);
+	if (sc.bad[0] == '\0')
+		return 0;
+	snprintf(why, whylen, "it includes %.400s: %s", sc.bad,
+	    strerror(sc.bad_errno));
+	return 1;
 }
 
 int

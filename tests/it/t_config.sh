@@ -134,6 +134,22 @@ printf '[ idemgate]\nsocket=/nonexistent\n' >"$T/lead.cnf"
 sed "s|$T/my.cnf|$T/lead.cnf|" "$T/good.conf" >"$T/lead.conf"
 out=$("$IDEMGATE" -t -c "$T/lead.conf" 2>&1)
 expect_match "option file: '[ idemgate]' is another group: refused" 'no \[idemgate\] group' "$out"
+# An included file (the password kept apart) that is missing or cannot
+# be read: the client library would log in without it.
+printf '[idemgate]\nsocket=/nonexistent\n!include %s\n' "$T/secret-missing.cnf" >"$T/incl.cnf"
+bad_conf option_file_include 3 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/incl.cnf
+[route /x]
+handler = cgi:$PAY"
+expect_match "option file including a missing file: names it" "includes $T/secret-missing\\.cnf: No such file" \
+	"$("$IDEMGATE" -t -c "$T/option_file_include.conf" 2>&1)"
+printf '[idemgate]\npassword=x\n' >"$T/secret-here.cnf"
+printf '[idemgate]\nsocket=/nonexistent\n!include %s\n!includedir %s\n' "$T/secret-here.cnf" "$T/cnf.d" >"$T/incl2.cnf"
+mkdir -p "$T/cnf.d"
+sed "s|$T/my.cnf|$T/incl2.cnf|" "$T/good.conf" >"$T/incl2.conf"
+out=$("$IDEMGATE" -t -c "$T/incl2.conf" 2>&1)
+expect_eq "option file including readable files: syntax ok" "0 syntax ok" "$? $(echo "$out" | tail -1)"
 printf '[client]\nsocket=/nonexistent\n' >"$T/client.cnf"
 sed "s|$T/my.cnf|$T/client.cnf|" "$T/good.conf" >"$T/client.conf"
 out=$("$IDEMGATE" -t -c "$T/client.conf" 2>&1)
