@@ -64,29 +64,41 @@ cgi_under(const char *dir, const char *path)
 
 /*
  * script spelled through another name of the root (a document root or a
- * script_root reached through a symlink): when its directory resolves to
- * rroot or below, out is the script under that resolved directory and 0;
- * else -1, whether the directory is elsewhere or not there at all, so a
- * path outside the root learns nothing of what exists there.
+ * script_root reached through a symlink): its directory's longest part
+ * that exists is resolved, and when that is rroot or below, out is the
+ * script under it (the rest of the path as given) and 0; else -1, whether
+ * that part lies elsewhere or nothing of it is there, so a path outside
+ * the root learns nothing of what exists there.
  */
 static int
 cgi_respell(const char *rroot, const char *script, char *out, size_t outlen)
 {
 	char		 dir[PATH_MAX], rdir[PATH_MAX];
-	const char	*base = strrchr(script, '/');
+	const char	*rest;
+	char		*slash;
 	size_t		 dl;
 
-	if (base == NULL || base[1] == '\0' || base == script)
+	if ((rest = strrchr(script, '/')) == NULL || rest[1] == '\0' ||
+	    rest == script)
 		return -1;
-	dl = (size_t)(base - script);
+	dl = (size_t)(rest - script);
 	if (dl >= sizeof(dir))
 		return -1;
 	memcpy(dir, script, dl);
 	dir[dl] = '\0';
-	if (realpath(dir, rdir) == NULL ||
-	    (strcmp(rdir, rroot) != 0 && !cgi_under(rroot, rdir)))
+	/* Up to the longest part that is there (a missing directory, or
+	 * the script itself with a path after it, is looked up later: 404
+	 * or the walk along PATH_INFO). */
+	while (realpath(dir, rdir) == NULL) {
+		if ((errno != ENOENT && errno != ENOTDIR) ||
+		    (slash = strrchr(dir, '/')) == NULL || slash == dir)
+			return -1;
+		*slash = '\0';
+	}
+	if (strcmp(rdir, rroot) != 0 && !cgi_under(rroot, rdir))
 		return -1;
-	if (snprintf(out, outlen, "%s%s", rdir, base) >= (int)outlen)
+	if (snprintf(out, outlen, "%s%s", rdir, script + strlen(dir)) >=
+	    (int)outlen)
 		return -1;
 	return 0;
 }

@@ -49,6 +49,12 @@ expect_eq "root through a symlink: runs" 200 "$HS"
 expect_match "root through a symlink: SCRIPT_FILENAME is the file" "^SCRIPT_FILENAME=$W/cgi-bin/sub/deep\\.cgi\$" "$(body sl)"
 http sm GET "$(url web3 /cgi-bin/missing.cgi)"
 is_problem "root through a symlink: missing file" sm 404 not-found
+http sd GET "$(url web3 /cgi-bin/nodir/x.cgi)"
+is_problem "root through a symlink: missing directory" sd 404 not-found
+LIGHTTPD_EXTRA= lighttpd_start web4 "unix:$T/gw.sock" "$T/wwwlink" /cgi-bin/ || { done_testing; exit 1; }
+http sw GET "$(url web4 /cgi-bin/sub/deep.cgi/more/path?env=1)"
+expect_eq "root through a symlink, prefix mount: the script along PATH_INFO runs" 200 "$HS"
+expect_match "root through a symlink, prefix mount: PATH_INFO after it" '^PATH_INFO=/more/path$' "$(body sw)"
 http se GET "$(url web3 /cgi-bin/escape.cgi)"
 is_problem "root through a symlink: a symlink out of the root" se 403 forbidden
 http so GET "$(url web3 /outside.cgi)"
