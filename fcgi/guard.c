@@ -165,17 +165,18 @@ guard_expiry_s(int64_t us)
 }
 
 /*
- * The extra header lines of a created answer.  The store ends a finished
- * key ttl from its clock's now, rounded up to a whole second (TTL_END in
- * lib/store/store_sql.c): taken just before the answer is recorded, this
- * is that very second (the same host clock), or one before it when a
- * second turns in between, never a later one.
+ * The extra header lines of a created answer, and (returned) the second
+ * its Idempotency-Expires names: ttl from now, rounded up.  Passed on
+ * with the answer to the store, which ends the key on that second or
+ * later (TTL_END in lib/store/store_sql.c), never earlier.
  */
-static void
+static int64_t
 guard_created(const struct request *r, char *out, size_t outlen)
 {
-	guard_extra(out, outlen, HDR_CREATED,
-	    guard_expiry_s(r->route->ttl_ms * 1000));
+	int64_t	 s = guard_expiry_s(r->route->ttl_ms * 1000);
+
+	guard_extra(out, outlen, HDR_CREATED, s);
+	return s;
 }
 
 /*
@@ -221,7 +222,7 @@ guard_handled(struct guarded *g, const struct answer *a)
 	    r->route->nstore_drop, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
-		guard_created(r, created, sizeof(created));
+		kept.expires_s = guard_created(r, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &kept);
 	} else {
 		guard_created(r, created, sizeof(created));
@@ -274,7 +275,7 @@ guard_failed(struct guarded *g, enum idem_err er)
 			break;
 		}
 		count(r, STAT_CREATED);
-		guard_created(r, created, sizeof(created));
+		made.expires_s = guard_created(r, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &made);
 		reply_answer(r->out, &made, created);
 		break;
@@ -868,10 +869,11 @@ guard_replay(struct once *o, void *arg)
 	/* Rows stored before cookies were never kept may hold one: it is
 	 * the first client's, never another's (nor the cache's). */
 	resp_drop_cookies(&o->c.ans.hdrs);
-	/* From when the read began, before the store's clock was read: the
-	 * row's whole second, not the next one. */
-	o->c.ans.expires_s = guard_expiry_s(o->c.expires_in_us -
-	    (clock_now_us() - o->read_us));
+	/* The row's own end, read with it: a whole second (TTL_END), so
+	 * the date names the second the key ends on (a row kept from before
+	 * ends mid-second: the second before that end, never one after). */
+	if (o->c.ans.expires_s <= 0)
+		o->c.ans.expires_s = guard_expiry_s(o->c.expires_in_us);
 	guard_extra(extra, sizeof(extra), HDR_REUSED, o->c.ans.expires_s);
 	reply_answer(r->out, &o->c.ans, extra);
 	/* A replayed key is a retried key: keep it for the next. */

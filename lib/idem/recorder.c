@@ -262,6 +262,7 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 		answer_free(&it->c.ans);
 		answer_init(&it->c.ans, a->hdrs.len, a->body.len);
 		it->c.ans.status = a->status;
+		it->c.ans.expires_s = a->expires_s;
 		if (buf_add(&it->c.ans.hdrs, a->hdrs.p, a->hdrs.len) !=
 		    IDEM_OK || buf_add(&it->c.ans.body, a->body.p,
 		    a->body.len) != IDEM_OK) {

@@ -170,7 +170,7 @@ takeover_floor(const struct store *st, int64_t lease_ms)
 	return st->boot_s + (lease_ms < 0 ? 0 : lease_ms + 999) / 1000;
 }
 
-#define READ_COLS	16
+#define READ_COLS	17
 
 /* What STMT_READ saw, bound straight to its columns; the stored answer
  * goes to the claim. */
@@ -194,6 +194,7 @@ struct row {
 	unsigned char	 nonce[SEAL_NONCE_LEN];
 	unsigned long	 noncelen;
 	enum idem_err	 seal_er;	/* sealed: what opening it gave */
+	int64_t		 expires_at_s;	/* its end, unix time */
 	my_bool		 nul[READ_COLS];
 };
 
@@ -226,6 +227,7 @@ read_bind(MYSQL_BIND *res, struct row *r, struct claim *c)
 	    &r->nul[14]);
 	store_out_blob(&res[15], r->nonce, sizeof(r->nonce), &r->noncelen,
 	    &r->nul[15]);
+	store_bind_out(&res[16], MYSQL_TYPE_LONGLONG, &r->expires_at_s, 0);
 }
 
 /*
@@ -338,6 +340,8 @@ store_read(struct store *st, const struct idem_id *id,
 		r->expires_left_us = 0;
 	if (r->nul[12])
 		r->takeovers = 0;
+	if (r->nul[16])
+		r->expires_at_s = 0;
 	if (!r->nul[8] && (er = store_row_blob(st, s, &res[8], 8, r->hlen,
 	    &c->ans.hdrs)) != IDEM_OK)
 		return er;
@@ -433,6 +437,7 @@ claim_seen(struct store *st, const struct idem_id *id, struct claim *c)
 		c->state = CLAIM_DONE;
 		c->id = r.id;
 		c->expires_in_us = r.expires_left_us;
+		c->ans.expires_s = r.expires_at_s;
 		return 1;
 	}
 	/* Anything else takes the full path. */
@@ -518,6 +523,7 @@ claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
 		}
 		c->state = CLAIM_DONE;
 		c->expires_in_us = r->expires_left_us;
+		c->ans.expires_s = r->expires_at_s;
 		seen_add(st, id->lockname);
 		return;
 	case 2:
@@ -839,14 +845,24 @@ complete_bind(struct store *st, const struct claim *c, const struct answer *a,
 	return IDEM_OK;
 }
 
+/* The second a's Idempotency-Expires named (TTL_END's first ?), within
+ * what a DATETIME holds; 0: none. */
+static int64_t
+end_named(const struct answer *a)
+{
+	/* 9999-12-31 */
+	return a->expires_s > 0 && a->expires_s < 253402300799LL ?
+	    a->expires_s : 0;
+}
+
 enum idem_err
 store_complete(struct store *st, const struct claim *c,
     const struct answer *a, int64_t ttl_ms)
 {
-	MYSQL_BIND	 par[10];
+	MYSQL_BIND	 par[11];
 	int32_t		 st32 = a->status;
 	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
-	int64_t		 ttl_us = ms_to_us(ttl_ms);
+	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s = end_named(a);
 	unsigned char	 nonce[SEAL_NONCE_LEN], *ct = NULL;
 	enum idem_err	 er;
 
@@ -862,9 +878,10 @@ store_complete(struct store *st, const struct claim *c,
 	if ((er = complete_bind(st, c, a, par, &st32, nonce, &ct)) != IDEM_OK)
 		return er;
 	store_bind_u64(&par[4], &size);
-	store_bind_i64(&par[7], &ttl_us);
-	store_bind_u64(&par[8], &rid);
-	store_bind_u64(&par[9], &tok);
+	store_bind_i64(&par[7], &named_s);
+	store_bind_i64(&par[8], &ttl_us);
+	store_bind_u64(&par[9], &rid);
+	store_bind_u64(&par[10], &tok);
 	er = store_finish(st, c, STMT_COMPLETE, par);
 	free(ct);
 	return er;
@@ -874,16 +891,17 @@ enum idem_err
 store_tombstone(struct store *st, const struct claim *c, int status,
     int64_t ttl_ms)
 {
-	MYSQL_BIND	 par[5];
+	MYSQL_BIND	 par[6];
 	int32_t		 st32 = status;
 	uint64_t	 rid = c->id, tok = c->token;
-	int64_t		 ttl_us = ms_to_us(ttl_ms);
+	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s = 0;
 
 	store_bind_str(&par[0], c->lockname);
 	store_bind_i32(&par[1], &st32);
-	store_bind_i64(&par[2], &ttl_us);
-	store_bind_u64(&par[3], &rid);
-	store_bind_u64(&par[4], &tok);
+	store_bind_i64(&par[2], &named_s);
+	store_bind_i64(&par[3], &ttl_us);
+	store_bind_u64(&par[4], &rid);
+	store_bind_u64(&par[5], &tok);
 	return store_finish(st, c, STMT_TOMBSTONE, par);
 }
 

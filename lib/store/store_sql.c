@@ -15,14 +15,24 @@
 #define RUN_OVER							\
 	"(lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?)"		\
 	" AND (run_deadline <= NOW(6) OR run_deadline IS NULL))"
-/* A finished key's end: ? µs from now rounded up to a whole second, the
- * one Idempotency-Expires names (fcgi/guard.c: guard_created,
- * guard_replay).  In integers from a fixed epoch: no time zone, no 2038
- * limit (UNIX_TIMESTAMP has one here). */
+/* Unix time 0: the sessions run in UTC ('+00:00'), and DATETIME sums
+ * from here have no 2038 limit (UNIX_TIMESTAMP and FROM_UNIXTIME have
+ * one in MariaDB 10.11). */
+#define EPOCH	"TIMESTAMP'1970-01-01 00:00:00'"
+/*
+ * A finished key's end, on a whole second: the second the first answer's
+ * Idempotency-Expires named (the first ?, unix time; 0 for none), or ttl
+ * (the second ?, µs) from now rounded up, whichever is later, so the key
+ * never ends before the date its client was given (the gateway's clock
+ * may trail the server's, a second may turn between the two) and an
+ * answer recorded late still lives its ttl.  Replays read the second back
+ * (READ_SQL's last column) and name it: header and row agree.
+ */
 #define TTL_END								\
-	"DATE_ADD(TIMESTAMP'2000-01-01 00:00:00', INTERVAL"		\
-	" (TIMESTAMPDIFF(MICROSECOND, TIMESTAMP'2000-01-01 00:00:00',"	\
-	" NOW(6)) + ? + 999999) DIV 1000000 SECOND)"
+	"GREATEST(DATE_ADD(" EPOCH ", INTERVAL ? SECOND),"		\
+	" DATE_ADD(" EPOCH ", INTERVAL"					\
+	" (TIMESTAMPDIFF(MICROSECOND, " EPOCH ", NOW(6)) + ? + 999999)"	\
+	" DIV 1000000 SECOND))"
 /* A run deadline ? µs from now; SQL NULL for ?: unbounded, the end of
  * time (a NULL column is a row from before migration 006: the lease
  * alone). */
@@ -55,7 +65,8 @@
 	"   ) OR owner_token = ?)), 1,"					\
 	"   " DROP "), 0),"						\
 	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at), takeovers,"	\
-	" route, seal_kid, seal_nonce"					\
+	" route, seal_kid, seal_nonce,"					\
+	" TIMESTAMPDIFF(SECOND, " EPOCH ", expires_at)"		\
 	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
 /* waiters first: MariaDB's SET sees values assigned before it. */
 #define TAKEOVER_SQL							\

@@ -108,7 +108,7 @@ K=$(new_key)
 KT=$K
 for i in 1 2 3; do post t$i weba /short "$K"; done
 expect_eq "ttl 2s: replayed" reused "$(hdr t3 Idempotency-Result)"
-sleep_past_expires t1
+sleep_past_expires t3
 n=$(runs pay)
 post t4 weba /short "$K"
 expect_eq "ttl passed: created again" created "$(hdr t4 Idempotency-Result)"
@@ -122,7 +122,8 @@ hot "$K" weba
 post r1 weba "/payments?status=500" "$(new_key)"
 expect_eq "handler 500 released" 500 "$HS"
 post x1 weba /short "$K-x"
-sleep_past_expires x1
+post x1r weba /short "$K-x"
+sleep_past_expires x1r
 post x2 weba /short "$K-x"
 expect_eq "expired key taken over" created "$(hdr x2 Idempotency-Result)"
 "$IDEMCTL" -c "$T/a.conf" cleanup >"$T/cleanup.out" 2>&1

@@ -181,7 +181,7 @@ K=$(new_key)
 http e1 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
 http e2 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
 expect_eq "ttl: replay before expiry" reused "$(hdr e2 Idempotency-Result)"
-sleep_past_expires e1
+sleep_past_expires e2
 http e3 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary 'e'
 expect_eq "ttl: after expiry created again" created "$(hdr e3 Idempotency-Result)"
 expect_eq "ttl: after expiry the handler ran again" 2 "$(runs short)"
