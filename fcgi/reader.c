@@ -19,6 +19,8 @@
 #include "reader.h"
 #include "reply.h"
 
+/* Reads of 64 KiB one connection gets per turn of the loop. */
+#define READER_READS_MAX	16
 #define READER_CONNS_MAX	4096	/* connections being read, per worker */
 #define READER_READY_MAX	4096	/* whole requests waiting for a
 					 * thread */
@@ -537,8 +539,19 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 	ssize_t		 k;
 	size_t		 used;
 	enum idem_err	 er;
+	int		 reads = 0;
 
 	for (;;) {
+		/* A fast sender (a long body, or one read and dropped past
+		 * max_body) yields after READER_READS_MAX reads: the epoll
+		 * set (level-triggered) brings it back after the others. */
+		if (reads++ == READER_READS_MAX) {
+			if (reader_poll(rd, j) != 0) {
+				reader_forget(rd, j);
+				job_close(j);
+			}
+			return;
+		}
 		k = read(j->fd, buf, sizeof(buf));
 		if (k < 0 && errno == EINTR)
 			continue;
