@@ -723,6 +723,7 @@ struct optscan {
 	char		 bad[PATH_MAX];	/* OUT: the first !include or
 					 * !includedir not read ... */
 	int		 bad_errno;	/* ... and why */
+	int		 in_dir;	/* reading an !includedir's files */
 };
 
 /* Notes the first included file or directory the walk could not read. */
@@ -758,7 +759,11 @@ optfile_dir_scan(const char *dir, struct optscan *sc, int depth)
 		if (n < 5 || strcmp(de->d_name + n - 4, ".cnf") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/* What a directory holds may be another program's (a
+		 * server's 0640 cnf): one not read is not refused. */
+		sc->in_dir++;
 		optfile_scan(path, sc, depth + 1);
+		sc->in_dir--;
 	}
 	closedir(d);
 }
@@ -854,7 +859,7 @@ optfile_scan(const char *file, struct optscan *sc, int depth)
 	if (depth > CFG_OPT_INCLUDE_DEPTH)
 		return;
 	if ((f = fopen(file, "re")) == NULL) {
-		if (depth > 0)
+		if (depth > 0 && sc->in_dir == 0)
 			optfile_bad(sc, file, errno);
 		return;
 	}
