@@ -1,13 +1,17 @@
 /* Idempotency flow between route and handler: claim, run, record, replay. */
+#include <sys/random.h>
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "board.h"
 #include "canon.h"
+#include "cgi_env.h"
 #include "clock.h"
 #include "fp.h"
 #include "path.h"
@@ -18,6 +22,7 @@
 #include "log.h"
 #include "once.h"
 #include "params.h"
+#include "proc.h"
 #include "park.h"
 #include "rcache.h"
 #include "reader.h"
@@ -95,7 +100,21 @@ struct guarded {
 	uint64_t	 gen;		/* replay cache's, before the read */
 	int		 owned;		/* the key is ours, on the board */
 	uint64_t	 lockhash;	/* fp_lockhash of id.lockname */
+	uint64_t	 run;		/* IDEMGATE_RUN of its CGI run */
 };
+
+/* A CGI run's mark (lib/run/cgi_env.h): random, never 0. */
+static uint64_t
+guard_run_mark(void)
+{
+	uint64_t	 v = 0;
+
+	while (v == 0)
+		if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+			v = (uint64_t)clock_now_us() ^
+			    ((uint64_t)getpid() << 32);
+	return v;
+}
 
 /* Where a step left the request: answered already, or to go on. */
 enum guard_next {
@@ -127,7 +146,19 @@ static void
 guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 {
 	enum rec_op	 done;
+	char		 mark[CGI_RUN_LEN];
 
+	/* Released, a retry may run at once: what this run left behind
+	 * outside its (killed) process group goes first, so the two never
+	 * run side by side. */
+	if (op == REC_RELEASE && g->run != 0) {
+		snprintf(mark, sizeof(mark), CGI_RUN_FMT,
+		    (unsigned long long)g->run);
+		if (proc_kill_env(mark) > 0)
+			log_warn("%s: key %s: killed what its run left "
+			    "running (outside its process group)", g->r->tag,
+			    g->lkey);
+	}
 	if (once_record(&g->o, op, a, &done) == IDEM_OK &&
 	    op == REC_COMPLETE && done == REC_TOMBSTONE)
 		count(g->r, STAT_TOMBSTONED);
@@ -350,6 +381,8 @@ guard_run_owned(struct guarded *g)
 	h.tick_arg = &l;
 	h.tick_ms = lease_tick_ms(rt->lease_ms);
 	h.fence = g->o.c.fence;
+	if (rt->handler != HANDLER_FASTCGI)
+		h.run = g->run = guard_run_mark();
 	od.r = r;
 	od.s = &s;
 	/* An upstream still running at run_limit (SPEC 2c) leaves a

@@ -309,7 +309,7 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 
 	er = cgi_env_build(r->params, rc->program, r->body.len,
 	    !r->had_length && r->body.len > 0, rc->h != NULL ? rc->h->fence :
-	    0, &rc->env);
+	    0, rc->h != NULL && be == &backend_cgi ? rc->h->run : 0, &rc->env);
 	if (er != IDEM_OK) {
 		log_err("%s: cannot build %s: %s", r->tag, be->env_what,
 		    idem_strerror(er));

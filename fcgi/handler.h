@@ -58,6 +58,9 @@ struct run_hooks {
 	void		 *tick_arg;
 	int64_t		  tick_ms;
 	uint64_t	  fence;	/* IDEMGATE_FENCE; 0: none */
+	uint64_t	  run;		/* IDEMGATE_RUN of a CGI run (the
+					 * mark of what it leaves behind:
+					 * lib/run/cgi_env.h); 0: none */
 	/*
 	 * An upstream's run outlives the client's wait: at the route's
 	 * timeout, overdue(overdue_arg) answers the client, and the run goes

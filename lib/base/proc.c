@@ -1,10 +1,13 @@
 /* This process's children, as the kernel lists them (proc.h). */
 #include <sys/syscall.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -50,4 +53,86 @@ proc_children(pid_t *pids, size_t max)
 			pids[k++] = (pid_t)v;
 	}
 	return (ssize_t)k;
+}
+
+/* 1 if pid's environment holds entry (elen bytes), whole. */
+static int
+proc_env_has(long pid, const char *entry, size_t elen)
+{
+	char	 path[64], buf[65536];
+	ssize_t	 n, got;
+	size_t	 i;
+	int	 fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	for (n = 0; n < (ssize_t)sizeof(buf) - 1; n += got) {
+		got = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n);
+		if (got < 0 && errno == EINTR) {
+			got = 0;
+			continue;
+		}
+		if (got <= 0)
+			break;
+	}
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* Entries are NUL-separated: match one whole. */
+	for (i = 0; i < (size_t)n; i += strlen(buf + i) + 1)
+		if (strlen(buf + i) == elen && memcmp(buf + i, entry, elen) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Kills pid if its environment holds entry: 1 if it did.  Through a pidfd
+ * taken before the look, so a pid freed and reused in between is never
+ * the one killed.
+ */
+static int
+proc_kill_if(long pid, const char *entry, size_t elen)
+{
+	int	 fd, n = 0;
+
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+	if ((fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0)) >= 0) {
+		if (proc_env_has(pid, entry, elen) && syscall(
+		    SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0)
+			n = 1;
+		close(fd);
+		return n;
+	}
+	if (errno == ESRCH)
+		return 0;
+#endif
+	(void)fd;
+	if (proc_env_has(pid, entry, elen) && kill((pid_t)pid, SIGKILL) == 0)
+		n = 1;
+	return n;
+}
+
+int
+proc_kill_env(const char *entry)
+{
+	struct dirent	*de;
+	DIR		*d;
+	size_t		 elen = strlen(entry);
+	long		 pid, self = (long)getpid();
+	char		*end;
+	int		 n = 0;
+
+	if (elen == 0 || (d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		pid = strtol(de->d_name, &end, 10);
+		if (end == de->d_name || *end != '\0' || pid <= 1 ||
+		    pid == self)
+			continue;
+		n += proc_kill_if(pid, entry, elen);
+	}
+	closedir(d);
+	return n;
 }

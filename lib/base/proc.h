@@ -13,4 +13,13 @@
  */
 ssize_t proc_children(pid_t *pids, size_t max);
 
+/*
+ * SIGKILLs every process but this one whose environment holds entry (a
+ * whole "NAME=value"), as /proc shows the environments this user may
+ * read: what a run left behind that escaped its process group (setsid, a
+ * daemon's double fork) keeps the environment it was started with.  The
+ * number killed.  A scan of /proc: for a run's rare ends, not per request.
+ */
+int proc_kill_env(const char *entry);
+
 #endif

@@ -123,6 +123,7 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 			continue;
 		if (cgi_env_is(e, "GATEWAY_INTERFACE") ||
 		    cgi_env_is(e, "IDEMGATE_FENCE") ||
+		    cgi_env_is(e, "IDEMGATE_RUN") ||
 		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
 			continue;
 		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown". */
@@ -140,13 +141,16 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 }
 
 /* Room for the entries cgi_env_build() prints: CONTENT_LENGTH=,
- * IDEMGATE_FENCE= (20 digits at most each) and SCRIPT_FILENAME=. */
-#define CGI_ENV_PRINTED	(2 * (sizeof("IDEMGATE_FENCE=") + 20) + \
+ * IDEMGATE_FENCE= (20 digits at most each), IDEMGATE_RUN= (16 hex
+ * digits) and SCRIPT_FILENAME=. */
+#define CGI_ENV_PRINTED	(sizeof("CONTENT_LENGTH=") + 20 + \
+			    sizeof("IDEMGATE_FENCE=") + 20 + \
+			    sizeof("IDEMGATE_RUN=") + 16 + \
 			    sizeof("SCRIPT_FILENAME="))
 
 enum idem_err
 cgi_env_build(char *const *params, const char *script, size_t bodylen,
-    int had_body, uint64_t fence, char ***out)
+    int had_body, uint64_t fence, uint64_t run, char ***out)
 {
 	struct env_build	 eb;
 	size_t			 np = 0, room, sl;
@@ -177,6 +181,8 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 	if (fence != 0)
 		cgi_env_print(&eb, 14, "IDEMGATE_FENCE=%llu",
 		    (unsigned long long)fence);
+	if (run != 0)
+		cgi_env_print(&eb, 12, CGI_RUN_FMT, (unsigned long long)run);
 	*out = eb.v;
 	return IDEM_OK;
 }

@@ -23,12 +23,19 @@ int cgi_env_named(const char *e, const char *name, size_t n);
  * CONTENT_LENGTH=bodylen when the request had a body but no (or an empty)
  * CONTENT_LENGTH (chunked transfer).  IDEMGATE_FENCE from params is
  * always dropped; fence, when not 0, is set as IDEMGATE_FENCE (the run of
- * a claimed key: lib/store/store.h).  *out (NULL-terminated, one block,
+ * a claimed key: lib/store/store.h).  IDEMGATE_RUN from params is dropped
+ * too; run, when not 0, is set as IDEMGATE_RUN (CGI_RUN_FMT): the mark by
+ * which what a run leaves behind outside its process group is found
+ * (proc_kill_env).  *out (NULL-terminated, one block,
  * freed with cgi_env_free()) points into params for the entries it keeps:
  * params must outlive it.  Set only on success.
  */
 enum idem_err cgi_env_build(char *const *params, const char *script,
-    size_t bodylen, int had_body, uint64_t fence, char ***out);
+    size_t bodylen, int had_body, uint64_t fence, uint64_t run, char ***out);
+
+/* A run's mark, "IDEMGATE_RUN=" and 16 hex digits (unsigned long long). */
+#define CGI_RUN_FMT	"IDEMGATE_RUN=%016llx"
+#define CGI_RUN_LEN	(sizeof("IDEMGATE_RUN=") + 16)
 void cgi_env_free(char **env);
 
 #endif

@@ -6,11 +6,23 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 P=$(cgi_install pay)
+# a run that leaves a setsid worker behind, then outlives its timeout
+S=$T/cgi/tsid
+cat >"$S" <<'EOF'
+#!/bin/sh
+setsid sh -c 'echo $$ >>"$0.sid"; echo start >>"$0.work"; sleep 6; echo end >>"$0.work"' "$0" </dev/null >/dev/null 2>&1 &
+sleep 30
+EOF
+chmod 0755 "$S"
 std_setup "[route /pay]
 handler = cgi:$P
 lease = 2s
 timeout = 10s
-wait = 15s" \
+wait = 15s
+
+[route /tsid]
+handler = cgi:$S
+timeout = 1s" \
 	"workers = 1" "threads = 4" || { done_testing; exit 1; }
 
 # pids_of FILE: the pid= fields of a runs file, or the lines of a child file
@@ -57,6 +69,21 @@ expect_eq "after the lease: the retry runs" created "$(hdr c Idempotency-Result)
 # deadline first.
 expect_lt "the retry waited for the run deadline" 10000 "$(($(now_ms) - t1))"
 expect_eq "never two at once" 0 "$(cat "$P.overlap" 2>/dev/null | wc -l)"
+
+# A run that timed out is released for a retry; what it left running
+# outside its process group (setsid) goes first, so the retry never runs
+# beside it.
+K=$(new_key)
+http s1 POST "$(url web /tsid)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "setsid left by a timed-out run: 504" 504 "$HS"
+sp=$(tail -1 "$S.sid" 2>/dev/null)
+sp_gone() { [ "$(living $sp)" = 0 ]; }
+wait_until 1 sp_gone
+expect_eq "setsid left by a timed-out run: killed before the key is released" 0 "$(living $sp)"
+http s2 POST "$(url web /tsid)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "setsid: the retry ran (504 again)" "504 2" "$HS $(grep -c start "$S.work")"
+sleep 0.5
+expect_eq "setsid: no first run's work finished beside the retry" 0 "$(grep -c end "$S.work")"
 
 # Stopping the gateway kills what handlers left behind.
 : >"$P.child"
