@@ -277,13 +277,11 @@ check_role_groups(struct ctl *c, const struct admin_priv *p, size_t n)
 				result = CTL_EPRIV;
 			continue;
 		}
-		hint[0] = '\0';
-		if (roles[r].group != NULL)
-			snprintf(hint, sizeof(hint), "; no [%s] group in %s: "
-			    "add one with the %s user (sql/grants.sql), or run "
-			    "'idemctl -g GROUP check --role %s'",
-			    roles[r].group, file ? file : "mysql_defaults_file",
-			    roles[r].group, roles[r].name);
+		snprintf(hint, sizeof(hint), "; no [%s] group in %s: "
+		    "add one with the %s user (sql/grants.sql), or run "
+		    "'idemctl -g GROUP check --role %s'",
+		    roles[r].group, file ? file : "mysql_defaults_file",
+		    roles[r].group, roles[r].name);
 		fit += report_role(p, n, r, "warn", "", hint);
 	}
 	if (fit == 0)

@@ -9,6 +9,10 @@
 #include "err.h"
 #include "fastcgi.h"
 
+/* Body bytes past max_body read and dropped before a request is cut
+ * off where it stands. */
+#define FCONN_DISCARD_MAX	((uint64_t)256 << 20)
+
 /*
  * Parses what a web server sends on one FastCGI connection (FastCGI 1.0)
  * and collects one request: its params and its body (stdin).  Every
@@ -19,10 +23,6 @@
  * the connection (no multiplexing) refused, through the reply buffer the
  * caller writes out.
  */
-/* Body bytes past max_body read and dropped before a request is cut
- * off where it stands. */
-#define FCONN_DISCARD_MAX	((uint64_t)256 << 20)
-
 struct fconn {
 	/* Limits, set before the first fconn_feed. */
 	size_t		 max_params;
@@ -58,7 +58,8 @@ void fconn_reset(struct fconn *c);
 
 /*
  * Consumes up to n bytes.  IDEM_OK when a whole request is in (params and
- * stdin ended, or the body went over max_body); *used says how many bytes
+ * stdin ended; a body over max_body is read to its end and dropped, or
+ * cut FCONN_DISCARD_MAX bytes past it); *used says how many bytes
  * were taken (the rest belongs to a later request).  IDEM_EAGAIN when more
  * are needed (all n taken).  IDEM_EINVAL on a protocol violation (close
  * the connection).  Check c->reply after every call.

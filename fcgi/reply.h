@@ -42,6 +42,7 @@ void reply_abort(struct reply *o);
  * (some of it went out: only reply_abort is left).
  */
 int reply_retract(struct reply *o);
+
 /*
  * Ends the client's exchange with what was written so far, whole (a
  * gateway answer given before the run is over: the owner goes on reading

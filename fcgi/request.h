@@ -38,11 +38,11 @@ struct gw_ctx {
 						 * board */
 };
 
-/* One parsed request.  Strings point into the FastCGI params (borrowed)
- * except path and script, which are owned. */
 /* Entries route_pick rewrites when it finds the script inside PATH_INFO. */
 #define ROUTE_SPLIT_MAX	3
 
+/* One parsed request.  Strings point into the FastCGI params (borrowed)
+ * except path, script, script_env and script_walk, which are owned. */
 struct request {
 	struct gw_ctx		*ctx;
 	char *const		*envp;		/* all params */
