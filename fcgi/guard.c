@@ -101,6 +101,7 @@ struct guarded {
 	int		 owned;		/* the key is ours, on the board */
 	uint64_t	 lockhash;	/* fp_lockhash of id.lockname */
 	uint64_t	 run;		/* IDEMGATE_RUN of its CGI run */
+	int		 spawned;	/* ...which started a program */
 };
 
 /* A CGI run's mark (lib/run/cgi_env.h): random, never 0. */
@@ -151,7 +152,7 @@ guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 	/* Released, a retry may run at once: what this run left behind
 	 * outside its (killed) process group goes first, so the two never
 	 * run side by side. */
-	if (op == REC_RELEASE && g->run != 0) {
+	if (op == REC_RELEASE && g->run != 0 && g->spawned) {
 		snprintf(mark, sizeof(mark), CGI_RUN_FMT,
 		    (unsigned long long)g->run);
 		if (proc_kill_env(mark) > 0)
@@ -256,8 +257,9 @@ guard_handled(struct guarded *g, const struct answer *a)
 		kept.expires_s = guard_created(r, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &kept);
 	} else {
-		guard_created(r, created, sizeof(created));
-		guard_record(g, REC_TOMBSTONE, a);
+		kept = *a;	/* borrowed: the date goes with it */
+		kept.expires_s = guard_created(r, created, sizeof(created));
+		guard_record(g, REC_TOMBSTONE, &kept);
 	}
 	reply_answer(r->out, a, created);
 	buf_free(&rh);
@@ -381,8 +383,10 @@ guard_run_owned(struct guarded *g)
 	h.tick_arg = &l;
 	h.tick_ms = lease_tick_ms(rt->lease_ms);
 	h.fence = g->o.c.fence;
-	if (rt->handler != HANDLER_FASTCGI)
+	if (rt->handler != HANDLER_FASTCGI) {
 		h.run = g->run = guard_run_mark();
+		h.spawned = &g->spawned;
+	}
 	od.r = r;
 	od.s = &s;
 	/* An upstream still running at run_limit (SPEC 2c) leaves a

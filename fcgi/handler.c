@@ -238,6 +238,14 @@ exchange_fill(struct run_ctx *rc, int outlives)
 	}
 }
 
+/* cgi_run.started: the program runs (the owner's run_hooks.spawned). */
+static void
+run_started(pid_t pid, void *arg)
+{
+	(void)pid;
+	*(int *)arg = 1;
+}
+
 static enum idem_err
 backend_cgi_exec(struct run_ctx *rc)
 {
@@ -248,6 +256,10 @@ backend_cgi_exec(struct run_ctx *rc)
 	run.env = rc->env;
 	run.linger = rc->r->ctx->linger;
 	run.ex = rc->ex;
+	if (rc->h != NULL && rc->h->spawned != NULL) {
+		run.started = run_started;
+		run.started_arg = rc->h->spawned;
+	}
 	return cgi_exec(&run, &rc->st);
 }
 

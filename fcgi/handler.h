@@ -61,6 +61,8 @@ struct run_hooks {
 	uint64_t	  run;		/* IDEMGATE_RUN of a CGI run (the
 					 * mark of what it leaves behind:
 					 * lib/run/cgi_env.h); 0: none */
+	int		 *spawned;	/* set to 1 once the CGI program
+					 * started (NULL: not asked) */
 	/*
 	 * An upstream's run outlives the client's wait: at the route's
 	 * timeout, overdue(overdue_arg) answers the client, and the run goes

@@ -1,4 +1,5 @@
 /* This process's children, as the kernel lists them (proc.h). */
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <dirent.h>
@@ -105,7 +106,9 @@ proc_kill_if(long pid, const char *entry, size_t elen)
 		close(fd);
 		return n;
 	}
-	if (errno == ESRCH)
+	/* Only a kernel without pidfds falls back to a bare pid; a pidfd
+	 * refused otherwise (no fds left) leaves it to the sweep. */
+	if (errno != ENOSYS)
 		return 0;
 #endif
 	(void)fd;
@@ -121,6 +124,8 @@ proc_kill_env(const char *entry)
 	DIR		*d;
 	size_t		 elen = strlen(entry);
 	long		 pid, self = (long)getpid();
+	uid_t		 uid = geteuid();
+	struct stat	 st;
 	char		*end;
 	int		 n = 0;
 
@@ -130,6 +135,11 @@ proc_kill_env(const char *entry)
 		pid = strtol(de->d_name, &end, 10);
 		if (end == de->d_name || *end != '\0' || pid <= 1 ||
 		    pid == self)
+			continue;
+		/* Only this user's: what a run starts is (a stat, where a
+		 * look at the environment costs more). */
+		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0 ||
+		    st.st_uid != uid)
 			continue;
 		n += proc_kill_if(pid, entry, elen);
 	}

@@ -821,6 +821,7 @@ optfile_line(char *line, struct optscan *sc, int *in, int depth)
 {
 	char	*end;
 	size_t	 n, i;
+	int	 saved;
 
 	line += strspn(line, " \t");
 	n = strlen(line);
@@ -843,8 +844,14 @@ optfile_line(char *line, struct optscan *sc, int *in, int depth)
 	} else if (strncmp(line, "!includedir ", 12) == 0)
 		optfile_dir_scan(line + 12 + strspn(line + 12, " "), sc,
 		    depth);
-	else if (strncmp(line, "!include ", 9) == 0)
+	else if (strncmp(line, "!include ", 9) == 0) {
+		/* Named outright, even from a directory's file: refused
+		 * if it cannot be read. */
+		saved = sc->in_dir;
+		sc->in_dir = 0;
 		optfile_scan(line + 9 + strspn(line + 9, " "), sc, depth + 1);
+		sc->in_dir = saved;
+	}
 	else if (*in && sc->key != NULL)
 		optfile_value(line, sc);
 }

@@ -83,7 +83,8 @@ recorder_write(const struct rec_write *w, enum rec_op *op,
 		*op = REC_TOMBSTONE;
 		/* FALLTHROUGH */
 	case REC_TOMBSTONE:
-		return store_tombstone(w->st, w->c, a->status, w->ttl_ms);
+		return store_tombstone(w->st, w->c, a->status, a->expires_s,
+		    w->ttl_ms);
 	default:
 		return store_release(w->st, w->c);
 	}

@@ -889,12 +889,17 @@ store_complete(struct store *st, const struct claim *c,
 
 enum idem_err
 store_tombstone(struct store *st, const struct claim *c, int status,
-    int64_t ttl_ms)
+    int64_t expires_s, int64_t ttl_ms)
 {
 	MYSQL_BIND	 par[6];
 	int32_t		 st32 = status;
 	uint64_t	 rid = c->id, tok = c->token;
-	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s = 0;
+	struct answer	 named;
+	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s;
+
+	answer_borrow(&named, status, NULL, 0, NULL, 0);
+	named.expires_s = expires_s;
+	named_s = end_named(&named);
 
 	store_bind_str(&par[0], c->lockname);
 	store_bind_i32(&par[1], &st32);

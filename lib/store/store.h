@@ -234,9 +234,11 @@ enum idem_err store_complete(struct store *st, const struct claim *c,
     const struct answer *a, int64_t ttl_ms);
 
 /* Marks the row a tombstone (answer too large to keep; status kept) and
- * drops the named lock.  Retries get an error, never a second run. */
+ * drops the named lock.  Retries get an error, never a second run.  It
+ * ends as store_complete's row does (expires_s: the second the first
+ * answer named, 0 for none). */
 enum idem_err store_tombstone(struct store *st, const struct claim *c,
-    int status, int64_t ttl_ms);
+    int status, int64_t expires_s, int64_t ttl_ms);
 
 /* Deletes the owned row (5xx, crash, timeout) and drops the named lock so
  * a retry runs the handler again. */

@@ -118,7 +118,7 @@ test_tombstone_release(void)
 	claim_init(&d);
 	mkid(&id, "tomb-1", "x");
 	CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
-	CHECK(store_tombstone(a, &c, 200, 60000) == IDEM_OK);
+	CHECK(store_tombstone(a, &c, 200, 0, 60000) == IDEM_OK);
 	CHECK(store_claim(b, &id, &d) == IDEM_OK);
 	CHECK(d.state == CLAIM_TOMBSTONE);
 
