@@ -109,20 +109,20 @@ expect_match "missing option file: names it" 'missing_option_file\.conf:3:.*no-s
 # A directory, or a file that names no group the client reads, would
 # leave the client library on its default socket too.
 mkdir -p "$T/dir.cnf"
-bad_conf option_file_dir 3 "[gateway]
+# bad_option_file NAME FILE WHAT PATTERN: a config whose
+# mysql_defaults_file is FILE is refused at its line, saying PATTERN
+bad_option_file() {
+	bad_conf "$1" 3 "[gateway]
 listen = unix:$T/gw.sock
-mysql_defaults_file = $T/dir.cnf
+mysql_defaults_file = $2
 [route /x]
 handler = cgi:$PAY"
-expect_match "option file a directory: says so" 'not a regular file' "$("$IDEMGATE" -t -c "$T/option_file_dir.conf" 2>&1)"
+	expect_match "$3" "$4" "$("$IDEMGATE" -t -c "$T/$1.conf" 2>&1)"
+}
+bad_option_file option_file_dir "$T/dir.cnf" "option file a directory: says so" 'not a regular file'
 printf '[other]\nsocket=/nonexistent\n' >"$T/other.cnf"
-bad_conf option_file_no_group 3 "[gateway]
-listen = unix:$T/gw.sock
-mysql_defaults_file = $T/other.cnf
-[route /x]
-handler = cgi:$PAY"
-expect_match "option file without [idemgate] or [client]: says so" 'no \[idemgate\] group' \
-	"$("$IDEMGATE" -t -c "$T/option_file_no_group.conf" 2>&1)"
+bad_option_file option_file_no_group "$T/other.cnf" \
+    "option file without [idemgate] or [client]: says so" 'no \[idemgate\] group'
 # Group headers as the client library reads them: a comment after the
 # ']' and blanks before it are allowed; blanks after the '[' make
 # another group.
@@ -137,13 +137,8 @@ expect_match "option file: '[ idemgate]' is another group: refused" 'no \[idemga
 # An included file (the password kept apart) that is missing or cannot
 # be read: the client library would log in without it.
 printf '[idemgate]\nsocket=/nonexistent\n!include %s\n' "$T/secret-missing.cnf" >"$T/incl.cnf"
-bad_conf option_file_include 3 "[gateway]
-listen = unix:$T/gw.sock
-mysql_defaults_file = $T/incl.cnf
-[route /x]
-handler = cgi:$PAY"
-expect_match "option file including a missing file: names it" "includes $T/secret-missing\\.cnf: No such file" \
-	"$("$IDEMGATE" -t -c "$T/option_file_include.conf" 2>&1)"
+bad_option_file option_file_include "$T/incl.cnf" \
+    "option file including a missing file: names it" "includes $T/secret-missing\\.cnf: No such file"
 printf '[idemgate]\npassword=x\n' >"$T/secret-here.cnf"
 printf '[idemgate]\nsocket=/nonexistent\n!include %s\n!includedir %s\n' "$T/secret-here.cnf" "$T/cnf.d" >"$T/incl2.cnf"
 mkdir -p "$T/cnf.d"
