@@ -13,22 +13,21 @@
 
 #include "proc.h"
 
-ssize_t
-proc_children(pid_t *pids, size_t max)
+/*
+ * Up to size - 1 bytes of the /proc file path into buf, NUL-terminated
+ * (the kernel gives such files a page or so per read); their number, or
+ * -1 when it cannot be opened or read.
+ */
+static ssize_t
+proc_read(const char *path, char *buf, size_t size)
 {
-	char	 path[64], buf[8192], *p, *end;
 	ssize_t	 n, got;
-	size_t	 k = 0;
-	long	 v;
 	int	 fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
-	    (long)syscall(SYS_gettid));
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	/* The kernel gives the list a page or so per read. */
-	for (n = 0; n < (ssize_t)sizeof(buf) - 1; n += got) {
-		got = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n);
+	for (n = 0; n < (ssize_t)size - 1; n += got) {
+		got = read(fd, buf + n, size - 1 - (size_t)n);
 		if (got < 0 && errno == EINTR) {
 			got = 0;
 			continue;
@@ -41,6 +40,22 @@ proc_children(pid_t *pids, size_t max)
 			break;
 	}
 	close(fd);
+	buf[n] = '\0';
+	return n;
+}
+
+ssize_t
+proc_children(pid_t *pids, size_t max)
+{
+	char	 path[64], buf[8192], *p, *end;
+	ssize_t	 n;
+	size_t	 k = 0;
+	long	 v;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
+	    (long)syscall(SYS_gettid));
+	if ((n = proc_read(path, buf, sizeof(buf))) < 0)
+		return -1;
 	/* A full buffer may end inside a pid: that one is left out. */
 	if (n == (ssize_t)sizeof(buf) - 1)
 		while (n > 0 && buf[n - 1] != ' ')
@@ -61,26 +76,12 @@ static int
 proc_env_has(long pid, const char *entry, size_t elen)
 {
 	char	 path[64], buf[65536];
-	ssize_t	 n, got;
+	ssize_t	 n;
 	size_t	 i;
-	int	 fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((n = proc_read(path, buf, sizeof(buf))) <= 0)
 		return 0;
-	for (n = 0; n < (ssize_t)sizeof(buf) - 1; n += got) {
-		got = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n);
-		if (got < 0 && errno == EINTR) {
-			got = 0;
-			continue;
-		}
-		if (got <= 0)
-			break;
-	}
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	/* Entries are NUL-separated: match one whole. */
 	for (i = 0; i < (size_t)n; i += strlen(buf + i) + 1)
 		if (strlen(buf + i) == elen && memcmp(buf + i, entry, elen) == 0)
