@@ -1,13 +1,10 @@
 /* Idempotency flow between route and handler: claim, run, record, replay. */
-#include <sys/random.h>
-
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "board.h"
 #include "canon.h"
@@ -23,6 +20,7 @@
 #include "once.h"
 #include "params.h"
 #include "proc.h"
+#include "rand.h"
 #include "park.h"
 #include "rcache.h"
 #include "reader.h"
@@ -104,19 +102,6 @@ struct guarded {
 	int		 spawned;	/* ...which started a program */
 };
 
-/* A CGI run's mark (lib/run/cgi_env.h): random, never 0. */
-static uint64_t
-guard_run_mark(void)
-{
-	uint64_t	 v = 0;
-
-	while (v == 0)
-		if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-			v = (uint64_t)clock_now_us() ^
-			    ((uint64_t)getpid() << 32);
-	return v;
-}
-
 /* Where a step left the request: answered already, or to go on. */
 enum guard_next {
 	GUARD_ANSWERED,
@@ -185,7 +170,7 @@ guard_extra(char *out, size_t outlen, const char *result, int64_t expires_s)
 }
 
 /* Wall-clock now + us, in whole seconds rounded up: an HTTP-date has no
- * fraction, and the key must not still be there after the date it gives. */
+ * fraction. */
 static int64_t
 guard_expiry_s(int64_t us)
 {
@@ -384,7 +369,7 @@ guard_run_owned(struct guarded *g)
 	h.tick_ms = lease_tick_ms(rt->lease_ms);
 	h.fence = g->o.c.fence;
 	if (rt->handler != HANDLER_FASTCGI) {
-		h.run = g->run = guard_run_mark();
+		h.run = g->run = rand_u64();
 		h.spawned = &g->spawned;
 	}
 	od.r = r;

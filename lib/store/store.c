@@ -1,7 +1,4 @@
 /* The MySQL/MariaDB store's hot path: claim, wait, renew, complete, release. */
-#include <sys/random.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +8,9 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 #include "clock.h"
+#include "rand.h"
 #include "store.h"
 #include "store_hkey.h"
 #include "store_int.h"
@@ -114,28 +111,6 @@ store_unlock(struct store *st, const char *lockname)
 		return IDEM_OK;
 	store_bind_str(&par[0], lockname);
 	return store_exec(st, STMT_UNLOCK, par, 0, &s);
-}
-
-/*
- * A claim's owner token: 8 bytes from the kernel's generator, one system
- * call (OpenSSL's RAND_bytes looked its generator up and checked for a
- * fork on every call: about 4 % of the gateway's CPU on a fresh key).
- * RAND_bytes only where getrandom(2) is refused.
- */
-static uint64_t
-store_token(void)
-{
-	uint64_t	 t = 0;
-	ssize_t		 k;
-
-	while (t == 0) {
-		k = getrandom(&t, sizeof(t), 0);
-		if (k == (ssize_t)sizeof(t) || (k == -1 && errno == EINTR))
-			continue;
-		if (RAND_bytes((unsigned char *)&t, sizeof(t)) != 1)
-			abort();	/* no randomness: nothing is safe */
-	}
-	return t;
 }
 
 static int64_t
@@ -566,7 +541,7 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 		return IDEM_OK;
 	if (er != IDEM_OK)
 		goto out;
-	token = store_token();
+	token = rand_u64();	/* the claim's owner token */
 	if ((er = claim_insert(st, id, c, token, &held, &other)) == IDEM_OK)
 		return IDEM_OK;		/* a fresh key: ours */
 	if (er != IDEM_EAGAIN)
