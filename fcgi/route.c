@@ -75,8 +75,8 @@ route_split(struct request *r, const char *sn, const char *pi,
  * Without SCRIPT_FILENAME, fcgiwrap's other way (fcgiwrap(8)): the file is
  * DOCUMENT_ROOT + SCRIPT_NAME, and what of SCRIPT_NAME + PATH_INFO lies
  * past it is the PATH_INFO.  Sets *sf to DOCUMENT_ROOT and *pi to
- * SCRIPT_NAME + PATH_INFO (r->script_walk, owned) for route_script's
- * walk; -1 when either is missing.
+ * SCRIPT_NAME + PATH_INFO (r->script_walk, owned; route_set_script
+ * freed any before) for route_script's walk; -1 when either is missing.
  */
 static int
 route_docroot_walk(struct request *r, const char **sf, const char **pi)
@@ -93,7 +93,6 @@ route_docroot_walk(struct request *r, const char **sf, const char **pi)
 	dl = strlen(dr);
 	while (dl > 1 && dr[dl - 1] == '/')
 		dl--;
-	free(r->script_walk);
 	n = asprintf(&r->script_walk, "%.*s%c%s%s%s", (int)dl, dr, '\0',
 	    *sn == '/' ? "" : "/", sn, info != NULL ? info : "");
 	if (n < 0) {
