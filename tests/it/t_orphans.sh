@@ -14,6 +14,14 @@ setsid sh -c 'echo $$ >>"$0.sid"; echo start >>"$0.work"; sleep 6; echo end >>"$
 sleep 30
 EOF
 chmod 0755 "$S"
+# the same, answering a released status (503) at once instead
+S5=$T/cgi/tsid503
+cat >"$S5" <<'EOF'
+#!/bin/sh
+setsid sh -c 'echo $$ >>"$0.sid"; sleep 6; echo end >>"$0.work"' "$0" </dev/null >/dev/null 2>&1 &
+printf 'Status: 503\r\nContent-Type: text/plain\r\n\r\nbusy\n'
+EOF
+chmod 0755 "$S5"
 std_setup "[route /pay]
 handler = cgi:$P
 lease = 2s
@@ -22,7 +30,11 @@ wait = 15s
 
 [route /tsid]
 handler = cgi:$S
-timeout = 1s" \
+timeout = 1s
+
+[route /tsid503]
+handler = cgi:$S5
+timeout = 10s" \
 	"workers = 1" "threads = 4" || { done_testing; exit 1; }
 
 # pids_of FILE: the pid= fields of a runs file, or the lines of a child file
@@ -84,6 +96,16 @@ http s2 POST "$(url web /tsid)" -H "Idempotency-Key: $K" --data-binary x
 expect_eq "setsid: the retry ran (504 again)" "504 2" "$HS $(grep -c start "$S.work")"
 sleep 0.5
 expect_eq "setsid: no first run's work finished beside the retry" 0 "$(grep -c end "$S.work")"
+
+# A complete answer with a released status (503): its setsid worker
+# goes before the release too, though the run's own timeout is far off.
+K=$(new_key)
+http s5 POST "$(url web /tsid503)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "setsid left by a 503 answer: released" 503 "$HS"
+sp5=$(tail -1 "$S5.sid" 2>/dev/null)
+sp5_gone() { [ "$(living $sp5)" = 0 ]; }
+wait_until 1 sp5_gone
+expect_eq "setsid left by a 503 answer: killed before the key is released" 0 "$(living $sp5)"
 
 # Stopping the gateway kills what handlers left behind.
 : >"$P.child"
