@@ -11,6 +11,7 @@
 #include "idemctl_run.h"
 #include "idemctl_stats.h"
 #include "log.h"
+#include "proc.h"
 #include "version.h"
 
 
@@ -81,7 +82,8 @@ usage(FILE *f)
 	    "  4 another cleanup (rekey) is running\n"
 	    "  run: COMMAND's status or the recorded one; 65 key used with "
 	    "other\n"
-	    "  input, 69 store unreachable, 75 still running elsewhere\n", f);
+	    "  input, 69 store unreachable, 74 output not written, 75 still\n"
+	    "  running elsewhere\n", f);
 }
 
 /* The text of usage(), for -h / --help.  OUT: out. */
@@ -115,6 +117,10 @@ main(int argc, char **argv)
 	size_t		 i;
 	int		 rc, argi;
 
+	if (proc_std_fds() != 0) {
+		fprintf(stderr, "idemctl: cannot open /dev/null\n");
+		return 1;
+	}
 	memset(&c, 0, sizeof(c));
 	hkey_init(&c.hk);
 	usage_text(help, sizeof(help));

@@ -31,7 +31,7 @@
 					 * later */
 #define RUN_POLL_MS		100	/* how soon a signal to run reaches
 					 * COMMAND */
-#define RUN_ROUTE_MAX		200
+#define RUN_ROUTE_MAX		200	/* bytes of the name, escaped */
 #define KEEPER_SLACK_MS		50	/* see keeper_grace_ms */
 #define SWEEP_BATCH		256	/* children looked at at once */
 #define SWEEP_MAX_MS		500	/* run_sweep's bound: well inside
@@ -69,10 +69,12 @@ const char ctl_run_usage[] =
 "\n"
 "Exit status: COMMAND's (128+N if killed by signal N, 124 if --timeout\n"
 "stopped it, 127 if it could not be started), or the recorded one on a\n"
-"replay; 65 the key was used with other argv or stdin; 69 the store is\n"
-"unreachable (COMMAND did not run); 75 still running elsewhere after\n"
-"--wait (deliver again later); 6 schema missing (COMMAND did not run);\n"
-"1 usage; 2 config.  A closed stdin is empty input.\n"
+"replay; 65 the key was used with other argv or stdin, or stdin is over\n"
+"max_body; 69 the store is unreachable (COMMAND did not run); 74 stdin\n"
+"unreadable, or the recorded output could not be written (a delivery\n"
+"again replays it); 75 still running elsewhere after --wait (deliver\n"
+"again later); 6 schema missing (COMMAND did not run); 1 usage; 2\n"
+"config.  A closed stdin is empty input.\n"
 "\n"
 "While it owns the key, run is not stopped by job control (Ctrl-Z): it must\n"
 "go on renewing the lease while COMMAND runs.  Interrupt it instead.\n";
@@ -214,7 +216,7 @@ run_stdin(struct buf *in)
 			return CTL_OK;
 		if (n < 0) {
 			ctl_err("run: cannot read stdin: %s", strerror(errno));
-			return CTL_RUN_DATAERR;
+			return CTL_RUN_IOERR;
 		}
 		if (n == 0)
 			return CTL_OK;
@@ -239,6 +241,40 @@ put_len(struct buf *b, uint64_t n)
 }
 
 /*
+ * The route that names the job: "job:" and COMMAND's base name, each byte
+ * outside printable ASCII (and '\') as \xNN, cut at a whole one to fit
+ * routelen (at least 5), so that the route column takes any file name
+ * under any character set (a name that is not UTF-8 made every run of the
+ * job a store error: exit 69, COMMAND never run).
+ */
+static void
+run_route(const char *cmd0, char *route, size_t routelen)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p;
+	const char		*base = strrchr(cmd0, '/');
+	size_t			 n = 0;
+
+	base = base != NULL && base[1] != '\0' ? base + 1 : cmd0;
+	for (p = (const unsigned char *)base; *p != '\0'; p++) {
+		int	 plain = *p >= 0x20 && *p < 0x7f && *p != '\\';
+
+		if (4 + n + (plain ? 1 : 4) >= routelen)
+			break;
+		if (plain) {
+			route[4 + n++] = (char)*p;
+			continue;
+		}
+		route[4 + n++] = '\\';
+		route[4 + n++] = 'x';
+		route[4 + n++] = hex[*p >> 4];
+		route[4 + n++] = hex[*p & 0xf];
+	}
+	memcpy(route, "job:", 4);
+	route[4 + n] = '\0';
+}
+
+/*
  * The job's identity: scope "job" (+ --scope), the key, and a fingerprint
  * over argv and stdin, each length-prefixed so no two different runs
  * share an input.  route names the job for idemtop ("job:" + COMMAND's
@@ -249,7 +285,6 @@ run_identify(const struct run_args *a, const struct buf *in,
     struct idem_id *id, char *route, size_t routelen)
 {
 	struct buf	 fpin;
-	const char	*base;
 	size_t		 n;
 	enum idem_err	 er;
 
@@ -274,9 +309,7 @@ run_identify(const struct run_args *a, const struct buf *in,
 	id->key = a->key;
 	id->keylen = a->keylen;
 	idem_id_name_lock(id);
-	base = strrchr(a->cmd[0], '/');
-	base = base != NULL && base[1] != '\0' ? base + 1 : a->cmd[0];
-	snprintf(route, routelen, "job:%.*s", RUN_ROUTE_MAX, base);
+	run_route(a->cmd[0], route, routelen);
 	id->route = route;
 	id->method = "RUN";
 	id->ttl_ms = a->ttl_ms;
@@ -322,7 +355,8 @@ static void keeper_check(struct keeper *k);
 static void run_reap(struct run_kids *rk, const struct keeper *k);
 static int64_t run_tick(void *arg);
 
-static void
+/* All of p to our stdout: 0, or the errno that stopped it. */
+static int
 write_all(const void *vp, size_t n)
 {
 	const char	*p = vp;
@@ -333,10 +367,21 @@ write_all(const void *vp, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return;		/* nobody reads our stdout */
+			return w < 0 ? errno : EIO;
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
+}
+
+/* Output that could not be written: one line; 74 when the outcome is
+ * kept (a redelivery replays it), else the exit code rc stays. */
+static int
+out_failed(int err, int kept, int rc)
+{
+	ctl_err("run: cannot write stdout (%s): the output is lost%s",
+	    strerror(err), kept ? "; a redelivery replays it" : "");
+	return kept ? CTL_RUN_IOERR : rc;
 }
 
 /* SIGALRM only breaks a write off (no SA_RESTART). */
@@ -399,7 +444,10 @@ run_write(struct run_io *o, const void *vp, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			o->out_lost = 1;	/* nobody reads our stdout */
+			/* Nobody reads our stdout: a tombstone, nothing to
+			 * replay, COMMAND's status stays the exit code. */
+			(void)out_failed(w < 0 ? errno : EIO, 0, 0);
+			o->out_lost = 1;
 			break;
 		}
 		p += w;
@@ -965,7 +1013,7 @@ run_owned(struct run_job *j)
 	struct once_end	 e = { IDEM_OK, 1, 0 };
 	enum idem_err	 er;
 	enum rec_op	 op;
-	int		 status = 0;
+	int		 status = 0, kept, err;
 
 	memset(&o, 0, sizeof(o));
 	buf_init(&o.b, j->c->cfg->defaults.max_response);
@@ -1002,11 +1050,14 @@ run_owned(struct run_job *j)
 	j->what = once_stat(op);
 	/* Not recorded, COMMAND's status all the same: it ran, and a queue
 	 * that acks it will not deliver it again to run it twice. */
-	if (run_record(j, op, op == REC_RELEASE ? NULL : &ans) != IDEM_OK)
+	kept = op != REC_RELEASE;
+	if (run_record(j, op, kept ? &ans : NULL) != IDEM_OK) {
 		ctl_err("run: outcome not recorded: a retry may run COMMAND "
 		    "again");
-	if (!o.oversized)
-		write_all(o.b.p, o.b.len);
+		kept = 0;
+	}
+	if (!o.oversized && (err = write_all(o.b.p, o.b.len)) != 0)
+		status = out_failed(err, kept, status);
 	buf_free(&o.b);
 	j->rc = status;
 }
@@ -1037,9 +1088,11 @@ static void
 run_replay(struct once *o, void *arg)
 {
 	struct run_job	*j = arg;
+	int		 err;
 
-	write_all(o->c.ans.body.p, o->c.ans.body.len);
 	j->rc = o->c.ans.status;
+	if ((err = write_all(o->c.ans.body.p, o->c.ans.body.len)) != 0)
+		j->rc = out_failed(err, 1, j->rc);
 	j->what = STAT_REUSED;
 }
 
@@ -1102,7 +1155,7 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	struct run_job	 j = { .c = c, .a = &a, .what = STAT_REQUESTS };
 	struct idem_id	 id;
 	struct buf	 in;
-	char		 route[RUN_ROUTE_MAX + 8], owner[300];
+	char		 route[4 + RUN_ROUTE_MAX + 1], owner[300];
 	int		 rc;
 
 	memset(&a, 0, sizeof(a));

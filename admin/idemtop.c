@@ -18,6 +18,7 @@
 #include "idemtop_term.h"
 #include "idemtop_ui.h"
 #include "log.h"
+#include "proc.h"
 #include "version.h"
 
 #define DEFAULT_CONFIG		"/etc/idemgate/idemgate.conf"
@@ -509,6 +510,10 @@ main(int argc, char **argv)
 	const char	*cs;
 	int		 rc, utf8;
 
+	if (proc_std_fds() != 0) {
+		fprintf(stderr, "idemtop: cannot open /dev/null\n");
+		return 1;
+	}
 	if ((rc = parse_opts(argc, argv, &o)) != OPTS_RUN)
 		return rc;
 	setlocale(LC_ALL, "");

@@ -13,6 +13,7 @@
 #include "cfg.h"
 #include "log.h"
 #include "problem.h"
+#include "proc.h"
 #include "reach.h"
 #include "store_hkey.h"
 #include "super.h"
@@ -167,6 +168,10 @@ main(int argc, char *argv[])
 	char		 shortopt[3];
 	int		 ch, check = 0, rc;
 
+	if (proc_std_fds() != 0) {
+		fprintf(stderr, "idemgate: cannot open /dev/null\n");
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;	/* one line of our own, not getopt's and the usage */
 	while ((ch = getopt_long(argc, argv, ":c:tu:hV", longopts,

@@ -119,6 +119,25 @@ proc_kill_if(long pid, const char *entry, size_t elen)
 }
 
 int
+proc_std_fds(void)
+{
+	int	 fd, n;
+
+	for (fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		/* The lowest free number: fd itself, those below are open. */
+		if ((n = open("/dev/null", O_RDWR)) < 0)
+			return -1;
+		if (n != fd) {
+			close(n);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
 proc_kill_env(const char *entry)
 {
 	struct dirent	*de;

@@ -1,4 +1,4 @@
-/* This process's children, as the kernel lists them. */
+/* This process: its standard fds, its children as the kernel lists them. */
 #ifndef IDEM_PROC_H
 #define IDEM_PROC_H
 
@@ -12,6 +12,15 @@
  * A list longer than 8 KiB is cut at a whole pid.
  */
 ssize_t proc_children(pid_t *pids, size_t max);
+
+/*
+ * Opens /dev/null on each of fds 0, 1 and 2 that is closed, so that no
+ * later socket, pipe or file takes its number: a program started with
+ * "2>&-" would otherwise give its children the database connection as
+ * their stderr, or write its output into it.  First thing in main; -1
+ * when /dev/null cannot be opened.
+ */
+int proc_std_fds(void);
 
 /*
  * SIGKILLs every process but this one whose environment holds entry (a

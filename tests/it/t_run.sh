@@ -456,4 +456,53 @@ for o in --ttl --lease --timeout; do
 	expect_eq "usage: $o 3000000d" "1 1" "$(rc u4) $(wc -l <"$T/u4.e" | tr -d ' ')"
 done
 
+# Started with stdout or stderr closed, run's own database connection must
+# not take fd 1 or 2: COMMAND would get it as its stderr (and could read
+# the store), and COMMAND's output would be sent to the server as SQL.
+n0=$(starts)
+"$IDEMCTL" -c "$T/a.conf" run --key kfd2 -- sh -c 'echo "start $$" >>"$JOBLOG"; readlink /proc/self/fd/2 >"$JOBLOG.fd2"' </dev/null >"$T/fd2.o" 2>&-
+expect_eq "stderr closed: runs, exit 0" "0 1" "$? $(($(starts) - n0))"
+expect_eq "stderr closed: COMMAND's stderr is /dev/null, not the store" /dev/null "$(cat "$LOG.fd2")"
+# A COM_QUERY packet: 3 bytes of length, sequence 0, command 3, the text.
+"$IDEMCTL" -c "$T/a.conf" run --key kfd1 -- sh -c 'printf "\041\000\000\000\003CREATE TABLE job_out_sql (x INT)"' </dev/null >&- 2>"$T/fd1.e"
+expect_eq "stdout closed: exit 0" 0 "$?"
+expect_eq "stdout closed: COMMAND's output never reached the server" "" \
+    "$(db_query "$TNAME" "SHOW TABLES LIKE 'job_out_sql'")"
+expect_eq "stdout closed: the outcome is recorded" 1 \
+    "$(db_query "$TNAME" "SELECT state FROM idem_keys WHERE idem_key = 'kfd1'")"
+
+# Output that cannot be written (a full disk) is not lost in silence: one
+# line and 74 (EX_IOERR); the outcome is kept, so a redelivery replays it.
+n0=$(starts)
+"$IDEMCTL" -c "$T/a.conf" run --key kfull -- "$T/job.sh" full 0 0 </dev/null >/dev/full 2>"$T/full1.e"
+expect_eq "stdout full: exit 74, one line, COMMAND ran" "74 1 1" "$? $(wc -l <"$T/full1.e" | tr -d ' ') $(($(starts) - n0))"
+expect_match "... saying the output is lost" 'cannot write stdout.*replays' "$(cat "$T/full1.e")"
+run a full2 --key kfull -- "$T/job.sh" full 0 0
+printf 'full\000\001\377\n' >"$T/wantfull"
+expect_eq "stdout full: the redelivery replays, exit 0" "0 1" "$(rc full2) $(($(starts) - n0))"
+expect_file_eq "stdout full: ... the whole output" "$T/wantfull" "$T/full2.o"
+"$IDEMCTL" -c "$T/a.conf" run --key kfull -- "$T/job.sh" full 0 0 </dev/null >/dev/full 2>"$T/full3.e"
+expect_eq "stdout full on a replay: exit 74" 74 "$?"
+# stdin that cannot be read is an I/O error (74), not a reused key (65).
+"$IDEMCTL" -c "$T/a.conf" run --key kdir -- /bin/true <"$T" >/dev/null 2>"$T/dir.e"
+expect_eq "stdin unreadable: exit 74, one line" "74 1" "$? $(wc -l <"$T/dir.e" | tr -d ' ')"
+
+# A COMMAND whose file name is not UTF-8 (or holds control bytes) runs; its
+# route names it escaped (was: the store refused the name, exit 69 on
+# every delivery).
+ln -s "$T/job.sh" "$T/$(printf 'job\377\001.sh')"
+n0=$(starts)
+run a nu1 --key knu -- "$T/$(printf 'job\377\001.sh')" odd 0 0
+expect_eq "name not UTF-8: runs, exit 0" "0 1" "$(rc nu1) $(($(starts) - n0))"
+expect_eq "name not UTF-8: the route escapes it" 'job:job\xff\x01.sh' \
+    "$(h_sqlroot -r "$TNAME" -e "SELECT route FROM idem_keys WHERE idem_key = 'knu'")"
+run a nu2 --key knu -- "$T/$(printf 'job\377\001.sh')" odd 0 0
+expect_eq "name not UTF-8: the redelivery replays" "0 1" "$(rc nu2) $(($(starts) - n0))"
+long=$(printf 'j%.0s' $(seq 1 198))$(printf '\303\251')x
+ln -s "$T/job.sh" "$T/$long"
+run a nu3 --key knu3 -- "$T/$long" long 0 0
+expect_eq "a long name cut inside a character: runs, exit 0" 0 "$(rc nu3)"
+expect_eq "... its route cut at a whole escape" "job:$(printf 'j%.0s' $(seq 1 198))" \
+    "$(db_query "$TNAME" "SELECT route FROM idem_keys WHERE idem_key = 'knu3'")"
+
 done_testing
