@@ -36,6 +36,8 @@
 #define HDR_EXPIRES	"Idempotency-Expires: "
 /* The extra header lines of a created or reused answer. */
 #define GUARD_EXTRA_MAX	160
+#define GUARD_END_OF_TIME 253402300799LL	/* 9999-12-31 23:59:59 UTC,
+						 * an unbounded run's end */
 #define STORE_RETRY_S	5
 
 enum idem_err
@@ -183,15 +185,22 @@ guard_expiry_s(int64_t us)
 
 /*
  * The extra header lines of a created answer, and (returned) the second
- * its Idempotency-Expires names: ttl from now, rounded up.  Passed on
- * with the answer to the store, which ends the key on that second or
- * later (TTL_END in lib/store/store_sql.c), never earlier.
+ * its Idempotency-Expires names: ttl from now or the run's deadline
+ * (claimed at once_claimed_ms), rounded up, whichever is later; the end
+ * of time for an unbounded run.  Passed on with the answer to the store,
+ * which ends the key on that second or later (TTL_END in
+ * lib/store/store_sql.c), never earlier.
  */
 static int64_t
-guard_created(const struct request *r, char *out, size_t outlen)
+guard_created(const struct guarded *g, char *out, size_t outlen)
 {
-	int64_t	 s = guard_expiry_s(r->route->ttl_ms * 1000);
+	int64_t	 s = guard_expiry_s(g->r->route->ttl_ms * 1000), run_s;
 
+	if (g->id.run_ms < 0)
+		s = GUARD_END_OF_TIME;
+	else if ((run_s = guard_expiry_s((g->id.run_ms - (clock_now_ms() -
+	    once_claimed_ms(&g->o))) * 1000)) > s)
+		s = run_s;
 	guard_extra(out, outlen, HDR_CREATED, s);
 	return s;
 }
@@ -239,11 +248,11 @@ guard_handled(struct guarded *g, const struct answer *a)
 	    r->route->nstore_drop, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
-		kept.expires_s = guard_created(r, created, sizeof(created));
+		kept.expires_s = guard_created(g, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &kept);
 	} else {
 		kept = *a;	/* borrowed: the date goes with it */
-		kept.expires_s = guard_created(r, created, sizeof(created));
+		kept.expires_s = guard_created(g, created, sizeof(created));
 		guard_record(g, REC_TOMBSTONE, &kept);
 	}
 	reply_answer(r->out, a, created);
@@ -293,7 +302,7 @@ guard_failed(struct guarded *g, enum idem_err er)
 			break;
 		}
 		count(r, STAT_CREATED);
-		made.expires_s = guard_created(r, created, sizeof(created));
+		made.expires_s = guard_created(g, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &made);
 		reply_answer(r->out, &made, created);
 		break;
@@ -360,7 +369,7 @@ guard_run_owned(struct guarded *g)
 	enum idem_err		 er;
 
 	/* Only a streamed answer's head goes out before it is recorded. */
-	guard_created(r, created, sizeof(created));
+	guard_created(g, created, sizeof(created));
 	lease_init(&l, &g->o, rt->handler != HANDLER_FASTCGI);
 	sink_init(&s, 1, rt->max_response, created, r->out);
 	memset(&h, 0, sizeof(h));

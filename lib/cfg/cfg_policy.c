@@ -119,12 +119,13 @@ cfg_warnings(const struct cfg *c, FILE *f)
 		run_ms = r->handler == HANDLER_FASTCGI ? r->run_limit_ms :
 		    r->timeout_ms;
 		if (r->idempotency && run_ms > 0 && r->ttl_ms < run_ms) {
-			/* A key whose ttl is past while its run goes on is
-			 * one idemctl forget and cleanup must then judge by
-			 * its lease alone: keep ttl above any run. */
+			/* A finished key lives until its run deadline
+			 * whatever its ttl (TTL_END, lib/store/store_sql.c):
+			 * such a ttl does not say how long keys live. */
 			fprintf(f, "%s:%d:%d: warning: route %s: ttl is "
-			    "shorter than a run may last (%s): a key may "
-			    "expire while its handler still runs\n", c->path,
+			    "shorter than a run may last (%s): finished keys "
+			    "are kept past it, until no run of theirs can "
+			    "still go on\n", c->path,
 			    r->handler_line, r->handler_col, r->prefix,
 			    r->handler == HANDLER_FASTCGI ? "run_limit" :
 			    "timeout");
@@ -135,8 +136,8 @@ cfg_warnings(const struct cfg *c, FILE *f)
 			continue;
 		fprintf(f, "%s:%d:%d: warning: route %s: fastcgi: upstream "
 		    "without run_limit: its runs count as unbounded and its "
-		    "keys are never taken over; set run_limit to the "
-		    "application's hard limit (PHP-FPM: "
+		    "keys never expire nor are taken over; set run_limit to "
+		    "the application's hard limit (PHP-FPM: "
 		    "request_terminate_timeout)\n", c->path, r->handler_line,
 		    r->handler_col, r->prefix);
 		n++;

@@ -20,19 +20,32 @@
  * one in MariaDB 10.11). */
 #define EPOCH	"TIMESTAMP'1970-01-01 00:00:00'"
 /*
+ * The row's run deadline rounded up to a whole second (none before
+ * migration 006: no floor).  A finished key ends no earlier: a run may
+ * go on after its answer (PHP's fastcgi_finish_request(), a CGI's
+ * lingering child) or after its owner gave up on it (a tombstone), and a
+ * key that ended before would be taken over beside it.  An unbounded
+ * run's (fastcgi: without run_limit) is the end of time: never taken
+ * over, as SPEC 2c says.
+ */
+#define RUN_END								\
+	"DATE_ADD(" EPOCH ", INTERVAL (TIMESTAMPDIFF(MICROSECOND, " EPOCH	\
+	", COALESCE(run_deadline, " EPOCH ")) + 999999) DIV 1000000 SECOND)"
+/*
  * A finished key's end, on a whole second: the second the first answer's
- * Idempotency-Expires named (the first ?, unix time; 0 for none), or ttl
- * (the second ?, µs) from now rounded up, whichever is later, so the key
- * never ends before the date its client was given (the gateway's clock
- * may trail the server's, a second may turn between the two) and an
- * answer recorded late still lives its ttl.  Replays read the second back
- * (READ_SQL's last column) and name it: header and row agree.
+ * Idempotency-Expires named (the first ?, unix time; 0 for none), ttl
+ * (the second ?, µs) from now rounded up, or the run's end (RUN_END),
+ * whichever is latest, so the key never ends before the date its client
+ * was given (the gateway's clock may trail the server's, a second may
+ * turn between the two), an answer recorded late still lives its ttl,
+ * and no run of the key can still go on when it ends.  Replays read the
+ * second back (READ_SQL's last column) and name it: header and row agree.
  */
 #define TTL_END								\
 	"GREATEST(DATE_ADD(" EPOCH ", INTERVAL ? SECOND),"		\
 	" DATE_ADD(" EPOCH ", INTERVAL"					\
 	" (TIMESTAMPDIFF(MICROSECOND, " EPOCH ", NOW(6)) + ? + 999999)"	\
-	" DIV 1000000 SECOND))"
+	" DIV 1000000 SECOND), " RUN_END ")"
 /* A run deadline ? µs from now; SQL NULL for ?: unbounded, the end of
  * time (a NULL column is a row from before migration 006: the lease
  * alone). */

@@ -17,8 +17,9 @@ db_new "$TNAME" || { done_testing; exit 1; }
 fpm_start fpm "request_terminate_timeout = 8s
 request_terminate_timeout_track_finished = yes" || { done_testing; exit 1; }
 
-# routes TIMEOUT [POOL LIMIT]: the PHP route to pool POOL (fpm), run_limit
-# LIMIT (8s) as that pool's request_terminate_timeout
+# routes TIMEOUT [POOL LIMIT TTL]: the PHP route to pool POOL (fpm),
+# run_limit LIMIT (8s) as that pool's request_terminate_timeout ("none":
+# no run_limit), ttl TTL (the default)
 routes() {
 	cat <<EOF
 
@@ -27,11 +28,12 @@ handler = fastcgi:unix:$T/${2:-fpm}.sock
 timeout = $1
 lease = 3s
 wait = 1s
-run_limit = ${3:-8s}
 EOF
+	[ "${3:-8s}" = none ] || echo "run_limit = ${3:-8s}"
+	[ -z "${4:-}" ] || echo "ttl = $4"
 }
-# gateway N TIMEOUT [POOL LIMIT]: gateway gwN with routes TIMEOUT POOL
-# LIMIT, behind web server webN serving $T/www (the test ends if either
+# gateway N TIMEOUT [POOL LIMIT TTL]: gateway gwN with routes TIMEOUT POOL
+# LIMIT TTL, behind web server webN serving $T/www (the test ends if either
 # does not start)
 gateway() {
 	local n=$1
@@ -203,6 +205,40 @@ is_problem "bad answer: the client" b1 502 bad-gateway
 http b2 POST "$(url web2 '/pay.php?status1xx=1')" -H "Idempotency-Key: $K" --data-binary 'amount=12'
 is_problem "bad answer: a retry" b2 410 response-not-stored
 expect_eq "bad answer: one run" 1 $(($(fpm_runs) - n0))
+
+# --- A finished key lives until no run of it can go on, whatever its
+# ttl (2 s here).  PHP answers, ends the request (fastcgi_finish_request)
+# and works on 4 s: the retry after the ttl replays, it does not run PHP
+# beside the first run; the first answer names the key's real end (the
+# run deadline: run_limit 8 s, a third more, 3 s of grace).
+gateway 5 1s fpm 8s 2s
+K=$(new_key)
+n0=$(fpm_runs)
+t0=$(date +%s)
+http f1 POST "$(url web5 '/pay.php?linger=4000')" -H "Idempotency-Key: $K" --data-binary 'amount=14'
+expect_eq "finish_request: created" "201 created" "$HS $(hdr f1 Idempotency-Result)"
+exp=$(date -d "$(hdr f1 Idempotency-Expires)" +%s 2>/dev/null || echo 0)
+expect_lt "finish_request: Idempotency-Expires names the run deadline, not the ttl" $((t0 + 12)) "$exp"
+sleep 3
+http f2 POST "$(url web5 '/pay.php?linger=4000')" -H "Idempotency-Key: $K" --data-binary 'amount=14'
+expect_eq "finish_request: past the ttl, the run going on: a replay" "201 reused" "$HS $(hdr f2 Idempotency-Result)"
+expect_eq "finish_request: one run" 1 $(($(fpm_runs) - n0))
+expect_eq "finish_request: the replay names the same end" "$(hdr f1 Idempotency-Expires)" "$(hdr f2 Idempotency-Expires)"
+gw_stop gw5
+
+# Without run_limit a run is unbounded: the tombstone its owner leaves
+# when it stops reading (at the ttl, 2 s) never expires, so no retry runs
+# PHP beside a run that goes on (6 s).
+gateway 6 1s fpm none 2s
+K=$(new_key)
+n0=$(fpm_runs)
+http u1 POST "$(url web6 '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=15'
+is_problem "unbounded: the client's timeout" u1 504 handler-timeout
+sleep 4.5
+http u2 POST "$(url web6 '/pay.php?sleep=6000')" -H "Idempotency-Key: $K" --data-binary 'amount=15'
+is_problem "unbounded: a retry past twice the ttl" u2 410 response-not-stored
+expect_eq "unbounded: one run" 1 $(($(fpm_runs) - n0))
+gw_stop gw6
 
 # --- Apache in front, wired as Debian's php8.2-fpm.conf wires PHP-FPM:
 # FilesMatch + SetHandler "proxy:unix:...|fcgi://localhost".

@@ -29,3 +29,11 @@ if (!isset($_GET['status1xx']))
 	header('Location: /payments/' . $id);
 echo json_encode(['id' => $id, 'fence' => $fence,
     'body' => file_get_contents('php://input')]), "\n";
+// linger=MS: the answer goes out and the request ends
+// (fastcgi_finish_request), then the script works on MS more, its lock
+// held, as payment code that sends a receipt after answering
+if (isset($_GET['linger'])) {
+	fastcgi_finish_request();
+	usleep((int)$_GET['linger'] * 1000);
+	$log('lingered');
+}
