@@ -503,7 +503,12 @@ claim_judge(struct store *st, const struct idem_id *id, struct claim *c,
 		return;
 	case 2:
 		/* ans.status is the first answer's, so the 410 can say what
-		 * the client missed. */
+		 * the client missed; sealed, it must open as a completed
+		 * row's answer must (store-key-missing otherwise). */
+		if ((c->seal_er = r->seal_er) != IDEM_OK) {
+			c->state = CLAIM_SEALED;
+			return;
+		}
 		c->state = CLAIM_TOMBSTONE;
 		return;
 	}
@@ -866,23 +871,43 @@ enum idem_err
 store_tombstone(struct store *st, const struct claim *c, int status,
     int64_t expires_s, int64_t ttl_ms)
 {
-	MYSQL_BIND	 par[6];
-	int32_t		 st32 = status;
-	uint64_t	 rid = c->id, tok = c->token;
-	struct answer	 named;
-	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s;
+	const struct cfg_secret	*k = cfg_secret(st->cfg, NULL);
+	MYSQL_BIND		 par[9];
+	int32_t			 st32 = status;
+	uint64_t		 rid = c->id, tok = c->token;
+	struct answer		 named;
+	int64_t			 ttl_us = ms_to_us(ttl_ms), named_s;
+	unsigned char		 nonce[SEAL_NONCE_LEN], *ct = NULL;
+	size_t			 len = 0;
+	enum idem_err		 er;
 
 	answer_borrow(&named, status, NULL, 0, NULL, 0);
 	named.expires_s = expires_s;
 	named_s = end_named(&named);
 
 	store_bind_str(&par[0], c->lockname);
-	store_bind_i32(&par[1], &st32);
-	store_bind_i64(&par[2], &named_s);
-	store_bind_i64(&par[3], &ttl_us);
-	store_bind_u64(&par[4], &rid);
-	store_bind_u64(&par[5], &tok);
-	return store_finish(st, c, STMT_TOMBSTONE, par);
+	/* With a key the status too is sealed, as a completed row's is:
+	 * an answer with no headers and no body. */
+	if (k != NULL && (er = seal_answer(k->key, &c->ad, &named, nonce,
+	    &ct, &len)) != IDEM_OK)
+		return store_fail(st, er, "cannot seal the status: %s",
+		    idem_strerror(er));
+	if (k != NULL)
+		store_bind_in(&par[1], MYSQL_TYPE_NULL, NULL, 0);
+	else
+		store_bind_i32(&par[1], &st32);
+	store_bind_in(&par[2], MYSQL_TYPE_BLOB, ct, len);
+	store_bind_in(&par[3], MYSQL_TYPE_STRING, k != NULL ? k->id : NULL,
+	    k != NULL ? strlen(k->id) : 0);
+	store_bind_in(&par[4], MYSQL_TYPE_BLOB, k != NULL ? nonce : NULL,
+	    k != NULL ? SEAL_NONCE_LEN : 0);
+	store_bind_i64(&par[5], &named_s);
+	store_bind_i64(&par[6], &ttl_us);
+	store_bind_u64(&par[7], &rid);
+	store_bind_u64(&par[8], &tok);
+	er = store_finish(st, c, STMT_TOMBSTONE, par);
+	free(ct);
+	return er;
 }
 
 enum idem_err

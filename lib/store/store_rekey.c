@@ -138,10 +138,10 @@ rekey_ids(struct store *st, const char *cur, int64_t limit, uint64_t *last,
 }
 
 /*
- * A completed row stored in clear (before the key was set, or by a build
- * that had none), as read to seal it: its identity into r, its answer
- * into a, its owner's token into *tok.  IDEM_ENOTFOUND when it is gone,
- * sealed, or no longer completed.
+ * A finished row (completed, or a tombstone: its status) stored in clear
+ * (before the key was set, or by a build that had none), as read to seal
+ * it: its identity into r, its answer into a, its owner's token into
+ * *tok.  IDEM_ENOTFOUND when it is gone, sealed, or no longer finished.
  */
 static enum idem_err
 clear_read(struct store *st, struct seal_row *r, struct answer *a,
@@ -156,7 +156,7 @@ clear_read(struct store *st, struct seal_row *r, struct answer *a,
 
 	if ((s = store_prepare(st, "SELECT " SEAL_ROW_SQL ", resp_status,"
 	    " resp_headers, owner_token FROM idem_keys WHERE id = ? AND"
-	    " state = 1 AND hashed = 1 AND seal_kid IS NULL")) == NULL)
+	    " state IN (1, 2) AND hashed = 1 AND seal_kid IS NULL")) == NULL)
 		return IDEM_ESTORE;
 	store_bind_u64(&in[0], &r->id);
 	store_seal_row_bind(res, r);
@@ -181,7 +181,7 @@ clear_read(struct store *st, struct seal_row *r, struct answer *a,
 }
 
 /*
- * Seals completed row id, stored in clear, under the current key cur, as
+ * Seals finished row id, stored in clear, under the current key cur, as
  * the gateway seals an answer (status and headers inside), counting it in
  * out (rekeyed).  The write is guarded by the row's owner token and
  * state: a row taken over meanwhile is left alone (changed).
@@ -228,8 +228,8 @@ clear_one(struct store *st, uint64_t id, const struct cfg_secret *cur,
 	store_bind_u64(&in[4], &tok);
 	er = store_simple(st, "UPDATE idem_keys SET resp_status = NULL,"
 	    " resp_headers = NULL, resp_body = ?, seal_kid = ?,"
-	    " seal_nonce = ? WHERE id = ? AND owner_token = ? AND state = 1"
-	    " AND seal_kid IS NULL", in, &n);
+	    " seal_nonce = ? WHERE id = ? AND owner_token = ? AND state IN"
+	    " (1, 2) AND seal_kid IS NULL", in, &n);
 	if (er == IDEM_OK)
 		rekey_tally(out, n);
 out:
@@ -238,14 +238,14 @@ out:
 	return er;
 }
 
-/* Up to limit ids of completed rows stored in clear, past *last, into
+/* Up to limit ids of finished rows stored in clear, past *last, into
  * ids.  OUT: *n, *last the highest id read. */
 static enum idem_err
 clear_ids(struct store *st, int64_t limit, uint64_t *last, uint64_t *ids,
     size_t *n)
 {
 	return store_ids_after(st, "SELECT id FROM idem_keys WHERE"
-	    " seal_kid IS NULL AND state = 1 AND hashed = 1 AND id > ?"
+	    " seal_kid IS NULL AND state IN (1, 2) AND hashed = 1 AND id > ?"
 	    " ORDER BY id LIMIT ?", NULL, 0, limit, last, ids, n);
 }
 
@@ -273,7 +273,7 @@ rekey_hash_one(struct store *st, const struct hkey *hk, uint64_t id,
 
 /*
  * One walk over the rows: with hk, those hashed before the key
- * (rekey_hash_one); with clear, the completed ones stored in clear
+ * (rekey_hash_one); with clear, the finished ones stored in clear
  * (clear_one); else those sealed under another key than cur (rekey_one).
  */
 struct rekey_pass {

@@ -71,7 +71,7 @@
 	" TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until),"		\
 	" IF(state IN (1, 2) AND fingerprint = ?, resp_status, NULL),"	\
 	" IF(state = 1 AND fingerprint = ?, resp_headers, NULL),"	\
-	" IF(state = 1 AND fingerprint = ?, resp_body, NULL),"		\
+	" IF(state IN (1, 2) AND fingerprint = ?, resp_body, NULL),"	\
 	" IF(?, IF((state <> 0 AND expires_at <= NOW(6)) OR (state = 0"	\
 	"   AND (((fingerprint = ? OR expires_at <= NOW(6)) AND "	\
 	RUN_OVER							\
@@ -106,8 +106,8 @@
 	"UPDATE idem_keys SET"						\
 	" waiters = waiters + " DROP ","				\
 	" state = 2, resp_status = ?, resp_headers = NULL,"		\
-	" resp_body = NULL, resp_size = NULL, completed_at = NOW(6),"	\
-	" expires_at = " TTL_END					\
+	" resp_body = ?, resp_size = NULL, seal_kid = ?, seal_nonce = ?,"	\
+	" completed_at = NOW(6), expires_at = " TTL_END			\
 	" WHERE id = ? AND owner_token = ?"
 #define EPOCH_SQL(SYNC)							\
 	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\

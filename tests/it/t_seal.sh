@@ -9,7 +9,11 @@ K1BAD=ff112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
 CARD=4000056655665556	# a test card number: 4242 alone turns up in times and ids
 K2=2222222222222222222222222222222222222222222222222222222222222222
 ROUTES="[route /payments]
-handler = cgi:$PAY"
+handler = cgi:$PAY
+
+[route /big]
+handler = cgi:$PAY
+max_response = 1K"
 
 # conf FILE [KEYFILE]: the gateway's config, sealed when KEYFILE is given
 conf() {
@@ -63,6 +67,11 @@ U=$(url web /payments)
 KC=$(new_key)
 http c1 POST "$U?m=CLEARMARK" -H "Idempotency-Key: $KC" --data-binary 'c'
 expect_eq "clear: created" 201 "$HS"
+# and a tombstone in clear (an answer over max_response), for the end
+BIG=$(url web /big)
+KTC=$(new_key)
+http tc1 POST "$BIG?bytes=5000&status=202" -H "Idempotency-Key: $KTC" --data-binary 't'
+expect_eq "clear tombstone: delivered once" 202 "$HS"
 gw_stop gw
 
 # Sealed from now on.
@@ -77,7 +86,7 @@ expect_eq "sealed: created" 201 "$HS"
 PID=$(hdr a1 X-Payment-Id)
 expect_match "sealed: the answer has an id" '^[0-9]+-[0-9]+$' "$PID"
 http b1 POST "$U?m=OTHERMARK" -H "Idempotency-Key: $KB" --data-binary '{"card":"5555"}'
-expect_eq "runs so far" 3 "$(runs pay)"
+expect_eq "runs so far" 4 "$(runs pay)"
 
 row=$(db_query "$TNAME" "SELECT seal_kid, HEX(seal_nonce) <> '', resp_status IS NULL, resp_headers IS NULL, resp_size FROM idem_keys WHERE idem_key = '$KA'")
 expect_eq "sealed row: kid, nonce, no clear status or headers, size" "k1	1	1	1	$(stat -c %s "$T/a1.b")" "$row"
@@ -102,7 +111,7 @@ expect_eq "replay, new process: headers" "$(hdr_block a1)" "$(hdr_block a2)"
 expect_eq "replay, new process: Set-Cookie not stored" "" "$(hdr a2 Set-Cookie)"
 http a3 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary '{"card":"9999"}'
 is_problem "sealed row, another body" a3 422 key-mismatch
-expect_eq "replays ran nothing" 3 "$(runs pay)"
+expect_eq "replays ran nothing" 4 "$(runs pay)"
 
 # The AAD swap: KA's sealed columns copied into KB's row.
 db_query "$TNAME" "UPDATE idem_keys b JOIN idem_keys a ON a.idem_key = '$KA' SET b.resp_body = a.resp_body, b.seal_nonce = a.seal_nonce, b.seal_kid = a.seal_kid WHERE b.idem_key = '$KB'"
@@ -111,7 +120,7 @@ http b2 POST "$U?m=OTHERMARK" -H "Idempotency-Key: $KB" --data-binary '{"card":"
 is_problem "moved ciphertext" b2 500 store-key-missing
 check "moved ciphertext: not the other answer" sh -c "! grep -q SEALMARK7 '$T/b2.b'"
 expect_match "moved ciphertext: log says the tag failed" "authentication tag" "$(cat "$T/gw.log")"
-expect_eq "moved ciphertext: nothing ran" 3 "$(runs pay)"
+expect_eq "moved ciphertext: nothing ran" 4 "$(runs pay)"
 
 # A header put in clear beside KA's sealed answer (database write
 # access): not sent ahead of the sealed ones, the row is altered.
@@ -120,7 +129,7 @@ sleep 0.3
 http a4 POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
 is_problem "clear header on a sealed row" a4 500 store-key-missing
 expect_eq "clear header on a sealed row: not sent" "" "$(hdr a4 Location)"
-expect_eq "clear header on a sealed row: nothing ran" 3 "$(runs pay)"
+expect_eq "clear header on a sealed row: nothing ran" 4 "$(runs pay)"
 
 gw_stop gw
 
@@ -134,7 +143,7 @@ for c in bad k2; do
 	http w$c POST "$U?m=SEALMARK7" -H "Idempotency-Key: $KA" --data-binary "{\"card\":\"$CARD\"}"
 	is_problem "$c key file" w$c 500 store-key-missing
 	check "$c key file: no answer leaked" sh -c "! grep -q -- '$PID' '$T/w$c.b'"
-	expect_eq "$c key file: nothing ran again" 3 "$(runs pay)"
+	expect_eq "$c key file: nothing ran again" 4 "$(runs pay)"
 	gw_stop gw
 done
 expect_match "a missing key id is named in the log" "hashing key (is wrapped under|does not open under) key id k1" "$(cat "$T/gw.log")"
@@ -179,5 +188,35 @@ for what in kid body; do
 	expect_lt "$what taken off: logged" "$logged" "$(grep -c 'its stored answer' "$T/gw.log")"
 done
 expect_eq "taken off: nothing ran again" $((n0 + 2)) "$(runs pay)"
+gw_stop gw
+# A tombstone's status is sealed too (the status line, SPEC 11), and its
+# 410 still names it; one stored in clear before the key was set keeps
+# answering so, and rekey seals it.
+gw_start gw "$T/seal.conf" || { done_testing; exit 1; }
+KTS=$(new_key)
+http ts1 POST "$BIG?bytes=5000&status=207" -H "Idempotency-Key: $KTS" --data-binary 't'
+expect_eq "sealed tombstone: delivered once" 207 "$HS"
+expect_eq "sealed tombstone: state 2, no status in clear, sealed under k1" "2	1	k1" \
+    "$(db_query "$TNAME" "SELECT state, resp_status IS NULL, seal_kid FROM idem_keys WHERE idem_key = '$KTS'")"
+n0=$(runs pay)
+http ts2 POST "$BIG?bytes=5000&status=207" -H "Idempotency-Key: $KTS" --data-binary 't'
+is_problem "sealed tombstone: a retry" ts2 410 response-not-stored
+expect_match "sealed tombstone: the 410 names the first status" '"original_status":207' "$(body ts2)"
+http tc2 POST "$BIG?bytes=5000&status=202" -H "Idempotency-Key: $KTC" --data-binary 't'
+expect_match "clear tombstone under a key: 410 naming its status" '"original_status":202' "$(body tc2)"
+"$IDEMCTL" -c "$T/seal.conf" rekey >"$T/rekey.out" 2>&1
+expect_eq "rekey: exit 0" 0 "$?"
+expect_eq "rekey: the clear tombstone sealed" "2	1	k1" \
+    "$(db_query "$TNAME" "SELECT state, resp_status IS NULL, seal_kid FROM idem_keys WHERE idem_key = '$KTC'")"
+sleep 0.3
+http tc3 POST "$BIG?bytes=5000&status=202" -H "Idempotency-Key: $KTC" --data-binary 't'
+expect_match "rekeyed tombstone: 410 naming its status" '"original_status":202' "$(body tc3)"
+expect_eq "tombstones: nothing ran again" "$n0" "$(runs pay)"
+gw_stop gw
+# Its key id gone from the file: store-key-missing, as a completed row.
+gw_start gw "$T/k2.conf" || { done_testing; exit 1; }
+http tk POST "$BIG?bytes=5000&status=207" -H "Idempotency-Key: $KTS" --data-binary 't'
+is_problem "sealed tombstone without its key" tk 500 store-key-missing
+expect_eq "sealed tombstone without its key: nothing ran" "$n0" "$(runs pay)"
 gw_stop gw
 done_testing
