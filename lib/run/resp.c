@@ -128,7 +128,11 @@ resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
 			goto out;
 		off = (size_t)(nl - p) + 1;
 	}
-	if (!seen.status && !seen.ctype && !seen.location) {
+	/* No header line at all is no CGI answer.  Header lines without
+	 * Status, Content-Type or Location go out as 200 with no
+	 * Content-Type, as under fcgiwrap: RFC 3875 6.3.1 has the server
+	 * not guess one. */
+	if (h.len == 0 && !seen.status) {
 		er = IDEM_EHANDLER;
 		goto out;
 	}
