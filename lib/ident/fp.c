@@ -158,9 +158,11 @@ key_parse(const char *raw, size_t rawlen, char *out, size_t *outlen)
 		if (!sf_params_ok(raw, i, e))
 			return IDEM_EINVAL;
 	}
-	if (n == 0)
-		return IDEM_EINVAL;
 	tmp[n] = '\0';
+	/* Empty, or blank (a quoted string of spaces): a client's unset
+	 * variable, which would put all its requests under one key. */
+	if (strspn(tmp, " ") == n)
+		return IDEM_EINVAL;
 	memcpy(out, tmp, n + 1);
 	*outlen = n;
 	return IDEM_OK;

@@ -58,12 +58,15 @@ test_key(void)
 	CHECK(OK("\"a\\\"b\"", "a\"b"));
 	CHECK(OK("\"a\\\\b\"", "a\\b"));
 	CHECK(OK("\"a,b;c\"", "a,b;c"));
-	CHECK(OK("\" \"", " "));
+	CHECK(OK("\" a \"", " a "));
 	CHECK(OK("~", "~"));
 
 	CHECK(BAD(""));
 	CHECK(BAD("   "));
 	CHECK(BAD("\"\""));
+	/* blank: an unset variable's key, shared by all its requests */
+	CHECK(BAD("\" \""));
+	CHECK(BAD("\"   \""));
 	CHECK(BAD(" \"\" "));
 	CHECK(BAD("a b"));
 	CHECK(BAD("a\tb"));
