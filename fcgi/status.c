@@ -157,10 +157,14 @@ render(struct buf *b, int json, int store_now, unsigned store_err)
 {
 	const struct board_slot	*s;
 	struct wstat		 w, tot;
+	struct buf		 lines;
 	int			 i, n = 0;
 	long long		 now = (long long)time(NULL);
 
 	memset(&tot, 0, sizeof(tot));
+	/* Plain text gives the totals first, as php-fpm's page: the
+	 * workers' lines are kept until they are out. */
+	buf_init(&lines, b->max);
 	if (json)
 		buf_printf(b, "{\"supervisor_pid\":%ld,\"time\":%lld,"
 		    "\"workers\":[", (long)getppid(), now);
@@ -168,10 +172,14 @@ render(struct buf *b, int json, int store_now, unsigned store_err)
 		if (!read_slot(s, &w))
 			continue;
 		wstat_add(&tot, &w);
-		render_worker(b, json, &w, now, n > 0 ? "," : "");
+		render_worker(json ? b : &lines, json, &w, now,
+		    n > 0 ? "," : "");
 		n++;
 	}
 	render_totals(b, json, &tot, n, store_now, store_err);
+	if (lines.len > 0)
+		buf_add(b, lines.p, lines.len);
+	buf_free(&lines);
 }
 
 void

@@ -26,6 +26,8 @@ expect_match "status: plain text" '^text/plain' "$(hdr s Content-Type)"
 expect_match "status: two workers" '^workers: +2$' "$(body s)"
 expect_match "status: 16 threads" '^threads: +16$' "$(body s)"
 expect_match "status: the store is up" '^store: +up$' "$(body s)"
+expect_match "status: the totals first, as the README shows" '^supervisor pid: +[0-9]+$' "$(head -1 "$T/s.b")"
+expect_match "status: then a line per worker" '^worker [0-9]+: generation ' "$(tail -1 "$T/s.b")"
 expect_eq "status: not protected (no Idempotency-Result)" "" "$(hdr s Idempotency-Result)"
 expect_eq "status: the handler did not run" 0 "$(runs pay)"
 
