@@ -41,11 +41,36 @@ resp_status_parse(const char *v, size_t vlen, int *code)
 	return IDEM_OK;
 }
 
+/*
+ * The reason phrase of a Status value v (after its code and blanks), when
+ * it is one a status line may carry (RFC 9112 4: tab, space, visible and
+ * obs-text bytes) and at most RESP_REASON_MAX bytes; else NULL (the
+ * gateway's own phrase goes out).  OUT: *rlen.
+ */
+static const char *
+resp_reason(const char *v, size_t vlen, size_t *rlen)
+{
+	size_t	 i = 3;
+
+	while (i < vlen && (v[i] == ' ' || v[i] == '\t'))
+		i++;
+	if (i == vlen || vlen - i > RESP_REASON_MAX)
+		return NULL;
+	*rlen = vlen - i;
+	for (; i < vlen; i++)
+		if (((unsigned char)v[i] < 0x20 && v[i] != '\t') ||
+		    v[i] == 0x7f)
+			return NULL;
+	return v + vlen - *rlen;
+}
+
 /* Flags of which special headers a block carried. */
 struct resp_seen {
-	int	 status;	/* the Status code, 0 if none */
-	int	 ctype;
-	int	 location;
+	int		 status;	/* the Status code, 0 if none */
+	int		 ctype;
+	int		 location;
+	const char	*reason;	/* its phrase, if one to keep */
+	size_t		 reasonlen;
 };
 
 /*
@@ -80,6 +105,7 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 		    code < 200 || code > 599)
 			return IDEM_EHANDLER;
 		seen->status = code;
+		seen->reason = resp_reason(p + vs, ve - vs, &seen->reasonlen);
 		return IDEM_OK;
 	}
 
@@ -98,11 +124,32 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 	return IDEM_OK;
 }
 
+/*
+ * Puts "Status: CODE REASON" first in hdrs: the handler's reason phrase
+ * goes out with the first answer and with every replay (reply_head),
+ * as fcgiwrap passes it on.
+ */
+static enum idem_err
+resp_keep_reason(struct buf *hdrs, int code, const char *reason, size_t len)
+{
+	struct buf	 h;
+
+	buf_init(&h, hdrs->max);
+	if (buf_printf(&h, "Status: %03d %.*s\r\n", code, (int)len,
+	    reason) != IDEM_OK || buf_add(&h, hdrs->p, hdrs->len) != IDEM_OK) {
+		buf_free(&h);
+		return IDEM_ETOOBIG;
+	}
+	buf_free(hdrs);
+	*hdrs = h;
+	return IDEM_OK;
+}
+
 enum idem_err
 resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
 {
 	struct buf		 h;
-	struct resp_seen	 seen = { 0, 0, 0 };
+	struct resp_seen	 seen = { 0, 0, 0, NULL, 0 };
 	const char		*nl;
 	size_t			 off = 0, ll, scan;
 	enum idem_err		 er;
@@ -136,6 +183,9 @@ resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
 		er = IDEM_EHANDLER;
 		goto out;
 	}
+	if (seen.reason != NULL && (er = resp_keep_reason(&h, seen.status,
+	    seen.reason, seen.reasonlen)) != IDEM_OK)
+		goto out;
 	buf_free(&out->hdrs);
 	out->hdrs = h;
 	out->status = seen.status ? seen.status :

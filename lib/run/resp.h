@@ -9,14 +9,17 @@
 #include "err.h"
 
 #define RESP_HEAD_MAX	(64 * 1024)	/* CGI header block limit */
+#define RESP_REASON_MAX	128		/* a longer reason phrase is not
+					 * kept: the gateway's goes out */
 
 /*
  * Parses a CGI response header block (RFC 3875 §6.2) at the start of
  * p[0..len): lines end in LF or CRLF, the block ends at an empty line.
- * "Status: 201 Created" sets status (200..599: a 1xx is invalid output);
- * a Location without Status gives 302
- * (a local "/path" redirect too); otherwise 200.  At least one of
- * Content-Type, Location or Status is required.  Lines without a colon,
+ * "Status: 201 Created" sets status (200..599: a 1xx is invalid output)
+ * and, with a reason phrase, is kept as hdrs' first line (reply_head
+ * sends it as the status line); a Location without Status gives 302
+ * (a local "/path" redirect too); otherwise 200.  At least one header
+ * line is required.  Lines without a colon,
  * names with bytes outside RFC 9110 token chars, values with CR/LF/NUL,
  * or a bad Status: IDEM_EHANDLER (as soon as such a line is complete, even
  * before the blank line).  No blank line yet within len bytes:

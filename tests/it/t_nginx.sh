@@ -18,4 +18,11 @@ nginx_start ng "unix:$T/gw.sock" "fastcgi_request_buffering off;" || { done_test
 U=$(url ng /payments)
 
 front_checks nginx "$U"
+# The handler's reason phrase ("Status: 201 Test") reaches the client,
+# first and on replays, as under fcgiwrap (nginx passes it on).
+K=$(new_key)
+http r1 POST "$U" -H "Idempotency-Key: $K" --data-binary 'reason'
+http r2 POST "$U" -H "Idempotency-Key: $K" --data-binary 'reason'
+expect_eq "reason phrase: first answer" "HTTP/1.1 201 Test" "$(head -1 "$T/r1.h" | tr -d '\r')"
+expect_eq "reason phrase: replay" "HTTP/1.1 201 Test" "$(head -1 "$T/r2.h" | tr -d '\r')"
 done_testing
