@@ -46,11 +46,18 @@ struct key_row {
 	my_bool		 kidnull;
 };
 
+/* Unix time of a DATETIME column, in seconds with a fraction: past 2038
+ * too (UNIX_TIMESTAMP gives NULL there in MariaDB 10.11, and an unbounded
+ * run's key ends in 9999). */
+#define UNIX_S(col)							\
+	"TIMESTAMPDIFF(MICROSECOND, TIMESTAMP'1970-01-01 00:00:00', " col	\
+	") / 1000000"
+
 static const char SQL_KEY_GET[] =
-    "SELECT id, state, route, method, owner, fingerprint, waiters,"
-    " UNIX_TIMESTAMP(created_at), UNIX_TIMESTAMP(expires_at),"
-    " UNIX_TIMESTAMP(lease_until), UNIX_TIMESTAMP(completed_at),"
-    " resp_status, resp_size, UNIX_TIMESTAMP(NOW(6)),"
+    "SELECT id, state, route, method, owner, fingerprint, waiters, "
+    UNIX_S("created_at") ", " UNIX_S("expires_at") ", "
+    UNIX_S("lease_until") ", " UNIX_S("completed_at") ","
+    " resp_status, resp_size, " UNIX_S("NOW(6)") ","
     " (state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6)),"
     " seal_kid FROM idem_keys WHERE scope = ? AND idem_key = ?";
 

@@ -33,25 +33,24 @@ struct phase {
 };
 
 static const struct phase phases[] = {
-	/* An in-progress row goes only once its run is surely over (its
-	 * run deadline passed; never for an unbounded run; NULL: a row from
-	 * before migration 006, the lease alone): deleted, its key could
-	 * run again beside it. */
+	/* A row goes only once its run is surely over (its run deadline
+	 * passed; never for an unbounded run; NULL: a row from before
+	 * migration 006, the lease alone), finished or not: deleted, its
+	 * key could run again beside it.  (A finished row's expiry is past
+	 * its run deadline already, but not one written by an older
+	 * build.) */
 	{ "expired",
-	  "DELETE FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  "(state <> 0 OR " ADMIN_RUN_OVER ")"
+	  "DELETE FROM idem_keys WHERE expires_at < NOW(6) AND " ADMIN_GONE
 	  " ORDER BY expires_at LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  "(state <> 0 OR " ADMIN_RUN_OVER ")",
+	  ADMIN_GONE,
 	  0 },
 	{ "stale",
 	  "DELETE FROM idem_keys WHERE state = 0 AND lease_until < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND "
-	  "(run_deadline < NOW(6) OR run_deadline IS NULL)"
+	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST
 	  " ORDER BY lease_until LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_keys WHERE state = 0 AND lease_until < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND "
-	  "(run_deadline < NOW(6) OR run_deadline IS NULL)",
+	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST,
 	  1 },
 	{ "counters",
 	  "DELETE FROM idem_counters WHERE minute < "

@@ -283,17 +283,28 @@ enum idem_err store_hold_take(struct store_hold *h, struct store *st,
 void store_hold_keep(struct store_hold *h);
 void store_hold_drop(struct store_hold *h);
 
-/* An in-progress row whose run is over: its owner's lease lapsed and its
- * run deadline passed (its ttl says nothing of that: a lease renewal does
- * not move it).  Only then may cleanup delete it, or forget without
- * --force. */
+/* A row's run deadline passed (NULL: a row from before migration 006,
+ * which kept none). */
+#define ADMIN_RUN_PAST \
+	"(run_deadline < NOW(6) OR run_deadline IS NULL)"
+/* An in-progress row whose run is over: its owner's lease lapsed (its
+ * ttl says nothing of that: a lease renewal does not move it) and its run
+ * deadline passed. */
 #define ADMIN_RUN_OVER \
-	"(lease_until < NOW(6) AND (run_deadline < NOW(6) OR " \
-	"run_deadline IS NULL))"
+	"(lease_until < NOW(6) AND " ADMIN_RUN_PAST ")"
+/* A row no run of whose key can still go on: finished, or its owner's
+ * lease lapsed, and its run deadline passed.  A finished key's run may
+ * outlive its answer (PHP after fastcgi_finish_request(), a CGI's
+ * lingering child, an upstream given up as a tombstone): its row gone,
+ * a retry would run beside it.  Only then may cleanup delete a row. */
+#define ADMIN_GONE \
+	"((state <> 0 OR lease_until < NOW(6)) AND " ADMIN_RUN_PAST ")"
 
 /* The one forget rule's condition (store_admin.c): a row in progress
  * whose run may not be over goes only with force, its one placeholder
- * (0 or 1). */
+ * (0 or 1).  A finished row goes: forgetting it is the operator's word
+ * that its key may run again (README: before its run deadline, beside
+ * what of its run may go on). */
 #define FORGET_UNLESS_LIVE \
 	" AND (? = 1 OR state <> 0 OR " ADMIN_RUN_OVER ")"
 
