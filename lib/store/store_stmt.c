@@ -124,8 +124,12 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 		}
 		if (er == IDEM_ESTORE && clock_now_ms() >= deadline) {
 			/* Cut off: the statement may or may not have run, and
-			 * the connection is in no known state. */
+			 * the connection is in no known state.  The next
+			 * connect tries the next group first, as after a lost
+			 * node: a frozen one would cost the next call its
+			 * whole deadline too (an owner's renewal, its lease). */
 			store_disconnect(st);
+			st->group_next = st->group_cur + 1;
 			er = store_fail(st, IDEM_ESTORE, "no answer from the "
 			    "database within %lld ms", (long long)budget);
 			goto out;

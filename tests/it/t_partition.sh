@@ -166,5 +166,40 @@ expect_eq "C: created" created "$(hdr C1 Idempotency-Result)"
 kept C '/pay.php?sleep=5000' 'c=1'
 expect_eq "C: one run" 1 $(($(fpm_runs) - n0))
 expect_eq "C: never two at once" 0 "$(fpm_overlaps)"
+
+# --- D. A gateway with two ways to the store (mysql_group = r3 d3, as a
+# Galera node list is): the first freezes mid-run.  The renewal cut off
+# at its deadline moves on to the next way at once, as a lost connection
+# does, so the owner keeps its lease and its handler (4 s, lease 3 s)
+# runs to its end: created, one run.  (Going back to the frozen way cost
+# a second deadline: the owner stopped a healthy handler, 503, and a
+# retry ran it again.)
+relay_start 3
+printf '[r3]\nhost=127.0.0.1\nport=%s\nuser=idem1\npassword=idem-test-secret\ndatabase=%s\n\n[d3]\nhost=127.0.0.1\nport=%s\nuser=idem1\npassword=idem-test-secret\ndatabase=%s\n' \
+	"${RPORT[3]}" "$TNAME" "$MDB_PORT" "$TNAME" >"$T/tcp3.cnf"
+chmod 600 "$T/tcp3.cnf"
+gw_conf "$T/gw3.conf" "unix:$T/gw3.sock" "$T/tcp3.cnf" "mysql_group = r3 d3"
+cat >>"$T/gw3.conf" <<EOF
+
+[route /pay]
+handler = cgi:$P
+lease = 3s
+timeout = 10s
+wait = 1s
+EOF
+if gw_start gw3 "$T/gw3.conf" && lighttpd_start web3 "unix:$T/gw3.sock" "$T/www"; then
+	n0=$(runs pay)
+	K=$(new_key)
+	http_bg d1 POST "$(url web3 '/pay?sleep=4000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'd=1'
+	wait_until 5 sh -c "[ \$(grep -c . '$P.runs' 2>/dev/null || echo 0) -gt $n0 ]" || not_ok "D: the handler started"
+	sleep 0.3
+	kill -STOP -- "-${RPG[3]}"
+	bg_wait
+	heal 3
+	expect_eq "D: first way frozen: the run ends, 201" 201 "$(st d1)"
+	expect_eq "D: created" created "$(hdr d1 Idempotency-Result)"
+	expect_eq "D: one run" 1 $(($(runs pay) - n0))
+	expect_eq "D: never two at once" 0 "$(overlaps)"
+fi
 relays_stop
 done_testing
