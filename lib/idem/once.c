@@ -24,8 +24,20 @@ once_reset(struct once *o)
 enum idem_err
 once_claim(struct once *o, int64_t wait_ms)
 {
-	return store_claim_wait(o->st, o->id, wait_ms, &o->c, &o->read_us,
+	enum idem_err	 er;
+
+	er = store_claim_wait(o->st, o->id, wait_ms, &o->c, &o->read_us,
 	    &o->waited_ms);
+	/* Failed with its INSERT (or takeover) sent: a row of ours may be
+	 * there, which would hold the key a lease and a run deadline for a
+	 * run that never starts.  The recorder deletes it (by key and
+	 * token) once the store answers. */
+	if (er != IDEM_OK && o->c.doubt_token != 0 && o->rec != NULL &&
+	    recorder_add(o->rec, REC_RELEASE, &o->c, NULL, o->id->ttl_ms) ==
+	    IDEM_OK)
+		log_warn("%s: store failed during the claim; a row it may "
+		    "have left is released when the store answers", o->tag);
+	return er;
 }
 
 int64_t

@@ -252,6 +252,10 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 	it->c.id = c->id;
 	it->c.token = c->token;
 	memcpy(it->c.lockname, c->lockname, sizeof(it->c.lockname));
+	it->c.doubt_token = c->doubt_token;
+	memcpy(it->c.doubt_scope, c->doubt_scope, sizeof(it->c.doubt_scope));
+	memcpy(it->c.doubt_key, c->doubt_key, c->doubt_keylen);
+	it->c.doubt_keylen = c->doubt_keylen;
 	/* The lock went with the connection that lost the server, or stays
 	 * with a session kept for it (the caller hands its sockets over:
 	 * claim_reset closes them once the outcome is written). */

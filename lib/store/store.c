@@ -533,7 +533,7 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	uint64_t	 token;
 	unsigned long	 gen;
 	enum idem_err	 er;
-	int		 held = 0, won, other = 0;
+	int		 held = 0, won, other = 0, sent = 0;
 
 	claim_reset(c);
 	memcpy(c->lockname, id->lockname, sizeof(c->lockname));
@@ -547,10 +547,12 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	if (er != IDEM_OK)
 		goto out;
 	token = rand_u64();	/* the claim's owner token */
+	sent = 1;
 	if ((er = claim_insert(st, id, c, token, &held, &other)) == IDEM_OK)
 		return IDEM_OK;		/* a fresh key: ours */
 	if (er != IDEM_EAGAIN)
 		goto out;
+	sent = 0;	/* refused: no row of ours */
 	gen = st->generation;
 	rd.held = held;
 	rd.token = token;
@@ -576,9 +578,11 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	}
 	/* Expired, or in progress with a dead owner: ours to take over. */
 	answer_free(&c->ans);
+	sent = 1;
 	if ((er = store_takeover(st, id, r.id, r.token, token, &won)) !=
 	    IDEM_OK)
 		goto out;
+	sent = 0;
 	if (won && st->generation == gen)
 		return claim_won(st, id, c, r.id, token,
 		    (uint64_t)r.takeovers + 1);
@@ -588,6 +592,14 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	return IDEM_OK;
 out:
 	claim_reset(c);
+	if (sent && er == IDEM_ESTORE && id->keylen <= sizeof(c->doubt_key)) {
+		/* Cut off, or lost, with the statement sent: it may have
+		 * landed. */
+		c->doubt_token = token;
+		memcpy(c->doubt_scope, id->scope, FP_LEN);
+		memcpy(c->doubt_key, id->key, id->keylen);
+		c->doubt_keylen = id->keylen;
+	}
 	return er;
 }
 
@@ -910,6 +922,22 @@ store_tombstone(struct store *st, const struct claim *c, int status,
 	return er;
 }
 
+/* store_release of a claim in doubt (c->doubt_token): whether or not a
+ * row of ours was there, nothing of the key is ours now. */
+static enum idem_err
+release_doubt(struct store *st, const struct claim *c)
+{
+	MYSQL_BIND	 par[3];
+	MYSQL_STMT	*s;
+	uint64_t	 tok = c->doubt_token;
+
+	store_bind_blob(&par[0], c->doubt_scope, FP_LEN);
+	store_bind_blob(&par[1], c->doubt_key, c->doubt_keylen);
+	store_bind_u64(&par[2], &tok);
+	return store_exec(st, STMT_RELEASE_DOUBT, par,
+	    STORE_RETRY | STORE_RETRY_CERT, &s);
+}
+
 enum idem_err
 store_release(struct store *st, const struct claim *c)
 {
@@ -918,6 +946,9 @@ store_release(struct store *st, const struct claim *c)
 	uint64_t	 rid = c->id, tok = c->token;
 	enum idem_err	 er, er2 = IDEM_OK;
 	int64_t		 n = 0;
+
+	if (c->id == 0 && c->doubt_token != 0)
+		return release_doubt(st, c);
 
 	store_bind_u64(&par[0], &rid);
 	store_bind_u64(&par[1], &tok);

@@ -29,6 +29,7 @@ enum stmt_id {
 	STMT_COMPLETE,
 	STMT_TOMBSTONE,
 	STMT_RELEASE,
+	STMT_RELEASE_DOUBT,	/* a claim that may have landed: store.c */
 	STMT_WAIT_INC,
 	STMT_WAIT_DEC,
 	STMT_COUNTERS,

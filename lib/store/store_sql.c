@@ -154,6 +154,11 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_TOMBSTONE] = TOMBSTONE_SQL(DROP_LOCK),
 	[STMT_RELEASE] =
 	    "DELETE FROM idem_keys WHERE id = ? AND owner_token = ?",
+	/* By key: the row id of a claim cut off was never learnt.  Only a
+	 * row under the claim's own (random) token, still in progress. */
+	[STMT_RELEASE_DOUBT] =
+	    "DELETE FROM idem_keys WHERE scope = ? AND idem_key = ? AND"
+	    " owner_token = ? AND state = 0",
 	[STMT_WAIT_INC] =
 	    "UPDATE idem_keys SET waiters = waiters + 1"
 	    " WHERE scope = ? AND idem_key = ?",

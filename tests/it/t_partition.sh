@@ -201,5 +201,48 @@ if gw_start gw3 "$T/gw3.conf" && lighttpd_start web3 "unix:$T/gw3.sock" "$T/www"
 	expect_eq "D: one run" 1 $(($(runs pay) - n0))
 	expect_eq "D: never two at once" 0 "$(overlaps)"
 fi
+
+# --- E. A claim cut off after its INSERT ran: the server's answer is held
+# (1.5 s) past the call's deadline, the client gets 503 and nothing runs,
+# but the row is there under the claim's token.  Once the store answers
+# again it is released (by key and token), so the key is free at once,
+# not a lease and a run deadline later (409 meanwhile).
+SR=$(free_port)
+python3 "$IDEM_ROOT/tests/it/slow_relay.py" "$SR" "$MDB_PORT" "$T/hold" >"$T/slow-relay.log" 2>&1 &
+H_BGPIDS+=($!)
+wait_until 5 port_open "$SR" || not_ok "E: slow relay listens"
+printf '[idemgate]\nhost=127.0.0.1\nport=%s\nuser=idem1\npassword=idem-test-secret\ndatabase=%s\n' \
+	"$SR" "$TNAME" >"$T/tcp4.cnf"
+chmod 600 "$T/tcp4.cnf"
+gw_conf "$T/gw4.conf" "unix:$T/gw4.sock" "$T/tcp4.cnf" "workers = 1" "threads = 1"
+cat >>"$T/gw4.conf" <<EOF
+
+[route /pay]
+handler = cgi:$P
+lease = 3s
+timeout = 10s
+wait = 1s
+EOF
+if gw_start gw4 "$T/gw4.conf" && lighttpd_start web4 "unix:$T/gw4.sock" "$T/www"; then
+	# One thread, its connection up (so the claim's INSERT is what the
+	# held answer cuts off).
+	http e0 POST "$(url web4 /pay)" -H "Idempotency-Key: $(new_key)" --data-binary 'e=0'
+	expect_eq "E: a first key, the connection up" 201 "$HS"
+	n0=$(runs pay)
+	K=$(new_key)
+	echo 1500 >"$T/hold"
+	http e1 POST "$(url web4 /pay)" -H "Idempotency-Key: $K" --data-binary 'e=1'
+	is_problem "E: claim cut off" e1 503 store-unavailable
+	expect_eq "E: the row was written" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")"
+	rm -f "$T/hold"
+	row_gone() { [ "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")" = 0 ]; }
+	wait_until 8 row_gone
+	expect_eq "E: the store back, the row it left is released" 0 \
+	    "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")"
+	http e2 POST "$(url web4 /pay)" -H "Idempotency-Key: $K" --data-binary 'e=1'
+	expect_eq "E: a retry then runs it" "201 created" "$HS $(hdr e2 Idempotency-Result)"
+	expect_eq "E: one run in all" 1 $(($(runs pay) - n0))
+	expect_match "E: logged" 'released when the store answers' "$(cat "$T/gw4.log")"
+fi
 relays_stop
 done_testing
