@@ -55,13 +55,18 @@ relays_stop() {
 	done
 }
 
-gw_setup() { # gw_setup N: gateway gwN and lighttpd webN via relay N
-	local n=$1
-	relay_start "$n"
-	printf '[idemgate]\nhost=127.0.0.1\nport=%s\nuser=idem%s\npassword=idem-test-secret\ndatabase=%s\n' \
-		"${RPORT[$n]}" "$n" "$TNAME" >"$T/tcp$n.cnf"
-	chmod 600 "$T/tcp$n.cnf"
-	gw_conf "$T/gw$n.conf" "unix:$T/gw$n.sock" "$T/tcp$n.cnf"
+# tcp_group NAME PORT USER: an option-file group reaching MariaDB at PORT
+tcp_group() {
+	printf '[%s]\nhost=127.0.0.1\nport=%s\nuser=%s\npassword=idem-test-secret\ndatabase=%s\n\n' \
+		"$1" "$2" "$3" "$TNAME"
+}
+# gw_pay N OPTFILE [gw_conf extras]: gateway gwN with the /pay and
+# /pay.php routes, and lighttpd webN in front
+gw_pay() {
+	local n=$1 cnf=$2
+	shift 2
+	chmod 600 "$cnf"
+	gw_conf "$T/gw$n.conf" "unix:$T/gw$n.sock" "$cnf" "$@"
 	cat >>"$T/gw$n.conf" <<EOF
 
 [route /pay]
@@ -79,6 +84,11 @@ run_limit = 12s
 EOF
 	gw_start "gw$n" "$T/gw$n.conf" || return 1
 	lighttpd_start "web$n" "unix:$T/gw$n.sock" "$T/www"
+}
+gw_setup() { # gw_setup N: gateway gwN and lighttpd webN via relay N
+	relay_start "$1"
+	tcp_group idemgate "${RPORT[$1]}" "idem$1" >"$T/tcp$1.cnf"
+	gw_pay "$1" "$T/tcp$1.cnf"
 }
 gw_setup 1 || { relays_stop; done_testing; exit 1; }
 gw_setup 2 || { relays_stop; done_testing; exit 1; }
@@ -175,19 +185,8 @@ expect_eq "C: never two at once" 0 "$(fpm_overlaps)"
 # a second deadline: the owner stopped a healthy handler, 503, and a
 # retry ran it again.)
 relay_start 3
-printf '[r3]\nhost=127.0.0.1\nport=%s\nuser=idem1\npassword=idem-test-secret\ndatabase=%s\n\n[d3]\nhost=127.0.0.1\nport=%s\nuser=idem1\npassword=idem-test-secret\ndatabase=%s\n' \
-	"${RPORT[3]}" "$TNAME" "$MDB_PORT" "$TNAME" >"$T/tcp3.cnf"
-chmod 600 "$T/tcp3.cnf"
-gw_conf "$T/gw3.conf" "unix:$T/gw3.sock" "$T/tcp3.cnf" "mysql_group = r3 d3"
-cat >>"$T/gw3.conf" <<EOF
-
-[route /pay]
-handler = cgi:$P
-lease = 3s
-timeout = 10s
-wait = 1s
-EOF
-if gw_start gw3 "$T/gw3.conf" && lighttpd_start web3 "unix:$T/gw3.sock" "$T/www"; then
+{ tcp_group r3 "${RPORT[3]}" idem1; tcp_group d3 "$MDB_PORT" idem1; } >"$T/tcp3.cnf"
+if gw_pay 3 "$T/tcp3.cnf" "mysql_group = r3 d3"; then
 	n0=$(runs pay)
 	K=$(new_key)
 	http_bg d1 POST "$(url web3 '/pay?sleep=4000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'd=1'
@@ -211,19 +210,8 @@ SR=$(free_port)
 python3 "$IDEM_ROOT/tests/it/slow_relay.py" "$SR" "$MDB_PORT" "$T/hold" >"$T/slow-relay.log" 2>&1 &
 H_BGPIDS+=($!)
 wait_until 5 port_open "$SR" || not_ok "E: slow relay listens"
-printf '[idemgate]\nhost=127.0.0.1\nport=%s\nuser=idem1\npassword=idem-test-secret\ndatabase=%s\n' \
-	"$SR" "$TNAME" >"$T/tcp4.cnf"
-chmod 600 "$T/tcp4.cnf"
-gw_conf "$T/gw4.conf" "unix:$T/gw4.sock" "$T/tcp4.cnf" "workers = 1" "threads = 1"
-cat >>"$T/gw4.conf" <<EOF
-
-[route /pay]
-handler = cgi:$P
-lease = 3s
-timeout = 10s
-wait = 1s
-EOF
-if gw_start gw4 "$T/gw4.conf" && lighttpd_start web4 "unix:$T/gw4.sock" "$T/www"; then
+tcp_group idemgate "$SR" idem1 >"$T/tcp4.cnf"
+if gw_pay 4 "$T/tcp4.cnf" "workers = 1" "threads = 1"; then
 	# One thread, its connection up (so the claim's INSERT is what the
 	# held answer cuts off).
 	http e0 POST "$(url web4 /pay)" -H "Idempotency-Key: $(new_key)" --data-binary 'e=0'
