@@ -82,7 +82,7 @@ usage(FILE *f)
 	    "  4 another cleanup (rekey) is running\n"
 	    "  run: COMMAND's status or the recorded one; 65 key used with "
 	    "other\n"
-	    "  input, 69 store unreachable, 74 output not written, 75 still\n"
+	    "  input, 69 store unreachable, 74 stdin unreadable, 75 still\n"
 	    "  running elsewhere\n", f);
 }
 

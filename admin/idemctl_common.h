@@ -28,8 +28,7 @@ enum ctl_exit {
 	CTL_RUN_DATAERR = 65,	/* key reused for other argv or stdin */
 	CTL_RUN_UNAVAILABLE = 69,	/* store unreachable: nothing ran */
 	CTL_RUN_SOFTWARE = 70,	/* ran before; its output unreadable */
-	CTL_RUN_IOERR = 74,	/* stdin unreadable; recorded output not
-				 * delivered (a redelivery replays it) */
+	CTL_RUN_IOERR = 74,	/* stdin unreadable */
 	CTL_RUN_TEMPFAIL = 75,	/* still running elsewhere: try later */
 };
 

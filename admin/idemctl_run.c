@@ -71,10 +71,10 @@ const char ctl_run_usage[] =
 "stopped it, 127 if it could not be started), or the recorded one on a\n"
 "replay; 65 the key was used with other argv or stdin, or stdin is over\n"
 "max_body; 69 the store is unreachable (COMMAND did not run); 74 stdin\n"
-"unreadable, or the recorded output could not be written (a delivery\n"
-"again replays it); 75 still running elsewhere after --wait (deliver\n"
-"again later); 6 schema missing (COMMAND did not run); 1 usage; 2\n"
-"config.  A closed stdin is empty input.\n"
+"unreadable; 75 still running elsewhere after --wait (deliver again\n"
+"later); 6 schema missing (COMMAND did not run); 1 usage; 2 config.\n"
+"A closed stdin is empty input.  Output that cannot be written is\n"
+"said on stderr (the status stays COMMAND's).\n"
 "\n"
 "While it owns the key, run is not stopped by job control (Ctrl-Z): it must\n"
 "go on renewing the lease while COMMAND runs.  Interrupt it instead.\n";
@@ -374,14 +374,13 @@ write_all(const void *vp, size_t n)
 	return 0;
 }
 
-/* Output that could not be written: one line; 74 when the outcome is
- * kept (a redelivery replays it), else the exit code rc stays. */
-static int
-out_failed(int err, int kept, int rc)
+/* Output that could not be written: one line (the exit status stays
+ * COMMAND's, SPEC 8), saying whether a redelivery replays it (kept). */
+static void
+out_failed(int err, int kept)
 {
 	ctl_err("run: cannot write stdout (%s): the output is lost%s",
 	    strerror(err), kept ? "; a redelivery replays it" : "");
-	return kept ? CTL_RUN_IOERR : rc;
 }
 
 /* SIGALRM only breaks a write off (no SA_RESTART). */
@@ -446,7 +445,7 @@ run_write(struct run_io *o, const void *vp, size_t n)
 		if (w <= 0) {
 			/* Nobody reads our stdout: a tombstone, nothing to
 			 * replay, COMMAND's status stays the exit code. */
-			(void)out_failed(w < 0 ? errno : EIO, 0, 0);
+			out_failed(w < 0 ? errno : EIO, 0);
 			o->out_lost = 1;
 			break;
 		}
@@ -1057,7 +1056,7 @@ run_owned(struct run_job *j)
 		kept = 0;
 	}
 	if (!o.oversized && (err = write_all(o.b.p, o.b.len)) != 0)
-		status = out_failed(err, kept, status);
+		out_failed(err, kept);
 	buf_free(&o.b);
 	j->rc = status;
 }
@@ -1092,7 +1091,7 @@ run_replay(struct once *o, void *arg)
 
 	j->rc = o->c.ans.status;
 	if ((err = write_all(o->c.ans.body.p, o->c.ans.body.len)) != 0)
-		j->rc = out_failed(err, 1, j->rc);
+		out_failed(err, 1);
 	j->what = STAT_REUSED;
 }
 

@@ -252,6 +252,9 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 	it->c.id = c->id;
 	it->c.token = c->token;
 	memcpy(it->c.lockname, c->lockname, sizeof(it->c.lockname));
+	/* The row's identity, which a sealed answer binds in: without it
+	 * nothing written here under a key file would ever open. */
+	it->c.ad = c->ad;
 	it->c.doubt_token = c->doubt_token;
 	memcpy(it->c.doubt_scope, c->doubt_scope, sizeof(it->c.doubt_scope));
 	memcpy(it->c.doubt_key, c->doubt_key, c->doubt_keylen);

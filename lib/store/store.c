@@ -326,12 +326,13 @@ store_read(struct store *st, const struct idem_id *id,
 	    &c->ans.body)) != IDEM_OK)
 		return er;
 	store_row_end(s);
-	/* A nonce without a key id, or a key id without a body, is a
-	 * sealed row altered (its key id or ciphertext taken away): never
-	 * replayed as a row in clear, "Status: 0" with the ciphertext or
-	 * nothing for a body.  (An empty nonce is what older builds' hash
-	 * conversion left on a clear row.) */
-	if (r->state == 1 && (r->nul[14] ? !r->nul[15] && r->noncelen > 0 :
+	/* A finished row (a tombstone's status is sealed too) with a nonce
+	 * but no key id, or a key id but no body, is a sealed row altered
+	 * (its key id or ciphertext taken away): never replayed as a row in
+	 * clear, "Status: 0" with the ciphertext or nothing for a body.
+	 * (An empty nonce is what older builds' hash conversion left on a
+	 * clear row.) */
+	if (r->state != 0 && (r->nul[14] ? !r->nul[15] && r->noncelen > 0 :
 	    r->nul[9]))
 		r->seal_er = IDEM_ESEAL;
 	return IDEM_OK;
@@ -550,9 +551,11 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	sent = 1;
 	if ((er = claim_insert(st, id, c, token, &held, &other)) == IDEM_OK)
 		return IDEM_OK;		/* a fresh key: ours */
+	/* From here on sent stays: a retry inside store_exec may have
+	 * landed the INSERT before its duplicate-key answer, and the
+	 * release only ever deletes a row under this claim's token. */
 	if (er != IDEM_EAGAIN)
 		goto out;
-	sent = 0;	/* refused: no row of ours */
 	gen = st->generation;
 	rd.held = held;
 	rd.token = token;
@@ -578,11 +581,9 @@ store_claim(struct store *st, const struct idem_id *id, struct claim *c)
 	}
 	/* Expired, or in progress with a dead owner: ours to take over. */
 	answer_free(&c->ans);
-	sent = 1;
 	if ((er = store_takeover(st, id, r.id, r.token, token, &won)) !=
 	    IDEM_OK)
 		goto out;
-	sent = 0;
 	if (won && st->generation == gen)
 		return claim_won(st, id, c, r.id, token,
 		    (uint64_t)r.takeovers + 1);

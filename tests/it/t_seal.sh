@@ -212,6 +212,12 @@ sleep 0.3
 http tc3 POST "$BIG?bytes=5000&status=202" -H "Idempotency-Key: $KTC" --data-binary 't'
 expect_match "rekeyed tombstone: 410 naming its status" '"original_status":202' "$(body tc3)"
 expect_eq "tombstones: nothing ran again" "$n0" "$(runs pay)"
+# Its key id taken off (database write access): an altered sealed row,
+# not a tombstone in clear with the ciphertext for its status.
+db_query "$TNAME" "UPDATE idem_keys SET seal_kid = NULL WHERE idem_key = '$KTS'"
+sleep 0.3
+http ts3 POST "$BIG?bytes=5000&status=207" -H "Idempotency-Key: $KTS" --data-binary 't'
+is_problem "sealed tombstone, key id taken off" ts3 500 store-key-missing
 gw_stop gw
 # Its key id gone from the file: store-key-missing, as a completed row.
 gw_start gw "$T/k2.conf" || { done_testing; exit 1; }

@@ -51,7 +51,6 @@ static const struct pcase cases[] = {
 	{ "Content-Type: text/plain\r\n", IDEM_EAGAIN, 0, NULL },
 	{ "Content-Type: text/plain\r\n\r", IDEM_EAGAIN, 0, NULL },
 	/* bad */
-
 	{ "\n", IDEM_EHANDLER, 0, NULL },
 	{ "hello world\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "hello world\n", IDEM_EHANDLER, 0, NULL },
@@ -301,12 +300,38 @@ test_replay(void)
 	buf_free(&out);
 }
 
+/* A reason phrase of RESP_REASON_MAX bytes is kept; one byte more, the
+ * gateway's own goes out. */
+static void
+test_reason_max(void)
+{
+	char		 in[RESP_REASON_MAX + 64], want[RESP_REASON_MAX + 32];
+	struct answer	 h;
+	size_t		 used;
+	int		 n;
+
+	for (n = RESP_REASON_MAX; n <= RESP_REASON_MAX + 1; n++) {
+		snprintf(in, sizeof(in), "Status: 299 %0*d\n\n", n, 7);
+		snprintf(want, sizeof(want), "Status: 299 %0*d\r\n", n, 7);
+		answer_init(&h, RESP_HEAD_MAX, 0);
+		CHECK(resp_parse_cgi(in, strlen(in), &h, &used) == IDEM_OK);
+		CHECK(h.status == 299);
+		if (n == RESP_REASON_MAX)
+			CHECK(h.hdrs.len == strlen(want) &&
+			    memcmp(h.hdrs.p, want, h.hdrs.len) == 0);
+		else
+			CHECK(h.hdrs.len == 0);
+		answer_free(&h);
+	}
+}
+
 int
 main(void)
 {
 	test_table();
 	test_nul();
 	test_incremental();
+	test_reason_max();
 	test_limit();
 	test_drop_idem();
 	test_replay();

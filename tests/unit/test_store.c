@@ -14,6 +14,7 @@
 #include "cfg.h"
 #include "fp.h"
 #include "migrations.h"
+#include "recorder.h"
 #include "stats.h"
 #include "store.h"
 #include "store_int.h"
@@ -217,6 +218,64 @@ free_racer(struct racer *w)
 	claim_reset(&w->c);
 	store_free(w->st);
 	free(w);
+}
+
+/*
+ * Outcomes the recorder writes (after an outage) under a key file open as
+ * the gateway's own do: sealed with the row's identity bound in, not with
+ * none (a copy that left it out made every one unreadable: 500
+ * store-key-missing for good).
+ */
+static void
+test_recorder_sealed(void)
+{
+	static const char *const keys[] = { "rec-seal-1", "rec-seal-2" };
+	static const enum rec_op ops[] = { REC_COMPLETE, REC_TOMBSTONE };
+	static const enum claim_state want[] = { CLAIM_DONE, CLAIM_TOMBSTONE };
+	struct cfg_secret	 k;
+	struct store		*a, *b;
+	struct recorder		*rc = NULL;
+	struct idem_id		 id;
+	struct claim		 c, d;
+	struct answer		 ans;
+	size_t			 i;
+	int			 n;
+
+	memset(&k, 0, sizeof(k));
+	snprintf(k.id, sizeof(k.id), "t1");
+	memset(k.key, 0x5a, sizeof(k.key));
+	tcfg.secrets = &k;
+	tcfg.nsecrets = 1;
+	a = open_store();
+	b = open_store();
+	CHECK(a != NULL && b != NULL && recorder_new(&tcfg, &rc) == IDEM_OK);
+	for (i = 0; rc != NULL && i < 2; i++) {
+		claim_init(&c);
+		claim_init(&d);
+		mkid(&id, keys[i], "x");
+		CHECK(store_claim(a, &id, &c) == IDEM_OK && c.state == CLAIM_NEW);
+		answer_borrow(&ans, 201, "X-A: 1\r\n", 8, "sealed", 6);
+		CHECK(recorder_add(rc, ops[i], &c, &ans, 60000) == IDEM_OK);
+		for (n = 0; n < 200 && recorder_pending(rc, NULL) > 0; n++)
+			clock_sleep_ms(10);
+		CHECK(recorder_pending(rc, NULL) == 0);
+		CHECK(store_claim(b, &id, &d) == IDEM_OK);
+		if (d.state != want[i])
+			printf("recorder sealed %zu: state %d, seal_er %d\n", i,
+			    (int)d.state, (int)d.seal_er);
+		CHECK(d.state == want[i]);
+		CHECK(d.ans.status == 201);
+		if (i == 0)
+			CHECK(d.ans.body.len == 6 &&
+			    memcmp(d.ans.body.p, "sealed", 6) == 0);
+		claim_reset(&c);
+		claim_reset(&d);
+	}
+	recorder_free(rc, 5000);
+	store_free(a);
+	store_free(b);
+	tcfg.secrets = NULL;
+	tcfg.nsecrets = 0;
 }
 
 static void
@@ -527,6 +586,7 @@ main(void)
 	test_migrate();
 	test_basic();
 	test_tombstone_release();
+	test_recorder_sealed();
 	test_race();
 	server_age(6);
 	test_takeover();
