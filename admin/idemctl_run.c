@@ -1050,6 +1050,9 @@ run_owned(struct run_job *j)
 	/* Not recorded, COMMAND's status all the same: it ran, and a queue
 	 * that acks it will not deliver it again to run it twice. */
 	kept = op != REC_RELEASE;
+	/* COMMAND's group was ended with it and its orphans swept: the key
+	 * lives its ttl. */
+	j->o.c.run_over = 1;
 	if (run_record(j, op, kept ? &ans : NULL) != IDEM_OK) {
 		ctl_err("run: outcome not recorded: a retry may run COMMAND "
 		    "again");

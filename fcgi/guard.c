@@ -102,6 +102,7 @@ struct guarded {
 	uint64_t	 lockhash;	/* fp_lockhash of id.lockname */
 	uint64_t	 run;		/* IDEMGATE_RUN of its CGI run */
 	int		 spawned;	/* ...which started a program */
+	int		 ended;		/* ...which ended with its answer */
 };
 
 /* Where a step left the request: answered already, or to go on. */
@@ -147,6 +148,8 @@ guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 			    "running (outside its process group)", g->r->tag,
 			    g->lkey);
 	}
+	/* A run known over keys its answer for its ttl alone. */
+	g->o.c.run_over = g->ended;
 	if (once_record(&g->o, op, a, &done) == IDEM_OK &&
 	    op == REC_COMPLETE && done == REC_TOMBSTONE)
 		count(g->r, STAT_TOMBSTONED);
@@ -185,21 +188,22 @@ guard_expiry_s(int64_t us)
 
 /*
  * The extra header lines of a created answer, and (returned) the second
- * its Idempotency-Expires names: ttl from now or the run's deadline
- * (claimed at once_claimed_ms), rounded up, whichever is later; the end
- * of time for an unbounded run.  Passed on with the answer to the store,
- * which ends the key on that second or later (TTL_END in
- * lib/store/store_sql.c), never earlier.
+ * its Idempotency-Expires names: ttl from now, rounded up; unless the run
+ * is known to have ended with its answer (g->ended), or the run's
+ * deadline (claimed at once_claimed_ms) if later, the end of time for an
+ * unbounded run.  Passed on with the answer to the store, which ends the
+ * key on that second or later (TTL_END in lib/store/store_sql.c), never
+ * earlier.
  */
 static int64_t
 guard_created(const struct guarded *g, char *out, size_t outlen)
 {
 	int64_t	 s = guard_expiry_s(g->r->route->ttl_ms * 1000), run_s;
 
-	if (g->id.run_ms < 0)
+	if (!g->ended && g->id.run_ms < 0)
 		s = GUARD_END_OF_TIME;
-	else if ((run_s = guard_expiry_s((g->id.run_ms - (clock_now_ms() -
-	    once_claimed_ms(&g->o))) * 1000)) > s)
+	else if (!g->ended && (run_s = guard_expiry_s((g->id.run_ms -
+	    (clock_now_ms() - once_claimed_ms(&g->o))) * 1000)) > s)
 		s = run_s;
 	guard_extra(out, outlen, HDR_CREATED, s);
 	return s;
@@ -380,6 +384,7 @@ guard_run_owned(struct guarded *g)
 	if (rt->handler != HANDLER_FASTCGI) {
 		h.run = g->run = rand_u64();
 		h.spawned = &g->spawned;
+		h.ended = &g->ended;
 	}
 	od.r = r;
 	od.s = &s;

@@ -337,6 +337,9 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 		return er;
 	if (er != IDEM_OK)
 		return er == IDEM_ENOMEM ? er : IDEM_EHANDLER;
+	if (rc->h != NULL && rc->h->ended != NULL && be == &backend_cgi &&
+	    !rc->st.lingering)
+		*rc->h->ended = 1;
 	return be->verdict(rc);
 }
 

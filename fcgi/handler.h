@@ -63,6 +63,10 @@ struct run_hooks {
 					 * lib/run/cgi_env.h); 0: none */
 	int		 *spawned;	/* set to 1 once the CGI program
 					 * started (NULL: not asked) */
+	int		 *ended;	/* set to 1 when the run ended with
+					 * its answer: a CGI program whose
+					 * process group had ended (none
+					 * lingers); never an upstream's */
 	/*
 	 * An upstream's run outlives the client's wait: at the route's
 	 * timeout, overdue(overdue_arg) answers the client, and the run goes

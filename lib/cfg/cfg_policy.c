@@ -119,13 +119,14 @@ cfg_warnings(const struct cfg *c, FILE *f)
 		run_ms = r->handler == HANDLER_FASTCGI ? r->run_limit_ms :
 		    r->timeout_ms;
 		if (r->idempotency && run_ms > 0 && r->ttl_ms < run_ms) {
-			/* A finished key lives until its run deadline
-			 * whatever its ttl (TTL_END, lib/store/store_sql.c):
-			 * such a ttl does not say how long keys live. */
+			/* A finished key whose run may go on lives until
+			 * its run deadline whatever its ttl (TTL_END,
+			 * lib/store/store_sql.c): such a ttl does not say
+			 * how long those keys live. */
 			fprintf(f, "%s:%d:%d: warning: route %s: ttl is "
-			    "shorter than a run may last (%s): finished keys "
-			    "are kept past it, until no run of theirs can "
-			    "still go on\n", c->path,
+			    "shorter than a run may last (%s): a finished "
+			    "key whose run may go on is kept past it, until "
+			    "its run deadline\n", c->path,
 			    r->handler_line, r->handler_col, r->prefix,
 			    r->handler == HANDLER_FASTCGI ? "run_limit" :
 			    "timeout");

@@ -255,6 +255,7 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 	/* The row's identity, which a sealed answer binds in: without it
 	 * nothing written here under a key file would ever open. */
 	it->c.ad = c->ad;
+	it->c.run_over = c->run_over;
 	it->c.doubt_token = c->doubt_token;
 	memcpy(it->c.doubt_scope, c->doubt_scope, sizeof(it->c.doubt_scope));
 	memcpy(it->c.doubt_key, c->doubt_key, c->doubt_keylen);

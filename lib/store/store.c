@@ -852,8 +852,8 @@ enum idem_err
 store_complete(struct store *st, const struct claim *c,
     const struct answer *a, int64_t ttl_ms)
 {
-	MYSQL_BIND	 par[11];
-	int32_t		 st32 = a->status;
+	MYSQL_BIND	 par[12];
+	int32_t		 st32 = a->status, over = c->run_over;
 	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
 	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s = end_named(a);
 	unsigned char	 nonce[SEAL_NONCE_LEN], *ct = NULL;
@@ -871,10 +871,11 @@ store_complete(struct store *st, const struct claim *c,
 	if ((er = complete_bind(st, c, a, par, &st32, nonce, &ct)) != IDEM_OK)
 		return er;
 	store_bind_u64(&par[4], &size);
-	store_bind_i64(&par[7], &named_s);
-	store_bind_i64(&par[8], &ttl_us);
-	store_bind_u64(&par[9], &rid);
-	store_bind_u64(&par[10], &tok);
+	store_bind_i32(&par[7], &over);
+	store_bind_i64(&par[8], &named_s);
+	store_bind_i64(&par[9], &ttl_us);
+	store_bind_u64(&par[10], &rid);
+	store_bind_u64(&par[11], &tok);
 	er = store_finish(st, c, STMT_COMPLETE, par);
 	free(ct);
 	return er;
@@ -885,8 +886,8 @@ store_tombstone(struct store *st, const struct claim *c, int status,
     int64_t expires_s, int64_t ttl_ms)
 {
 	const struct cfg_secret	*k = cfg_secret(st->cfg, NULL);
-	MYSQL_BIND		 par[9];
-	int32_t			 st32 = status;
+	MYSQL_BIND		 par[10];
+	int32_t			 st32 = status, over = c->run_over;
 	uint64_t		 rid = c->id, tok = c->token;
 	struct answer		 named;
 	int64_t			 ttl_us = ms_to_us(ttl_ms), named_s;
@@ -914,10 +915,11 @@ store_tombstone(struct store *st, const struct claim *c, int status,
 	    k != NULL ? strlen(k->id) : 0);
 	store_bind_in(&par[4], MYSQL_TYPE_BLOB, k != NULL ? nonce : NULL,
 	    k != NULL ? SEAL_NONCE_LEN : 0);
-	store_bind_i64(&par[5], &named_s);
-	store_bind_i64(&par[6], &ttl_us);
-	store_bind_u64(&par[7], &rid);
-	store_bind_u64(&par[8], &tok);
+	store_bind_i32(&par[5], &over);
+	store_bind_i64(&par[6], &named_s);
+	store_bind_i64(&par[7], &ttl_us);
+	store_bind_u64(&par[8], &rid);
+	store_bind_u64(&par[9], &tok);
 	er = store_finish(st, c, STMT_TOMBSTONE, par);
 	free(ct);
 	return er;

@@ -32,6 +32,15 @@
 	"DATE_ADD(" EPOCH ", INTERVAL (TIMESTAMPDIFF(MICROSECOND, " EPOCH	\
 	", COALESCE(run_deadline, " EPOCH ")) + 999999) DIV 1000000 SECOND)"
 /*
+ * When the owner knows its run ended with its answer (? = 1: a CGI whose
+ * process group had ended, a job), the run deadline becomes now, and the
+ * key lives its ttl; otherwise (an upstream, a CGI lingering) it stays.
+ * Before TTL_END in the SET: MariaDB's SET sees values assigned before.
+ */
+#define RUN_ENDED							\
+	"run_deadline = IF(? = 1, LEAST(run_deadline, NOW(6)),"		\
+	" run_deadline), "
+/*
  * A finished key's end, on a whole second: the second the first answer's
  * Idempotency-Expires named (the first ?, unix time; 0 for none), ttl
  * (the second ?, µs) from now rounded up, or the run's end (RUN_END),
@@ -100,14 +109,14 @@
 	" waiters = waiters + " DROP ","				\
 	" state = 1, resp_status = ?, resp_headers = ?, resp_body = ?,"	\
 	" resp_size = ?, seal_kid = ?, seal_nonce = ?,"			\
-	" completed_at = NOW(6), expires_at = " TTL_END			\
+	" completed_at = NOW(6), " RUN_ENDED "expires_at = " TTL_END	\
 	" WHERE id = ? AND owner_token = ?"
 #define TOMBSTONE_SQL(DROP)						\
 	"UPDATE idem_keys SET"						\
 	" waiters = waiters + " DROP ","				\
 	" state = 2, resp_status = ?, resp_headers = NULL,"		\
 	" resp_body = ?, resp_size = NULL, seal_kid = ?, seal_nonce = ?,"	\
-	" completed_at = NOW(6), expires_at = " TTL_END			\
+	" completed_at = NOW(6), " RUN_ENDED "expires_at = " TTL_END	\
 	" WHERE id = ? AND owner_token = ?"
 #define EPOCH_SQL(SYNC)							\
 	"SET STATEMENT innodb_lock_wait_timeout = 1" SYNC " FOR"	\

@@ -30,6 +30,11 @@ handler = cgi:$P
 timeout = 2s
 max_response = 1M
 
+[route /short]
+handler = cgi:$P
+ttl = 1s
+timeout = 4s
+
 [route /cl-short]
 handler = cgi:$T/cgi/cl-short
 
@@ -68,6 +73,33 @@ complete 'bgchild=5000' "program exited, child holds stdout"
 complete 'bgchild=5000&setsid=1' "program exited, setsid child holds stdout"
 sleep 2.5
 expect_eq "lingering processes were killed at the timeout" 0 "$(lingered)"
+
+# ttl 1 s, timeout 4 s.  A run that ended with its answer keeps its key
+# for the ttl alone: past it a retry runs it again.  One whose program
+# lingers after answering (stdout closed, still running) keeps it until
+# its run deadline (timeout + 3 s): a retry past the ttl replays, never
+# runs beside the lingering run, and the first answer names that end.
+K=$(new_key)
+before=$(runs pay)
+t0=$(date +%s)
+http s1 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary s
+exp=$(date -d "$(hdr s1 Idempotency-Expires)" +%s 2>/dev/null || echo 0)
+expect_lt "ended run: Idempotency-Expires names the ttl" "$exp" $((t0 + 4))
+sleep_past_expires s1
+http s2 POST "$(url web /short)" -H "Idempotency-Key: $K" --data-binary s
+expect_eq "ended run, past its ttl: runs again" "201 created" "$HS $(hdr s2 Idempotency-Result)"
+expect_eq "ended run: two runs, one after the other" 2 $(($(runs pay) - before))
+K=$(new_key)
+before=$(runs pay)
+t0=$(date +%s)
+http l1 POST "$(url web '/short?linger=3000&close=1')" -H "Idempotency-Key: $K" --data-binary l
+expect_eq "lingering run: answered" "201 created" "$HS $(hdr l1 Idempotency-Result)"
+exp=$(date -d "$(hdr l1 Idempotency-Expires)" +%s 2>/dev/null || echo 0)
+expect_lt "lingering run: Idempotency-Expires names the run deadline" $((t0 + 6)) "$exp"
+sleep 1.5
+http l2 POST "$(url web '/short?linger=3000&close=1')" -H "Idempotency-Key: $K" --data-binary l
+expect_eq "lingering run, past its ttl: a replay" "201 reused" "$HS $(hdr l2 Idempotency-Result)"
+expect_eq "lingering run: one run" 1 $(($(runs pay) - before))
 for pid in $(cat "$P.child" 2>/dev/null); do
 	if alive "$pid" && ! grep -q zombie "/proc/$pid/status" 2>/dev/null; then
 		[ "$(ps -o sid= -p "$pid" | tr -d ' ')" = "$pid" ] && continue	# setsid: see t_orphans

@@ -20,8 +20,6 @@ handler = cgi:$PAY
 [route /short]
 handler = cgi:$PAY
 ttl = 2s
-# a finished key lives until its run deadline too (timeout + 3 s)
-timeout = 1s
 
 [route /scoped]
 handler = cgi:$PAY

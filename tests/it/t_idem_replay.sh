@@ -37,8 +37,6 @@ max_response = 1K
 [route /short]
 handler = cgi:$SH
 ttl = 2s
-# a finished key lives until its run deadline too (timeout + 3 s)
-timeout = 1s
 
 [route /tmo]
 handler = cgi:$TM

@@ -49,8 +49,6 @@ new_keys_per_minute = 5
 [route /t2]
 handler = cgi:$P
 ttl = 2s
-# a finished key lives until its run deadline too (timeout + 3 s)
-timeout = 1s
 EOF
 sed -i 's/^threads = 8$/threads = 8\ncounters_flush = 1s/' "$T/gw.conf"
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
