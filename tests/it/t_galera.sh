@@ -169,14 +169,16 @@ node_sql g1 "INSERT INTO idemgate.idem_locks VALUES ('idemgate-cleanup', 'other-
 out=$("$IDEMCTL" -c "$T/ctl2.conf" cleanup 2>&1)
 expect_eq "cleanup while a run on another node holds the lock row: exit 4" 4 "$?"
 node_sql g1 "UPDATE idemgate.idem_locks SET until = NOW(6) - INTERVAL 1 SECOND"
-node_sql g1 "UPDATE idemgate.idem_keys SET expires_at = NOW(6) - INTERVAL 1 MINUTE WHERE idem_key LIKE 'a-1%'"
+# (expired and their run deadline past: cleanup leaves a row whose run
+# may still go on)
+node_sql g1 "UPDATE idemgate.idem_keys SET expires_at = NOW(6) - INTERVAL 1 MINUTE, run_deadline = NOW(6) - INTERVAL 1 MINUTE WHERE idem_key LIKE 'a-1%'"
 want=$(node_sql g1 "SELECT COUNT(*) FROM idemgate.idem_keys WHERE idem_key LIKE 'a-1%'")
 out=$("$IDEMCTL" -c "$T/ctl2.conf" cleanup -v 2>&1)
 expect_match "an abandoned lock row lapses: cleanup runs (via g2)" "deleted $want expired keys" "$out"
 expect_eq "... and leaves no lock row" 0 "$(node_sql g3 "SELECT COUNT(*) FROM idemgate.idem_locks")"
 # 12 expired keys, one per batch, 300 ms apart: the first run holds the
 # lock row for about 3.6 s.
-node_sql g1 "UPDATE idemgate.idem_keys SET expires_at = NOW(6) - INTERVAL 1 MINUTE WHERE idem_key LIKE 'a-2%'"
+node_sql g1 "UPDATE idemgate.idem_keys SET expires_at = NOW(6) - INTERVAL 1 MINUTE, run_deadline = NOW(6) - INTERVAL 1 MINUTE WHERE idem_key LIKE 'a-2%'"
 "$IDEMCTL" -c "$T/ctl.conf" cleanup --sleep 300 --batch 1 >"$T/cl1.out" 2>&1 &
 c1=$!
 held() { [ "$(node_sql g2 "SELECT COUNT(*) FROM idemgate.idem_locks")" = 1 ]; }
