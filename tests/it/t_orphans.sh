@@ -47,6 +47,7 @@ living() { # living PID...: how many are alive (zombies do not count)
 	done
 	echo $n
 }
+gone() { [ "$(living "$@")" = 0 ]; }	# gone PID...: none alive
 
 K=$(new_key)
 http_bg a POST "$(url web '/pay?sleep=8000&child=1&exclusive=1')" -H "Idempotency-Key: $K" --data-binary x
@@ -59,8 +60,7 @@ expect_eq "handlers and children are running (b exited)" 3 "$(living $hp $cp)"
 w=$(gw_workers gw)
 t0=$(now_ms)
 kill -9 $w
-none_living() { [ "$(living $hp $cp)" = 0 ]; }
-wait_until 5 none_living
+wait_until 5 gone $hp $cp
 expect_eq "worker killed: no handler or child outlives it" 0 "$(living $hp $cp)"
 for p in $hp $cp; do [ -d /proc/$p ] && echo "# left: $p $(tr "\0" " " </proc/$p/cmdline) $(grep State /proc/$p/status)"; done
 expect_lt "worker killed: within 3 s" "$(($(now_ms) - t0))" 3000
@@ -82,16 +82,23 @@ expect_eq "after the lease: the retry runs" created "$(hdr c Idempotency-Result)
 expect_lt "the retry waited for the run deadline" 10000 "$(($(now_ms) - t1))"
 expect_eq "never two at once" 0 "$(cat "$P.overlap" 2>/dev/null | wc -l)"
 
+# released OUT PATH SIDFILE STATUS LABEL: a run of key K answered STATUS
+# and released; the setsid worker it left (its pid last in SIDFILE) is
+# gone before the release.
+released() {
+	local sp
+	http "$1" POST "$(url web "$2")" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "$5: $4" "$4" "$HS"
+	sp=$(tail -1 "$3" 2>/dev/null)
+	wait_until 1 gone "$sp"
+	expect_eq "$5: killed before the key is released" 0 "$(living "$sp")"
+}
+
 # A run that timed out is released for a retry; what it left running
 # outside its process group (setsid) goes first, so the retry never runs
 # beside it.
 K=$(new_key)
-http s1 POST "$(url web /tsid)" -H "Idempotency-Key: $K" --data-binary x
-expect_eq "setsid left by a timed-out run: 504" 504 "$HS"
-sp=$(tail -1 "$S.sid" 2>/dev/null)
-sp_gone() { [ "$(living $sp)" = 0 ]; }
-wait_until 1 sp_gone
-expect_eq "setsid left by a timed-out run: killed before the key is released" 0 "$(living $sp)"
+released s1 /tsid "$S.sid" 504 "setsid left by a timed-out run"
 http s2 POST "$(url web /tsid)" -H "Idempotency-Key: $K" --data-binary x
 expect_eq "setsid: the retry ran (504 again)" "504 2" "$HS $(grep -c start "$S.work")"
 sleep 0.5
@@ -100,12 +107,7 @@ expect_eq "setsid: no first run's work finished beside the retry" 0 "$(grep -c e
 # A complete answer with a released status (503): its setsid worker
 # goes before the release too, though the run's own timeout is far off.
 K=$(new_key)
-http s5 POST "$(url web /tsid503)" -H "Idempotency-Key: $K" --data-binary x
-expect_eq "setsid left by a 503 answer: released" 503 "$HS"
-sp5=$(tail -1 "$S5.sid" 2>/dev/null)
-sp5_gone() { [ "$(living $sp5)" = 0 ]; }
-wait_until 1 sp5_gone
-expect_eq "setsid left by a 503 answer: killed before the key is released" 0 "$(living $sp5)"
+released s5 /tsid503 "$S5.sid" 503 "setsid left by a 503 answer"
 
 # Stopping the gateway kills what handlers left behind.
 : >"$P.child"
