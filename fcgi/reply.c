@@ -45,31 +45,27 @@ reply_retract(struct reply *o)
 }
 
 /*
- * The length of hdrs' first line when it is the handler's own status line
- * for status (resp_keep_reason: "Status: 201 Done\r\n"), else 0.
+ * 1 when hdrs begins with the handler's own status line for status
+ * (resp_keep_reason: "Status: 201 Done\r\n"), which then goes out as the
+ * status line.
  */
-static size_t
+static int
 reply_own_status(const struct buf *hdrs, int status)
 {
-	const char	*p = hdrs->p, *nl;
-	char		 code[4];
+	char	 line[16];
+	int	 n;
 
-	if (hdrs->len < 13 || strncmp(p, "Status: ", 8) != 0 ||
-	    (nl = memchr(p, '\n', hdrs->len)) == NULL)
-		return 0;
-	snprintf(code, sizeof(code), "%03d", status);
-	return memcmp(p + 8, code, 3) == 0 && p[11] == ' ' ?
-	    (size_t)(nl - p) + 1 : 0;
+	n = snprintf(line, sizeof(line), "Status: %03d ", status);
+	return hdrs->len > (size_t)n && memcmp(hdrs->p, line, (size_t)n) == 0;
 }
 
 void
 reply_head(struct reply *o, const struct answer *a, const char *extra)
 {
 	char	 line[80];
-	size_t	 own = reply_own_status(&a->hdrs, a->status);
 	int	 n;
 
-	if (own == 0) {
+	if (!reply_own_status(&a->hdrs, a->status)) {
 		n = snprintf(line, sizeof(line), "Status: %d %s\r\n",
 		    a->status, problem_reason(a->status));
 		reply_bytes(o, line, (size_t)n);
