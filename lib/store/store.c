@@ -838,14 +838,13 @@ complete_bind(struct store *st, const struct claim *c, const struct answer *a,
 	return IDEM_OK;
 }
 
-/* The second a's Idempotency-Expires named (TTL_END's first ?), within
+/* The second an Idempotency-Expires named (TTL_END's first ?), within
  * what a DATETIME holds; 0: none. */
 static int64_t
-end_named(const struct answer *a)
+end_named(int64_t expires_s)
 {
 	/* 9999-12-31 */
-	return a->expires_s > 0 && a->expires_s < 253402300799LL ?
-	    a->expires_s : 0;
+	return expires_s > 0 && expires_s < 253402300799LL ? expires_s : 0;
 }
 
 enum idem_err
@@ -855,7 +854,8 @@ store_complete(struct store *st, const struct claim *c,
 	MYSQL_BIND	 par[12];
 	int32_t		 st32 = a->status, over = c->run_over;
 	uint64_t	 size = a->body.len, rid = c->id, tok = c->token;
-	int64_t		 ttl_us = ms_to_us(ttl_ms), named_s = end_named(a);
+	int64_t		 ttl_us = ms_to_us(ttl_ms);
+	int64_t		 named_s = end_named(a->expires_s);
 	unsigned char	 nonce[SEAL_NONCE_LEN], *ct = NULL;
 	enum idem_err	 er;
 
@@ -889,20 +889,18 @@ store_tombstone(struct store *st, const struct claim *c, int status,
 	MYSQL_BIND		 par[10];
 	int32_t			 st32 = status, over = c->run_over;
 	uint64_t		 rid = c->id, tok = c->token;
-	struct answer		 named;
-	int64_t			 ttl_us = ms_to_us(ttl_ms), named_s;
+	struct answer		 bare;
+	int64_t			 ttl_us = ms_to_us(ttl_ms);
+	int64_t			 named_s = end_named(expires_s);
 	unsigned char		 nonce[SEAL_NONCE_LEN], *ct = NULL;
 	size_t			 len = 0;
 	enum idem_err		 er;
 
-	answer_borrow(&named, status, NULL, 0, NULL, 0);
-	named.expires_s = expires_s;
-	named_s = end_named(&named);
-
 	store_bind_str(&par[0], c->lockname);
 	/* With a key the status too is sealed, as a completed row's is:
 	 * an answer with no headers and no body. */
-	if (k != NULL && (er = seal_answer(k->key, &c->ad, &named, nonce,
+	answer_borrow(&bare, status, NULL, 0, NULL, 0);
+	if (k != NULL && (er = seal_answer(k->key, &c->ad, &bare, nonce,
 	    &ct, &len)) != IDEM_OK)
 		return store_fail(st, er, "cannot seal the status: %s",
 		    idem_strerror(er));
