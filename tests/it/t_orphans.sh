@@ -19,6 +19,10 @@ S5=$T/cgi/tsid503
 cat >"$S5" <<'EOF'
 #!/bin/sh
 setsid sh -c 'echo $$ >>"$0.sid"; sleep 6; echo end >>"$0.work"' "$0" </dev/null >/dev/null 2>&1 &
+# answers once the worker has written its pid (at most 2 s), so the test
+# knows which process to look for
+i=0
+while [ ! -s "$0.sid" ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done
 printf 'Status: 503\r\nContent-Type: text/plain\r\n\r\nbusy\n'
 EOF
 chmod 0755 "$S5"
@@ -90,6 +94,7 @@ released() {
 	http "$1" POST "$(url web "$2")" -H "Idempotency-Key: $K" --data-binary x
 	expect_eq "$5: $4" "$4" "$HS"
 	sp=$(tail -1 "$3" 2>/dev/null)
+	expect_match "$5: the setsid worker had started" '^[0-9]+$' "$sp"
 	wait_until 1 gone "$sp"
 	expect_eq "$5: killed before the key is released" 0 "$(living "$sp")"
 }
