@@ -1,4 +1,5 @@
 /* idemctl CLI: cron cleanup, migrate, check, show, forget, stats, metrics. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -119,6 +120,11 @@ main(int argc, char **argv)
 
 	if (proc_std_fds() != 0) {
 		fprintf(stderr, "idemctl: cannot open /dev/null\n");
+		return 1;
+	}
+	if (proc_private() != 0) {
+		fprintf(stderr, "idemctl: cannot make its memory private: %s\n",
+		    strerror(errno));
 		return 1;
 	}
 	memset(&c, 0, sizeof(c));

@@ -514,6 +514,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "idemtop: cannot open /dev/null\n");
 		return 1;
 	}
+	if (proc_private() != 0) {
+		fprintf(stderr, "idemtop: cannot make its memory private: %s\n",
+		    strerror(errno));
+		return 1;
+	}
 	if ((rc = parse_opts(argc, argv, &o)) != OPTS_RUN)
 		return rc;
 	setlocale(LC_ALL, "");

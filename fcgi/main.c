@@ -172,6 +172,11 @@ main(int argc, char *argv[])
 		fprintf(stderr, "idemgate: cannot open /dev/null\n");
 		return 1;
 	}
+	if (proc_private() != 0) {
+		fprintf(stderr, "idemgate: cannot make its memory private: %s\n",
+		    strerror(errno));
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;	/* one line of our own, not getopt's and the usage */
 	while ((ch = getopt_long(argc, argv, ":c:tu:hV", longopts,

@@ -1,4 +1,5 @@
 /* This process's children, as the kernel lists them (proc.h). */
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -135,6 +136,12 @@ proc_std_fds(void)
 		}
 	}
 	return 0;
+}
+
+int
+proc_private(void)
+{
+	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : -1;
 }
 
 int

@@ -23,6 +23,17 @@ ssize_t proc_children(pid_t *pids, size_t max);
 int proc_std_fds(void);
 
 /*
+ * Makes this process's memory its own: no core dump, and no other
+ * process of the same user (a handler it started, a job's COMMAND) may
+ * read it through ptrace(2), /proc/PID/mem, environ or maps; only root
+ * (CAP_SYS_PTRACE) still may.  It holds the database password, the
+ * sealing keys and other clients' answers.  A program it executes is
+ * dumpable again (execve resets it).  First thing in main, after
+ * proc_std_fds; -1 (errno set) if the kernel refuses.
+ */
+int proc_private(void);
+
+/*
  * SIGKILLs every process but this one whose environment holds entry (a
  * whole "NAME=value"), as /proc shows the environments this user may
  * read: what a run left behind that escaped its process group (setsid, a
