@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,10 +271,10 @@ route_set_script(struct request *r, const struct route *rt)
 void
 route_pick(const struct cfg *cfg, struct request *r)
 {
-	const struct route	*rt, *x;
-	const char		*rest;
+	const struct route	*rt, *x, *best = NULL;
+	const char		*rest, *best_rest = NULL;
 	char			 root[PATH_MAX];
-	size_t			 i, have;
+	size_t			 i, held, most = 0;
 
 	r->route = rt = cfg_route(cfg, r->path);
 	if (rt == NULL || rt->handler != HANDLER_SCRIPT)
@@ -281,19 +282,25 @@ route_pick(const struct cfg *cfg, struct request *r)
 	route_set_script(r, rt);
 	if (r->script == NULL || route_docroot(r, root) != 0)
 		return;
-	have = strlen(rt->prefix);
-	/* Sorted longest first: the first script route naming the file is
-	 * the most specific one. */
+	/* The file decides, not the spelling: of the script routes whose own
+	 * path is the file or a directory holding it, the one closest to it
+	 * (the longest part of its real path; the file itself, or another name
+	 * of it, most of all), whatever route the spelling matched. */
 	for (i = 0; i < cfg->nroutes; i++) {
 		x = &cfg->routes[i];
-		if (strlen(x->prefix) <= have)
-			break;
 		if (x->handler != HANDLER_SCRIPT ||
 		    (rest = route_names_file(root, x, r->script)) == NULL)
 			continue;
-		route_respell(r, x, rest);
-		r->route = x;
-		route_set_script(r, x);
-		return;
+		held = rest[0] == '\0' ? SIZE_MAX : (size_t)(rest - r->script);
+		if (best == NULL || held > most) {
+			best = x;
+			best_rest = rest;
+			most = held;
+		}
 	}
+	if (best == NULL || best == rt)
+		return;
+	route_respell(r, best, best_rest);
+	r->route = best;
+	route_set_script(r, best);
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # One path, one route: every spelling a web server resolves to a protected
 # script or route (//x, %70, ./, a symlink or a hard link to the script)
-# is protected, through lighttpd, nginx and Apache, for script and cgi:
+# is protected (a link from under a longer unprotected route too),
+# through lighttpd, nginx and Apache, for script and cgi:
 # routes.
 . "$(dirname "$0")/../lib/harness.sh"
 
@@ -12,7 +13,10 @@ cp "$ITBIN/payments" "$W/cgi-bin/other.cgi"
 chmod 0755 "$W/cgi-bin/pay.cgi" "$W/cgi-bin/other.cgi"
 ln -s pay.cgi "$W/cgi-bin/pay-link.cgi"
 ln "$W/cgi-bin/pay.cgi" "$W/cgi-bin/pay-hard.cgi"
-chmod 0755 "$T" "$W" "$W/cgi-bin"
+# a link from under a longer, unprotected route: the file decides
+mkdir -p "$W/cgi-bin/legacy/old"
+ln -s ../../pay.cgi "$W/cgi-bin/legacy/old/pay.cgi"
+chmod 0755 "$T" "$W" "$W/cgi-bin" "$W/cgi-bin/legacy" "$W/cgi-bin/legacy/old"
 P=$(cgi_install pay)
 
 db_new "$TNAME" || { done_testing; exit 1; }
@@ -29,6 +33,11 @@ require_key = yes
 [route /api/pay]
 handler = cgi:$P
 require_key = yes
+
+[route /cgi-bin/legacy/old]
+handler = script
+script_root = $W/cgi-bin
+idempotency = off
 
 [route /]
 handler = script
@@ -63,7 +72,7 @@ spellings() {
 	expect_eq "$L: one run over $# spellings" 1 $(($($runsfn) - before))
 }
 
-S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi /cgi-bin/pay-hard.cgi)
+S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi /cgi-bin/pay-hard.cgi /cgi-bin/legacy/old/pay.cgi)
 C=(/api/pay //api/pay /api//pay /api/%70ay /api/./pay /x/../api/pay /%61pi/pay)
 
 lighttpd_start web "unix:$T/gw.sock" "$W" && {
