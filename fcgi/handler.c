@@ -44,25 +44,6 @@ sink_send_head(struct sink *s)
 	s->streaming = 1;
 }
 
-/* The head's Content-Length, or -1 (none, or not a plain number). */
-static int64_t
-sink_clen(const struct answer *h)
-{
-	const char	*v;
-	size_t		 vlen, i;
-	int64_t		 n = 0;
-
-	if ((v = resp_hdr_get(&h->hdrs, "Content-Length", &vlen)) == NULL ||
-	    vlen == 0 || vlen > 18)
-		return -1;
-	for (i = 0; i < vlen; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return -1;
-		n = n * 10 + (v[i] - '0');
-	}
-	return n;
-}
-
 int
 sink_complete(void *arg)
 {
@@ -128,12 +109,12 @@ sink_feed(void *arg, const void *p, size_t n)
 		return sink_fail(s, IDEM_EHANDLER, "the handler's header "
 		    "block is not valid");
 	s->have_head = 1;
-	s->clen = sink_clen(&s->ans);
+	s->clen = resp_content_length(&s->ans.hdrs);
 	if (s->buffered) {
 		/* A kept answer is replayed as it is: a Content-Length that
-		 * is not one number ("3, 3", say) goes, and the web server
-		 * frames the body, rather than a client failing on it at
-		 * every replay. */
+		 * is not one number ("3, 3", or 5 and 100 on two lines) goes,
+		 * and the web server frames the body, rather than a client
+		 * failing on it at every replay. */
 		if (s->clen < 0)
 			resp_hdr_remove(&s->ans.hdrs, "Content-Length");
 		if (resp_drop_idem_hdrs(&s->ans.hdrs) != IDEM_OK)

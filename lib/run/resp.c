@@ -1,5 +1,6 @@
 /* HTTP responses: parsing CGI output, filtering and serializing headers. */
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -352,6 +353,55 @@ resp_hdr_remove(struct buf *hdrs, const char *name)
 
 	names[0] = (char *)name;
 	resp_hdrs_strip(hdrs, names, 1);
+}
+
+/* A Content-Length value: a plain number of at most 18 digits, or -1. */
+static int64_t
+resp_clen_value(const char *v, size_t vlen)
+{
+	int64_t	 n = 0;
+	size_t	 i;
+
+	if (vlen == 0 || vlen > 18)
+		return -1;
+	for (i = 0; i < vlen; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		n = n * 10 + (v[i] - '0');
+	}
+	return n;
+}
+
+int64_t
+resp_content_length(struct buf *hdrs)
+{
+	const char	*nm, *v;
+	size_t		 off = 0, start, nl, vl, w = 0, lines = 0;
+	int64_t		 n = -1, x;
+
+	while (resp_hdr_next(hdrs, &off, &nm, &nl, &v, &vl)) {
+		if (!resp_name_eq(nm, nl, "Content-Length"))
+			continue;
+		if ((x = resp_clen_value(v, vl)) < 0 || (lines > 0 && x != n))
+			return -1;
+		n = x;
+		lines++;
+	}
+	if (lines < 2)
+		return n;
+	/* One value said more than once (RFC 9110 8.6): said once, where it
+	 * first was. */
+	lines = 0;
+	for (off = 0, start = 0; resp_hdr_next(hdrs, &off, &nm, &nl, &v,
+	    &vl); start = off) {
+		if (resp_name_eq(nm, nl, "Content-Length") && lines++ > 0)
+			continue;
+		memmove(hdrs->p + w, hdrs->p + start, off - start);
+		w += off - start;
+	}
+	hdrs->len = w;
+	hdrs->p[w] = '\0';
+	return n;
 }
 
 void

@@ -3,6 +3,7 @@
 #define IDEM_RESP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "answer.h"
 #include "buf.h"
@@ -61,6 +62,15 @@ enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 
 /* Drops every line of hdrs named name (case-insensitive), in place. */
 void resp_hdr_remove(struct buf *hdrs, const char *name);
+
+/*
+ * The Content-Length of the answer's hdrs: the plain number its
+ * Content-Length lines give, or -1 when there is none, or one is not a
+ * plain number, or two give different numbers (a web server would take
+ * the one or the other).  Lines repeating one number are made one, in
+ * place (RFC 9110 8.6), so no web server refuses the head for it.
+ */
+int64_t resp_content_length(struct buf *hdrs);
 
 /* Drops the Set-Cookie and Set-Cookie2 lines of hdrs, in place: what
  * resp_hdrs_for_replay never keeps (for answers kept before it did). */

@@ -229,6 +229,44 @@ test_drop_idem(void)
 	buf_free(&h);
 }
 
+/* One Content-Length, said once: what every web server reads alike. */
+static void
+test_content_length(void)
+{
+	static const struct { const char *in; long long want;
+	    const char *out; } cl[] = {
+		{ "Content-Type: a\r\n", -1, "Content-Type: a\r\n" },
+		{ "Content-Length: 5\r\n", 5, "Content-Length: 5\r\n" },
+		{ "content-length: 0\r\nX: 1\r\n", 0,
+		    "content-length: 0\r\nX: 1\r\n" },
+		/* two numbers: a web server takes the one or the other */
+		{ "Content-Length: 5\r\nX: 1\r\nContent-Length: 100\r\n",
+		    -1, "Content-Length: 5\r\nX: 1\r\nContent-Length: 100"
+		    "\r\n" },
+		{ "Content-Length: 3, 3\r\n", -1, "Content-Length: 3, 3\r\n" },
+		{ "Content-Length: 5\r\nContent-Length: x\r\n", -1,
+		    "Content-Length: 5\r\nContent-Length: x\r\n" },
+		{ "Content-Length: 1234567890123456789\r\n", -1,
+		    "Content-Length: 1234567890123456789\r\n" },
+		/* one number twice: said once, where it first was */
+		{ "X: 1\r\nContent-Length: 7\r\nY: 2\r\nCONTENT-LENGTH: 7\r\n"
+		    "Z: 3\r\n", 7, "X: 1\r\nContent-Length: 7\r\nY: 2\r\n"
+		    "Z: 3\r\n" },
+	};
+	struct buf	 h;
+	size_t		 i;
+
+	buf_init(&h, RESP_HEAD_MAX);
+	for (i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
+		buf_reset(&h);
+		buf_addstr(&h, cl[i].in);
+		CHECK(resp_content_length(&h) == cl[i].want);
+		CHECK(h.len == strlen(cl[i].out) &&
+		    strcmp(h.p, cl[i].out) == 0);
+	}
+	buf_free(&h);
+}
+
 static char *const cookies[] = { "Set-Cookie", "Set-Cookie2" };
 static char *const other[] = { "location", "X-OTHER" };
 
@@ -334,6 +372,7 @@ main(void)
 	test_reason_max();
 	test_limit();
 	test_drop_idem();
+	test_content_length();
 	test_replay();
 	return CHECK_DONE();
 }
