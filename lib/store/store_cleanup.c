@@ -24,13 +24,44 @@
  * seconds) and a LIMIT; the COUNT twin is the dry-run form with the same
  * condition.  ORDER BY follows an index so each batch reads only the rows
  * it deletes.
+ *
+ * The key phases walk instead (pick set): rows of idem_keys that are
+ * past the column but may not go yet (a run still going, an unbounded
+ * run's row) would otherwise be read, and locked, by every batch's
+ * DELETE, a lease renewal waiting on them.  Plain reads (no locks)
+ * find the next batch's first row and its end after a cursor on (column,
+ * id), the index's own order; the DELETE then takes that range alone.
+ * Rows that stay are read about once a run, and locked only by the batch
+ * whose range they lie in.
  */
 struct phase {
 	const char	*name;
-	const char	*del;
+	const char	*del;		/* walked: the range[, age] */
 	const char	*count;
-	int		 use_age;	/* first parameter: an age in ms */
+	int		 use_age;	/* an age in ms */
+	const char	*pick;		/* walked: PICK, LAST; else NULL */
+	const char	*last;
 };
+
+/* The two walked phases' conditions, and what each walks on.  PICK
+ * finds the row at an offset after a place (col, col, id[, age],
+ * offset): the first of the next batch, then its end; LAST, when there
+ * are fewer, the last row after the first (the same but the offset).
+ * RANGE deletes from the first to the end, both in (first col, end col,
+ * first col, first id, end col, end id[, age]). */
+#define EXPIRED_WHERE	"expires_at < NOW(6) AND " ADMIN_GONE
+#define STALE_WHERE	"state = 0 AND lease_until < NOW(6) - " \
+	"INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST
+#define AFTER(col, where) \
+	"SELECT " col ", id FROM idem_keys WHERE " col " >= ? AND (" col \
+	" > ? OR id > ?) AND " where " ORDER BY "
+#define PICK(col, where) \
+	AFTER(col, where) col ", id LIMIT 1 OFFSET ?"
+#define LAST(col, where) \
+	AFTER(col, where) col " DESC, id DESC LIMIT 1"
+#define RANGE(col) \
+	"DELETE FROM idem_keys WHERE " col " BETWEEN ? AND ? AND (" col \
+	" > ? OR id >= ?) AND (" col " < ? OR id <= ?) AND "
 
 static const struct phase phases[] = {
 	/* A row goes only once its run is surely over (its run deadline
@@ -40,36 +71,33 @@ static const struct phase phases[] = {
 	 * its run deadline already, but not one written by an older
 	 * build.) */
 	{ "expired",
-	  "DELETE FROM idem_keys WHERE expires_at < NOW(6) AND " ADMIN_GONE
-	  " ORDER BY expires_at LIMIT ?",
-	  "SELECT COUNT(*) FROM idem_keys WHERE expires_at < NOW(6) AND "
-	  ADMIN_GONE,
-	  0 },
+	  RANGE("expires_at") EXPIRED_WHERE,
+	  "SELECT COUNT(*) FROM idem_keys WHERE " EXPIRED_WHERE,
+	  0, PICK("expires_at", EXPIRED_WHERE),
+	  LAST("expires_at", EXPIRED_WHERE) },
 	{ "stale",
-	  "DELETE FROM idem_keys WHERE state = 0 AND lease_until < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST
-	  " ORDER BY lease_until LIMIT ?",
-	  "SELECT COUNT(*) FROM idem_keys WHERE state = 0 AND lease_until < "
-	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST,
-	  1 },
+	  RANGE("lease_until") STALE_WHERE,
+	  "SELECT COUNT(*) FROM idem_keys WHERE " STALE_WHERE,
+	  1, PICK("lease_until", STALE_WHERE),
+	  LAST("lease_until", STALE_WHERE) },
 	{ "counters",
 	  "DELETE FROM idem_counters WHERE minute < "
 	  "NOW() - INTERVAL ? * 1000 MICROSECOND ORDER BY minute LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_counters WHERE minute < "
-	  "NOW() - INTERVAL ? * 1000 MICROSECOND", 1 },
+	  "NOW() - INTERVAL ? * 1000 MICROSECOND", 1, NULL, NULL },
 	{ "runs",
 	  "DELETE FROM idem_cleanup_runs WHERE started_at < "
 	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND outcome <> 'running' "
 	  "ORDER BY started_at LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_cleanup_runs WHERE started_at < "
 	  "NOW(6) - INTERVAL ? * 1000 MICROSECOND AND outcome <> 'running'",
-	  1 },
+	  1, NULL, NULL },
 	/* new_keys_per_minute counts of minutes that are over */
 	{ "quota",
 	  "DELETE FROM idem_quota WHERE minute < UNIX_TIMESTAMP() DIV 60 - 1 "
 	  "LIMIT ?",
 	  "SELECT COUNT(*) FROM idem_quota WHERE minute < "
-	  "UNIX_TIMESTAMP() DIV 60 - 1", 0 },
+	  "UNIX_TIMESTAMP() DIV 60 - 1", 0, NULL, NULL },
 };
 
 enum { PH_EXPIRED, PH_STALE, PH_COUNTERS, PH_RUNS, PH_QUOTA, PH__COUNT };
@@ -195,23 +223,33 @@ batch_gate(struct sweep *sw)
 	return er;
 }
 
+/* Between two batches: o->sleep_ms, cut at the deadline. */
+static void
+batch_pause(const struct sweep *sw)
+{
+	int64_t	 ms = sw->o->sleep_ms;
+
+	if (ms <= 0)
+		return;
+	if (sw->deadline != 0 && clock_now_ms() + ms > sw->deadline)
+		ms = sw->deadline - clock_now_ms();
+	clock_sleep_ms(ms);
+}
+
 /*
  * Deletes in batches until a batch removes fewer than o->batch rows or the
- * deadline passes (IDEM_ETIMEOUT).  Adds to *n and *batches as it goes.
+ * deadline passes (IDEM_ETIMEOUT).  Adds to *n.
  */
 static enum idem_err
-phase_delete(struct sweep *sw, int p, int64_t age_ms, uint64_t *n,
-    unsigned *batches)
+phase_delete(struct sweep *sw, int p, int64_t age_ms, uint64_t *n)
 {
-	struct store			*st = sw->st;
-	const struct cleanup_opts	*o = sw->o;
-	int64_t				 deadline = sw->deadline;
-	MYSQL_STMT			*s;
-	MYSQL_BIND			 in[2];
-	enum idem_err			 er;
-	int64_t				 limit = o->batch, ms;
-	uint64_t			 got;
-	int				 k = 0;
+	struct store	*st = sw->st;
+	MYSQL_STMT	*s;
+	MYSQL_BIND	 in[2];
+	enum idem_err	 er;
+	int64_t		 limit = sw->o->batch;
+	uint64_t	 got;
+	int		 k = 0;
 
 	if ((s = store_prepare(st, phases[p].del)) == NULL)
 		return IDEM_ESTORE;
@@ -224,20 +262,141 @@ phase_delete(struct sweep *sw, int p, int64_t age_ms, uint64_t *n,
 			break;
 		got = mysql_stmt_affected_rows(s);
 		*n += got;
-		if (got > 0 && (p == PH_EXPIRED || p == PH_STALE))
-			(*batches)++;
-		if (got < (uint64_t)o->batch)
+		if (got < (uint64_t)sw->o->batch)
 			break;
-		if ((ms = o->sleep_ms) > 0) {
-			if (deadline != 0 && clock_now_ms() + ms > deadline)
-				ms = deadline - clock_now_ms();
-			clock_sleep_ms(ms);
-		}
+		batch_pause(sw);
 	}
 	store_stmt_close(s);
 	return er;
 }
 
+/* A DATETIME(6) as text, and the cursor's start: before any row. */
+#define WALK_TIME_MAX	40
+#define WALK_START	"1000-01-01 00:00:00"
+
+/* A place in a walk: a row's column (as text) and id. */
+struct walk_at {
+	char		 t[WALK_TIME_MAX];
+	uint64_t	 id;
+};
+
+/* The row s finds after *at (offset given to PICK, NULL for LAST) into
+ * *row: 1 found, 0 none, -1 an error.  A read without locks. */
+static int
+walk_find(struct sweep *sw, MYSQL_STMT *s, int p, const struct walk_at *at,
+    const int64_t *age_ms, const int64_t *offset, struct walk_at *row)
+{
+	MYSQL_BIND	 in[5], out[2];
+	my_bool		 nul = 0;
+	unsigned long	 len = 0;
+	enum idem_err	 er;
+	int		 k = 0;
+
+	store_bind_str(&in[k++], at->t);
+	store_bind_str(&in[k++], at->t);
+	store_bind_u64(&in[k++], &at->id);
+	if (phases[p].use_age)
+		store_bind_i64(&in[k++], age_ms);
+	if (offset != NULL)
+		store_bind_i64(&in[k++], offset);
+	store_out_text(&out[0], row->t, sizeof(row->t), &len, &nul);
+	store_out_u64(&out[1], &row->id, NULL);
+	if (store_run(sw->st, s, in, out) != IDEM_OK)
+		return -1;
+	er = store_fetch(sw->st, s);
+	store_out_text_end(row->t, sizeof(row->t), len, nul);
+	mysql_stmt_free_result(s);
+	return er == IDEM_OK ? 1 : er == IDEM_ENOTFOUND ? 0 : -1;
+}
+
+/* The next batch after *cur: its first row and its end (the o->batch-th
+ * row, or the last there is; *full says which).  1 found, 0 none left,
+ * -1 an error. */
+static int
+walk_next(struct sweep *sw, MYSQL_STMT *pick, MYSQL_STMT *last, int p,
+    const struct walk_at *cur, const int64_t *age_ms, struct walk_at *first,
+    struct walk_at *end, int *full)
+{
+	const int64_t	 zero = 0, offset = sw->o->batch - 2;
+	int		 found;
+
+	if ((found = walk_find(sw, pick, p, cur, age_ms, &zero, first)) != 1)
+		return found;
+	*full = 1;
+	*end = *first;
+	if (sw->o->batch < 2)
+		return 1;
+	if ((found = walk_find(sw, pick, p, first, age_ms, &offset,
+	    end)) != 0)
+		return found;
+	*full = 0;
+	if ((found = walk_find(sw, last, p, first, age_ms, NULL, end)) == 0)
+		*end = *first;
+	return found < 0 ? -1 : 1;
+}
+
+/*
+ * A key phase, walked (struct phase): batches of o->batch rows after a
+ * cursor, each deleted by its range, the last one up to the last row
+ * left; it ends there, or when a batch deletes none (what it found
+ * changed meanwhile: the next run's), or at the deadline (IDEM_ETIMEOUT).
+ * Adds to *n and *batches.
+ */
+static enum idem_err
+phase_walk(struct sweep *sw, int p, int64_t age_ms, uint64_t *n,
+    unsigned *batches)
+{
+	struct store	*st = sw->st;
+	MYSQL_STMT	*pick, *last = NULL, *del = NULL;
+	MYSQL_BIND	 in[7];
+	struct walk_at	 cur = { WALK_START, 0 }, first, end;
+	enum idem_err	 er = IDEM_OK;
+	uint64_t	 got;
+	int		 found, full = 0;
+
+	if ((pick = store_prepare(st, phases[p].pick)) == NULL ||
+	    (last = store_prepare(st, phases[p].last)) == NULL ||
+	    (del = store_prepare(st, phases[p].del)) == NULL) {
+		er = IDEM_ESTORE;
+		goto out;
+	}
+	for (;;) {
+		if ((er = batch_gate(sw)) != IDEM_OK)
+			break;
+		found = walk_next(sw, pick, last, p, &cur, &age_ms, &first,
+		    &end, &full);
+		if (found < 0)
+			er = IDEM_ESTORE;
+		if (found != 1)
+			break;
+		store_bind_str(&in[0], first.t);
+		store_bind_str(&in[1], end.t);
+		store_bind_str(&in[2], first.t);
+		store_bind_u64(&in[3], &first.id);
+		store_bind_str(&in[4], end.t);
+		store_bind_u64(&in[5], &end.id);
+		if (phases[p].use_age)
+			store_bind_i64(&in[6], &age_ms);
+		if ((er = batch_run(st, del, in)) != IDEM_OK)
+			break;
+		got = mysql_stmt_affected_rows(del);
+		*n += got;
+		if (got > 0)
+			(*batches)++;
+		if (!full || got == 0)
+			break;
+		cur = end;
+		batch_pause(sw);
+	}
+out:
+	if (pick != NULL)
+		store_stmt_close(pick);
+	if (last != NULL)
+		store_stmt_close(last);
+	if (del != NULL)
+		store_stmt_close(del);
+	return er;
+}
 
 /*
  * The counters phase: rows past their retention are added to
@@ -463,9 +622,11 @@ run_phases(struct sweep *sw, struct cleanup_result *out, int *failed)
 			er = phase_count(st, p, ages[p], dst[p]);
 		else if (p == PH_COUNTERS)
 			er = counters_fold(st, ages[p], dst[p]);
-		else
-			er = phase_delete(sw, p, ages[p], dst[p],
+		else if (phases[p].pick != NULL)
+			er = phase_walk(sw, p, ages[p], dst[p],
 			    &out->batches);
+		else
+			er = phase_delete(sw, p, ages[p], dst[p]);
 		if (er != IDEM_OK)
 			break;
 	}
