@@ -209,60 +209,6 @@ guard_created(const struct guarded *g, char *out, size_t outlen)
 	return s;
 }
 
-/*
- * The answer was too large to keep: the head and part of the body already
- * went out.  Broken off, it must look broken, and the key is never run
- * again; whole, it is run again only for a failure a retry may repeat.
- */
-static void
-guard_streamed(struct guarded *g, struct sink *s, enum idem_err er)
-{
-	const struct once_end	 e = { er, 0,
-	    cfg_releases(g->r->route, s->ans.status) };
-	enum rec_op		 op = once_outcome(&e);
-
-	if (er != IDEM_OK)
-		reply_abort(g->r->out);
-	count(g->r, once_stat(op));
-	guard_record(g, op, op == REC_RELEASE ? NULL : &s->ans);
-}
-
-/* The handler answered (whole, kept): it is delivered all the same, and
- * kept for retries unless release_statuses frees its status (5xx by
- * default: a retry may do better). */
-static void
-guard_handled(struct guarded *g, const struct answer *a)
-{
-	struct request		*r = g->r;
-	const struct once_end	 e = { IDEM_OK, 1,
-	    cfg_releases(r->route, a->status) };
-	char			 created[GUARD_EXTRA_MAX];
-	struct answer		 kept;
-	struct buf		 rh;
-
-	if (once_outcome(&e) == REC_RELEASE) {
-		count(r, STAT_RELEASED);
-		guard_record(g, REC_RELEASE, NULL);
-		reply_answer(r->out, a, NULL);
-		return;
-	}
-	count(r, STAT_CREATED);
-	buf_init(&rh, RESP_HEAD_MAX);
-	if (resp_hdrs_for_replay(&a->hdrs, r->route->store_drop,
-	    r->route->nstore_drop, &rh) == IDEM_OK) {
-		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
-		    a->body.len);
-		kept.expires_s = guard_created(g, created, sizeof(created));
-		guard_record(g, REC_COMPLETE, &kept);
-	} else {
-		kept = *a;	/* borrowed: the date goes with it */
-		kept.expires_s = guard_created(g, created, sizeof(created));
-		guard_record(g, REC_TOMBSTONE, &kept);
-	}
-	reply_answer(r->out, a, created);
-	buf_free(&rh);
-}
-
 /* The handler gave no answer (er): ours is a problem.  An upstream that
  * may have done the work is never run again; a lost lease is never
  * stored (the next owner runs it), nor a status release_statuses frees. */
@@ -312,6 +258,68 @@ guard_failed(struct guarded *g, enum idem_err er)
 		break;
 	}
 	answer_free(&made);
+}
+
+/*
+ * The answer was too large to keep: the head and part of the body went
+ * out, or are on their way.  Broken off, it must look broken, and the key
+ * is never run again; whole, it is run again only for a failure a retry
+ * may repeat.  Broken off before any of it left (all still in our
+ * buffer), it is taken back: a failure like any other (a timeout's 504,
+ * the key released).
+ */
+static void
+guard_streamed(struct guarded *g, struct sink *s, enum idem_err er)
+{
+	const struct once_end	 e = { er, 0,
+	    cfg_releases(g->r->route, s->ans.status) };
+	enum rec_op		 op = once_outcome(&e);
+
+	if (er != IDEM_OK) {
+		if (reply_retract(g->r->out)) {
+			guard_failed(g, er);
+			return;
+		}
+		reply_abort(g->r->out);
+	}
+	count(g->r, once_stat(op));
+	guard_record(g, op, op == REC_RELEASE ? NULL : &s->ans);
+}
+
+/* The handler answered (whole, kept): it is delivered all the same, and
+ * kept for retries unless release_statuses frees its status (5xx by
+ * default: a retry may do better). */
+static void
+guard_handled(struct guarded *g, const struct answer *a)
+{
+	struct request		*r = g->r;
+	const struct once_end	 e = { IDEM_OK, 1,
+	    cfg_releases(r->route, a->status) };
+	char			 created[GUARD_EXTRA_MAX];
+	struct answer		 kept;
+	struct buf		 rh;
+
+	if (once_outcome(&e) == REC_RELEASE) {
+		count(r, STAT_RELEASED);
+		guard_record(g, REC_RELEASE, NULL);
+		reply_answer(r->out, a, NULL);
+		return;
+	}
+	count(r, STAT_CREATED);
+	buf_init(&rh, RESP_HEAD_MAX);
+	if (resp_hdrs_for_replay(&a->hdrs, r->route->store_drop,
+	    r->route->nstore_drop, &rh) == IDEM_OK) {
+		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
+		    a->body.len);
+		kept.expires_s = guard_created(g, created, sizeof(created));
+		guard_record(g, REC_COMPLETE, &kept);
+	} else {
+		kept = *a;	/* borrowed: the date goes with it */
+		kept.expires_s = guard_created(g, created, sizeof(created));
+		guard_record(g, REC_TOMBSTONE, &kept);
+	}
+	reply_answer(r->out, a, created);
+	buf_free(&rh);
 }
 
 /* An owned upstream run passed the route's timeout: the client gets its

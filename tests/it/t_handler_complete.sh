@@ -4,7 +4,8 @@
 #   program's exit (a child still holding stdout) is delivered and
 #   recorded at once; what still runs is killed at the timeout;
 # - a handler that times out after part of its answer went out breaks the
-#   client's transfer and leaves a tombstone (never a second run);
+#   client's transfer and leaves a tombstone (never a second run); before
+#   any of it went out, it is a timeout like any other (504, released);
 # - Status: 1xx is invalid output (502); a body short of its
 #   Content-Length is broken (502, tombstone); stderr reaches the log
 #   bounded;
@@ -34,6 +35,11 @@ max_response = 1M
 handler = cgi:$P
 ttl = 1s
 timeout = 4s
+
+[route /tiny]
+handler = cgi:$P
+timeout = 2s
+max_response = 4K
 
 [route /cl-short]
 handler = cgi:$T/cgi/cl-short
@@ -122,6 +128,18 @@ expect_ne "mid-stream timeout, no Content-Length: broken transfer" 0 "$?"
 http s3 POST "$(url web '/pay?stream=8000000&step_ms=30&cl=1')" -H "Idempotency-Key: $K" --data-binary x
 is_problem "mid-stream timeout: retry gets the tombstone" s3 410 response-not-stored
 expect_eq "mid-stream timeout: no second run" 2 $(($(runs pay) - before))
+
+# The same before any of it left: 10 KB over a max_response of 4K still
+# in the gateway's buffer (answers go out in 32 KiB records) when the
+# timeout comes.  Taken back: the client gets the 504 problem, and the
+# key is released as for any timeout, not kept as a tombstone.
+K=$(new_key)
+before=$(runs pay)
+http s4 POST "$(url web '/tiny?stream=10000&step_ms=8000')" -H "Idempotency-Key: $K" --data-binary x
+is_problem "timeout, nothing of the answer out yet: 504" s4 504 gateway-timeout
+http s5 POST "$(url web '/tiny?stream=10000&step_ms=8000')" -H "Idempotency-Key: $K" --data-binary x
+is_problem "... its key released: the retry runs (504 again)" s5 504 gateway-timeout
+expect_eq "... two runs" 2 $(($(runs pay) - before))
 
 # 10. Status 1xx is invalid output.
 for s in 100 101; do
