@@ -228,8 +228,11 @@ main(int argc, char *argv[])
 		cfg_free(cfg);
 		return rc;
 	}
-	/* A missing option file would be the default socket, silently. */
-	if (cfg_check_option_file(cfg, err, sizeof(err)) != 0) {
+	/* What -t refuses never starts (no routes, a route the status page
+	 * hides); a missing option file would be the default socket,
+	 * silently. */
+	if (cfg_check_gateway(cfg, err, sizeof(err)) != IDEM_OK ||
+	    cfg_check_option_file(cfg, err, sizeof(err)) != IDEM_OK) {
 		fprintf(stderr, "%s\n", err);
 		cfg_free(cfg);
 		return 1;

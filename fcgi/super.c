@@ -333,8 +333,11 @@ reload(struct super *s)
 	struct cfg	*nc = NULL;
 	char		 err[512];
 
+	/* Refused as a start would refuse it. */
 	if (cfg_load(s->cfg->path, &nc, err, sizeof(err)) != IDEM_OK ||
-	    cfg_load_secrets(nc, err, sizeof(err)) != IDEM_OK) {
+	    cfg_load_secrets(nc, err, sizeof(err)) != IDEM_OK ||
+	    cfg_check_gateway(nc, err, sizeof(err)) != IDEM_OK ||
+	    cfg_check_option_file(nc, err, sizeof(err)) != IDEM_OK) {
 		log_err("reload refused, keeping the running config: %s", err);
 		cfg_free(nc);
 		return;

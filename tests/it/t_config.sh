@@ -176,6 +176,16 @@ out=$("$IDEMGATE" -t -c "$T/shadow.conf" 2>&1)
 expect_eq "status_path = a route prefix: exit 1" 1 "$?"
 expect_match "status_path = a route prefix: names both" \
 	"^$T/shadow.conf:3:15: status_path /payments hides \[route /payments\] \(line 11\)" "$out"
+# ... and a start refuses what -t refuses (spawn-fcgi, mod_fcgid and a
+# start by hand run no -t first): one line, exit 1, nothing listening.
+out=$(timeout 10 "$IDEMGATE" -c "$T/shadow.conf" 2>&1 </dev/null)
+expect_eq "start, status_path = a route prefix: exit 1" 1 "$?"
+expect_match "start: the same line as -t" "^$T/shadow.conf:3:15: status_path /payments hides" "$out"
+check "start: nothing listens" test ! -e "$T/gw.sock"
+sed -n '1,/^max_body/p' "$T/good.conf" >"$T/noroute.conf"
+out=$(timeout 10 "$IDEMGATE" -c "$T/noroute.conf" 2>&1 </dev/null)
+expect_eq "start, no [route]: exit 1" 1 "$?"
+expect_match "start, no [route]: says so" "noroute.conf: no \[route\] section" "$out"
 sed 's|^listen = .*|&\nstatus_path = /idemgate-status|' "$T/good.conf" >"$T/status.conf"
 out=$("$IDEMGATE" -t -c "$T/status.conf" 2>/dev/null)
 expect_eq "status_path below [route /]: syntax ok" "0 syntax ok" "$? $out"

@@ -87,6 +87,26 @@ http h2 GET "$(url web /reloaded?still=1)"
 expect_eq "SIGHUP bad config: old config kept" 201 "$HS"
 http h3 GET "$(url web /payments?still=1)"
 expect_eq "SIGHUP bad config: old routes served" 201 "$HS"
+# A config only a start or -t would refuse is refused by a reload too:
+# an option file that is not there (every store call would fail), no
+# route at all.
+sed -i '$d' "$T/gw.conf"
+cp "$T/gw.conf" "$T/gw.good"
+refused() { # refused LABEL: a HUP now is refused, the old routes kept
+	local n
+	n=$(grep -c 'reload refused' "$T/gw.log")
+	kill -HUP "$SUP"
+	wait_until 5 sh -c "[ \$(grep -c 'reload refused' '$T/gw.log') -gt $n ]"
+	expect_eq "SIGHUP, $1: refused" $((n + 1)) "$(grep -c 'reload refused' "$T/gw.log")"
+	http h4 GET "$(url web /reloaded?still=1)"
+	expect_eq "SIGHUP, $1: old config kept" 201 "$HS"
+}
+sed -i "s|^mysql_defaults_file = .*|mysql_defaults_file = $T/no-such.cnf|" "$T/gw.conf"
+refused "missing option file"
+sed -n '1,/^\[route/p' "$T/gw.good" | sed '$d' >"$T/gw.conf"
+refused "no route"
+expect_match "SIGHUP, no route: the reason logged" 'reload refused, keeping the running config: .*no \[route\] section' "$(cat "$T/gw.log")"
+cp "$T/gw.good" "$T/gw.conf"
 
 # SIGTERM: an in-flight slow request completes, then exit 0.
 K=$(new_key)
