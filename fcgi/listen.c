@@ -359,12 +359,13 @@ listen_open(const struct cfg *cfg, int *fd)
 }
 
 void
-listen_close(const struct cfg *cfg, int fd)
+listen_stop(const struct cfg *cfg, int fd)
 {
+	if (listen_inherited)
+		return;
 	if (fd >= 0)
-		close(fd);
-	if (cfg->listen != NULL && strncmp(cfg->listen, "unix:", 5) == 0 &&
-	    !listen_inherited)
+		(void)shutdown(fd, SHUT_RD);
+	if (cfg->listen != NULL && strncmp(cfg->listen, "unix:", 5) == 0)
 		unlink(cfg->listen + 5);
 }
 

@@ -31,8 +31,16 @@ enum idem_err listen_open(const struct cfg *cfg, int *fd);
 int listen_owner_ids(const char *spec, uid_t *uid, gid_t *gid, char *why,
     size_t whylen);
 
-/* Closes fd and, for a unix: listener we created, unlinks its path. */
-void listen_close(const struct cfg *cfg, int fd);
+/*
+ * Stops a listener we made taking connections, for good (a stop, not a
+ * reload): a connect gets "connection refused" at once, where it would
+ * wait in the backlog for a drain that never reads it; a unix: path is
+ * unlinked (a new instance may bind it before this one has drained).
+ * Connections already queued on a unix socket can still be accepted (a
+ * TCP listener resets its queue, as nginx's close does).  An inherited
+ * socket is left alone: its owner (systemd) queues for the next start.
+ */
+void listen_stop(const struct cfg *cfg, int fd);
 
 /*
  * 1 if the peer of connection fd may talk to us: FCGI_WEB_SERVER_ADDRS

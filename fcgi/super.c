@@ -523,8 +523,9 @@ super_run(struct cfg *cfg)
 	while (super_step(&s))
 		continue;
 	log_info("stopping: draining workers");
+	listen_stop(s.cfg, s.listen_fd);
 	shutdown_all(&s);
-	listen_close(s.cfg, s.listen_fd);
+	close(s.listen_fd);
 	close(sig_pipe[0]);
 	close(sig_pipe[1]);
 	cfg_free(s.cfg);

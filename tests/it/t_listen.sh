@@ -140,10 +140,12 @@ fi
 # ... but not one anyone may write to (systemd's default SocketMode=0666):
 # refused, as idemgate never makes one itself.
 gw_conf "$T/sw.conf" "unix:$T/sw.sock" "$DBCNF"
+printf '\n[route /]\nhandler = cgi:%s\n' "$(cgi_install sw)" >>"$T/sw.conf"
 timeout 10 bash -c "$(declare -f activate); IDEMGATE=$IDEMGATE activate 0 '$T/sw.sock' '$T/sw.conf' 0666" >"$T/sw.log" 2>&1 </dev/null
 expect_eq "a world-writable socket handed over: refused at start" 1 "$?"
 expect_match "... and the log says how to fix it" 'world-writable \(mode 0666\).*SocketMode=0660' "$(cat "$T/sw.log")"
 gw_conf "$T/sw3.conf" "fd:0" "$DBCNF"
+printf '\n[route /]\nhandler = cgi:%s\n' "$T/cgi/sw" >>"$T/sw3.conf"
 timeout 10 bash -c "$(declare -f activate); IDEMGATE=$IDEMGATE activate 3 '$T/sw3.sock' '$T/sw3.conf' 0666" >"$T/sw3.log" 2>&1 </dev/null
 expect_eq "listen = fd:0, a world-writable socket handed over: refused" "1 1" "$? $(grep -c 'world-writable (mode 0666)' "$T/sw3.log")"
 done_testing

@@ -108,11 +108,19 @@ refused "no route"
 expect_match "SIGHUP, no route: the reason logged" 'reload refused, keeping the running config: .*no \[route\] section' "$(cat "$T/gw.log")"
 cp "$T/gw.good" "$T/gw.conf"
 
-# SIGTERM: an in-flight slow request completes, then exit 0.
+# SIGTERM: an in-flight slow request completes, then exit 0; a connection
+# made during the drain is refused at once (the web server answers it),
+# not left in the backlog until the drain ends.
 K=$(new_key)
-http_bg s POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'drain'
+http_bg s POST "$(url web /payments?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'drain'
 sleep 0.5
 kill -TERM "$SUP"
+sleep 0.3
+check "SIGTERM: the socket's path is gone at once" test ! -e "$T/gw.sock"
+t0=$(now_ms)
+http n GET "$(url web /payments?during=drain)"
+expect_lt "SIGTERM: a new request during the drain is answered at once" "$(($(now_ms) - t0))" 1500
+expect_ne "SIGTERM: ... by the web server, not by a handler" 201 "$HS"
 bg_wait
 expect_eq "SIGTERM: in-flight request completed" 201 "$(st s)"
 expect_match "SIGTERM: in-flight body complete" 'run=' "$(body s)"
@@ -129,6 +137,9 @@ expect_eq "SIGTERM: no worker left behind" "" "$(ps -o pid= --ppid "$SUP" 2>/dev
 # After the restart the drained request is stored: its retry is a replay.
 cp "$T/gw.conf.orig" "$T/gw.conf"
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
-http s2 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'drain'
+# (lighttpd keeps a backend that refused a connection disabled for a
+# second: the request during the drain did)
+answered() { http s2 POST "$(url web /payments?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'drain'; [ "$HS" != 503 ]; }
+wait_until 5 answered
 expect_eq "SIGTERM: the drained request was recorded (replay)" reused "$(hdr s2 Idempotency-Result)"
 done_testing
