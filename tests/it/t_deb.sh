@@ -97,7 +97,12 @@ expect_match "postinst gives the config to group idemgate, 0640" 'chmod 0640 /et
 for u in idemgate.socket idemctl-cleanup.timer; do
 	expect_match "postinst enables $u" "deb-systemd-helper .*enable.*$u|$u.*deb-systemd-helper" "$(grep -A3 "$u" "$T/ctl/postinst")"
 done
-expect_nomatch "postinst starts nothing before the database is set up" 'deb-systemd-invoke .*start' "$(cat "$T/ctl/postinst")"
+expect_nomatch "postinst starts nothing before the database is set up" 'deb-systemd-invoke (.* )?start' "$(cat "$T/ctl/postinst")"
+# An upgrade stops nothing, and a running gateway takes the new build.
+expect_nomatch "an upgrade stops no unit (preinst)" 'deb-systemd-invoke .*stop' "$(cat "$T/ctl/preinst" 2>/dev/null)"
+check "prerm is valid sh" sh -n "$T/ctl/prerm"
+expect_match "prerm stops the units on removal only" '"\$1" = remove .*' "$(grep -B2 'deb-systemd-invoke stop' "$T/ctl/prerm" 2>/dev/null | head -1)"
+expect_match "postinst try-restarts the units on upgrade (what runs takes the new build)" 'deb-systemd-invoke try-restart .*idemgate.service' "$(grep -A2 '"\$2"' "$T/ctl/postinst")"
 out=$(dpkg-deb -f "$DEB" Depends)
 expect_match "depends on the MariaDB client library" 'libmariadb3' "$out"
 expect_match "depends on adduser" 'adduser' "$out"
