@@ -43,6 +43,8 @@ for u in idemgate.service idemgate.socket idemctl-cleanup.service idemctl-cleanu
 done
 expect_match "the service runs /usr/sbin/idemgate" '^ExecStart=/usr/sbin/idemgate -c /etc/idemgate/idemgate.conf$' \
 	"$(grep '^ExecStart=' "$R/lib/systemd/system/idemgate.service")"
+expect_eq "the service keeps /run/idemgate when it stops (the socket unit's file is there)" \
+	"RuntimeDirectoryPreserve=yes" "$(grep '^RuntimeDirectoryPreserve=' "$R/lib/systemd/system/idemgate.service")"
 check "grants.sql in the docs" test -f "$R/usr/share/doc/idemgate/grants.sql"
 check "copyright in the docs" test -f "$R/usr/share/doc/idemgate/copyright"
 check "Prometheus rules in /usr/share/idemgate" \
@@ -101,7 +103,7 @@ expect_nomatch "postinst starts nothing before the database is set up" 'deb-syst
 # An upgrade stops nothing, and a running gateway takes the new build.
 expect_nomatch "an upgrade stops no unit (preinst)" 'deb-systemd-invoke .*stop' "$(cat "$T/ctl/preinst" 2>/dev/null)"
 check "prerm is valid sh" sh -n "$T/ctl/prerm"
-expect_match "prerm stops the units on removal only" '"\$1" = remove .*' "$(grep -B2 'deb-systemd-invoke stop' "$T/ctl/prerm" 2>/dev/null | head -1)"
+expect_match "prerm stops the units on removal only" '"\$1" = remove .*' "$(grep -B1 'deb-systemd-invoke stop' "$T/ctl/prerm" 2>/dev/null | head -1)"
 expect_match "postinst try-restarts the units on upgrade (what runs takes the new build)" 'deb-systemd-invoke try-restart .*idemgate.service' "$(grep -A2 '"\$2"' "$T/ctl/postinst")"
 out=$(dpkg-deb -f "$DEB" Depends)
 expect_match "depends on the MariaDB client library" 'libmariadb3' "$out"
