@@ -288,10 +288,11 @@ run_batch(const struct opts *o, const struct cfg *cfg, struct top_src *src,
 
 /* Runs idemctl -c FILE cleanup from next to our own executable. */
 static void
-start_cleanup(struct top_ui *ui, struct top_cmd *cmd, const char *config)
+start_cleanup(struct top_ui *ui, struct top_cmd *cmd, const struct opts *o)
 {
 	char	 path[4096];
-	char	*argv[5];
+	char	*argv[7];
+	int	 n = 0;
 
 	if (cmd->pid > 0) {
 		snprintf(ui->status, sizeof(ui->status),
@@ -303,11 +304,17 @@ start_cleanup(struct top_ui *ui, struct top_cmd *cmd, const char *config)
 		    "idemctl not found next to idemtop");
 		return;
 	}
-	argv[0] = path;
-	argv[1] = (char *)"-c";
-	argv[2] = (char *)config;
-	argv[3] = (char *)"cleanup";
-	argv[4] = NULL;
+	argv[n++] = path;
+	argv[n++] = (char *)"-c";
+	argv[n++] = (char *)o->config;
+	/* As the console logs in (-g idem_cleanup, say): the config's
+	 * default group may be a user that may not delete. */
+	if (o->mysql_group != NULL) {
+		argv[n++] = (char *)"-g";
+		argv[n++] = (char *)o->mysql_group;
+	}
+	argv[n++] = (char *)"cleanup";
+	argv[n] = NULL;
 	if (top_cmd_start(cmd, argv) != IDEM_OK)
 		snprintf(ui->status, sizeof(ui->status),
 		    "cannot start idemctl: %s", strerror(errno));
@@ -430,7 +437,7 @@ console_act(struct console *con, enum top_action act)
 		console_forget(con);
 		break;
 	case ACT_CLEANUP:
-		start_cleanup(&con->ui, &con->cmd, con->o->config);
+		start_cleanup(&con->ui, &con->cmd, con->o);
 		break;
 	default:
 		break;
