@@ -400,21 +400,26 @@ out:
 
 /*
  * The counters phase: rows past their retention are added to
- * idem_counters_total and deleted in one transaction, so the totals that
- * metrics report (retained rows + totals) never go down.  OUT: *n rows.
+ * idem_counters_total and deleted, a batch of minutes at a time, each in
+ * one transaction, so the totals that metrics report (retained rows +
+ * totals) never go down.  A batch ends at the minute of the o->batch-th
+ * row left (a minute is never split; with fewer rows left, it takes them
+ * all: the last batch).  OUT: *n rows.
  */
 static enum idem_err
-fold_once(struct store *st, int64_t age_ms, uint64_t *n)
+fold_once(struct store *st, int64_t batch, uint64_t *n)
 {
 	MYSQL_BIND	 in[1];
+	int64_t		 offset = batch - 1;
 	char		*sql = NULL;
 	enum idem_err	 er;
 
 	if ((er = store_query(st, STRLEN("START TRANSACTION"))) != IDEM_OK)
 		return er;
-	store_bind_i64(&in[0], &age_ms);
-	if ((er = store_simple(st, "SET @idem_cut = NOW() - INTERVAL ? * 1000 "
-	    "MICROSECOND", in, NULL)) != IDEM_OK)
+	store_bind_i64(&in[0], &offset);
+	if ((er = store_simple(st, "SET @idem_upto = COALESCE((SELECT minute "
+	    "FROM idem_counters WHERE minute < @idem_cut ORDER BY minute "
+	    "LIMIT 1 OFFSET ?), @idem_cut)", in, NULL)) != IDEM_OK)
 		goto fail;
 	if ((sql = store_counters_fold_sql()) == NULL) {
 		er = store_fail(st, IDEM_ENOMEM, "out of memory");
@@ -422,7 +427,7 @@ fold_once(struct store *st, int64_t age_ms, uint64_t *n)
 	}
 	if ((er = store_query(st, sql, strlen(sql))) != IDEM_OK ||
 	    (er = store_simple(st, "DELETE FROM idem_counters WHERE minute < "
-	    "@idem_cut", NULL, n)) != IDEM_OK ||
+	    "@idem_cut AND minute <= @idem_upto", NULL, n)) != IDEM_OK ||
 	    (er = store_query(st, STRLEN("COMMIT"))) != IDEM_OK)
 		goto fail;
 	free(sql);
@@ -433,21 +438,38 @@ fail:
 	return IDEM_ESTORE;
 }
 
-/* The fold, repeated whole if it lost to another transaction (on Galera,
- * to a gateway's counters flush on another node).  Adds to *n. */
+/* The fold, a batch at a time (fold_once), each repeated whole if it lost
+ * to another transaction (on Galera, to a gateway's counters flush on
+ * another node), until a batch folds fewer than o->batch rows or the
+ * deadline passes (IDEM_ETIMEOUT).  Adds to *n. */
 static enum idem_err
-counters_fold(struct store *st, int64_t age_ms, uint64_t *n)
+counters_fold(struct sweep *sw, int64_t age_ms, uint64_t *n)
 {
+	struct store	*st = sw->st;
+	MYSQL_BIND	 in[1];
 	enum idem_err	 er;
-	uint64_t	 rows = 0;
-	int		 tries = 0;
+	uint64_t	 rows;
+	int		 tries;
 
-	do
-		er = fold_once(st, age_ms, &rows);
-	while (lost_repeat(st, er, &tries));
-	if (er == IDEM_OK)
+	store_bind_i64(&in[0], &age_ms);
+	if ((er = store_simple(st, "SET @idem_cut = NOW() - INTERVAL ? * "
+	    "1000 MICROSECOND", in, NULL)) != IDEM_OK)
+		return er;
+	for (;;) {
+		if ((er = batch_gate(sw)) != IDEM_OK)
+			return er;
+		tries = 0;
+		do {
+			rows = 0;
+			er = fold_once(st, sw->o->batch, &rows);
+		} while (lost_repeat(st, er, &tries));
+		if (er != IDEM_OK)
+			return er;
 		*n += rows;
-	return er;
+		if (rows < (uint64_t)sw->o->batch)
+			return IDEM_OK;
+		batch_pause(sw);
+	}
 }
 
 
@@ -621,7 +643,7 @@ run_phases(struct sweep *sw, struct cleanup_result *out, int *failed)
 		if (o->dry_run)
 			er = phase_count(st, p, ages[p], dst[p]);
 		else if (p == PH_COUNTERS)
-			er = counters_fold(st, ages[p], dst[p]);
+			er = counters_fold(sw, ages[p], dst[p]);
 		else if (phases[p].pick != NULL)
 			er = phase_walk(sw, p, ages[p], dst[p],
 			    &out->batches);

@@ -128,7 +128,7 @@ store_counters_fold_sql(void)
 		er = cols_add(&b, ", ", ", ", "SUM(%1$s)");
 	if (er == IDEM_OK)
 		er = buf_addstr(&b, " FROM idem_counters"
-		    " WHERE minute < @idem_cut"
+		    " WHERE minute < @idem_cut AND minute <= @idem_upto"
 		    " GROUP BY host, route ON DUPLICATE KEY UPDATE ");
 	if (er == IDEM_OK)
 		er = cols_add(&b, "", ", ", "%1$s = %1$s + VALUES(%1$s)");

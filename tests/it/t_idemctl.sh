@@ -341,6 +341,19 @@ mkconf "$T/b7.conf" "$TESTROOT/$DB.cnf" "batch = 7"
 seed cb 20 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
 run -c "$T/b7.conf" cleanup
 eq "[cleanup] batch = 7: 3 batches for 20 rows" "20 3" "$(sq "SELECT rows_deleted, batches FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+# Counters past their retention fold a batch of minutes at a time, each
+# batch one transaction: a time limit stops between batches (not after a
+# fold of them all), and the totals lose no count.
+sq "INSERT INTO idem_counters (minute, host, route, requests)
+    SELECT NOW() - INTERVAL 8 DAY - INTERVAL seq MINUTE, 'gwf', '/fold', 1 FROM seq_1_to_3000"
+run -c "$CONF" cleanup --batch 10 --sleep 100 --max-seconds 1
+eq "counters, time limit: exit 0" 0 "$RC"
+left=$(sq "SELECT COUNT(*) FROM idem_counters WHERE host = 'gwf'")
+check "counters, time limit: some but not all folded ($left left)" [ "$left" -gt 0 -a "$left" -lt 3000 ]
+eq "counters, time limit: no count lost" 3000 "$(sq "SELECT $left + COALESCE(SUM(requests), 0) FROM idem_counters_total WHERE host = 'gwf'")"
+eq "counters, time limit: partial, in the counters step" "partial 1" "$(sq "SELECT outcome, reason LIKE '%counter%' FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+run -c "$CONF" cleanup
+eq "counters: the next run folds the rest" "0 0 3000" "$RC $(sq "SELECT COUNT(*) FROM idem_counters WHERE host = 'gwf'") $(sq "SELECT SUM(requests) FROM idem_counters_total WHERE host = 'gwf'")"
 sq "UPDATE idem_cleanup_runs SET outcome = 'running', ended_at = NULL WHERE id = (SELECT MAX(id) FROM (SELECT id FROM idem_cleanup_runs) x)"
 run -c "$CONF" cleanup
 eq "a run left 'running' by a dead process is marked failed" "failed" "$(sq "SELECT outcome FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1,1")"
