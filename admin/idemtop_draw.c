@@ -282,6 +282,16 @@ scope_name(const unsigned char scope[FP_LEN], size_t hexbytes, char *out,
 }
 
 /* Route r's wait percentile p as text, bounded by the route's wait. */
+/* A cleanup run's duration: "?" when it is not known. */
+static void
+run_dur(const struct top_run *r, char *out, size_t cap)
+{
+	if (r->duration_ms < 0)
+		snprintf(out, cap, "?");
+	else
+		fmt_dur(r->duration_ms, out, cap);
+}
+
 static void
 route_q_text(const struct top_route *r, double p, char *out, size_t cap)
 {
@@ -328,7 +338,7 @@ row_cells(const struct top_snap *s, int screen, size_t i,
 
 		fmt_escape(r->host, strlen(r->host), c[0], sizeof(c[0]));
 		fmt_time(r->started, c[1], sizeof(c[1]));
-		fmt_dur(r->duration_ms, c[2], sizeof(c[2]));
+		run_dur(r, c[2], sizeof(c[2]));
 		fmt_count(r->rows_deleted, c[3], sizeof(c[3]));
 		fmt_count(r->stale_released, c[4], sizeof(c[4]));
 		fmt_count(r->batches, c[5], sizeof(c[5]));
@@ -579,8 +589,10 @@ detail_run(struct detail *d, const struct top_run *r)
 	detail_text(d, "host", r->host);
 	fmt_time(r->started, d->val, sizeof(d->val));
 	detail_add(d, "started   %s", d->val);
-	detail_dur(d, "duration", r->duration_ms,
-	    r->running ? " (running)" : "");
+	run_dur(r, d->val, sizeof(d->val));
+	detail_add(d, "%-10s%s%s", "duration", d->val,
+	    r->running ? " (running)" : r->duration_ms < 0 ?
+	    " (it died: its end is not known)" : "");
 	detail_add(d, "deleted   %llu rows, %llu stale released, %llu batches",
 	    (unsigned long long)r->rows_deleted,
 	    (unsigned long long)r->stale_released,

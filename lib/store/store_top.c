@@ -150,8 +150,9 @@ static const char SQL_KEYS[] =
 
 static const char SQL_RUNS[] =
     "SELECT id, host, UNIX_TIMESTAMP(started_at),"
+    " IF(ended_at IS NULL AND outcome <> 'running', -1,"
     " TIMESTAMPDIFF(MICROSECOND, started_at, COALESCE(ended_at, NOW(6)))"
-    " DIV 1000, ended_at IS NULL, rows_deleted, stale_released, batches,"
+    " DIV 1000), ended_at IS NULL, rows_deleted, stale_released, batches,"
     " outcome, reason"
     " FROM idem_cleanup_runs ORDER BY started_at DESC, id DESC LIMIT 100";
 

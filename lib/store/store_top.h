@@ -64,7 +64,9 @@ struct top_run {
 	uint64_t	 id;
 	char		 host[TOP_TEXT_MAX];
 	int64_t		 started;		/* unix seconds */
-	int64_t		 duration_ms;		/* so far, if still running */
+	int64_t		 duration_ms;		/* so far, if still running;
+						 * -1: not known (a run that
+						 * died, found 'failed') */
 	int		 running;		/* no ended_at yet */
 	uint64_t	 rows_deleted;
 	uint64_t	 stale_released;

@@ -47,7 +47,9 @@ INSERT INTO idem_cleanup_runs (host, started_at, ended_at, rows_deleted,
  ('cron-a', NOW(6) - INTERVAL 3 HOUR, NOW(6) - INTERVAL 3 HOUR + INTERVAL 4 SECOND,
   12345, 6, 13, 'ok', ''),
  ('cron-b', NOW(6) - INTERVAL 10 MINUTE, NOW(6) - INTERVAL 9 MINUTE,
-  0, 0, 1, 'failed', 'lock wait timeout');
+  0, 0, 1, 'failed', 'lock wait timeout'),
+ ('cron-c', NOW(6) - INTERVAL 2 HOUR, NULL,
+  500, 0, 5, 'failed', 'interrupted (process died or lost its connection)');
 " || { not_ok "seed rows"; done_testing; exit 1; }
 
 # ---- overview
@@ -94,6 +96,7 @@ expect_eq "cleanup: exit 0" 0 "$rc"
 expect_match "cleanup: warning line" 'WARNING: no successful cleanup for (2h59m|3h00m)' "$out"
 expect_match "cleanup: failed run with reason, newest first" '^ cron-b .* 1m00s +0 +0 +1 failed +lock wait timeout$' "$(sed -n 4p <<<"$out")"
 expect_match "cleanup: ok run" '^ cron-a .* 4s +12345 +6 +13 ok$' "$out"
+expect_match "cleanup: a run that died, its end not known: no duration that grows" '^ cron-c .* \? +500 +0 +5 failed +interrupted' "$out"
 
 # ---- several snapshots
 out=$("$IDEMTOP" -b -n 2 -d 0.2 -c "$T/top.conf" 2>&1); rc=$?
