@@ -524,7 +524,8 @@ metrics_gauges(FILE *f, const struct admin_gauges *g)
 		fprintf(f, "idemgate_keys_rows{state=\"%s\"} %llu\n", states[s],
 		    (unsigned long long)g->rows[s]);
 	prom_gauge(f, "idemgate_keys_expired",
-	    "Rows past their expiry, waiting for cleanup.", "%llu",
+	    "Rows past their expiry whose run is over, waiting for cleanup.",
+	    "%llu",
 	    (unsigned long long)g->expired);
 	prom_gauge(f, "idemgate_waiters",
 	    "Requests waiting now for a key in progress.", "%llu",

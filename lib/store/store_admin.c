@@ -511,8 +511,11 @@ gauges_times(struct store *st, struct admin_gauges *g)
 	store_out_dbl(&res[1], &d, &dnull);
 	store_out_u64(&res[2], &g->past_lease, NULL);
 	/* The (state, lease_until) index answers the third. */
+	/* Expired: what cleanup may delete (its own condition), not rows
+	 * past their expiry whose run may go on. */
 	if ((er = one_row(st, "SELECT (SELECT COUNT(*) FROM idem_keys WHERE "
-	    "expires_at < NOW(6)), (SELECT UNIX_TIMESTAMP(NOW(6)) - "
+	    "expires_at < NOW(6) AND " ADMIN_GONE "), (SELECT "
+	    "UNIX_TIMESTAMP(NOW(6)) - "
 	    "UNIX_TIMESTAMP(MIN(created_at)) FROM idem_keys WHERE state = 0), "
 	    "(SELECT COUNT(*) FROM idem_keys WHERE state = 0 AND "
 	    "lease_until < NOW(6))", res, &found)) != IDEM_OK)

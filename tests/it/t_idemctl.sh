@@ -616,6 +616,17 @@ check "prometheus_client parses the database-down file" parsed "$T/pp"
 has "prometheus_client: store_up 0 while the database is down" "$T/pp" '^idemgate_store_up\{\} 0\.0$'
 check "metrics: textfile-collector style redirect works" sh -c "'$CTL' -c '$CONF' metrics > '$T/m.prom.tmp' && mv '$T/m.prom.tmp' '$T/m.prom' && [ -s '$T/m.prom' ]"
 
+# idemgate_keys_expired counts what cleanup may delete: not the rows past
+# their expiry whose run may still go on (an unbounded run's row).
+expired_now() { "$CTL" -c "$CONF" metrics | awk '$1 == "idemgate_keys_expired" { print $2 }'; }
+e0=$(expired_now)
+seed mstay 5 0 "NOW(6) - INTERVAL 2 DAY" "NOW(6) - INTERVAL 2 DAY"
+sq "UPDATE idem_keys SET run_deadline = '9999-12-31 23:59:59' WHERE idem_key LIKE 'mstay-%'"
+eq "metrics: expired rows that may not go yet are not counted" "$e0" "$(expired_now)"
+seed mgo 3 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+eq "metrics: expired rows cleanup may delete are" "$((e0 + 3))" "$(expired_now)"
+sq "DELETE FROM idem_keys WHERE idem_key LIKE 'mstay-%' OR idem_key LIKE 'mgo-%'"
+
 # One config, one user per job: --mysql-group picks the option-file group.
 { printf '[idemgate]\nsocket=%s\nuser=idem\npassword=wrong\n' "$MDB_SOCK"
   sed 's/^\[idemgate\]$/[idem_console]/' "$TESTROOT/$DB.cnf"; } >"$T/groups.cnf"
