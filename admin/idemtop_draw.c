@@ -357,18 +357,19 @@ draw_summary(struct top_ui *ui, const struct top_snap *s, struct top_grid *g,
     int y, size_t shown)
 {
 	char	 a[32], w[512];
-	size_t	 i, late = 0;
 
 	switch (ui->screen) {
 	case SCR_INPROG:
-		for (i = 0; i < s->nkeys; i++)
-			late += s->keys[i].lease_left_ms < 0;
+		/* Counted by the store, not from the rows listed (the oldest
+		 * TOP_MAX_KEYS), which the line says when it is fewer. */
 		fmt_dur(s->oldest_ms, a, sizeof(a));
-		grid_printf(g, y, 1, late > 0 ? TA_ALERT : TA_NORMAL,
+		grid_printf(g, y, 1, s->past_lease > 0 ? TA_ALERT : TA_NORMAL,
 		    "%llu key%s in progress, %llu request%s waiting, oldest "
-		    "%s, %zu past lease", (unsigned long long)s->inprog,
+		    "%s, %llu past lease%s", (unsigned long long)s->inprog,
 		    s->inprog == 1 ? "" : "s", (unsigned long long)s->waiting,
-		    s->waiting == 1 ? "" : "s", s->inprog > 0 ? a : "-", late);
+		    s->waiting == 1 ? "" : "s", s->inprog > 0 ? a : "-",
+		    (unsigned long long)s->past_lease,
+		    s->nkeys < s->inprog ? "; the oldest listed" : "");
 		break;
 	case SCR_ROUTES:
 		grid_printf(g, y, 1, TA_NORMAL, "%zu routes, last %d minutes "

@@ -70,6 +70,8 @@ fake_forget(struct top_src *src, uint64_t id, int *deleted, char *err,
 	for (i = 0; i < f->canned.nkeys; i++) {
 		if (f->canned.keys[i].id != id)
 			continue;
+		if (f->canned.keys[i].lease_left_ms < 0)
+			f->canned.past_lease--;
 		memmove(&f->canned.keys[i], &f->canned.keys[i + 1],
 		    (f->canned.nkeys - i - 1) * sizeof(f->canned.keys[0]));
 		f->canned.nkeys--;
@@ -256,6 +258,8 @@ top_fake_fill(struct top_snap *s, int64_t now_ms)
 	for (i = 0; i < NELEM(fake_keys); i++)
 		fake_key(&t.keys[i], &fake_keys[i]);
 	t.nkeys = NELEM(fake_keys);
+	for (i = 0; i < t.nkeys; i++)
+		t.past_lease += t.keys[i].lease_left_ms < 0;
 	t.inprog = 4;
 	t.waiting = 4;
 	t.oldest_ms = 95000;

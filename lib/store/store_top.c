@@ -139,7 +139,8 @@ static const char SQL_ROUTES[] =
 
 static const char SQL_INPROG[] =
     "SELECT COUNT(*), COALESCE(SUM(waiters), 0),"
-    " COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, created_at, NOW(6))), 0) DIV 1000"
+    " COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, created_at, NOW(6))), 0) DIV 1000,"
+    " COALESCE(SUM(lease_until < NOW(6)), 0)"
     " FROM idem_keys WHERE state = 0";
 
 static const char SQL_KEYS[] =
@@ -191,14 +192,15 @@ fetch_clock(struct store *st, struct top_snap *s)
 static enum idem_err
 fetch_inprog(struct store *st, struct top_snap *s)
 {
-	int64_t		 v[3];
+	int64_t		 v[4];
 	enum idem_err	 er;
 
-	if ((er = one_row(st, SQL_INPROG, v, 3)) != IDEM_OK)
+	if ((er = one_row(st, SQL_INPROG, v, 4)) != IDEM_OK)
 		return er;
 	s->inprog = v[0] < 0 ? 0 : (uint64_t)v[0];
 	s->waiting = v[1] < 0 ? 0 : (uint64_t)v[1];
 	s->oldest_ms = v[2];
+	s->past_lease = v[3] < 0 ? 0 : (uint64_t)v[3];
 	return IDEM_OK;
 }
 

@@ -88,6 +88,7 @@ struct top_snap {
 	uint64_t	 inprog;		/* keys in progress now */
 	uint64_t	 waiting;		/* SUM(waiters) of those */
 	int64_t		 oldest_ms;		/* age of the oldest, 0: none */
+	uint64_t	 past_lease;		/* of those, past their lease */
 	/* End of the last ok cleanup (unix seconds), -1 if none. */
 	int64_t		 last_ok;
 	struct top_key	*keys;			/* oldest first */

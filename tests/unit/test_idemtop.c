@@ -511,6 +511,14 @@ test_batch(const struct top_snap *s)
 		top_ui_draw(&ui, &one, &g);
 		CHECK(strstr(row(&g, 0), "1 key in progress, 1 request waiting")
 		    != NULL);
+		/* more in progress than listed: the counts are the store's,
+		 * not the listed rows' */
+		one.inprog = 200001;
+		one.past_lease = 200000;
+		top_ui_draw(&ui, &one, &g);
+		CHECK(strstr(row(&g, 0), "200001 keys in progress") != NULL);
+		CHECK(strstr(row(&g, 0), "200000 past lease; the oldest listed")
+		    != NULL);
 		top_ui_draw(&ui, s, &g);
 	}
 	if (s->nkeys > 0) {
