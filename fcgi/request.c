@@ -53,8 +53,9 @@ request_body_fit(struct request *r, const struct job *j, size_t *want)
 
 /*
  * Takes the body the reader collected, under the route's max_body.
- * BODY_SHORT when it is shorter than CONTENT_LENGTH said (the client went
- * away mid-body: no answer possible).
+ * BODY_SHORT when it is not the length CONTENT_LENGTH said (shorter: the
+ * client went away mid-body; longer: a web server that lies): no answer
+ * possible.
  */
 static enum body_fit
 request_take_body(struct request *r, struct job *j)
@@ -63,8 +64,9 @@ request_take_body(struct request *r, struct job *j)
 	size_t		 want;
 
 	if ((fit = request_body_fit(r, j, &want)) == BODY_SHORT)
-		log_warn("%s: body ended after %zu of %zu bytes", r->tag,
-		    j->fc.body.len, want);
+		log_warn("%s: body of %zu bytes where CONTENT_LENGTH says %zu: "
+		    "%s", r->tag, j->fc.body.len, want, j->fc.body.len < want ?
+		    "cut short" : "longer than announced");
 	if (fit != BODY_WHOLE)
 		return fit;
 	/* The body moves into the request (no copy). */

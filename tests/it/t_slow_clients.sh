@@ -172,6 +172,28 @@ print("stdout bytes %d" % (len(got)))
 print(end)
 PY
 }
+# A body longer than its CONTENT_LENGTH (a web server that lies): no
+# answer, no run, and a log line that says which way it was wrong.
+n0=$(runs pay)
+python3 - "$T/gw.sock" <<'PY' >"$T/long.out" 2>&1
+import socket, struct, sys
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(n, v): return bytes([len(n), len(v)]) + n + v
+p = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
+     pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", b"5"))
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+s.sendall(rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, p) + rec(4, b"") +
+          rec(5, b"0123456789") + rec(5, b""))
+got = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    got += b
+print("bytes %d" % len(got))
+PY
+expect_eq "body longer than CONTENT_LENGTH: no answer" "bytes 0" "$(cat "$T/long.out")"
+expect_eq "body longer than CONTENT_LENGTH: no run" "$n0" "$(runs pay)"
+expect_match "body longer than CONTENT_LENGTH: the log says so" 'body of 10 bytes where CONTENT_LENGTH says 5: longer than announced' "$(cat "$T/gw.log")"
 n0=$(runs pay)
 mpx "$T/gw.sock" "$(new_key)" 10 0 0 >"$T/mpx.out" 2>&1
 expect_match "another BEGIN after a whole request: it is answered" '^answered' "$(cat "$T/mpx.out")"
