@@ -205,7 +205,8 @@ install-files:
 	@$(SHELL) tools/install-conf.sh etc/idemgate.conf \
 	    $(DESTDIR)$(SYSCONFDIR)/idemgate/idemgate.conf "$(DESTDIR)"
 	for u in etc/systemd/*; do \
-		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $$u \
+		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+		    -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
 		    > $(DESTDIR)$(UNITDIR)/$$(basename $$u) || exit 1; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); \
 	done

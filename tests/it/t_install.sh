@@ -63,6 +63,9 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	    SYSCONFDIR="$R/etc" UNITDIR="$R/units" >>"$T/install.log" 2>&1
 	out=$(systemd-analyze verify --man=no "$R"/units/*.service "$R"/units/*.socket "$R"/units/*.timer 2>&1)
 	expect_eq "systemd-analyze verify: the units are clean" "0 " "$? $out"
+	expect_match "SYSCONFDIR moves the config the units name" "^ExecStart=$R/usr/sbin/idemgate -c $R/etc/idemgate/idemgate.conf\$" "$(grep '^ExecStart=' "$R/units/idemgate.service")"
+	expect_match "... the cleanup unit's too" " -c $R/etc/idemgate/idemgate.conf " "$(grep '^ExecStart=' "$R/units/idemctl-cleanup.service")"
+	check "... where the config is" test -f "$R/etc/idemgate/idemgate.conf"
 else
 	echo "# systemd-analyze not installed: units not verified"
 fi
