@@ -3,12 +3,18 @@
 # free port): its lighttpd loads the package's 20-idemgate.conf (socket
 # path aside, unchanged) so it streams answers as the shipped file does,
 # a payment is created and replayed, the fcgiwrap-style /cgi-bin/ script
-# runs, and a TERM stops every service it started.
+# runs, and a Ctrl-C (SIGINT to its process group) stops every service
+# it started, a normal end.
 . "$(dirname "$0")/../lib/harness.sh"
 
 R=$T/run
 P=$(free_port)
-IDEM_RUN_DIR=$R PORT=$P bash "$IDEM_ROOT/tools/run.sh" >"$T/run.out" 2>&1 &
+# In a process group of its own, as a terminal's foreground job is, and
+# with SIGINT not ignored (bash ignores it in what it starts with &).
+IDEM_RUN_DIR=$R PORT=$P python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.setsid()
+os.execvp("bash", ["bash", sys.argv[1]])' "$IDEM_ROOT/tools/run.sh" >"$T/run.out" 2>&1 &
 RUNPID=$!
 H_BGPIDS+=("$RUNPID")
 if ! wait_until 120 grep -q 'idemgate is up' "$T/run.out" || ! wait_until 10 port_open "$P"; then
@@ -33,14 +39,18 @@ expect_eq "demo payment: one ledger line" 1 "$(grep -c . "$R/ledger.txt")"
 http h GET "http://127.0.0.1:$P/cgi-bin/hello.cgi"
 expect_eq "the demo's /cgi-bin/ script runs" "200 hello from a legacy CGI" "$HS $(body h)"
 
+# Ctrl-C: the terminal signals the whole foreground group.
 kids=$(cat "$R/lighttpd.pid" "$R/mariadb.pid" 2>/dev/null)
-stop_pid "$RUNPID"
+kill -INT -- "-$RUNPID"
+rc=124
+wait_until 20 sh -c "! kill -0 $RUNPID 2>/dev/null" && { wait "$RUNPID"; rc=$?; }
 for k in $kids; do
-	wait_until 10 sh -c "! kill -0 $k 2>/dev/null" || not_ok "TERM stops $k"
+	wait_until 10 sh -c "! kill -0 $k 2>/dev/null" || not_ok "Ctrl-C stops $k"
 done
-expect_match "TERM stops everything" 'stopped' "$(cat "$T/run.out")"
+expect_match "Ctrl-C stops everything" 'stopped' "$(cat "$T/run.out")"
 check "nothing left listening on $P" sh -c "! (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null"
-expect_nomatch "a TERM is not a service that exited" 'a service exited' "$(cat "$T/run.out")"
+expect_nomatch "Ctrl-C is not a service that exited" 'a service exited' "$(cat "$T/run.out")"
+expect_eq "Ctrl-C: a normal end, exit 0" 0 "$rc"
 
 # The port taken by another server: make run says lighttpd did not start,
 # never "is up" (its curl lines would reach the other server), and fails.
