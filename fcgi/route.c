@@ -268,6 +268,19 @@ route_set_script(struct request *r, const struct route *rt)
 		r->script_err = IDEM_ENOMEM;
 }
 
+/* How close route x is to file f (route_names_file): the length of the
+ * real path it holds f under, SIZE_MAX for f itself (or another name of
+ * it); 0 when it holds it not.  *rest as route_names_file sets it. */
+static size_t
+route_holds(const char *root, const struct route *x, const char *f,
+    const char **rest)
+{
+	if (x->handler != HANDLER_SCRIPT ||
+	    (*rest = route_names_file(root, x, f)) == NULL)
+		return 0;
+	return **rest == '\0' ? SIZE_MAX : (size_t)(*rest - f);
+}
+
 void
 route_pick(const struct cfg *cfg, struct request *r)
 {
@@ -285,20 +298,19 @@ route_pick(const struct cfg *cfg, struct request *r)
 	/* The file decides, not the spelling: of the script routes whose own
 	 * path is the file or a directory holding it, the one closest to it
 	 * (the longest part of its real path; the file itself, or another name
-	 * of it, most of all), whatever route the spelling matched. */
+	 * of it, most of all), whatever route the spelling matched, which
+	 * keeps a tie.  The matched route is asked only when another holds
+	 * the file: one script route costs nothing more. */
 	for (i = 0; i < cfg->nroutes; i++) {
 		x = &cfg->routes[i];
-		if (x->handler != HANDLER_SCRIPT ||
-		    (rest = route_names_file(root, x, r->script)) == NULL)
-			continue;
-		held = rest[0] == '\0' ? SIZE_MAX : (size_t)(rest - r->script);
-		if (best == NULL || held > most) {
+		if (x != rt && (held = route_holds(root, x, r->script,
+		    &rest)) > most) {
 			best = x;
 			best_rest = rest;
 			most = held;
 		}
 	}
-	if (best == NULL || best == rt)
+	if (best == NULL || route_holds(root, rt, r->script, &rest) >= most)
 		return;
 	route_respell(r, best, best_rest);
 	r->route = best;
