@@ -337,6 +337,7 @@ open_fd(const char *spec, int *out)
 	}
 	if (take_inherited((int)n) != 0)
 		return IDEM_ECONFIG;
+	listen_inherited = 1;
 	*out = (int)n;
 	return IDEM_OK;
 }

@@ -137,6 +137,57 @@ if handed si 0 "unix:$T/si.sock"; then
 else
 	not_ok "StandardInput=socket: idemgate serves the inherited unix socket" "$(tail -3 "$T/si.log")"
 fi
+# A socket the service manager keeps (systemd holds its copy across the
+# service's restarts): a stop leaves it as it was, so a connection made
+# meanwhile waits in its backlog and the next start, on the same socket,
+# serves it.  For listen = fd:0 (the package's config) and unix:PATH.
+for how in fd:0 "unix:$T/keep.sock"; do
+	gw_conf "$T/keep.conf" "$how" "$DBCNF"
+	printf '%s\n' "$ROUTE" >>"$T/keep.conf"
+	out=$(timeout 60 python3 - "$IDEMGATE" "$T/keep.conf" "$T/keep.sock" <<'PY' 2>&1
+import os, signal, socket, struct, subprocess, sys, time
+gw, conf, path = sys.argv[1:4]
+if os.path.exists(path): os.unlink(path)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path); os.chmod(path, 0o660); s.listen(16)
+def start():
+    p = subprocess.Popen([gw, "-c", conf], stdin=s.fileno(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).stdout:
+            return p
+        time.sleep(0.1)
+    return p
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(n, v): return bytes([len(n), len(v)]) + n + v
+def ask(c):
+    p = pair(b"REQUEST_METHOD", b"GET") + pair(b"REQUEST_URI", b"/payments") + pair(b"SCRIPT_NAME", b"/payments")
+    c.sendall(rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, p) + rec(4, b"") + rec(5, b""))
+    got = b""
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        got += b
+    return b"201" in got[:200] or b"query=" in got
+def connect():
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.settimeout(20)
+    c.connect(path); return c
+g = start()
+print("first start serves:", ask(connect()))
+g.send_signal(signal.SIGTERM); g.wait(timeout=30)
+try:
+    c = connect(); print("connect after the stop: queued")
+except OSError as e:
+    c = None; print("connect after the stop:", e)
+g = start()
+print("the next start serves the queued one:", c is not None and ask(c))
+g.send_signal(signal.SIGTERM); g.wait(timeout=30)
+PY
+)
+	expect_match "$how, socket kept by its owner: served" 'first start serves: True' "$out"
+	expect_match "$how: a connection after a stop waits, not refused" 'connect after the stop: queued' "$out"
+	expect_match "$how: the next start serves it" 'the next start serves the queued one: True' "$out"
+done
 # ... but not one anyone may write to (systemd's default SocketMode=0666):
 # refused, as idemgate never makes one itself.
 gw_conf "$T/sw.conf" "unix:$T/sw.sock" "$DBCNF"
