@@ -287,7 +287,7 @@ route_pick(const struct cfg *cfg, struct request *r)
 	const struct route	*rt, *x, *best = NULL;
 	const char		*rest, *best_rest = NULL;
 	char			 root[PATH_MAX];
-	size_t			 i, held, most = 0;
+	size_t			 i, held, have, most = 0;
 
 	r->route = rt = cfg_route(cfg, r->path);
 	if (rt == NULL || rt->handler != HANDLER_SCRIPT)
@@ -295,16 +295,23 @@ route_pick(const struct cfg *cfg, struct request *r)
 	route_set_script(r, rt);
 	if (r->script == NULL || route_docroot(r, root) != 0)
 		return;
-	/* The file decides, not the spelling: of the script routes whose own
-	 * path is the file or a directory holding it, the one closest to it
-	 * (the longest part of its real path; the file itself, or another name
-	 * of it, most of all), whatever route the spelling matched, which
-	 * keeps a tie.  The matched route is asked only when another holds
-	 * the file: one script route costs nothing more. */
+	/* A route naming the file itself (or another name of it) takes it
+	 * from whatever route the spelling matched (SPEC 2b: it protects the
+	 * file under any spelling); a longer route whose path is a directory
+	 * holding it takes it from a shorter one.  A directory route never
+	 * takes a request from a longer route: a link or a rewrite into an
+	 * unprotected directory must not lift a protected route's terms.  Of
+	 * several, the closest to the file; the matched route keeps a tie,
+	 * and is asked only when another holds the file (one script route
+	 * costs nothing more). */
+	have = strlen(rt->prefix);
 	for (i = 0; i < cfg->nroutes; i++) {
 		x = &cfg->routes[i];
-		if (x != rt && (held = route_holds(root, x, r->script,
-		    &rest)) > most) {
+		if (x == rt || (held = route_holds(root, x, r->script,
+		    &rest)) == 0 ||
+		    (held != SIZE_MAX && strlen(x->prefix) <= have))
+			continue;
+		if (held > most) {
 			best = x;
 			best_rest = rest;
 			most = held;

@@ -16,7 +16,13 @@ ln "$W/cgi-bin/pay.cgi" "$W/cgi-bin/pay-hard.cgi"
 # a link from under a longer, unprotected route: the file decides
 mkdir -p "$W/cgi-bin/legacy/old"
 ln -s ../../pay.cgi "$W/cgi-bin/legacy/old/pay.cgi"
-chmod 0755 "$T" "$W" "$W/cgi-bin" "$W/cgi-bin/legacy" "$W/cgi-bin/legacy/old"
+# a shorter unprotected route whose directory is a link deeper into a
+# protected one: it never takes the protected route's requests
+mkdir -p "$W/cgi-bin/sub/v1"
+cp "$ITBIN/payments" "$W/cgi-bin/sub/v1/charge.cgi"
+ln -s cgi-bin/sub/v1 "$W/old"
+chmod 0755 "$T" "$W" "$W/cgi-bin" "$W/cgi-bin/legacy" "$W/cgi-bin/legacy/old" \
+	"$W/cgi-bin/sub" "$W/cgi-bin/sub/v1" "$W/cgi-bin/sub/v1/charge.cgi"
 P=$(cgi_install pay)
 
 db_new "$TNAME" || { done_testing; exit 1; }
@@ -37,6 +43,16 @@ require_key = yes
 [route /cgi-bin/legacy/old]
 handler = script
 script_root = $W/cgi-bin
+idempotency = off
+
+[route /cgi-bin/sub]
+handler = script
+script_root = $W/cgi-bin
+require_key = yes
+
+[route /old]
+handler = script
+script_root = $W
 idempotency = off
 
 [route /]
@@ -80,6 +96,10 @@ lighttpd_start web "unix:$T/gw.sock" "$W" && {
 	spellings web "lighttpd cgi" "runs pay" "${C[@]}"
 	http o POST "$(url web /cgi-bin/other.cgi)" --data-binary x
 	expect_eq "lighttpd: other scripts stay unprotected" 201 "$HS"
+	http sv POST "$(url web /cgi-bin/sub/v1/charge.cgi)" --data-binary x
+	expect_eq "lighttpd: a shorter unprotected route linked deeper does not take a protected one's request" 400 "$HS"
+	http ov POST "$(url web /old/charge.cgi)" --data-binary x
+	expect_eq "lighttpd: ... while its own spelling is its own (unprotected)" 201 "$HS"
 }
 ws_stop web
 
