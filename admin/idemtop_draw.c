@@ -281,7 +281,6 @@ scope_name(const unsigned char scope[FP_LEN], size_t hexbytes, char *out,
 	fp_hex(scope, hexbytes, out);
 }
 
-/* Route r's wait percentile p as text, bounded by the route's wait. */
 /* A cleanup run's duration: "?" when it is not known. */
 static void
 run_dur(const struct top_run *r, char *out, size_t cap)
@@ -292,6 +291,7 @@ run_dur(const struct top_run *r, char *out, size_t cap)
 		fmt_dur(r->duration_ms, out, cap);
 }
 
+/* Route r's wait percentile p as text, bounded by the route's wait. */
 static void
 route_q_text(const struct top_route *r, double p, char *out, size_t cap)
 {

@@ -1,6 +1,6 @@
 /* HTTP responses: parsing CGI output, filtering and serializing headers. */
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 

@@ -311,8 +311,8 @@ void store_hold_drop(struct store_hold *h);
 
 /* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
  * before @idem_cut and up to @idem_upto (a batch's last minute) to
- * idem_counters_total, per host and route, every
- * counter column from COUNTER_COLUMNS like the gateway's INSERT. */
+ * idem_counters_total, per host and route, every counter column from
+ * COUNTER_COLUMNS like the gateway's INSERT. */
 char *store_counters_fold_sql(void);
 
 /*

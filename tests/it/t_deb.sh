@@ -104,6 +104,9 @@ expect_nomatch "postinst starts nothing before the database is set up" 'deb-syst
 expect_nomatch "an upgrade stops no unit (preinst)" 'deb-systemd-invoke .*stop' "$(cat "$T/ctl/preinst" 2>/dev/null)"
 check "prerm is valid sh" sh -n "$T/ctl/prerm"
 expect_match "prerm stops the units on removal only" '"\$1" = remove .*' "$(grep -B1 'deb-systemd-invoke stop' "$T/ctl/prerm" 2>/dev/null | head -1)"
+for u in idemctl-cleanup.timer idemctl-cleanup.service idemgate.socket idemgate.service; do
+	expect_match "prerm stops $u on removal" "$u" "$(sed -n '/deb-systemd-invoke stop/,/|| true/p' "$T/ctl/prerm" 2>/dev/null)"
+done
 expect_match "postinst try-restarts the units on upgrade (what runs takes the new build)" 'deb-systemd-invoke try-restart .*idemgate.service' "$(grep -A2 '"\$2"' "$T/ctl/postinst")"
 out=$(dpkg-deb -f "$DEB" Depends)
 expect_match "depends on the MariaDB client library" 'libmariadb3' "$out"
