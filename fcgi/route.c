@@ -176,8 +176,12 @@ out:
 }
 
 /*
- * The web server's document root (realpath'd into out): DOCUMENT_ROOT, or
- * SCRIPT_FILENAME less its SCRIPT_NAME tail.  -1 if neither is known.
+ * The root the web server mapped the request's path under (realpath'd
+ * into out): SCRIPT_FILENAME less its SCRIPT_NAME tail, which is right
+ * under an alias too (Apache's Alias /cgi-bin/, lighttpd's alias.url,
+ * where DOCUMENT_ROOT is another directory); else DOCUMENT_ROOT (a
+ * rewrite whose SCRIPT_NAME is not the file's tail).  -1 if neither is
+ * known.
  */
 static int
 route_docroot(struct request *r, char *out)
@@ -187,20 +191,20 @@ route_docroot(struct request *r, char *out)
 	size_t		 lf, ln;
 
 	dr = request_param(r->envp, "DOCUMENT_ROOT");
-	if (dr == NULL || *dr == '\0') {
-		sf = route_script_param(r);
-		sn = request_param(r->envp, "SCRIPT_NAME");
-		if (sf == NULL || sn == NULL || *sn == '\0')
-			return -1;
+	sf = route_script_param(r);
+	sn = request_param(r->envp, "SCRIPT_NAME");
+	if (sf != NULL && sn != NULL && sn[0] == '/') {
 		lf = strlen(sf);
 		ln = strlen(sn);
-		if (ln >= lf || strcmp(sf + lf - ln, sn) != 0 ||
-		    lf - ln >= sizeof(tmp))
-			return -1;
-		memcpy(tmp, sf, lf - ln);
-		tmp[lf - ln] = '\0';
-		dr = tmp;
+		if (ln < lf && strcmp(sf + lf - ln, sn) == 0 &&
+		    lf - ln < sizeof(tmp)) {
+			memcpy(tmp, sf, lf - ln);
+			tmp[lf - ln] = '\0';
+			dr = tmp;
+		}
 	}
+	if (dr == NULL || *dr == '\0')
+		return -1;
 	return realpath(dr, out) != NULL ? 0 : -1;
 }
 
@@ -281,13 +285,24 @@ route_holds(const char *root, const struct route *x, const char *f,
 	return **rest == '\0' ? SIZE_MAX : (size_t)(*rest - f);
 }
 
+/* 1 if route x lies under route rt in the URL tree (rt's prefix, then a
+ * new segment of x's). */
+static int
+route_under(const struct route *x, const struct route *rt)
+{
+	size_t	 l = strlen(rt->prefix);
+
+	return strlen(x->prefix) > l && strncmp(x->prefix, rt->prefix, l) ==
+	    0 && (l == 0 || rt->prefix[l - 1] == '/' || x->prefix[l] == '/');
+}
+
 void
 route_pick(const struct cfg *cfg, struct request *r)
 {
 	const struct route	*rt, *x, *best = NULL;
-	const char		*rest, *best_rest = NULL;
+	const char		*rest, *best_rest = NULL, *own_rest = NULL;
 	char			 root[PATH_MAX];
-	size_t			 i, held, have, most = 0;
+	size_t			 i, held, own, most = 0;
 
 	r->route = rt = cfg_route(cfg, r->path);
 	if (rt == NULL || rt->handler != HANDLER_SCRIPT)
@@ -295,31 +310,43 @@ route_pick(const struct cfg *cfg, struct request *r)
 	route_set_script(r, rt);
 	if (r->script == NULL || route_docroot(r, root) != 0)
 		return;
-	/* A route naming the file itself (or another name of it) takes it
-	 * from whatever route the spelling matched (SPEC 2b: it protects the
-	 * file under any spelling); a longer route whose path is a directory
-	 * holding it takes it from a shorter one.  A directory route never
-	 * takes a request from a longer route: a link or a rewrite into an
-	 * unprotected directory must not lift a protected route's terms.  Of
-	 * several, the closest to the file; the matched route keeps a tie,
-	 * and is asked only when another holds the file (one script route
-	 * costs nothing more). */
-	have = strlen(rt->prefix);
+	/*
+	 * The file decides as far as it safely can.  A route naming the file
+	 * itself (or another name of it) takes it from whatever route the
+	 * spelling matched (SPEC 2b).  A route whose path is a directory
+	 * holding the file takes it from a route it lies under (a nested,
+	 * closer route), or from one that does not hold the file at all (the
+	 * spelling and the file disagree: an encoded slash, a rewrite); never
+	 * from another route that holds it, whatever their names' lengths: a
+	 * link into a protected directory does not lift its terms.  Of
+	 * several, a protected one before an unprotected one, then the
+	 * closest to the file; the matched route keeps a tie.  No move ever
+	 * turns idempotency off.
+	 */
+	own = route_holds(root, rt, r->script, &own_rest);
 	for (i = 0; i < cfg->nroutes; i++) {
 		x = &cfg->routes[i];
 		if (x == rt || (held = route_holds(root, x, r->script,
 		    &rest)) == 0 ||
-		    (held != SIZE_MAX && strlen(x->prefix) <= have))
+		    (held != SIZE_MAX && own != 0 && !route_under(x, rt)) ||
+		    (rt->idempotency && !x->idempotency))
 			continue;
-		if (held > most) {
+		if (best == NULL || x->idempotency > best->idempotency ||
+		    (x->idempotency == best->idempotency && held > most)) {
 			best = x;
 			best_rest = rest;
 			most = held;
 		}
 	}
-	if (best == NULL || route_holds(root, rt, r->script, &rest) >= most)
+	if (best != NULL && (own == 0 || best->idempotency > rt->idempotency ||
+	    (best->idempotency == rt->idempotency && most > own))) {
+		route_respell(r, best, best_rest);
+		r->route = best;
+		route_set_script(r, best);
 		return;
-	route_respell(r, best, best_rest);
-	r->route = best;
-	route_set_script(r, best);
+	}
+	/* The matched route's own spelling of the file: a retry through a
+	 * link to it in the same directory is the same request. */
+	if (own != 0)
+		route_respell(r, rt, own_rest);
 }

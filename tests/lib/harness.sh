@@ -427,11 +427,13 @@ EOF
 	ws_launch "$name" h_lighttpd_conf lighttpd -D -f "$d/lighttpd.conf"
 }
 
-# apache_start NAME SOCK [files|php]: mod_proxy_fcgi to idemgate's unix
-# socket, for every path (ProxyPass), or with "files" for the *.cgi files
-# under the document root $T/www (SetHandler; SCRIPT_FILENAME is the
-# file), or with "php" for its PHP files, exactly as Debian's
-# php8.2-fpm.conf mounts PHP-FPM (FilesMatch + SetHandler).  Apache
+# apache_start NAME SOCK [files|php|alias DIR DOCROOT]: mod_proxy_fcgi to
+# idemgate's unix socket, for every path (ProxyPass), or with "files" for
+# the *.cgi files under the document root $T/www (SetHandler;
+# SCRIPT_FILENAME is the file), or with "php" for its PHP files, exactly
+# as Debian's php8.2-fpm.conf mounts PHP-FPM (FilesMatch + SetHandler),
+# or with "alias" for /cgi-bin/ aliased to DIR beside DOCROOT, as
+# etc/apache2/idemgate.conf wires CGI programs.  Apache
 # refuses to serve as root, so its children run as www-data; the gateway's
 # socket must be group www-data (socket_owner) and $T traversable.
 apache_start() {
@@ -445,6 +447,15 @@ apache_start() {
 <FilesMatch \"\\.cgi\$\">
     SetHandler \"proxy:unix:$sock|fcgi://localhost/\"
 </FilesMatch>"
+	elif [ "${3:-}" = alias ]; then
+		mount="LoadModule alias_module $m/mod_alias.so
+DocumentRoot \"$5\"
+Alias /cgi-bin/ $4/
+<Directory \"$4\">
+    Options +FollowSymLinks
+    Require all granted
+    SetHandler \"proxy:unix:$sock|fcgi://localhost\"
+</Directory>"
 	elif [ "${3:-}" = php ]; then
 		mount="DocumentRoot \"$T/www\"
 <Directory \"$T/www\">
