@@ -176,52 +176,81 @@ out:
 }
 
 /*
- * The root the web server mapped the request's path under (realpath'd
- * into out): SCRIPT_FILENAME less its SCRIPT_NAME tail, which is right
- * under an alias too (Apache's Alias /cgi-bin/, lighttpd's alias.url,
- * where DOCUMENT_ROOT is another directory); else DOCUMENT_ROOT (a
- * rewrite whose SCRIPT_NAME is not the file's tail).  -1 if neither is
- * known.
+ * Where the web server mapped the request's path: the URL prefix url
+ * ("" for the whole tree; no trailing slash) onto the directory dir, as
+ * SCRIPT_NAME and SCRIPT_FILENAME show it (their common tail, from a
+ * slash: Apache's Alias /api/ /srv/legacy/, lighttpd's alias.url, nginx's
+ * alias, or a plain document root); other paths under docroot
+ * (DOCUMENT_ROOT).  Both realpath'd; "" when not known.
  */
+struct route_map {
+	char	 url[PATH_MAX];
+	char	 dir[PATH_MAX];
+	char	 docroot[PATH_MAX];
+};
+
+/* The request's route_map into m: 0, or -1 when neither part is known. */
 static int
-route_docroot(struct request *r, char *out)
+route_map_of(struct request *r, struct route_map *m)
 {
 	const char	*dr, *sf, *sn;
 	char		 tmp[PATH_MAX];
-	size_t		 lf, ln;
+	size_t		 i, j;
 
+	m->url[0] = m->dir[0] = m->docroot[0] = '\0';
 	dr = request_param(r->envp, "DOCUMENT_ROOT");
+	if (dr != NULL && *dr != '\0' && realpath(dr, m->docroot) == NULL)
+		m->docroot[0] = '\0';
 	sf = route_script_param(r);
 	sn = request_param(r->envp, "SCRIPT_NAME");
 	if (sf != NULL && sn != NULL && sn[0] == '/') {
-		lf = strlen(sf);
-		ln = strlen(sn);
-		if (ln < lf && strcmp(sf + lf - ln, sn) == 0 &&
-		    lf - ln < sizeof(tmp)) {
-			memcpy(tmp, sf, lf - ln);
-			tmp[lf - ln] = '\0';
-			dr = tmp;
+		i = strlen(sf);
+		j = strlen(sn);
+		while (i > 0 && j > 0 && sf[i - 1] == sn[j - 1]) {
+			i--;
+			j--;
+		}
+		/* the common tail from a slash */
+		while (sf[i] != '\0' && sf[i] != '/') {
+			i++;
+			j++;
+		}
+		if (sf[i] == '/' && i < sizeof(tmp) && j < sizeof(m->url)) {
+			memcpy(tmp, sf, i);
+			tmp[i] = '\0';
+			if (realpath(i > 0 ? tmp : "/", m->dir) != NULL) {
+				memcpy(m->url, sn, j);
+				m->url[j] = '\0';
+			} else
+				m->dir[0] = '\0';
 		}
 	}
-	if (dr == NULL || *dr == '\0')
-		return -1;
-	return realpath(dr, out) != NULL ? 0 : -1;
+	return m->dir[0] != '\0' || m->docroot[0] != '\0' ? 0 : -1;
 }
 
 /*
- * If the route's own path, under root, is the file f (by its path, or a
- * hard link to it: the same inode) or a directory holding it, returns
- * the rest of f's path below it ("" or "/x.cgi"); else NULL.
+ * If the route's own path (its prefix, mapped as m says) is the file f
+ * (by its path, or a hard link to it: the same inode) or a directory
+ * holding it, returns the rest of f's path below it ("" or "/x.cgi");
+ * else NULL.
  */
 static const char *
-route_names_file(const char *root, const struct route *rt, const char *f)
+route_names_file(const struct route_map *m, const struct route *rt,
+    const char *f)
 {
 	char		 cand[PATH_MAX], real[PATH_MAX];
 	struct stat	 a, b;
-	size_t		 l;
+	size_t		 l = strlen(m->url);
+	int		 n;
 
-	if (snprintf(cand, sizeof(cand), "%s%s", root, rt->prefix) >=
-	    (int)sizeof(cand) || realpath(cand, real) == NULL)
+	if (m->dir[0] != '\0' && strncmp(rt->prefix, m->url, l) == 0 &&
+	    (rt->prefix[l] == '\0' || rt->prefix[l] == '/'))
+		n = snprintf(cand, sizeof(cand), "%s%s", m->dir, rt->prefix + l);
+	else if (m->docroot[0] != '\0')
+		n = snprintf(cand, sizeof(cand), "%s%s", m->docroot, rt->prefix);
+	else
+		return NULL;
+	if (n < 0 || n >= (int)sizeof(cand) || realpath(cand, real) == NULL)
 		return NULL;
 	l = strlen(real);
 	if (strncmp(real, f, l) == 0 && (f[l] == '\0' || f[l] == '/'))
@@ -276,13 +305,20 @@ route_set_script(struct request *r, const struct route *rt)
  * real path it holds f under, SIZE_MAX for f itself (or another name of
  * it); 0 when it holds it not.  *rest as route_names_file sets it. */
 static size_t
-route_holds(const char *root, const struct route *x, const char *f,
+route_holds(const struct route_map *m, const struct route *x, const char *f,
     const char **rest)
 {
 	if (x->handler != HANDLER_SCRIPT ||
-	    (*rest = route_names_file(root, x, f)) == NULL)
+	    (*rest = route_names_file(m, x, f)) == NULL)
 		return 0;
 	return **rest == '\0' ? SIZE_MAX : (size_t)(*rest - f);
+}
+
+/* How strong route x's terms are: idempotency, then a key required. */
+static int
+route_strength(const struct route *x)
+{
+	return x->idempotency ? 1 + (x->require_key != 0) : 0;
 }
 
 /* 1 if route x lies under route rt in the URL tree (rt's prefix, then a
@@ -301,14 +337,15 @@ route_pick(const struct cfg *cfg, struct request *r)
 {
 	const struct route	*rt, *x, *best = NULL;
 	const char		*rest, *best_rest = NULL, *own_rest = NULL;
-	char			 root[PATH_MAX];
+	struct route_map	 m;
 	size_t			 i, held, own, most = 0;
+	int			 k, kbest = 0, krt;
 
 	r->route = rt = cfg_route(cfg, r->path);
 	if (rt == NULL || rt->handler != HANDLER_SCRIPT)
 		return;
 	route_set_script(r, rt);
-	if (r->script == NULL || route_docroot(r, root) != 0)
+	if (r->script == NULL || route_map_of(r, &m) != 0)
 		return;
 	/*
 	 * The file decides as far as it safely can.  A route naming the file
@@ -319,27 +356,28 @@ route_pick(const struct cfg *cfg, struct request *r)
 	 * spelling and the file disagree: an encoded slash, a rewrite); never
 	 * from another route that holds it, whatever their names' lengths: a
 	 * link into a protected directory does not lift its terms.  Of
-	 * several, a protected one before an unprotected one, then the
-	 * closest to the file; the matched route keeps a tie.  No move ever
-	 * turns idempotency off.
+	 * several, the strongest terms (idempotency, then a key required),
+	 * then the closest to the file; the matched route keeps a tie.  No
+	 * move ever weakens the terms.
 	 */
-	own = route_holds(root, rt, r->script, &own_rest);
+	own = route_holds(&m, rt, r->script, &own_rest);
+	krt = route_strength(rt);
 	for (i = 0; i < cfg->nroutes; i++) {
 		x = &cfg->routes[i];
-		if (x == rt || (held = route_holds(root, x, r->script,
+		if (x == rt || (held = route_holds(&m, x, r->script,
 		    &rest)) == 0 ||
 		    (held != SIZE_MAX && own != 0 && !route_under(x, rt)) ||
-		    (rt->idempotency && !x->idempotency))
+		    (k = route_strength(x)) < krt)
 			continue;
-		if (best == NULL || x->idempotency > best->idempotency ||
-		    (x->idempotency == best->idempotency && held > most)) {
+		if (best == NULL || k > kbest || (k == kbest && held > most)) {
 			best = x;
 			best_rest = rest;
 			most = held;
+			kbest = k;
 		}
 	}
-	if (best != NULL && (own == 0 || best->idempotency > rt->idempotency ||
-	    (best->idempotency == rt->idempotency && most > own))) {
+	if (best != NULL && (own == 0 || kbest > krt ||
+	    (kbest == krt && most > own))) {
 		route_respell(r, best, best_rest);
 		r->route = best;
 		route_set_script(r, best);

@@ -427,12 +427,12 @@ EOF
 	ws_launch "$name" h_lighttpd_conf lighttpd -D -f "$d/lighttpd.conf"
 }
 
-# apache_start NAME SOCK [files|php|alias DIR DOCROOT]: mod_proxy_fcgi to
+# apache_start NAME SOCK [files|php|alias DIR DOCROOT [URL]]: mod_proxy_fcgi to
 # idemgate's unix socket, for every path (ProxyPass), or with "files" for
 # the *.cgi files under the document root $T/www (SetHandler;
 # SCRIPT_FILENAME is the file), or with "php" for its PHP files, exactly
 # as Debian's php8.2-fpm.conf mounts PHP-FPM (FilesMatch + SetHandler),
-# or with "alias" for /cgi-bin/ aliased to DIR beside DOCROOT, as
+# or with "alias" for URL (/cgi-bin/) aliased to DIR beside DOCROOT, as
 # etc/apache2/idemgate.conf wires CGI programs.  Apache
 # refuses to serve as root, so its children run as www-data; the gateway's
 # socket must be group www-data (socket_owner) and $T traversable.
@@ -450,7 +450,7 @@ apache_start() {
 	elif [ "${3:-}" = alias ]; then
 		mount="LoadModule alias_module $m/mod_alias.so
 DocumentRoot \"$5\"
-Alias /cgi-bin/ $4/
+Alias ${6:-/cgi-bin/} $4/
 <Directory \"$4\">
     Options +FollowSymLinks
     Require all granted
@@ -502,9 +502,12 @@ EOF
 	ws_launch "$name" h_apache_conf apache2 -f "$d/apache.conf" -DFOREGROUND
 }
 
-# nginx_start NAME SOCK [extra location directives]
+# nginx_start NAME SOCK [extra location directives]: every path (or
+# NGINX_LOCATION's) to idemgate, SCRIPT_FILENAME $document_root$fastcgi_script_name
+# (or NGINX_SCRIPT_FILENAME, as $request_filename for an alias)
 nginx_start() {
-	local name=$1 sock d="$T/$1" extra=${3:-}
+	local name=$1 sock d="$T/$1" extra=${3:-} loc=${NGINX_LOCATION:-/}
+	local sf=${NGINX_SCRIPT_FILENAME:-'$document_root$fastcgi_script_name'}
 	sock=$(h_sockpath "$2")
 	mkdir -p "$d/tmp" "$d/logs"
 	chown -R www-data "$d/tmp" 2>/dev/null
@@ -527,13 +530,13 @@ http {
   server {
     listen 127.0.0.1:${PORT[$name]};
     root $T/www;
-    location / {
+    location $loc {
       fastcgi_param QUERY_STRING \$query_string;
       fastcgi_param REQUEST_METHOD \$request_method;
       fastcgi_param CONTENT_TYPE \$content_type;
       fastcgi_param CONTENT_LENGTH \$content_length;
       fastcgi_param SCRIPT_NAME \$fastcgi_script_name;
-      fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+      fastcgi_param SCRIPT_FILENAME $sf;
       fastcgi_param REQUEST_URI \$request_uri;
       fastcgi_param DOCUMENT_URI \$document_uri;
       fastcgi_param DOCUMENT_ROOT \$document_root;
