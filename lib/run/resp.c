@@ -327,16 +327,18 @@ resp_hdrs_for_replay(const struct buf *in, char *const *drop, size_t ndrop,
 	return resp_hdrs_keep(in, 1, drop, ndrop, out);
 }
 
-/* Drops the lines of hdrs named one of the n names, in place. */
+/* Drops the lines of hdrs named one of the n names (but the first such
+ * line, with keep_first), in place. */
 static void
-resp_hdrs_strip(struct buf *hdrs, char *const *names, size_t n)
+resp_hdrs_strip(struct buf *hdrs, char *const *names, size_t n,
+    int keep_first)
 {
 	const char	*nm, *v;
 	size_t		 off = 0, start, nl, vl, w = 0;
 
 	for (start = 0; resp_hdr_next(hdrs, &off, &nm, &nl, &v, &vl);
 	    start = off) {
-		if (resp_listed(nm, nl, names, n))
+		if (resp_listed(nm, nl, names, n) && keep_first-- <= 0)
 			continue;
 		memmove(hdrs->p + w, hdrs->p + start, off - start);
 		w += off - start;
@@ -352,7 +354,7 @@ resp_hdr_remove(struct buf *hdrs, const char *name)
 	char	*names[1];
 
 	names[0] = (char *)name;
-	resp_hdrs_strip(hdrs, names, 1);
+	resp_hdrs_strip(hdrs, names, 1, 0);
 }
 
 /* A Content-Length value: a plain number of at most 18 digits, or -1. */
@@ -375,39 +377,30 @@ resp_clen_value(const char *v, size_t vlen)
 int64_t
 resp_content_length(struct buf *hdrs)
 {
-	const char	*nm, *v;
-	size_t		 off = 0, start, nl, vl, w = 0, lines = 0;
-	int64_t		 n = -1, x;
+	static char *const	 names[] = { "Content-Length" };
+	const char		*nm, *v;
+	size_t			 off = 0, nl, vl, lines = 0;
+	int64_t			 n = -1, x;
 
 	while (resp_hdr_next(hdrs, &off, &nm, &nl, &v, &vl)) {
-		if (!resp_name_eq(nm, nl, "Content-Length"))
+		if (!resp_name_eq(nm, nl, names[0]))
 			continue;
 		if ((x = resp_clen_value(v, vl)) < 0 || (lines > 0 && x != n))
 			return -1;
 		n = x;
 		lines++;
 	}
-	if (lines < 2)
-		return n;
 	/* One value said more than once (RFC 9110 8.6): said once, where it
 	 * first was. */
-	lines = 0;
-	for (off = 0, start = 0; resp_hdr_next(hdrs, &off, &nm, &nl, &v,
-	    &vl); start = off) {
-		if (resp_name_eq(nm, nl, "Content-Length") && lines++ > 0)
-			continue;
-		memmove(hdrs->p + w, hdrs->p + start, off - start);
-		w += off - start;
-	}
-	hdrs->len = w;
-	hdrs->p[w] = '\0';
+	if (lines > 1)
+		resp_hdrs_strip(hdrs, names, 1, 1);
 	return n;
 }
 
 void
 resp_drop_cookies(struct buf *hdrs)
 {
-	resp_hdrs_strip(hdrs, resp_cookies, RESP_NCOOKIES);
+	resp_hdrs_strip(hdrs, resp_cookies, RESP_NCOOKIES, 0);
 }
 
 enum idem_err
@@ -418,7 +411,7 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 	struct buf		 kept;
 	enum idem_err		 er;
 
-	resp_hdrs_strip(hdrs, ours, 3);
+	resp_hdrs_strip(hdrs, ours, 3, 0);
 	/* Then what only the handler's own connection meant: the lines a
 	 * replay repeats are the ones the first client gets. */
 	buf_init(&kept, hdrs->max);
