@@ -151,15 +151,15 @@ struct claim {
 	 * lock (store_graves_take), owned: claim_reset closes them. */
 	int		 grave[STORE_GRAVES];
 	unsigned	 ngrave;
+	/* CLAIM_NEW, set by the owner before its outcome is recorded: the
+	 * run ended with its answer (nothing of it runs on), so the key
+	 * ends at its ttl, not at its run deadline (store_complete). */
+	int		 run_over;
 	/* A claim that failed after its INSERT (or takeover) was sent: a
 	 * row of the key may be ours under doubt_token (0: none) though
 	 * its id was never learnt.  store_release deletes it by key and
 	 * token (c->id 0), so the key is free once the store answers, not
 	 * a lease and a run deadline later. */
-	/* CLAIM_NEW, set by the owner before its outcome is recorded: the
-	 * run ended with its answer (nothing of it runs on), so the key
-	 * ends at its ttl, not at its run deadline (store_complete). */
-	int		 run_over;
 	uint64_t	 doubt_token;
 	unsigned char	 doubt_scope[FP_LEN];
 	char		 doubt_key[FP_KEY_MAX];

@@ -50,8 +50,7 @@ struct key_row {
  * too (UNIX_TIMESTAMP gives NULL there in MariaDB 10.11, and an unbounded
  * run's key ends in 9999). */
 #define UNIX_S(col)							\
-	"TIMESTAMPDIFF(MICROSECOND, TIMESTAMP'1970-01-01 00:00:00', " col	\
-	") / 1000000"
+	"TIMESTAMPDIFF(MICROSECOND, " SQL_EPOCH ", " col ") / 1000000"
 
 static const char SQL_KEY_GET[] =
     "SELECT id, state, route, method, owner, fingerprint, waiters, "
@@ -510,9 +509,9 @@ gauges_times(struct store *st, struct admin_gauges *g)
 	store_out_u64(&res[0], &g->expired, NULL);
 	store_out_dbl(&res[1], &d, &dnull);
 	store_out_u64(&res[2], &g->past_lease, NULL);
-	/* The (state, lease_until) index answers the third. */
 	/* Expired: what cleanup may delete (its own condition), not rows
-	 * past their expiry whose run may go on. */
+	 * past their expiry whose run may go on.  The (state, lease_until)
+	 * index answers the third. */
 	if ((er = one_row(st, "SELECT (SELECT COUNT(*) FROM idem_keys WHERE "
 	    "expires_at < NOW(6) AND " ADMIN_GONE "), (SELECT "
 	    "UNIX_TIMESTAMP(NOW(6)) - "

@@ -284,6 +284,11 @@ enum idem_err store_hold_take(struct store_hold *h, struct store *st,
 void store_hold_keep(struct store_hold *h);
 void store_hold_drop(struct store_hold *h);
 
+/* Unix time 0 as a DATETIME (the sessions run in UTC, '+00:00'): times
+ * counted from it have no 2038 limit (UNIX_TIMESTAMP and FROM_UNIXTIME
+ * have one in MariaDB 10.11). */
+#define SQL_EPOCH	"TIMESTAMP'1970-01-01 00:00:00'"
+
 /* A row's run deadline passed (NULL: a row from before migration 006,
  * which kept none). */
 #define ADMIN_RUN_PAST \

@@ -15,10 +15,6 @@
 #define RUN_OVER							\
 	"(lease_until <= NOW(6) AND NOW(6) >= FROM_UNIXTIME(?)"		\
 	" AND (run_deadline <= NOW(6) OR run_deadline IS NULL))"
-/* Unix time 0: the sessions run in UTC ('+00:00'), and DATETIME sums
- * from here have no 2038 limit (UNIX_TIMESTAMP and FROM_UNIXTIME have
- * one in MariaDB 10.11). */
-#define EPOCH	"TIMESTAMP'1970-01-01 00:00:00'"
 /*
  * The row's run deadline rounded up to a whole second (none before
  * migration 006: no floor).  A finished key ends no earlier: a run may
@@ -29,8 +25,9 @@
  * over, as SPEC 2c says.
  */
 #define RUN_END								\
-	"DATE_ADD(" EPOCH ", INTERVAL (TIMESTAMPDIFF(MICROSECOND, " EPOCH	\
-	", COALESCE(run_deadline, " EPOCH ")) + 999999) DIV 1000000 SECOND)"
+	"DATE_ADD(" SQL_EPOCH ", INTERVAL (TIMESTAMPDIFF(MICROSECOND, "	\
+	SQL_EPOCH ", COALESCE(run_deadline, " SQL_EPOCH "))"		\
+	" + 999999) DIV 1000000 SECOND)"
 /*
  * When the owner knows its run ended with its answer (? = 1: a CGI whose
  * process group had ended, a job), the run deadline becomes now, and the
@@ -51,9 +48,10 @@
  * second back (READ_SQL's last column) and name it: header and row agree.
  */
 #define TTL_END								\
-	"GREATEST(DATE_ADD(" EPOCH ", INTERVAL ? SECOND),"		\
-	" DATE_ADD(" EPOCH ", INTERVAL"					\
-	" (TIMESTAMPDIFF(MICROSECOND, " EPOCH ", NOW(6)) + ? + 999999)"	\
+	"GREATEST(DATE_ADD(" SQL_EPOCH ", INTERVAL ? SECOND),"		\
+	" DATE_ADD(" SQL_EPOCH ", INTERVAL"				\
+	" (TIMESTAMPDIFF(MICROSECOND, " SQL_EPOCH ", NOW(6))"		\
+	" + ? + 999999)"						\
 	" DIV 1000000 SECOND), " RUN_END ")"
 /* A run deadline ? µs from now; SQL NULL for ?: unbounded, the end of
  * time (a NULL column is a row from before migration 006: the lease
@@ -88,7 +86,7 @@
 	"   " DROP "), 0),"						\
 	" TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at), takeovers,"	\
 	" route, seal_kid, seal_nonce,"					\
-	" TIMESTAMPDIFF(SECOND, " EPOCH ", expires_at)"		\
+	" TIMESTAMPDIFF(SECOND, " SQL_EPOCH ", expires_at)"		\
 	" FROM idem_keys WHERE scope = ? AND idem_key = ?"
 /* waiters first: MariaDB's SET sees values assigned before it. */
 #define TAKEOVER_SQL							\
