@@ -1,5 +1,4 @@
 /* idemctl CLI: cron cleanup, migrate, check, show, forget, stats, metrics. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,16 +114,12 @@ main(int argc, char **argv)
 	};
 	const struct ctl_cmdline cl = { .usage = help, .opts = opts,
 	    .in_order = 1, .operands = -1 };
+	const char	*why;
 	size_t		 i;
 	int		 rc, argi;
 
-	if (proc_std_fds() != 0) {
-		fprintf(stderr, "idemctl: cannot open /dev/null\n");
-		return 1;
-	}
-	if (proc_private() != 0) {
-		fprintf(stderr, "idemctl: cannot make its memory private: %s\n",
-		    strerror(errno));
+	if ((why = proc_start()) != NULL) {
+		fprintf(stderr, "idemctl: %s\n", why);
 		return 1;
 	}
 	memset(&c, 0, sizeof(c));

@@ -514,16 +514,11 @@ main(int argc, char **argv)
 	struct cfg	*cfg = NULL;
 	struct opts	 o;
 	char		 err[512];
-	const char	*cs;
+	const char	*cs, *why;
 	int		 rc, utf8;
 
-	if (proc_std_fds() != 0) {
-		fprintf(stderr, "idemtop: cannot open /dev/null\n");
-		return 1;
-	}
-	if (proc_private() != 0) {
-		fprintf(stderr, "idemtop: cannot make its memory private: %s\n",
-		    strerror(errno));
+	if ((why = proc_start()) != NULL) {
+		fprintf(stderr, "idemtop: %s\n", why);
 		return 1;
 	}
 	if ((rc = parse_opts(argc, argv, &o)) != OPTS_RUN)

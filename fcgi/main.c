@@ -162,19 +162,14 @@ main(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char	*path = DEFAULT_CONFIG, *user = NULL;
+	const char	*path = DEFAULT_CONFIG, *user = NULL, *why;
 	struct cfg	*cfg = NULL;
 	char		 err[1024];
 	char		 shortopt[3];
 	int		 ch, check = 0, rc;
 
-	if (proc_std_fds() != 0) {
-		fprintf(stderr, "idemgate: cannot open /dev/null\n");
-		return 1;
-	}
-	if (proc_private() != 0) {
-		fprintf(stderr, "idemgate: cannot make its memory private: %s\n",
-		    strerror(errno));
+	if ((why = proc_start()) != NULL) {
+		fprintf(stderr, "idemgate: %s\n", why);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -119,7 +119,8 @@ proc_kill_if(long pid, const char *entry, size_t elen)
 	return n;
 }
 
-int
+/* proc_start's first part: 0, or -1 when /dev/null cannot be opened. */
+static int
 proc_std_fds(void)
 {
 	int	 fd, n;
@@ -138,10 +139,14 @@ proc_std_fds(void)
 	return 0;
 }
 
-int
-proc_private(void)
+const char *
+proc_start(void)
 {
-	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : -1;
+	if (proc_std_fds() != 0)
+		return "cannot open /dev/null";
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return "cannot make its memory private (PR_SET_DUMPABLE)";
+	return NULL;
 }
 
 int

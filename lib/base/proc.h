@@ -14,24 +14,20 @@
 ssize_t proc_children(pid_t *pids, size_t max);
 
 /*
- * Opens /dev/null on each of fds 0, 1 and 2 that is closed, so that no
- * later socket, pipe or file takes its number: a program started with
- * "2>&-" would otherwise give its children the database connection as
- * their stderr, or write its output into it.  First thing in main; -1
- * when /dev/null cannot be opened.
+ * What each program does first in main, NULL when done, else why not
+ * (the caller says it in one line and exits):
+ * - opens /dev/null on each of fds 0, 1 and 2 that is closed, so that no
+ *   later socket, pipe or file takes its number: a program started with
+ *   "2>&-" would otherwise give its children the database connection as
+ *   their stderr, or write its output into it;
+ * - makes its memory its own: no core dump, and no other process of the
+ *   same user (a handler it started, a job's COMMAND) may read it
+ *   through ptrace(2), /proc/PID/mem, environ or maps; only root
+ *   (CAP_SYS_PTRACE) still may.  It holds the database password, the
+ *   sealing keys and other clients' answers.  A program it executes is
+ *   dumpable again (execve resets it).
  */
-int proc_std_fds(void);
-
-/*
- * Makes this process's memory its own: no core dump, and no other
- * process of the same user (a handler it started, a job's COMMAND) may
- * read it through ptrace(2), /proc/PID/mem, environ or maps; only root
- * (CAP_SYS_PTRACE) still may.  It holds the database password, the
- * sealing keys and other clients' answers.  A program it executes is
- * dumpable again (execve resets it).  First thing in main, after
- * proc_std_fds; -1 (errno set) if the kernel refuses.
- */
-int proc_private(void);
+const char *proc_start(void);
 
 /*
  * SIGKILLs every process but this one whose environment holds entry (a
