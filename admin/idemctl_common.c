@@ -412,7 +412,7 @@ ctl_fmt_time(double t, char *out, size_t outlen)
 	long		 ms;
 	char		 base[32];
 
-	if (!(t > 0) || t > 253402300799.0) {
+	if (!(t > 0) || t > (double)ANSWER_END_OF_TIME) {
 		snprintf(out, outlen, "-");
 		return;
 	}

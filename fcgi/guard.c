@@ -36,8 +36,6 @@
 #define HDR_EXPIRES	"Idempotency-Expires: "
 /* The extra header lines of a created or reused answer. */
 #define GUARD_EXTRA_MAX	160
-#define GUARD_END_OF_TIME 253402300799LL	/* 9999-12-31 23:59:59 UTC,
-						 * an unbounded run's end */
 #define STORE_RETRY_S	5
 
 enum idem_err
@@ -201,7 +199,7 @@ guard_created(const struct guarded *g, char *out, size_t outlen)
 	int64_t	 s = guard_expiry_s(g->r->route->ttl_ms * 1000), run_s;
 
 	if (!g->ended && g->id.run_ms < 0)
-		s = GUARD_END_OF_TIME;
+		s = ANSWER_END_OF_TIME;
 	else if (!g->ended && (run_s = guard_expiry_s((g->id.run_ms -
 	    (clock_now_ms() - once_claimed_ms(&g->o))) * 1000)) > s)
 		s = run_s;

@@ -22,6 +22,10 @@ struct answer {
 					 * 0 unknown */
 };
 
+/* The last second a DATETIME holds, 9999-12-31 23:59:59 UTC: the end of
+ * an unbounded run, and past any expiry a key can be given. */
+#define ANSWER_END_OF_TIME	253402300799LL
+
 /* An empty answer whose parts never grow past the given maxima. */
 void answer_init(struct answer *a, size_t hdrs_max, size_t body_max);
 

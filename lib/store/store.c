@@ -843,8 +843,8 @@ complete_bind(struct store *st, const struct claim *c, const struct answer *a,
 static int64_t
 end_named(int64_t expires_s)
 {
-	/* 9999-12-31 */
-	return expires_s > 0 && expires_s < 253402300799LL ? expires_s : 0;
+	return expires_s > 0 && expires_s < ANSWER_END_OF_TIME ? expires_s :
+	    0;
 }
 
 enum idem_err
