@@ -422,6 +422,26 @@ shutdown_all(struct super *s)
  * Opens the signal pipe and the listen socket, becomes the subreaper and
  * starts the first generation.  0, or 1 after logging why (cfg is freed).
  */
+/* The gateway changes no users (README): started as root, its CGI
+ * programs run as root too.  Said once at start, as spawn-fcgi and
+ * php-fpm speak up about root. */
+static void
+warn_root(const struct cfg *cfg)
+{
+	size_t	 i;
+
+	if (geteuid() != 0)
+		return;
+	for (i = 0; i < cfg->nroutes; i++) {
+		if (cfg->routes[i].handler == HANDLER_FASTCGI)
+			continue;
+		log_warn("running as root: route %s runs its handlers as "
+		    "root; start idemgate as an unprivileged user "
+		    "(systemd User=, spawn-fcgi -u)", cfg->routes[i].prefix);
+		return;
+	}
+}
+
 static int
 super_start(struct super *s, struct cfg *cfg)
 {
@@ -451,6 +471,7 @@ super_start(struct super *s, struct cfg *cfg)
 		    "a dead worker", strerror(errno));
 	log_info("listening on %s with %d workers x %d threads",
 	    cfg->listen ? cfg->listen : "fd:0", nworkers(cfg), cfg->threads);
+	warn_root(cfg);
 	spawn_generation(s);
 	return 0;
 }

@@ -169,6 +169,6 @@ sql_edit "resp_body edited by hand" "UPDATE idem_keys SET resp_body = 'edited' W
 expect_eq "resp_body edited by hand: the edited body" edited "$(body e)"
 
 for g in a b n; do
-	expect_nomatch "gateway $g: no warnings" 'warn|error' "$(cat "$T/gw$g.log")"
+	expect_nomatch "gateway $g: no warnings" 'warn|error' "$(grep -v "running as root" "$T/gw$g.log")"
 done
 done_testing

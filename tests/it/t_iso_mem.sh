@@ -50,6 +50,7 @@ wait_until 10 test -S "$D/gw.sock" || not_ok "idemgate as $U listens" "$(tail -3
 wait_until 5 gw_has_workers gw || true
 lighttpd_start web "unix:$D/gw.sock" || { done_testing; exit 1; }
 expect_eq "the gateway runs as $U" "$U" "$(ps -o user= -p "${GW_PID[gw]}" | tr -d ' ')"
+expect_nomatch "as $U: no warning about root" 'running as root' "$(cat "$T/gw.log")"
 
 K=$(new_key)
 http a POST "$(url web /peek)" -H "Idempotency-Key: $K" --data-binary x

@@ -27,4 +27,21 @@ printf '\n[route /pay]\nhandler = cgi:%s\n' "$P" >>"$T/empty.conf"
 gw_start empty "$T/empty.conf" || { done_testing; exit 1; }
 wait_until 5 sh -c "grep -q 'run idemctl migrate' '$T/empty.log'"
 expect_match "no schema: says run idemctl migrate" 'store: .* -- schema missing: run idemctl migrate' "$(cat "$T/empty.log")"
+# Started as root, a gateway whose routes run programs says once that they
+# run as root too (it changes no users); with only fastcgi: routes it has
+# nothing to say.  As another user, nothing: t_iso_mem.
+if [ "$(id -u)" = 0 ]; then
+	gw_conf "$T/root.conf" "unix:$T/root.sock" "$DBCNF"
+	printf '\n[route /pay]\nhandler = cgi:%s\n' "$P" >>"$T/root.conf"
+	gw_start root "$T/root.conf" || { done_testing; exit 1; }
+	wait_until 5 gw_has_workers root || true
+	expect_eq "as root: one warning, naming a route that runs programs" 1 \
+	    "$(grep -c 'running as root: route /pay runs its handlers as root' "$T/root.log")"
+	gw_conf "$T/rootf.conf" "unix:$T/rootf.sock" "$DBCNF"
+	printf '\n[route /app]\nhandler = fastcgi:unix:%s/none.sock\nrun_limit = 10s\n' "$T" >>"$T/rootf.conf"
+	gw_start rootf "$T/rootf.conf" || { done_testing; exit 1; }
+	wait_until 5 gw_has_workers rootf || true
+	expect_match "as root, fastcgi: routes only: started" 'listening on' "$(cat "$T/rootf.log")"
+	expect_nomatch "as root, fastcgi: routes only: no such warning" 'running as root' "$(cat "$T/rootf.log")"
+fi
 done_testing
