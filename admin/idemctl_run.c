@@ -21,6 +21,7 @@
 #include "log.h"
 #include "once.h"
 #include "proc.h"
+#include "rand.h"
 #include "recorder.h"
 #include "store.h"
 #include "store_hkey.h"
@@ -33,6 +34,11 @@
 					 * COMMAND */
 #define RUN_ROUTE_MAX		200	/* bytes of the name, escaped */
 #define KEEPER_SLACK_MS		50	/* see keeper_grace_ms */
+/* A run's mark in COMMAND's environment (struct keeper): its own name, so
+ * a job run from a gateway's CGI keeps the gateway's IDEMGATE_RUN too. */
+#define RUN_MARK_NAME		"IDEMCTL_RUN"
+#define RUN_MARK_FMT		RUN_MARK_NAME "=%016llx"
+#define RUN_MARK_LEN		(sizeof(RUN_MARK_NAME "=") + 16)
 #define SWEEP_BATCH		256	/* children looked at at once */
 #define SWEEP_MAX_MS		500	/* run_sweep's bound: well inside
 					 * the lease left after a tick */
@@ -541,24 +547,30 @@ run_tick(void *arg)
 }
 
 /* Our environment for COMMAND, without what only idemctl may read, with
- * IDEMGATE_FENCE=fence (set in fencebuf, which env borrows). */
+ * IDEMGATE_FENCE=fence (set in fencebuf) and the run's mark (RUN_MARK_FMT,
+ * in mark), both borrowed by env.  An IDEMGATE_RUN we were given (a CGI
+ * of the gateway's that runs a job) stays: the gateway's own mark; an
+ * outer run's mark (a job within a job) gives way to this run's. */
 static char **
-run_env(uint64_t fence, char *fencebuf, size_t fencelen)
+run_env(uint64_t fence, char *fencebuf, size_t fencelen, const char *mark)
 {
 	char	**env;
 	size_t	 i, n = 0;
 
 	for (i = 0; environ[i] != NULL; i++)
 		;
-	if ((env = calloc(i + 2, sizeof(*env))) == NULL)
+	if ((env = calloc(i + 3, sizeof(*env))) == NULL)
 		return NULL;
 	for (i = 0; environ[i] != NULL; i++)
 		if (strncmp(environ[i], "MYSQL_PWD=", 10) != 0 &&
-		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0)
+		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0 &&
+		    strncmp(environ[i], RUN_MARK_NAME "=",
+		    sizeof(RUN_MARK_NAME)) != 0)
 			env[n++] = environ[i];
 	snprintf(fencebuf, fencelen, "IDEMGATE_FENCE=%llu",
 	    (unsigned long long)fence);
-	env[n] = fencebuf;
+	env[n++] = fencebuf;
+	env[n] = (char *)mark;
 	return env;
 }
 
@@ -583,17 +595,20 @@ run_signals(void)
 
 /*
  * The keeper: a process of ours that outlives a run killed with SIGKILL
- * just long enough to end COMMAND's process group, so nothing a run
- * started goes on after it (a takeover after the lease would otherwise
- * run beside it).  It reads a pipe only the run holds: 'P' and the
- * group's id once COMMAND runs, 'D' once the run reaped it; the pipe's
- * end without 'D' means the run died.
+ * just long enough to end COMMAND's process group, and what COMMAND
+ * started outside it (setsid, a daemon's double fork: no longer ours to
+ * sweep once we are gone, found by the run's mark in their environment),
+ * so nothing a run started goes on after it (a takeover after the lease
+ * would otherwise run beside it).  It reads a pipe only the run holds:
+ * 'P' and the group's id once COMMAND runs, 'D' once the run reaped it;
+ * the pipe's end without 'D' means the run died.
  */
 struct keeper {
 	int	 fd;
 	pid_t	 pid;
 	int64_t	 pg;	/* COMMAND's group, once it runs */
 	int64_t	 grace_ms;	/* SIGTERM, then SIGKILL this much later */
+	char	 mark[RUN_MARK_LEN];	/* in COMMAND's environment */
 };
 
 /*
@@ -615,7 +630,7 @@ keeper_grace_ms(int64_t lease_ms)
 }
 
 static void
-keeper_loop(int fd, int64_t grace_ms)
+keeper_loop(int fd, int64_t grace_ms, const char *mark)
 {
 	unsigned char	 tag;
 	int64_t		 pg = 0;
@@ -649,10 +664,15 @@ keeper_loop(int fd, int64_t grace_ms)
 		break;		/* the run is gone */
 	}
 	if (pg > 1) {
+		/* Those outside the group get no grace, as in run_sweep;
+		 * a second look after the group's end finds what it
+		 * started meanwhile. */
 		kill(-(pid_t)pg, SIGTERM);
+		(void)proc_kill_env(mark);
 		if (grace_ms > 0)
 			clock_sleep_ms(grace_ms);
 		kill(-(pid_t)pg, SIGKILL);
+		(void)proc_kill_env(mark);
 	}
 	_exit(0);
 }
@@ -679,7 +699,7 @@ keeper_start(struct keeper *k)
 		 * COMMAND's. */
 		setpgid(0, 0);
 		close(p[1]);
-		keeper_loop(p[0], k->grace_ms);
+		keeper_loop(p[0], k->grace_ms, k->mark);
 	}
 	close(p[0]);
 	k->fd = p[1];
@@ -876,7 +896,10 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	char			**env, fence[48];
 	enum idem_err		 er;
 
-	if ((env = run_env(j->o.c.fence, fence, sizeof(fence))) == NULL)
+	snprintf(k.mark, sizeof(k.mark), RUN_MARK_FMT,
+	    (unsigned long long)rand_u64());
+	if ((env = run_env(j->o.c.fence, fence, sizeof(fence), k.mark)) ==
+	    NULL)
 		return IDEM_ENOMEM;
 	/* Orphans among COMMAND's descendants become ours (run_sweep). */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
