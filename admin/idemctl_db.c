@@ -446,7 +446,19 @@ check_hkid(struct ctl *c, const struct cfg_secret *cur, char *hkid,
     size_t len)
 {
 	enum idem_err	 er = store_hkey_kid(c->st, hkid, len);
+	int		 keyed = 0;
 
+	if (er == IDEM_ENOTFOUND &&
+	    (er = store_hkey_keyed_rows(c->st, &keyed)) == IDEM_OK) {
+		if (keyed) {
+			finding("fail", "idem_hash_key is empty but rows of "
+			    "idem_keys are keyed (hashed = 1): the store's "
+			    "hashing key was lost; put its row back (every "
+			    "gateway answers 500 store-key-missing)");
+			return CTL_ECONFIG;
+		}
+		er = IDEM_ENOTFOUND;
+	}
 	if (er == IDEM_ENOTFOUND && cur == NULL)
 		return CTL_OK;
 	if (er == IDEM_ENOTFOUND)

@@ -125,6 +125,18 @@ hk_refuse(struct hkey *hk, const char *why)
 	atomic_store_explicit(&hk->state, HKEY_REFUSED, memory_order_release);
 }
 
+enum idem_err
+store_hkey_keyed_rows(struct store *st, int *keyed)
+{
+	long long	 v = 0;
+	enum idem_err	 er;
+
+	er = store_query_int(st, "SELECT EXISTS(SELECT 1 FROM idem_keys"
+	    " WHERE hashed = 1)", &v);
+	*keyed = v > 0;
+	return er;
+}
+
 /* store_hkey_resolve with hk->mu held. */
 static enum idem_err
 hk_resolve(struct store *st, struct hkey *hk)
@@ -133,10 +145,27 @@ hk_resolve(struct store *st, struct hkey *hk)
 	struct hk_row		 r;
 	char			 why[sizeof(hk->why)];
 	enum idem_err		 er;
+	int			 keyed;
 
 	if ((er = store_connect(st)) != IDEM_OK)
 		return er;
 	er = hk_read(st, &r);
+	/* No hashing key, yet rows hashed under one: it was lost (a
+	 * restore or copy without idem_hash_key).  Neither plain hashes
+	 * nor a new key would find any of them: every key would run
+	 * again. */
+	if (er == IDEM_ENOTFOUND) {
+		if ((er = store_hkey_keyed_rows(st, &keyed)) != IDEM_OK)
+			return er;
+		if (keyed) {
+			hk_refuse(hk, "idem_hash_key is empty but rows of "
+			    "idem_keys are keyed (hashed = 1): the store's "
+			    "hashing key was lost (a restore or copy without "
+			    "that table?): put its row back");
+			return IDEM_OK;
+		}
+		er = IDEM_ENOTFOUND;
+	}
 	if (er == IDEM_ENOTFOUND && cur == NULL) {
 		atomic_store_explicit(&hk->state, HKEY_PLAIN,
 		    memory_order_release);

@@ -72,4 +72,9 @@ enum idem_err store_hkey_rewrap(struct store *st, const struct hkey *hk,
  * store has none (not keyed). */
 enum idem_err store_hkey_kid(struct store *st, char *kid, size_t kidlen);
 
+/* *keyed: whether rows of idem_keys are keyed (hashed = 1); with no
+ * hashing key, that key was lost and no gateway may hash (store_hkey_
+ * resolve refuses). */
+enum idem_err store_hkey_keyed_rows(struct store *st, int *keyed);
+
 #endif

@@ -150,6 +150,33 @@ out=$("$IDEMCTL" -c "$T/lplain.conf" show "$KB" 2>&1)
 expect_match "show without the key file still finds the row" "state +completed" "$out"
 gw_stop gw
 
+# 3b. The hashing key's row lost (a restore or copy without idem_hash_key)
+# while keyed rows remain: no gateway, keyed or not, may hash anew (a new
+# key, or plain hashes, would find none of them and run every key again).
+HKROW=$(db_query "${TNAME}_p" "SELECT CONCAT_WS(',', id, QUOTE(seal_kid), CONCAT('0x', HEX(seal_nonce)), CONCAT('0x', HEX(wrapped)), QUOTE(created_at), QUOTE(created_by)) FROM idem_hash_key")
+db_query "${TNAME}_p" "DELETE FROM idem_hash_key" >/dev/null
+for g in lkeyed lplain; do
+	gw_start gw "$T/$g.conf" || { done_testing; exit 1; }
+	post "lost$g" "$U" "$KB" 'body-b'
+	is_problem "hashing key lost, $g gateway: a known key refused" "lost$g" 500 store-key-missing
+	post "lostn$g" "$U" "$(new_key)" 'body-lost'
+	is_problem "hashing key lost, $g gateway: a new key refused" "lostn$g" 500 store-key-missing
+	expect_match "hashing key lost, $g gateway: its log says why" 'idem_hash_key is empty but rows of idem_keys are keyed' "$(cat "$T/gw.log")"
+	gw_stop gw
+done
+expect_eq "hashing key lost: nothing ran again" 4 "$(runs pay)"
+expect_eq "hashing key lost: no new key made" 0 "$(db_query "${TNAME}_p" 'SELECT COUNT(*) FROM idem_hash_key')"
+out=$("$IDEMCTL" -c "$T/lkeyed.conf" check 2>&1)
+expect_eq "hashing key lost: check exits 2" 2 "$?"
+expect_match "hashing key lost: check names it" '\[fail\] idem_hash_key is empty but rows of idem_keys are keyed' "$out"
+db_query "${TNAME}_p" "INSERT INTO idem_hash_key (id, seal_kid, seal_nonce, wrapped, created_at, created_by) VALUES ($HKROW)" >/dev/null
+gw_start gw "$T/lkeyed.conf" || { done_testing; exit 1; }
+post b5 "$U" "$KB" 'body-b'
+expect_eq "hashing key put back: replayed" true "$(hdr b5 Idempotent-Replayed)"
+expect_file_eq "hashing key put back: byte-for-byte" "$T/b1.b" "$T/b5.b"
+gw_stop gw
+expect_eq "hashing key put back: nothing ran again" 4 "$(runs pay)"
+
 # 4. A plain owner still running when the key is set: waited for, once.
 db_new "${TNAME}_w" || { done_testing; exit 1; }
 conf "$T/wplain.conf" "$T/gw.sock" "$DBCNF"
