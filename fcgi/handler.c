@@ -356,10 +356,15 @@ handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 		    r->route->prefix);
 		return IDEM_EHANDLER;
 	}
+	/* An app we cannot stop that said something did run (its work
+	 * too, maybe): broken, never run again, as when its answer is found
+	 * invalid while it comes (run_backend); one that said nothing
+	 * failed, as a CGI that prints nothing. */
 	if (er == IDEM_OK && !s->have_head) {
 		log_err("%s: handler ended without a complete header block",
 		    r->tag);
-		er = IDEM_EHANDLER;
+		er = r->route->handler == HANDLER_FASTCGI && s->raw.len > 0 ?
+		    IDEM_EBROKEN : IDEM_EHANDLER;
 	}
 	/* Fewer bytes than announced: the web server would wait for the
 	 * rest, and so would every replay's client.  The run did happen

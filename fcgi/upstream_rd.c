@@ -92,6 +92,12 @@ rd_record_end(const struct upstream_req *r, struct upstream_rd *rd)
 	fcgi_end_decode(rd->end, &app_status, &ps);
 	rd->app_status = (int)app_status;
 	rd->done = 1;
+	if (ps != FCGI_REQUEST_COMPLETE && rd->spoke) {
+		/* It answered, so it ran: a refusal now is a broken run. */
+		log_err("%s: request refused (protocolStatus %d) after the "
+		    "app answered", upstream_tag(r), ps);
+		return IDEM_EBROKEN;
+	}
 	if (ps != FCGI_REQUEST_COMPLETE) {
 		log_err("%s: request refused (protocolStatus %d)",
 		    upstream_tag(r), ps);
@@ -126,6 +132,7 @@ upstream_rd_feed(const struct upstream_req *r, struct upstream_rd *rd,
 			if (rd->skip)
 				;
 			else if (rd->type == FCGI_STDOUT) {
+				rd->spoke = 1;
 				er = r->ex.out(r->ex.arg, p, k);
 				if (er != IDEM_OK)
 					return er;

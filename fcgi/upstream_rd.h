@@ -27,6 +27,7 @@ struct upstream_rd {
 	size_t		 end_have;
 	int		 done;		/* END_REQUEST seen */
 	int		 refused;	/* ...saying the app did not take it */
+	int		 spoke;		/* STDOUT came: the app took it */
 	int		 app_status;
 	struct errlog	 el;		/* STDERR, bounded as a CGI's */
 };
@@ -37,8 +38,9 @@ struct upstream_rd {
  * (lib/run/errlog.h).
  * Nothing is read past END_REQUEST (rd->done, its appStatus in
  * rd->app_status).  IDEM_OK to go on; IDEM_EHANDLER when END_REQUEST
- * refused the request (rd->refused); IDEM_EBROKEN when the app broke the
- * protocol (logged); else the error r->ex.out returned.
+ * refused the request before any STDOUT (rd->refused); IDEM_EBROKEN when
+ * the app broke the protocol, or refused what it had answered (logged);
+ * else the error r->ex.out returned.
  */
 enum idem_err upstream_rd_feed(const struct upstream_req *r,
     struct upstream_rd *rd, const char *p, size_t n);

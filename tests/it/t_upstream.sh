@@ -26,9 +26,16 @@ handler = fastcgi:unix:$T/app.sock
 [route /apptcp]
 handler = fastcgi:tcp:127.0.0.1:$AP
 
+[route /rough]
+handler = fastcgi:unix:$T/rough.sock
+run_limit = 30s
+
 [route /down]
 handler = fastcgi:unix:$T/nothing-here.sock
 EOF
+python3 "$IDEM_ROOT/tests/it/fcgi_rough.py" "$T/rough.sock" "$T/rough.runs" >"$T/rough.log" 2>&1 &
+H_BGPIDS+=($!)
+wait_until 5 test -S "$T/rough.sock" || not_ok "fcgi_rough listens"
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
 
@@ -56,6 +63,25 @@ expect_eq "upstream protected: reused" reused "$(hdr d2 Idempotency-Result)"
 expect_file_eq "upstream protected: replay body" "$T/d1.b" "$T/d2.b"
 http d3 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'twice'
 is_problem "upstream protected: other body" d3 422 key-mismatch
+
+# A faulty app, counted by its own log: one that answered did run, so an
+# answer that cannot be taken leaves the key a tombstone (410, never run
+# again); one that said nothing, or refused before answering, is released.
+rough_runs() { grep -c "^run $1\$" "$T/rough.runs" 2>/dev/null || true; }
+rough() { # rough MODE STATUS1 STATUS2 RUNS WHAT
+	local K
+	K=$(new_key)
+	http "r1$1" POST "$(url web "/rough?$1")" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "$5: the client gets $2" "$2" "$HS"
+	http "r2$1" POST "$(url web "/rough?$1")" -H "Idempotency-Key: $K" --data-binary x
+	expect_eq "$5: a retry gets $3" "$3" "$HS"
+	expect_eq "$5: the app ran $4" "$4" "$(rough_runs "$1")"
+}
+rough nohdrend 502 410 1 "no end of header block, then END_REQUEST"
+rough refuse_after 502 410 1 "an answer, then END_REQUEST refusing it"
+rough refuse 502 502 2 "END_REQUEST refusing, nothing said"
+rough silent 502 502 2 "END_REQUEST, nothing said"
+rough ok 200 200 1 "a plain answer"
 
 http e GET "$(url web /down)"
 is_problem "upstream down" e 502 bad-gateway

@@ -554,6 +554,14 @@ test_fake_protocol(void)
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
 	    IDEM_EHANDLER);
 
+	/* Refused after it answered: it ran, so broken, not "refused"
+	 * (which would free its key for a second run). */
+	buf_reset(&r);
+	rec(&r, 1, 6, 1, "Status: 200\r\n\r\npaid", 21, 0);
+	end_rec(&r, 0, 3);
+	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
+	    IDEM_EBROKEN);
+
 	/* A silent app: the deadline passes (504). */
 	buf_reset(&s.b);
 	s.ticks = 0;
