@@ -398,6 +398,10 @@ check_mode(struct ctl *c)
 		finding("warn", "galera, %d node%s, this node %s (not "
 		    "synced), group [%s]", m.nodes, m.nodes == 1 ? "" : "s",
 		    m.state, m.group);
+	if (m.galera && m.quota_memory)
+		finding("warn", "idem_quota is a MEMORY table, which Galera "
+		    "does not replicate: new_keys_per_minute counts each "
+		    "node's keys apart; ALTER TABLE idem_quota ENGINE=InnoDB");
 	check_transport(c, &m);
 }
 

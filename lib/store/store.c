@@ -707,8 +707,11 @@ store_quota_take(struct store *st, const unsigned char scope[FP_LEN],
 	uint64_t	 id;
 
 	store_bind_blob(&par[0], scope, FP_LEN);
-	/* Not repeated: a count that may have landed must not land twice. */
-	if ((er = store_exec(st, STMT_QUOTA, par, 0, &s)) != IDEM_OK)
+	/* Not repeated after a lost connection: a count that may have
+	 * landed must not land twice.  Refused by Galera's certification
+	 * (another node added to the same row), nothing landed: again. */
+	if ((er = store_exec(st, STMT_QUOTA, par, STORE_RETRY_CERT, &s)) !=
+	    IDEM_OK)
 		return er;
 	id = mysql_stmt_insert_id(s);
 	*n = id == 0 ? 1 : id;

@@ -650,6 +650,7 @@ store_admin_mode(struct store *st, struct admin_mode *m)
 	char		 size[16];
 	enum idem_err	 er;
 	int		 found;
+	long long	 q = 0;
 
 	memset(m, 0, sizeof(*m));
 	if (store_need_conn(st) != IDEM_OK)
@@ -672,6 +673,12 @@ store_admin_mode(struct store *st, struct admin_mode *m)
 	store_out_text_end(size, sizeof(size), len[0], nul[0]);
 	store_out_text_end(m->state, sizeof(m->state), len[1], nul[1]);
 	m->nodes = atoi(size);
+	if ((er = store_query_int(st, "SELECT COUNT(*) FROM"
+	    " information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND"
+	    " TABLE_NAME = 'idem_quota' AND ENGINE = 'MEMORY'", &q)) !=
+	    IDEM_OK)
+		return er;
+	m->quota_memory = q > 0;
 	return IDEM_OK;
 }
 

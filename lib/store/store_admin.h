@@ -310,6 +310,9 @@ struct admin_mode {
 	int		 tcp;
 	char		 cipher[64];
 	int		 verified;
+	/* On a Galera node: idem_quota is a MEMORY table, which Galera does
+	 * not replicate (sql/011). */
+	int		 quota_memory;
 };
 enum idem_err store_admin_mode(struct store *st, struct admin_mode *m);
 

@@ -131,10 +131,11 @@ enum idem_err store_conn_open(struct store *st, const char *group);
 enum idem_err store_exec(struct store *st, enum stmt_id sid, MYSQL_BIND *par,
     int retry, MYSQL_STMT **out);
 
-/* retry bits: STORE_RETRY is the 1 above; STORE_RETRY_CERT also repeats,
- * on the same connection, a statement a Galera cluster refused at commit
- * (1213, certification; 1205) -- for statements whose repeat is harmless
- * and whose loss is not an answer (complete, renew, release). */
+/* retry bits: STORE_RETRY is the 1 above; STORE_RETRY_CERT repeats, on
+ * the same connection, a statement a Galera cluster refused at commit
+ * (1213, certification; 1205): nothing of it was applied -- for
+ * statements whose loss is not an answer (complete, renew, release, the
+ * quota's count). */
 #define STORE_RETRY		1
 #define STORE_RETRY_CERT	2
 

@@ -148,7 +148,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 		/* A lost node: the next connect tries the next group. */
 		st->group_next = st->group_cur + 1;
 		/* A connection that just came up and failed: do not hammer. */
-		if (!retry || fresh) {
+		if (!(retry & STORE_RETRY) || fresh) {
 			er = IDEM_ESTORE;
 			goto out;
 		}
