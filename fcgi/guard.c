@@ -1,5 +1,6 @@
 /* Idempotency flow between route and handler: claim, run, record, replay. */
 #include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,8 @@ struct guarded {
 	int		 owned;		/* the key is ours, on the board */
 	uint64_t	 lockhash;	/* fp_lockhash of id.lockname */
 	uint64_t	 run;		/* IDEMGATE_RUN of its CGI run */
-	int		 spawned;	/* ...which started a program */
+	pid_t		 spawned;	/* ...which started a program: its
+					 * pid, its group's id; 0 none */
 	int		 ended;		/* ...which ended with its answer */
 };
 
@@ -134,14 +136,19 @@ guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 {
 	enum rec_op	 done;
 	char		 mark[CGI_RUN_LEN];
+	int		 n;
 
 	/* Released, a retry may run at once: what this run left behind
-	 * outside its (killed) process group goes first, so the two never
-	 * run side by side. */
-	if (op == REC_RELEASE && g->run != 0 && g->spawned) {
+	 * goes first, so the two never run side by side: its process
+	 * group (a program still running after a whole answer whose status
+	 * releases, a child in the background), what left the group while
+	 * its parent lives, then what still carries the run's mark. */
+	if (op == REC_RELEASE && g->run != 0 && g->spawned > 0) {
+		n = proc_kill_escaped(g->spawned);
+		(void)kill(-g->spawned, SIGKILL);
 		snprintf(mark, sizeof(mark), CGI_RUN_FMT,
 		    (unsigned long long)g->run);
-		if (proc_kill_env(mark) > 0)
+		if (proc_kill_env(mark) + n > 0)
 			log_warn("%s: key %s: killed what its run left "
 			    "running (outside its process group)", g->r->tag,
 			    g->lkey);

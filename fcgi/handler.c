@@ -223,8 +223,7 @@ exchange_fill(struct run_ctx *rc, int outlives)
 static void
 run_started(pid_t pid, void *arg)
 {
-	(void)pid;
-	*(int *)arg = 1;
+	*(pid_t *)arg = pid;
 }
 
 static enum idem_err

@@ -61,8 +61,9 @@ struct run_hooks {
 	uint64_t	  run;		/* IDEMGATE_RUN of a CGI run (the
 					 * mark of what it leaves behind:
 					 * lib/run/cgi_env.h); 0: none */
-	int		 *spawned;	/* set to 1 once the CGI program
-					 * started (NULL: not asked) */
+	pid_t		 *spawned;	/* set to the CGI program's pid, its
+					 * group's id, once it started
+					 * (NULL: not asked) */
 	int		 *ended;	/* set to 1 when the run ended with
 					 * its answer: a CGI program whose
 					 * process group had ended (none

@@ -149,6 +149,75 @@ proc_start(void)
 	return NULL;
 }
 
+/* Appends to pids (up to max, from *n) the children of pid, every
+ * thread's, as /proc lists them. */
+static void
+proc_kids_of(pid_t pid, pid_t *pids, size_t max, size_t *n)
+{
+	char		 path[96], buf[4096], *p, *end;
+	struct dirent	*de;
+	DIR		*d;
+	long		 v;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while (*n < max && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/task/%.16s/children",
+		    (long)pid, de->d_name);
+		if (proc_read(path, buf, sizeof(buf)) <= 0)
+			continue;
+		for (p = buf; *n < max; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (v > 1)
+				pids[(*n)++] = (pid_t)v;
+		}
+	}
+	closedir(d);
+}
+
+int
+proc_kill_escaped(pid_t leader)
+{
+	pid_t	 pids[PROC_TREE_MAX];
+	size_t	 n = 0, i;
+	int	 fd, killed = 0;
+
+	if (leader <= 1)
+		return 0;
+	/* The whole tree first: a parent killed first would hand its
+	 * children to a subreaper, out of our sight. */
+	proc_kids_of(leader, pids, PROC_TREE_MAX, &n);
+	for (i = 0; i < n; i++)
+		proc_kids_of(pids[i], pids, PROC_TREE_MAX, &n);
+	for (i = 0; i < n; i++) {
+		if (getpgid(pids[i]) == leader)
+			continue;
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+		/* Through a pidfd: a pid freed since the look is not the
+		 * one killed (one freed before it may be; the look is a
+		 * moment old). */
+		if ((fd = (int)syscall(SYS_pidfd_open, pids[i], 0)) >= 0) {
+			if (getpgid(pids[i]) != leader && syscall(
+			    SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0)
+				killed++;
+			close(fd);
+			continue;
+		}
+		if (errno != ENOSYS)
+			continue;
+#endif
+		(void)fd;
+		if (kill(pids[i], SIGKILL) == 0)
+			killed++;
+	}
+	return killed;
+}
+
 int
 proc_kill_env(const char *entry)
 {

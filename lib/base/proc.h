@@ -38,4 +38,16 @@ const char *proc_start(void);
  */
 int proc_kill_env(const char *entry);
 
+/*
+ * SIGKILLs every descendant of leader (a process group's leader, alive)
+ * that left its group (setsid, setpgid), as /proc lists them now, up to
+ * PROC_TREE_MAX: what a kill of the group would miss, found while their
+ * parents still live (an orphan goes to a subreaper, out of the tree),
+ * whatever became of their environment or user (those of other users
+ * only as root can).  The number killed.  For a run's end, not per
+ * request.
+ */
+#define PROC_TREE_MAX	256
+int proc_kill_escaped(pid_t leader);
+
 #endif

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "errlog.h"
 #include "linger.h"
+#include "proc.h"
 #include "log.h"
 
 /* After stdout's EOF, how long to wait for the exit. */
@@ -842,6 +843,16 @@ cgi_io_complete(struct cgi_io *io, struct cgi_status *st)
 		if (r->until_exit)
 			kill(-io->pid, SIGKILL);
 		cgi_status_set(st, cgi_reap(io->pid), 0);
+		/* A CGI's: the group lives on while a member does (its id
+		 * pinned by them), and so does the run, to its timeout. */
+		if (r->until_exit || kill(-io->pid, 0) != 0)
+			return;
+		st->lingering = 1;
+		if (r->linger != NULL && r->ex.timeout_ms > 0)
+			linger_add_group(r->linger, io->pid,
+			    io->started + r->ex.timeout_ms);
+		else
+			kill(-io->pid, SIGKILL);
 		return;
 	}
 	if (io->exited)
@@ -871,6 +882,10 @@ cgi_io_abort(struct cgi_io *io, enum idem_err er, struct cgi_status *st)
 	const struct cgi_run	*r = io->r;
 	int			 graceful = r->stop_grace_ms > 0;
 
+	/* What left the group (setsid) while its parent lives goes with
+	 * the group: a kill of the group misses it, and once its parent
+	 * is gone it is out of sight. */
+	(void)proc_kill_escaped(io->pid);
 	if (er == IDEM_ELEASE)
 		cgi_status_set(st, cgi_stop(io->pid, CGI_STOP_GRACE_MS), 0);
 	else if (er == IDEM_ETIMEOUT && graceful)

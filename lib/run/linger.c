@@ -21,6 +21,8 @@ struct lgroup {
 	int		 fd[2];		/* stdout, stderr read ends;
 					 * -1 closed */
 	int64_t		 deadline_ms;
+	int		 reaped;	/* the leader is gone: pid is only the
+					 * group's id, pinned by its members */
 };
 
 struct linger {
@@ -39,7 +41,7 @@ lg_end(struct lgroup *g, int kill_it)
 
 	if (kill_it)
 		kill(-g->pid, SIGKILL);
-	while (waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
+	while (!g->reaped && waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
 		;
 	for (i = 0; i < 2; i++)
 		if (g->fd[i] >= 0)
@@ -67,12 +69,15 @@ lg_drain(int *fd)
 	}
 }
 
-/* 1 if the group is done: leader exited (not reaped) and pipes closed. */
+/* 1 if the group is done: leader exited (not reaped) and pipes closed;
+ * a group whose leader is gone, once no member is left. */
 static int
 lg_done(struct lgroup *g)
 {
 	siginfo_t	 si;
 
+	if (g->reaped)
+		return kill(-g->pid, 0) != 0;
 	if (g->fd[0] >= 0)
 		lg_drain(&g->fd[0]);
 	if (g->fd[1] >= 0)
@@ -107,6 +112,18 @@ lg_main(void *arg)
 				i++;
 				continue;
 			}
+			/* The leader is done: reaped, its group may live on
+			 * in a member (a child in the background, pipes let
+			 * go), which is kept to the deadline. */
+			if (!late && !lg->g[i].reaped) {
+				lg_end(&lg->g[i], 0);
+				lg->g[i].reaped = 1;
+				lg->g[i].fd[0] = lg->g[i].fd[1] = -1;
+				if (kill(-lg->g[i].pid, 0) == 0) {
+					i++;
+					continue;
+				}
+			}
 			g = lg->g[i];
 			lg->g[i] = lg->g[--lg->n];
 			if (late)
@@ -138,11 +155,9 @@ linger_new(struct linger **out)
 	return IDEM_OK;
 }
 
-void
-linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
-    int64_t deadline_ms)
+static void
+lg_add(struct linger *lg, struct lgroup g)
 {
-	struct lgroup	 g = { pid, { out_fd, err_fd }, deadline_ms };
 	struct lgroup	*ng;
 	size_t		 cap;
 
@@ -161,8 +176,21 @@ linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
 	}
 	pthread_mutex_unlock(&lg->mu);
 	log_warn("too many lingering handler groups; killing %ld now",
-	    (long)pid);
+	    (long)g.pid);
 	lg_end(&g, 1);
+}
+
+void
+linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
+    int64_t deadline_ms)
+{
+	lg_add(lg, (struct lgroup){ pid, { out_fd, err_fd }, deadline_ms, 0 });
+}
+
+void
+linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms)
+{
+	lg_add(lg, (struct lgroup){ pgid, { -1, -1 }, deadline_ms, 1 });
 }
 
 size_t

@@ -32,6 +32,14 @@ enum idem_err linger_new(struct linger **out);
 void linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
     int64_t deadline_ms);
 
+/*
+ * The same for a group whose leader has exited and been reaped while
+ * members are left (a child in the background, its pipes let go): killed
+ * at deadline_ms unless none is left by then.  Its id stays the group's
+ * while a member lives; the linger looks every 100 ms.
+ */
+void linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms);
+
 /* Groups still lingering. */
 size_t linger_count(struct linger *lg);
 

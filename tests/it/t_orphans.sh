@@ -26,6 +26,32 @@ while [ ! -s "$0.sid" ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done
 printf 'Status: 503\r\nContent-Type: text/plain\r\n\r\nbusy\n'
 EOF
 chmod 0755 "$S5"
+# a setsid worker that clears its environment (no IDEMGATE_RUN mark left),
+# then a run that outlives its timeout
+SE=$T/cgi/tsidenv
+cat >"$SE" <<'EOF'
+#!/bin/sh
+setsid env -i sh -c 'echo $$ >>"$0.sid"; sleep 6; echo end >>"$0.work"' "$0" </dev/null >/dev/null 2>&1 &
+sleep 30
+EOF
+chmod 0755 "$SE"
+# a program that clears its environment, answers a whole 503 (a released
+# status) and runs on with its stdout open
+SL=$T/cgi/tlinger
+cat >"$SL" <<'EOF'
+#!/bin/sh
+exec env -i F="$0" sh -c 'echo $$ >>"$F.sid"; printf "Status: 503\r\nContent-Length: 5\r\n\r\nbusy\n"; sleep 6; echo end >>"$F.work"'
+EOF
+chmod 0755 "$SL"
+# a program that leaves a child in its process group, pipes let go, and
+# exits with a whole 200: the child is part of the run until its timeout
+SB=$T/cgi/tbg
+cat >"$SB" <<'EOF'
+#!/bin/sh
+sh -c 'echo $$ >>"$0.sid"; sleep 4; echo end >>"$0.work"' "$0" </dev/null >/dev/null 2>&1 &
+printf 'Status: 200\r\nContent-Type: text/plain\r\n\r\nok\n'
+EOF
+chmod 0755 "$SB"
 std_setup "[route /pay]
 handler = cgi:$P
 lease = 2s
@@ -38,7 +64,20 @@ timeout = 1s
 
 [route /tsid503]
 handler = cgi:$S5
-timeout = 10s" \
+timeout = 10s
+
+[route /tsidenv]
+handler = cgi:$SE
+timeout = 1s
+
+[route /tlinger]
+handler = cgi:$SL
+timeout = 10s
+
+[route /tbg]
+handler = cgi:$SB
+timeout = 1s
+ttl = 1s" \
 	"workers = 1" "threads = 4" || { done_testing; exit 1; }
 
 # pids_of FILE: the pid= fields of a runs file, or the lines of a child file
@@ -113,6 +152,34 @@ expect_eq "setsid: no first run's work finished beside the retry" 0 "$(grep -c e
 # goes before the release too, though the run's own timeout is far off.
 K=$(new_key)
 released s5 /tsid503 "$S5.sid" 503 "setsid left by a 503 answer"
+
+# The same when the setsid worker cleared its environment (no mark left
+# to find it by): found as a descendant of the run, before the group's
+# kill at the timeout.
+K=$(new_key)
+released se1 /tsidenv "$SE.sid" 504 "setsid without the mark, left by a timed-out run"
+# A program that cleared its environment and runs on after a whole 503:
+# its group is killed before the release, not at its timeout.
+K=$(new_key)
+released sl1 /tlinger "$SL.sid" 503 "a program running on after a whole 503"
+sleep 0.3
+http sl2 POST "$(url web /tlinger)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "running on after a 503: the retry ran" "503 2" "$HS $(wc -l <"$SL.sid")"
+# A child left in the group after a whole 200 (pipes let go): the run
+# goes on until the route's timeout, which ends it, and the key does not
+# end before (ttl 1 s < timeout 1 s + the kill grace).
+K=$(new_key)
+http b1 POST "$(url web /tbg)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "a child left in the group: the answer" "200 created" "$HS $(hdr b1 Idempotency-Result)"
+bp=$(tail -1 "$SB.sid" 2>/dev/null)
+# past the ttl's whole second (2 s at most), within the run deadline
+sleep 2.3
+http b2 POST "$(url web /tbg)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "... a retry past the ttl while it may run: replayed" "200 reused" "$HS $(hdr b2 Idempotency-Result)"
+expect_eq "... the child killed at the route's timeout" 0 "$(living "$bp")"
+sleep 2
+expect_eq "... its work never finished" 0 "$(cat "$SB.work" 2>/dev/null | grep -c end)"
+expect_eq "... the program ran once" 1 "$(wc -l <"$SB.sid")"
 
 # Stopping the gateway kills what handlers left behind.
 : >"$P.child"
