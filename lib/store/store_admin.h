@@ -26,6 +26,12 @@ struct cleanup_opts {
 	int		 dry_run;		/* count only, change nothing */
 	/* In-progress rows are stale this long past their lease. */
 	int64_t		 stale_after_ms;
+	/* A lapsed lease counts only once the server has been up this long
+	 * (the longest lease configured): a restart, or an outage its
+	 * owners could not renew through, lapses live owners' leases too,
+	 * and they renew within a lease once it is back (as a takeover's
+	 * floor, lib/store/store.c). */
+	int64_t		 live_floor_ms;
 	int64_t		 counters_retention_ms;
 	int64_t		 runs_retention_ms;
 	const char	*host;			/* for idem_cleanup_runs */

@@ -49,9 +49,14 @@ struct phase {
  * are fewer, the last row after the first (the same but the offset).
  * RANGE deletes from the first to the end, both in (first col, end col,
  * first col, first id, end col, end id[, age]). */
-#define EXPIRED_WHERE	"expires_at < NOW(6) AND " ADMIN_GONE
+/* A row in progress goes only once the server has been up a whole lease
+ * (LIVE_FLOOR, set by run_floor; NULL on a connection that did not set
+ * it: none goes). */
+#define LIVE_FLOOR	"@idem_live_floor"
+#define EXPIRED_WHERE	"expires_at < NOW(6) AND " ADMIN_GONE \
+	" AND (state <> 0 OR " LIVE_FLOOR ")"
 #define STALE_WHERE	"state = 0 AND lease_until < NOW(6) - " \
-	"INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST
+	"INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST " AND " LIVE_FLOOR
 #define AFTER(col, where) \
 	"SELECT " col ", id FROM idem_keys WHERE " col " >= ? AND (" col \
 	" > ? OR id > ?) AND " where " ORDER BY "
@@ -616,6 +621,20 @@ run_finish(struct store *st, const struct cleanup_result *r)
 	    "?, batches = ?, outcome = ?, reason = ? WHERE id = ?", in, NULL);
 }
 
+/* Sets LIVE_FLOOR on this connection: whether the server has been up
+ * o->live_floor_ms (a lapsed lease counts only then). */
+static enum idem_err
+run_floor(struct store *st, const struct cleanup_opts *o)
+{
+	MYSQL_BIND	 in[1];
+	int64_t		 floor_ms = o->live_floor_ms;
+
+	store_bind_i64(&in[0], &floor_ms);
+	return store_simple(st, "SET " LIVE_FLOOR " = (SELECT"
+	    " VARIABLE_VALUE * 1000 >= ? FROM information_schema.GLOBAL_STATUS"
+	    " WHERE VARIABLE_NAME = 'UPTIME')", in, NULL);
+}
+
 /* Every phase in order (counted only, on a dry run), until one fails or
  * the deadline passes.  OUT: *failed the phase that stopped the run. */
 static enum idem_err
@@ -638,6 +657,10 @@ run_phases(struct sweep *sw, struct cleanup_result *out, int *failed)
 	dst[PH_COUNTERS] = &out->counters_pruned;
 	dst[PH_RUNS] = &out->runs_pruned;
 	dst[PH_QUOTA] = &quota_pruned;
+	if ((er = run_floor(st, o)) != IDEM_OK) {
+		*failed = PH_EXPIRED;
+		return er;
+	}
 	for (p = 0; p < PH__COUNT; p++) {
 		if (o->dry_run)
 			er = phase_count(st, p, ages[p], dst[p]);

@@ -226,12 +226,33 @@ eq "cleanup: old run records pruned" 0 "$(sq "SELECT COUNT(*) FROM idem_cleanup_
 # stale in-progress rows (lease passed more than stale_after = 1h ago)
 seed stale 7 0 "NOW(6) + INTERVAL 1 DAY" "NOW(6) - INTERVAL 2 HOUR"
 seed young 2 0 "NOW(6) + INTERVAL 1 DAY" "NOW(6) - INTERVAL 10 MINUTE"
-run -c "$CONF" -v cleanup --batch 5
+# ... but not before the server has been up for the longest lease: a
+# restart (or an outage) lapses live owners' leases too, and a live one
+# renews within a lease once the server is back; its row, and the answer
+# it still holds, must not go before that.  A route whose lease is longer
+# than the server's uptime stands in for a server just restarted.
+seed gonedone 3 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+seed goneexp 4 0 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 HOUR"
+up=$(sq "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'")
+mkconf "$T/young.conf" "$TESTROOT/$DB.cnf" ""
+printf 'lease = %ss\n' "$((up + 3600))" >>"$T/young.conf"
+run -c "$T/young.conf" cleanup --dry-run
+has "server up less than a lease: a dry run counts no stale row" "$T/out" 'would delete 3 expired keys and 0 stale'
+run -c "$T/young.conf" cleanup
+eq "server up less than a lease: exit 0" 0 "$RC"
+eq "server up less than a lease: stale rows kept" 7 "$(count stale)"
+eq "server up less than a lease: expired rows in progress kept" 4 "$(count goneexp)"
+eq "server up less than a lease: finished expired rows go" 0 "$(count gonedone)"
+# (the server has been up a lease of 1 s: see below)
+mkconf "$T/short.conf" "$TESTROOT/$DB.cnf" ""
+printf '[idempotency]\nlease = 1s\n' >>"$T/short.conf"
+run -c "$T/short.conf" -v cleanup --batch 5
 eq "stale cleanup: exit 0" 0 "$RC"
 has "--verbose: summary line" "$T/out" 'released 7 stale'
 eq "stale rows released" 0 "$(count stale)"
+eq "expired rows in progress released" 0 "$(count goneexp)"
 eq "recently abandoned rows kept until stale_after" 2 "$(count young)"
-eq "stale run recorded" "0 7 2" "$(sq "SELECT rows_deleted, stale_released, batches FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
+eq "stale run recorded (and the 4 expired in progress)" "4 7 3" "$(sq "SELECT rows_deleted, stale_released, batches FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')"
 
 # ---------------------------------------------------------------- dry run
 seed dry 120 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
