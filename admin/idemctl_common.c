@@ -169,6 +169,7 @@ ctl_opts_parse(struct ctl *c, const struct ctl_cmdline *cl, int argc,
 		  .text = cl->usage },
 	};
 	struct opt_tables	 t;
+	unsigned char		 seen[OPTS_MAX] = { 0 };
 	size_t			 i;
 	int			 ch, rc;
 
@@ -182,6 +183,12 @@ ctl_opts_parse(struct ctl *c, const struct ctl_cmdline *cl, int argc,
 				break;
 		if (ch == '?' || ch == ':' || i == t.n)
 			return opt_err(cl->cmd, ch, argv);
+		/* Which of two keys (or configs) was meant: not ours to
+		 * guess.  Flags may repeat. */
+		if (t.all[i]->kind != CTL_OPT_FLAG &&
+		    t.all[i]->kind != CTL_OPT_PRINT && seen[i]++)
+			return ctl_usage_err(cl->cmd, "--%s given twice",
+			    t.all[i]->name);
 		if ((rc = opt_store(cl->cmd, t.all[i], optarg)) != CTL_OK)
 			return rc;
 	}

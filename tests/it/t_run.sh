@@ -470,6 +470,11 @@ expect_eq "usage: one line, as every failure" 1 "$(wc -l <"$T/u.e" | tr -d ' ')"
 expect_eq "usage: COMMAND is required" 1 "$?"
 run a u3 --key k10 --ttl nonsense -- /bin/true
 expect_eq "usage: a bad duration" 1 "$(rc u3)"
+# Two keys: which one was meant is not ours to guess.
+n0=$(starts)
+run a u4 --key k10a --key k10b -- "$T/job.sh" x 0 0
+expect_eq "usage: --key twice, refused, COMMAND not run" "1 0" "$(rc u4) $(($(starts) - n0))"
+expect_match "usage: --key twice, says so" 'run: --key given twice' "$(cat "$T/u4.e")"
 # Past what the store can date (100 years): a usage error, not 69 with
 # SQL's words, which a queue would redeliver for ever.
 for o in --ttl --lease --timeout; do
