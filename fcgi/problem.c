@@ -12,6 +12,10 @@ static const struct {
 	[PROB_MISSING_KEY] = { 400, "missing-key",
 	    "Idempotency key required",
 	    "This endpoint requires an Idempotency-Key header." },
+	[PROB_BODY_MISMATCH] = { 400, "body-length-mismatch",
+	    "Request body longer than announced",
+	    "The request body is longer than its Content-Length says; it "
+	    "was not processed." },
 	[PROB_AMBIGUOUS_HEADER] = { 400, "ambiguous-header",
 	    "Ambiguous request header",
 	    "A header that identifies this request (the idempotency key, "

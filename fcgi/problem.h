@@ -12,6 +12,7 @@ enum problem {
 	PROB_MISSING_KEY,	/* 400 */
 	PROB_INVALID_KEY,	/* 400 */
 	PROB_MISSING_SCOPE,	/* 400 */
+	PROB_BODY_MISMATCH,	/* 400: a body longer than CONTENT_LENGTH */
 	PROB_AMBIGUOUS_HEADER,	/* 400: key, scope or fingerprint header
 				 * twice */
 	PROB_NOT_FOUND,		/* 404 */

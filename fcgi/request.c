@@ -19,6 +19,7 @@ enum body_fit {
 	BODY_WHOLE,		/* taken into the request */
 	BODY_TOO_LARGE,		/* past max_body: 413 */
 	BODY_SHORT,		/* less than CONTENT_LENGTH: no answer */
+	BODY_LONG,		/* more than CONTENT_LENGTH: 400 */
 };
 
 /* What request_admit left to do. */
@@ -46,16 +47,19 @@ request_body_fit(struct request *r, const struct job *j, size_t *want)
 	}
 	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
 		return BODY_TOO_LARGE;
-	if (r->had_length && j->fc.body.len != *want)
+	if (r->had_length && j->fc.body.len < *want)
 		return BODY_SHORT;
+	if (r->had_length && j->fc.body.len > *want)
+		return BODY_LONG;
 	return BODY_WHOLE;
 }
 
 /*
  * Takes the body the reader collected, under the route's max_body.
- * BODY_SHORT when it is not the length CONTENT_LENGTH said (shorter: the
- * client went away mid-body; longer: a web server that lies): no answer
- * possible.
+ * BODY_SHORT when it is shorter than CONTENT_LENGTH said (the client went
+ * away mid-body: no answer possible); BODY_LONG when longer (a web server
+ * that lies, a crafted record: which length the handler would read is
+ * anyone's guess).
  */
 static enum body_fit
 request_take_body(struct request *r, struct job *j)
@@ -63,7 +67,8 @@ request_take_body(struct request *r, struct job *j)
 	enum body_fit	 fit;
 	size_t		 want;
 
-	if ((fit = request_body_fit(r, j, &want)) == BODY_SHORT)
+	if ((fit = request_body_fit(r, j, &want)) == BODY_SHORT ||
+	    fit == BODY_LONG)
 		log_warn("%s: body of %zu bytes where CONTENT_LENGTH says %zu: "
 		    "%s", r->tag, j->fc.body.len, want, j->fc.body.len < want ?
 		    "cut short" : "longer than announced");
@@ -146,6 +151,10 @@ request_admit(struct gw_ctx *ctx, struct request *r, char **envp,
 		log_warn("%s: body over %zu bytes", r->tag,
 		    r->route->max_body);
 		reply_problem(r->out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
+		return ADMIT_ANSWERED;
+	}
+	if (fit == BODY_LONG) {
+		reply_problem(r->out, PROB_BODY_MISMATCH, 0, 0, NULL);
 		return ADMIT_ANSWERED;
 	}
 	return fit == BODY_SHORT ? ADMIT_NO_ANSWER : ADMIT_GUARD;

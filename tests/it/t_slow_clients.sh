@@ -172,8 +172,9 @@ print("stdout bytes %d" % (len(got)))
 print(end)
 PY
 }
-# A body longer than its CONTENT_LENGTH (a web server that lies): no
-# answer, no run, and a log line that says which way it was wrong.
+# A body longer than its CONTENT_LENGTH (a web server that lies, a
+# crafted record): 400 problem+json, no run, and a log line that says
+# which way it was wrong.
 n0=$(runs pay)
 python3 - "$T/gw.sock" <<'PY' >"$T/long.out" 2>&1
 import socket, struct, sys
@@ -189,9 +190,10 @@ while True:
     b = s.recv(65536)
     if not b: break
     got += b
-print("bytes %d" % len(got))
+print("400" if b"Status: 400" in got else "no 400")
+print("problem" if b"body-length-mismatch" in got and b"application/problem+json" in got else "no problem")
 PY
-expect_eq "body longer than CONTENT_LENGTH: no answer" "bytes 0" "$(cat "$T/long.out")"
+expect_eq "body longer than CONTENT_LENGTH: 400 problem+json" "400 problem" "$(tr '\n' ' ' <"$T/long.out" | sed 's/ $//')"
 expect_eq "body longer than CONTENT_LENGTH: no run" "$n0" "$(runs pay)"
 expect_match "body longer than CONTENT_LENGTH: the log says so" 'body of 10 bytes where CONTENT_LENGTH says 5: longer than announced' "$(cat "$T/gw.log")"
 n0=$(runs pay)
