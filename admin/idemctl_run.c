@@ -196,6 +196,11 @@ run_opts(struct ctl *c, int argc, char **argv, struct run_args *a)
 	if (argi >= argc)
 		return ctl_usage_err("run", "missing COMMAND (after --)");
 	a->cmd = argv + argi;
+	/* An empty scope is a variable left unset, not the default. */
+	if (a->scope != NULL && (a->scope[0] == '\0' ||
+	    strcmp(a->scope, "job:") == 0))
+		return ctl_usage_err("run", "invalid --scope '%s' (leave it "
+		    "out for the default, job)", a->scope);
 	if (a->scope != NULL && strncmp(a->scope, "job:", 4) == 0)
 		a->scope += 4;
 	if (a->scope != NULL && strcmp(a->scope, "job") == 0)

@@ -475,6 +475,10 @@ n0=$(starts)
 run a u4 --key k10a --key k10b -- "$T/job.sh" x 0 0
 expect_eq "usage: --key twice, refused, COMMAND not run" "1 0" "$(rc u4) $(($(starts) - n0))"
 expect_match "usage: --key twice, says so" 'run: --key given twice' "$(cat "$T/u4.e")"
+# An empty scope is a variable left unset ("--scope $TENANT"), not the
+# default one: refused.
+run a u5 --key k10a --scope '' -- "$T/job.sh" x 0 0
+expect_eq "usage: an empty --scope, refused, COMMAND not run" "1 0" "$(rc u5) $(($(starts) - n0))"
 # Past what the store can date (100 years): a usage error, not 69 with
 # SQL's words, which a queue would redeliver for ever.
 for o in --ttl --lease --timeout; do

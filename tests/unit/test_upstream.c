@@ -557,7 +557,7 @@ test_fake_protocol(void)
 	/* Refused after it answered: it ran, so broken, not "refused"
 	 * (which would free its key for a second run). */
 	buf_reset(&r);
-	rec(&r, 1, 6, 1, "Status: 200\r\n\r\npaid", 21, 0);
+	rec(&r, 1, 6, 1, "Status: 200\r\n\r\npaid", 19, 0);
 	end_rec(&r, 0, 3);
 	CHECK(fake_run(&r, 0, 0, 5000, params, NULL, 0, &s, &st, NULL) ==
 	    IDEM_EBROKEN);
