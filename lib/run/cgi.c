@@ -845,7 +845,7 @@ cgi_io_complete(struct cgi_io *io, struct cgi_status *st)
 		cgi_status_set(st, cgi_reap(io->pid), 0);
 		/* A CGI's: the group lives on while a member does (its id
 		 * pinned by them), and so does the run, to its timeout. */
-		if (r->until_exit || kill(-io->pid, 0) != 0)
+		if (r->until_exit || !linger_group_lives(io->pid))
 			return;
 		st->lingering = 1;
 		if (r->linger != NULL && r->ex.timeout_ms > 0)

@@ -69,6 +69,13 @@ lg_drain(int *fd)
 	}
 }
 
+int
+linger_group_lives(pid_t pgid)
+{
+	/* EPERM: a member of another user's (a setuid program) lives. */
+	return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
 /* 1 if the group is done: leader exited (not reaped) and pipes closed;
  * a group whose leader is gone, once no member is left. */
 static int
@@ -77,7 +84,7 @@ lg_done(struct lgroup *g)
 	siginfo_t	 si;
 
 	if (g->reaped)
-		return kill(-g->pid, 0) != 0;
+		return !linger_group_lives(g->pid);
 	if (g->fd[0] >= 0)
 		lg_drain(&g->fd[0]);
 	if (g->fd[1] >= 0)
@@ -119,7 +126,7 @@ lg_main(void *arg)
 				lg_end(&lg->g[i], 0);
 				lg->g[i].reaped = 1;
 				lg->g[i].fd[0] = lg->g[i].fd[1] = -1;
-				if (kill(-lg->g[i].pid, 0) == 0) {
+				if (linger_group_lives(lg->g[i].pid)) {
 					i++;
 					continue;
 				}

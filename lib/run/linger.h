@@ -40,6 +40,10 @@ void linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
  */
 void linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms);
 
+/* 1 if a process of group pgid lives (its leader reaped, the id is the
+ * group's while one does). */
+int linger_group_lives(pid_t pgid);
+
 /* Groups still lingering. */
 size_t linger_count(struct linger *lg);
 
