@@ -656,11 +656,6 @@ guard_identity(struct guarded *g, const char **dup)
 	if (key_parse(raw, strlen(raw), g->key, &keylen) != IDEM_OK ||
 	    !cfg_key_format_ok(rt, g->key, keylen))
 		return IDENT_BAD_KEY;
-	/* A UUID is one whatever the case of its digits (RFC 9562): a
-	 * client's library may spell it either way. */
-	if (rt->key_format == KEYFMT_UUID)
-		for (n = 0; n < keylen; n++)
-			g->key[n] = (char)tolower((unsigned char)g->key[n]);
 	guard_key_for_log(g->key, keylen, g->lkey, sizeof(g->lkey));
 	if ((sval = guard_scope(r, kind, sizeof(kind), &owned)) == NULL) {
 		fp_auth_free(owned);
