@@ -34,11 +34,12 @@
 					 * COMMAND */
 #define RUN_ROUTE_MAX		200	/* bytes of the name, escaped */
 #define KEEPER_SLACK_MS		50	/* see keeper_grace_ms */
-/* A run's mark in COMMAND's environment (struct keeper): its own name, so
- * a job run from a gateway's CGI keeps the gateway's IDEMGATE_RUN too. */
-#define RUN_MARK_NAME		"IDEMCTL_RUN"
-#define RUN_MARK_FMT		RUN_MARK_NAME "=%016llx"
-#define RUN_MARK_LEN		(sizeof(RUN_MARK_NAME "=") + 16)
+/* A run's mark in COMMAND's environment (struct keeper): a name of its
+ * own, so a job run from a gateway's CGI keeps the gateway's
+ * IDEMGATE_RUN, and one within another job keeps the outer run's mark
+ * (a shell keeps one entry per name). */
+#define RUN_MARK_FMT		"IDEMCTL_RUN_%016llx=1"
+#define RUN_MARK_LEN		(sizeof("IDEMCTL_RUN_=1") + 16)
 #define SWEEP_BATCH		256	/* children looked at at once */
 #define SWEEP_MAX_MS		500	/* run_sweep's bound: well inside
 					 * the lease left after a tick */
@@ -553,9 +554,9 @@ run_tick(void *arg)
 
 /* Our environment for COMMAND, without what only idemctl may read, with
  * IDEMGATE_FENCE=fence (set in fencebuf) and the run's mark (RUN_MARK_FMT,
- * in mark), both borrowed by env.  An IDEMGATE_RUN we were given (a CGI
- * of the gateway's that runs a job) stays: the gateway's own mark; an
- * outer run's mark (a job within a job) gives way to this run's. */
+ * in mark), both borrowed by env.  Marks we were given stay: the
+ * gateway's IDEMGATE_RUN (a CGI of the gateway's that runs a job), an
+ * outer run's (a job within a job): what COMMAND starts is theirs too. */
 static char **
 run_env(uint64_t fence, char *fencebuf, size_t fencelen, const char *mark)
 {
@@ -568,9 +569,7 @@ run_env(uint64_t fence, char *fencebuf, size_t fencelen, const char *mark)
 		return NULL;
 	for (i = 0; environ[i] != NULL; i++)
 		if (strncmp(environ[i], "MYSQL_PWD=", 10) != 0 &&
-		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0 &&
-		    strncmp(environ[i], RUN_MARK_NAME "=",
-		    sizeof(RUN_MARK_NAME)) != 0)
+		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0)
 			env[n++] = environ[i];
 	snprintf(fencebuf, fencelen, "IDEMGATE_FENCE=%llu",
 	    (unsigned long long)fence);
@@ -669,11 +668,10 @@ keeper_loop(int fd, int64_t grace_ms, const char *mark)
 		break;		/* the run is gone */
 	}
 	if (pg > 1) {
-		/* Those outside the group get no grace, as in run_sweep;
-		 * a second look after the group's end finds what it
-		 * started meanwhile. */
+		/* The group gets its grace; then what left it (and still
+		 * carries the mark, as every process of the group does)
+		 * goes with it. */
 		kill(-(pid_t)pg, SIGTERM);
-		(void)proc_kill_env(mark);
 		if (grace_ms > 0)
 			clock_sleep_ms(grace_ms);
 		kill(-(pid_t)pg, SIGKILL);
@@ -828,8 +826,8 @@ run_reap(struct run_kids *rk, const struct keeper *k)
  * reaped, and so are the children it leaves us in turn, for at most
  * SWEEP_MAX_MS (the lease is not renewed meanwhile).  One line says what
  * was ended, and what could not be (not ours to signal, or stuck in the
- * kernel).  (A run killed with -9 leaves this to nobody: its keeper ends
- * COMMAND's group only.)
+ * kernel).  (A run killed with -9 leaves this to its keeper, which finds
+ * them by the run's mark instead.)
  */
 static void
 run_sweep(const struct run_kids *rk, pid_t keeper, int64_t pg)

@@ -192,20 +192,22 @@ expect_lt "kill -9: within a lease and a little (${took} ms)" "$took" 8000
 # (setsid): no longer run's to sweep, its keeper finds it by the run's
 # mark in its environment and ends it with the group, before a takeover
 # could run beside it.
-K8s='setsid sh -c "echo \$\$ >\"\$JOBLOG.ks\"; exec sleep 31" </dev/null >/dev/null 2>&1 & sleep 30'
+# What stays in the group still gets its SIGTERM grace first.
+K8s='sh -c "trap \"echo termed >>\\\"\$JOBLOG.kt\\\"; exit 0\" TERM; while :; do sleep 0.05; done" & setsid sh -c "echo \$\$ >\"\$JOBLOG.ks\"; exec sleep 31" </dev/null >/dev/null 2>&1 & sleep 30'
 "$IDEMCTL" -c "$T/a.conf" run --key k8s -- sh -c "$K8s" >/dev/null 2>&1 &
 runner=$!
 wait_until 5 test -s "$LOG.ks"
 esc=$(cat "$LOG.ks")
 expect_match "kill -9, setsid: the escapee runs" '^[0-9]+$' "$esc"
-expect_match "kill -9, setsid: it carries the run's mark" '^IDEMCTL_RUN=[0-9a-f]{16}$' \
-	"$(tr '\0' '\n' <"/proc/$esc/environ" 2>/dev/null | grep '^IDEMCTL_RUN=')"
+expect_match "kill -9, setsid: it carries the run's mark" '^IDEMCTL_RUN_[0-9a-f]{16}=1$' \
+	"$(tr '\0' '\n' <"/proc/$esc/environ" 2>/dev/null | grep '^IDEMCTL_RUN_')"
 kill -9 "$runner"
 wait "$runner" 2>/dev/null
 esc_gone() { case "$(ps -o stat= -p "$esc" 2>/dev/null)" in ""|Z*) return 0 ;; esac; return 1; }
 wait_until 3 esc_gone || true
 expect_eq "kill -9, setsid: the escapee did not outlive the run" yes \
 	"$(esc_gone && echo yes || echo no)"
+expect_eq "kill -9: what stayed in the group had its SIGTERM first" termed "$(cat "$LOG.kt" 2>/dev/null)"
 esc_gone || kill -9 "$esc" 2>/dev/null
 
 # timeout -s KILL idemctl run ... (cron wrappers, systemd) kills run's
