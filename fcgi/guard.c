@@ -1,6 +1,5 @@
 /* Idempotency flow between route and handler: claim, run, record, replay. */
 #include <ctype.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "guard.h"
 #include "handler.h"
 #include "lease.h"
+#include "linger.h"
 #include "store_hkey.h"
 #include "log.h"
 #include "once.h"
@@ -140,18 +140,18 @@ guard_record(struct guarded *g, enum rec_op op, const struct answer *a)
 
 	/* Released, a retry may run at once: what this run left behind
 	 * goes first, so the two never run side by side: its process
-	 * group (a program still running after a whole answer whose status
-	 * releases, a child in the background), what left the group while
-	 * its parent lives, then what still carries the run's mark. */
+	 * group if it still lingers (a program running on after a whole
+	 * answer whose status releases, a child in the background) with
+	 * what left the group while its parent lives, then what still
+	 * carries the run's mark.  (A run that timed out or crashed was
+	 * ended so already.) */
 	if (op == REC_RELEASE && g->run != 0 && g->spawned > 0) {
-		n = proc_kill_escaped(g->spawned);
-		(void)kill(-g->spawned, SIGKILL);
+		n = linger_kill(g->r->ctx->linger, g->spawned);
 		snprintf(mark, sizeof(mark), CGI_RUN_FMT,
 		    (unsigned long long)g->run);
 		if (proc_kill_env(mark) + n > 0)
 			log_warn("%s: key %s: killed what its run left "
-			    "running (outside its process group)", g->r->tag,
-			    g->lkey);
+			    "running", g->r->tag, g->lkey);
 	}
 	/* A run known over keys its answer for its ttl alone. */
 	g->o.c.run_over = g->ended;

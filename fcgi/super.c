@@ -418,10 +418,6 @@ shutdown_all(struct super *s)
 	}
 }
 
-/*
- * Opens the signal pipe and the listen socket, becomes the subreaper and
- * starts the first generation.  0, or 1 after logging why (cfg is freed).
- */
 /* The gateway changes no users (README): started as root, its CGI
  * programs run as root too.  Said once at start, as spawn-fcgi and
  * php-fpm speak up about root. */
@@ -442,6 +438,10 @@ warn_root(const struct cfg *cfg)
 	}
 }
 
+/*
+ * Opens the signal pipe and the listen socket, becomes the subreaper and
+ * starts the first generation.  0, or 1 after logging why (cfg is freed).
+ */
 static int
 super_start(struct super *s, struct cfg *cfg)
 {

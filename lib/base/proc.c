@@ -1,4 +1,4 @@
-/* This process's children, as the kernel lists them (proc.h). */
+/* This process and what it starts: standard fds, children, leftovers (proc.h). */
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -45,16 +45,16 @@ proc_read(const char *path, char *buf, size_t size)
 	return n;
 }
 
-ssize_t
-proc_children(pid_t *pids, size_t max)
+/* Appends to pids (from *k, up to max) the pids of a /proc "children"
+ * file at path; -1 when it cannot be read.  A list longer than 8 KiB is
+ * cut at a whole pid. */
+static int
+proc_read_pids(const char *path, pid_t *pids, size_t max, size_t *k)
 {
-	char	 path[64], buf[8192], *p, *end;
+	char	 buf[8192], *p, *end;
 	ssize_t	 n;
-	size_t	 k = 0;
 	long	 v;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
-	    (long)syscall(SYS_gettid));
 	if ((n = proc_read(path, buf, sizeof(buf))) < 0)
 		return -1;
 	/* A full buffer may end inside a pid: that one is left out. */
@@ -62,13 +62,26 @@ proc_children(pid_t *pids, size_t max)
 		while (n > 0 && buf[n - 1] != ' ')
 			n--;
 	buf[n] = '\0';
-	for (p = buf; *p != '\0' && k < max; p = end) {
+	for (p = buf; *p != '\0' && *k < max; p = end) {
 		v = strtol(p, &end, 10);
 		if (end == p)
 			break;
 		if (v > 0)
-			pids[k++] = (pid_t)v;
+			pids[(*k)++] = (pid_t)v;
 	}
+	return 0;
+}
+
+ssize_t
+proc_children(pid_t *pids, size_t max)
+{
+	char	 path[64];
+	size_t	 k = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
+	    (long)syscall(SYS_gettid));
+	if (proc_read_pids(path, pids, max, &k) < 0)
+		return -1;
 	return (ssize_t)k;
 }
 
@@ -154,10 +167,9 @@ proc_start(void)
 static void
 proc_kids_of(pid_t pid, pid_t *pids, size_t max, size_t *n)
 {
-	char		 path[96], buf[4096], *p, *end;
+	char		 path[96];
 	struct dirent	*de;
 	DIR		*d;
-	long		 v;
 
 	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
 	if ((d = opendir(path)) == NULL)
@@ -167,15 +179,7 @@ proc_kids_of(pid_t pid, pid_t *pids, size_t max, size_t *n)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/task/%.16s/children",
 		    (long)pid, de->d_name);
-		if (proc_read(path, buf, sizeof(buf)) <= 0)
-			continue;
-		for (p = buf; *n < max; p = end) {
-			v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (v > 1)
-				pids[(*n)++] = (pid_t)v;
-		}
+		(void)proc_read_pids(path, pids, max, n);
 	}
 	closedir(d);
 }

@@ -23,8 +23,8 @@
 #include "clock.h"
 #include "errlog.h"
 #include "linger.h"
-#include "proc.h"
 #include "log.h"
+#include "proc.h"
 
 /* After stdout's EOF, how long to wait for the exit. */
 #define CGI_EOF_GRACE_MS	100

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "linger.h"
 #include "log.h"
+#include "proc.h"
 
 #define LINGER_TICK_MS	100
 #define LINGER_MAX	4096		/* groups; past this, killed at once */
@@ -39,7 +40,8 @@ lg_end(struct lgroup *g, int kill_it)
 {
 	int	 i, ws;
 
-	if (kill_it)
+	/* A group whose leader is gone: only while a member pins its id. */
+	if (kill_it && (!g->reaped || linger_group_lives(g->pid)))
 		kill(-g->pid, SIGKILL);
 	while (!g->reaped && waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
 		;
@@ -198,6 +200,31 @@ void
 linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms)
 {
 	lg_add(lg, (struct lgroup){ pgid, { -1, -1 }, deadline_ms, 1 });
+}
+
+int
+linger_kill(struct linger *lg, pid_t pid)
+{
+	size_t	 i;
+	int	 n = 0;
+
+	if (lg == NULL || pid <= 1)
+		return 0;
+	/* Held, the entry's leader is not reaped under us (lg_main reaps
+	 * with the lock held): pid is still the group's. */
+	pthread_mutex_lock(&lg->mu);
+	for (i = 0; i < lg->n; i++) {
+		if (lg->g[i].pid != pid)
+			continue;
+		if (!lg->g[i].reaped)
+			n = proc_kill_escaped(pid);
+		if ((!lg->g[i].reaped || linger_group_lives(pid)) &&
+		    kill(-pid, SIGKILL) == 0)
+			n++;
+		break;
+	}
+	pthread_mutex_unlock(&lg->mu);
+	return n;
 }
 
 size_t

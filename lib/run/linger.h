@@ -44,6 +44,15 @@ void linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms);
  * group's while one does). */
 int linger_group_lives(pid_t pgid);
 
+/*
+ * Ends now the group of leader pid if it still lingers here (a run whose
+ * key is released: a retry must not run beside it), with what left the
+ * group while its leader lives (proc_kill_escaped); a pid not held here
+ * is left alone: its group ended and the number may be another's.  How
+ * many it killed (the group counts one).
+ */
+int linger_kill(struct linger *lg, pid_t pid);
+
 /* Groups still lingering. */
 size_t linger_count(struct linger *lg);
 
