@@ -401,7 +401,8 @@ check_mode(struct ctl *c)
 	if (m.galera && m.quota_memory)
 		finding("warn", "idem_quota is a MEMORY table, which Galera "
 		    "does not replicate: new_keys_per_minute counts each "
-		    "node's keys apart; ALTER TABLE idem_quota ENGINE=InnoDB");
+		    "node's keys apart; replace it with an empty InnoDB one "
+		    "(README, Running on Galera)");
 	check_transport(c, &m);
 }
 

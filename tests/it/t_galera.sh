@@ -202,6 +202,56 @@ http f4 POST "$(url web4 /pay)" -H "Idempotency-Key: $K" --data-binary f
 expect_eq "after forget via g1, g3's gateway runs the key again" created "$(hdr f4 Idempotency-Result)"
 expect_eq "... once" $((n + 1)) "$(runs pay)"
 
+# 6c. new_keys_per_minute across the fleet: gateways on three nodes, 9
+#     new keys of one tenant at once, 3 through each: 4 run, 5 get 429.
+#     (A MEMORY idem_quota, which Galera does not replicate, counted each
+#     node apart: 9 ran.)
+echo "# step 6c at $(($(now_ms) - t0)) ms"
+expect_eq "idem_quota is InnoDB on the cluster (migration 011)" InnoDB \
+	"$(node_sql g2 "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'idemgate' AND TABLE_NAME = 'idem_quota'")"
+# the count is per minute of the server's clock: not across a minute's turn
+[ "$(date +%S | sed 's/^0//')" -lt 50 ] || sleep $((61 - $(date +%S | sed 's/^0//')))
+n=$(runs pay)
+TEN=tenant-$RANDOM$RANDOM
+for i in $(seq 1 9); do
+	http_bg q$i POST "$(url web$((i % 3 + 1)) /quota)" -H "Idempotency-Key: $(new_key)-$i" -H "X-Tenant: $TEN" --data-binary q
+done
+bg_wait
+codes=$(for i in $(seq 1 9); do st q$i; done | sort | uniq -c | awk '{ printf "%s%s x %s", (NR > 1 ? ", " : ""), $1, $2 }')
+expect_eq "quota 4 over three nodes, 9 new keys at once: 4 run, 5 refused" "4 x 201, 5 x 429" "$codes"
+expect_eq "... the handler ran 4 times" $((n + 4)) "$(runs pay)"
+# A store migrated before 011 was there (or moved onto the cluster): a
+# MEMORY idem_quota, each node's rows its own.  check warns; migration
+# 011 replaces it with an empty InnoDB table (converted in place it would
+# start out different on each node, and the first write to a row one
+# node lacks would throw that node out of the cluster).
+node_sql g1 "CREATE TABLE idemgate.q_mem LIKE idemgate.idem_quota;
+	ALTER TABLE idemgate.q_mem ENGINE=MEMORY;
+	RENAME TABLE idemgate.idem_quota TO idemgate.q_old, idemgate.q_mem TO idemgate.idem_quota;
+	DROP TABLE idemgate.q_old"
+out=$("$IDEMCTL" -c "$T/ctl.conf" check 2>&1)
+expect_match "check: a MEMORY idem_quota on Galera is a warning" '\[warn\] idem_quota is a MEMORY table, which Galera does not replicate' "$out"
+TEN2=tenant-$RANDOM$RANDOM
+[ "$(date +%S | sed 's/^0//')" -lt 50 ] || sleep $((61 - $(date +%S | sed 's/^0//')))
+for n in 1 2 3; do
+	http "m$n" POST "$(url web$n /quota)" -H "Idempotency-Key: $(new_key)-m$n" -H "X-Tenant: $TEN2" --data-binary m
+done
+counts=$(for n in g1 g2 g3; do node_sql $n "SELECT COALESCE(SUM(n), 0) FROM idemgate.idem_quota"; done | tr '\n' ' ' | sed 's/ $//')
+expect_eq "MEMORY idem_quota: 3 counted in all ($counts)" 3 "$(echo "$counts" | tr ' ' '\n' | awk '{ t += $1 } END { print t }')"
+expect_ne "MEMORY idem_quota: the nodes' counts differ" 1 "$(echo "$counts" | tr ' ' '\n' | sort -u | wc -l)"
+node_sql g1 "DELETE FROM idemgate.idem_schema WHERE version = 11"
+out=$("$IDEMCTL" -c "$T/ctl.conf" migrate 2>&1)
+expect_eq "migration 011 again, over differing MEMORY rows: exit 0" 0 "$?"
+expect_eq "... idem_quota is InnoDB on every node" "InnoDB InnoDB InnoDB" \
+	"$(for n in g1 g2 g3; do node_sql $n "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'idemgate' AND TABLE_NAME = 'idem_quota'"; done | tr '\n' ' ' | sed 's/ $//')"
+for n in 1 2 3 1 2 3; do
+	http "m2$n" POST "$(url web$n /quota)" -H "Idempotency-Key: $(new_key)-m2$n" -H "X-Tenant: $TEN2" --data-binary m
+done
+expect_eq "... writes to it from every node: the cluster stays whole" "3 3 3" \
+	"$(for n in g1 g2 g3; do galera_size $n; done | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "... and the nodes agree on its rows" 1 \
+	"$(for n in g1 g2 g3; do node_sql $n "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM idemgate.idem_quota"; done | sort -u | wc -l)"
+
 # 6b. A node cut off from the primary component (gmcast.isolate): it
 #     stays up and answers every statement 1047.  A gateway whose first
 #     group is that node moves on to the next and carries on (it used to
@@ -228,29 +278,6 @@ else
 	not_ok "g3 isolated (wsrep_ready OFF)" "wsrep_ready $(galera_var g3 wsrep_ready)"
 fi
 gw_stop gw5
-
-# 6c. new_keys_per_minute across the fleet: gateways on three nodes, 9
-#     new keys of one tenant at once, 3 through each: 4 run, 5 get 429.
-#     (A MEMORY idem_quota, which Galera does not replicate, counted each
-#     node apart: 9 ran.)
-echo "# step 6c at $(($(now_ms) - t0)) ms"
-expect_eq "idem_quota is InnoDB on the cluster (migration 011)" InnoDB \
-	"$(node_sql g2 "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'idemgate' AND TABLE_NAME = 'idem_quota'")"
-# the count is per minute of the server's clock: not across a minute's turn
-[ "$(date +%S | sed 's/^0//')" -lt 50 ] || sleep $((61 - $(date +%S | sed 's/^0//')))
-n=$(runs pay)
-TEN=tenant-$RANDOM$RANDOM
-for i in $(seq 1 9); do
-	http_bg q$i POST "$(url web$((i % 3 + 1)) /quota)" -H "Idempotency-Key: $(new_key)-$i" -H "X-Tenant: $TEN" --data-binary q
-done
-bg_wait
-codes=$(for i in $(seq 1 9); do st q$i; done | sort | uniq -c | awk '{ printf "%s%s x %s", (NR > 1 ? ", " : ""), $1, $2 }')
-expect_eq "quota 4 over three nodes, 9 new keys at once: 4 run, 5 refused" "4 x 201, 5 x 429" "$codes"
-expect_eq "... the handler ran 4 times" $((n + 4)) "$(runs pay)"
-node_sql g1 "ALTER TABLE idemgate.idem_quota ENGINE=MEMORY"
-out=$("$IDEMCTL" -c "$T/ctl.conf" check 2>&1)
-expect_match "check: a MEMORY idem_quota on Galera is a warning" '\[warn\] idem_quota is a MEMORY table, which Galera does not replicate' "$out"
-node_sql g1 "ALTER TABLE idemgate.idem_quota ENGINE=InnoDB"
 
 # 7. The single-server suite, as it is, against a node of the cluster
 #    (IDEM_GALERA_SUITE=0 leaves it out: the sanitizer pass runs those
