@@ -174,6 +174,10 @@ ctl_opts_parse(struct ctl *c, const struct ctl_cmdline *cl, int argc,
 	int			 ch, rc;
 
 	opt_tables(cl, common, sizeof(common) / sizeof(common[0]), &t);
+	/* -c before the command counts: "idemctl -c A run -c B". */
+	for (i = 0; i < t.n; i++)
+		if (t.all[i]->dst == &c->cfgpath && c->cfgpath != NULL)
+			seen[i] = 1;
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, t.shorts, t.longopts, NULL)) !=

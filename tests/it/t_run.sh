@@ -477,6 +477,8 @@ n0=$(starts)
 run a u4 --key k10a --key k10b -- "$T/job.sh" x 0 0
 expect_eq "usage: --key twice, refused, COMMAND not run" "1 0" "$(rc u4) $(($(starts) - n0))"
 expect_match "usage: --key twice, says so" 'run: --key given twice' "$(cat "$T/u4.e")"
+"$IDEMCTL" -c "$T/a.conf" run -c "$T/a.conf" --key k10c -- "$T/job.sh" x 0 0 >"$T/u6.o" 2>"$T/u6.e"
+expect_eq "usage: -c before and after the command, refused, COMMAND not run" "1 0" "$? $(($(starts) - n0))"
 # An empty scope is a variable left unset ("--scope $TENANT"), not the
 # default one: refused.
 run a u5 --key k10a --scope '' -- "$T/job.sh" x 0 0
