@@ -100,9 +100,16 @@ $(B)/tests/%.o: tests/%.c $(LIB_H) $(wildcard fcgi/*.h admin/*.h tests/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_tests) -c -o $@ $<
 
-$(B)/gen/migrations.c: $(sort $(wildcard sql/[0-9]*.sql)) tools/embed_sql.sh
+# The list itself, rewritten (as the makefile is read) only when it
+# changes: a migration taken away rebuilds the embedding too.
+MIGRATIONS := $(sort $(wildcard sql/[0-9]*.sql))
+$(shell mkdir -p $(B)/gen && { echo '$(MIGRATIONS)' | cmp -s - \
+    $(B)/gen/migrations.list || echo '$(MIGRATIONS)' > \
+    $(B)/gen/migrations.list; })
+
+$(B)/gen/migrations.c: $(MIGRATIONS) $(B)/gen/migrations.list tools/embed_sql.sh
 	@mkdir -p $(dir $@)
-	sh tools/embed_sql.sh $(sort $(wildcard sql/[0-9]*.sql)) > $@
+	sh tools/embed_sql.sh $(MIGRATIONS) > $@
 
 $(B)/gen/migrations.o: $(B)/gen/migrations.c lib/store/migrations.h
 	$(CC) $(CFLAGS) $(INC_store) -c -o $@ $<
