@@ -84,7 +84,8 @@ rthread_main(void *arg)
 	if ((er = store_new(w->cfg, &st)) != IDEM_OK) {
 		log_err("cannot create store: %s", idem_strerror(er));
 		st = NULL;
-	}
+	} else
+		store_set_resident(st);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = w->cfg;
 	ctx.st = st;

@@ -74,6 +74,16 @@ enum idem_err store_connect(struct store *st);
  * call budget. */
 void store_deadline(struct store *st, int64_t ms);
 
+/*
+ * For a long-lived process's request threads (the gateway's): a lapsed
+ * lease is taken over only once a lease has passed since the server
+ * started and since this process last found it gone or out of reach.
+ * A server that took long to start (crash recovery) counts its uptime
+ * from before it listened, while owners could not yet reconnect.  Not
+ * for short-lived processes (idemctl run), which saw no outage.
+ */
+void store_set_resident(struct store *st);
+
 /* For operator commands (migrate, cleanup): the client library's long
  * read timeout, set before connecting, for statements that take long. */
 void store_set_patient(struct store *st);

@@ -193,6 +193,12 @@ store_set_patient(struct store *st)
 }
 
 void
+store_set_resident(struct store *st)
+{
+	st->resident = 1;
+}
+
+void
 store_disconnect(struct store *st)
 {
 	size_t	 i;

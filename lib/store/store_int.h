@@ -55,9 +55,14 @@ struct store {
 	MYSQL_STMT		*stmt[STMT__COUNT];
 	unsigned		 errnum;	/* last server/client error */
 	unsigned long		 generation;	/* connects so far */
-	/* When the server started (unix seconds, rounded up; 0: unknown).
-	 * Its named locks are only as old as that: see store_claim. */
+	/* When the server started (unix seconds, rounded up; 0: unknown),
+	 * or, for a resident store (store_set_resident), the server's time
+	 * when this process last lost it, if later.  Its named locks are
+	 * only as old as the start, and a server may start long before it
+	 * listens (crash recovery): live owners reconnect once it does, as
+	 * this process tried to.  See store_claim. */
 	int64_t			 boot_s;
+	int			 resident;
 	int64_t			 max_packet;	/* server's, 0 unknown */
 	int			 galera;	/* Galera: no named locks */
 	/* mysql_group may list several groups (one per node): the one in
@@ -147,7 +152,7 @@ enum idem_err store_exec_sql(struct store *st, enum stmt_id sid,
 /* Runs kept statement sid, which returns one row of n BIGINTs (n at most
  * STORE_SCALARS_MAX): v[0..n) (NULL as -1).  IDEM_ENOTFOUND if it
  * returned no row. */
-#define STORE_SCALARS_MAX	4
+#define STORE_SCALARS_MAX	5
 enum idem_err store_scalars(struct store *st, enum stmt_id sid,
     MYSQL_BIND *par, int retry, int64_t *v, size_t n);
 

@@ -196,7 +196,8 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	    "  WHERE VARIABLE_NAME = 'WSREP_ON'),"
 	    " (SELECT VARIABLE_VALUE = 'ON'"
 	    "  FROM information_schema.GLOBAL_STATUS"
-	    "  WHERE VARIABLE_NAME = 'WSREP_READY')"
+	    "  WHERE VARIABLE_NAME = 'WSREP_READY'),"
+	    " CAST(CEILING(UNIX_TIMESTAMP(NOW(6))) AS SIGNED)"
 	    " FROM information_schema.GLOBAL_STATUS"
 	    " WHERE VARIABLE_NAME = 'UPTIME'",
 	[STMT_EPOCH] = EPOCH_SQL(""),

@@ -1,6 +1,7 @@
 /* The store's one way to speak SQL: connect, prepare, text, bind, results. */
 #include <assert.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +25,27 @@ store_stmt_fail(struct store *st, MYSQL_STMT *s)
 	return IDEM_ESTORE;
 }
 
+/* When a store of this process last found the server gone or out of
+ * reach (CLOCK_MONOTONIC ms; 0: never): a resident store's takeover
+ * floor counts from the first connect after it (connect_facts). */
+static _Atomic int64_t store_lost_ms;
+
+static void
+store_note_lost(void)
+{
+	atomic_store(&store_lost_ms, clock_now_ms());
+}
+
 /* A result that failed half-read: the error recorded, the statement ready
  * for its next execute, or the connection closed if it is gone. */
 static enum idem_err
 result_fail(struct store *st, MYSQL_STMT *s)
 {
 	store_stmt_fail(st, s);
-	if (store_conn_lost(st->errnum))
+	if (store_conn_lost(st->errnum)) {
+		store_note_lost();
 		store_disconnect(st);
-	else
+	} else
 		mysql_stmt_free_result(s);
 	return IDEM_ESTORE;
 }
@@ -128,6 +141,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 			 * connect tries the next group first, as after a lost
 			 * node: a frozen one would cost the next call its
 			 * whole deadline too (an owner's renewal, its lease). */
+			store_note_lost();
 			store_disconnect(st);
 			st->group_next = st->group_cur + 1;
 			er = store_fail(st, IDEM_ESTORE, "no answer from the "
@@ -144,6 +158,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 		}
 		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
 			goto out;
+		store_note_lost();
 		store_disconnect(st);
 		/* A lost node: the next connect tries the next group. */
 		st->group_next = st->group_cur + 1;
@@ -270,15 +285,23 @@ store_row_end(MYSQL_STMT *s)
 static enum idem_err
 connect_facts(struct store *st)
 {
-	int64_t		 facts[4];
+	int64_t		 facts[5], lost, since;
 	uint64_t	 trips;
 
 	trips = st->round_trips;
 	st->max_packet = 0;
 	st->galera = 0;
 	facts[3] = 1;
-	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 4) == IDEM_OK) {
+	if (store_scalars(st, STMT_BOOT, NULL, 0, facts, 5) == IDEM_OK) {
 		st->boot_s = facts[0];
+		/* A resident's: not before the first connect after this
+		 * process last lost the server (store_int.h). */
+		lost = atomic_load(&store_lost_ms);
+		if (st->resident && lost > 0 && facts[4] > 0) {
+			since = facts[4] - (clock_now_ms() - lost) / 1000;
+			if (since > st->boot_s)
+				st->boot_s = since;
+		}
 		st->max_packet = facts[1];
 		st->galera = facts[2] == 1;
 	}
@@ -328,6 +351,7 @@ store_connect(struct store *st)
 		}
 		if (er == IDEM_ENOMEM)
 			break;
+		store_note_lost();
 		st->group_next = (i + 1) % n;
 		/* Out of time: the next call starts past this one. */
 		if (store_io_expired())

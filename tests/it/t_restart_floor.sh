@@ -1,0 +1,65 @@
+#!/bin/bash
+# A MariaDB that takes long to start (crash recovery) before it listens:
+# its Uptime counts from the process start, so "up a whole lease" can be
+# true the moment the first client gets in.  An owner holding a finished
+# answer it could not write (its recorder) reconnects then; a retry on
+# another gateway must not take the key over first.  The server is killed
+# under a run, restarted and frozen (SIGSTOP) during its start-up, before
+# it listens, for longer than the lease.
+. "$(dirname "$0")/../lib/harness.sh"
+
+db_private || { done_testing; exit 1; }
+db_new "$TNAME" || { done_testing; exit 1; }
+P=$(cgi_install pay)
+for g in a b; do
+	gw_conf "$T/gw$g.conf" "unix:$T/gw$g.sock" "$DBCNF" "workers = 1"
+	printf '\n[route /pay]\nhandler = cgi:%s\nlease = 2s\ntimeout = 1s\nwait = 0\n' "$P" >>"$T/gw$g.conf"
+	gw_start "gw$g" "$T/gw$g.conf" || { done_testing; exit 1; }
+	lighttpd_start "web$g" "unix:$T/gw$g.sock" || { done_testing; exit 1; }
+done
+
+# mariadb_start, the server frozen 150 ms into its start-up for 3 s
+start_slow() {
+	mariadbd --no-defaults --user="$(id -un)" --datadir="$MDB_DIR/data" \
+		--socket="$MDB_SOCK" --skip-networking \
+		--pid-file="$MDB_DIR/mariadb.pid" --tmpdir="$MDB_DIR/tmp" \
+		--log-error="$MDB_DIR/error.log" --innodb-buffer-pool-size=256M \
+		--innodb-log-file-size=256M --innodb-flush-log-at-trx-commit=2 \
+		--max-connections=500 --skip-name-resolve >/dev/null 2>&1 &
+	MDB_PID=$!
+	sleep 0.15
+	kill -STOP "$MDB_PID"
+	sleep 3
+	kill -CONT "$MDB_PID"
+	wait_until 30 mariadb-admin --no-defaults --socket="$MDB_SOCK" -uroot ping >/dev/null 2>&1
+}
+
+round() { # round LABEL
+	local K before lpid
+	K=$(new_key)
+	before=$(runs pay)
+	http_bg "${1}1" POST "$(url weba "/pay?sleep=400")" -H "Idempotency-Key: $K" --data-binary a
+	sleep 0.15
+	kill -9 "$MDB_PID"
+	wait "$MDB_PID" 2>/dev/null
+	bg_wait
+	expect_eq "$1: the owner's client got its answer" created "$(hdr "${1}1" Idempotency-Result)"
+	# past the run deadline (claim + 1 s + the kill grace)
+	sleep 5
+	(
+		for _ in $(seq 1 400); do
+			http "${1}r" POST "$(url webb "/pay?sleep=400")" -H "Idempotency-Key: $K" --data-binary a
+			case $(hdr "${1}r" Idempotency-Result) in created|reused) break ;; esac
+			sleep 0.01
+		done
+	) &
+	lpid=$!
+	start_slow
+	wait "$lpid"
+	expect_eq "$1: the retry replays the owner's answer" reused "$(hdr "${1}r" Idempotency-Result)"
+	expect_eq "$1: one run across the restart" 1 $(($(runs pay) - before))
+}
+round s1
+round s2
+expect_nomatch "no answer lost" 'its answer is lost' "$(cat "$T/gwa.log")"
+done_testing
