@@ -51,12 +51,18 @@ struct phase {
  * first col, first id, end col, end id[, age]). */
 /* A row in progress goes only once the server has been up a whole lease
  * (LIVE_FLOOR, set by run_floor; NULL on a connection that did not set
- * it: none goes). */
+ * it: none goes), and, on one server, while no session holds its key's
+ * named lock (lib/ident/fp.c: fp_lockname): an owner cut off longer than
+ * its lease (a frozen server) still holds it, and the answer it has yet
+ * to write would be lost with its row. */
 #define LIVE_FLOOR	"@idem_live_floor"
+#define LOCK_FREE	"(@idem_locks = 0 OR IS_USED_LOCK(CONCAT('idem:'," \
+	" LEFT(SHA2(CONCAT(scope, idem_key), 256), 48))) IS NULL)"
+#define OWNER_GONE	"(" LIVE_FLOOR " AND " LOCK_FREE ")"
 #define EXPIRED_WHERE	"expires_at < NOW(6) AND " ADMIN_GONE \
-	" AND (state <> 0 OR " LIVE_FLOOR ")"
+	" AND (state <> 0 OR " OWNER_GONE ")"
 #define STALE_WHERE	"state = 0 AND lease_until < NOW(6) - " \
-	"INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST " AND " LIVE_FLOOR
+	"INTERVAL ? * 1000 MICROSECOND AND " ADMIN_RUN_PAST " AND " OWNER_GONE
 #define AFTER(col, where) \
 	"SELECT " col ", id FROM idem_keys WHERE " col " >= ? AND (" col \
 	" > ? OR id > ?) AND " where " ORDER BY "
@@ -628,11 +634,16 @@ run_floor(struct store *st, const struct cleanup_opts *o)
 {
 	MYSQL_BIND	 in[1];
 	int64_t		 floor_ms = o->live_floor_ms;
+	enum idem_err	 er;
 
 	store_bind_i64(&in[0], &floor_ms);
-	return store_simple(st, "SET " LIVE_FLOOR " = (SELECT"
+	if ((er = store_simple(st, "SET " LIVE_FLOOR " = (SELECT"
 	    " VARIABLE_VALUE * 1000 >= ? FROM information_schema.GLOBAL_STATUS"
-	    " WHERE VARIABLE_NAME = 'UPTIME')", in, NULL);
+	    " WHERE VARIABLE_NAME = 'UPTIME')", in, NULL)) != IDEM_OK)
+		return er;
+	/* Galera takes no named locks (store.h): the lease alone. */
+	return store_simple(st, st->galera ? "SET @idem_locks = 0" :
+	    "SET @idem_locks = 1", NULL, NULL);
 }
 
 /* Every phase in order (counted only, on a dry run), until one fails or

@@ -62,4 +62,41 @@ round() { # round LABEL
 round s1
 round s2
 expect_nomatch "no answer lost" 'its answer is lost' "$(cat "$T/gwa.log")"
+
+# Cleanup leaves a row in progress whose owner still holds its key's
+# named lock, lease lapsed or not: an owner cut off longer than its lease
+# (a frozen server keeps its session) still has an answer to write.  The
+# owner here runs a 4 s CGI on a 60 s lease; its row is made to look
+# lapsed, its run over, by hand.
+printf '
+[route /slow]
+handler = cgi:%s
+lease = 60s
+timeout = 10s
+' "$P" >>"$T/gwa.conf"
+gw_stop gwa
+gw_start gwa "$T/gwa.conf" || { done_testing; exit 1; }
+K=$(new_key)
+before=$(runs pay)
+http_bg c1 POST "$(url weba "/slow?sleep=4000")" -H "Idempotency-Key: $K" --data-binary c
+row_is() { [ "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K' AND state = 0")" = 1 ]; }
+wait_until 5 row_is
+expect_eq "the owner's lock, as cleanup names it, is held" 1 \
+	"$(db_query "$TNAME" "SELECT IS_USED_LOCK(CONCAT('idem:', LEFT(SHA2(CONCAT(scope, idem_key), 256), 48))) IS NOT NULL FROM idem_keys WHERE idem_key = '$K'")"
+db_query "$TNAME" "UPDATE idem_keys SET lease_until = NOW(6) - INTERVAL 1 HOUR, run_deadline = NOW(6) - INTERVAL 1 HOUR, expires_at = NOW(6) - INTERVAL 1 HOUR WHERE idem_key = '$K'" >/dev/null
+gw_conf "$T/ctl.conf" "unix:$T/unused.sock" "$DBCNF"
+printf '
+[idempotency]
+lease = 1s
+
+[cleanup]
+stale_after = 1s
+' >>"$T/ctl.conf"
+"$IDEMCTL" -c "$T/ctl.conf" cleanup >"$T/cl.out" 2>&1
+expect_eq "cleanup while the owner holds the lock: exit 0" 0 "$?"
+expect_eq "... its row stays" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")"
+bg_wait
+expect_eq "... the owner's answer is recorded" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K' AND state = 1")"
+http c2 POST "$(url weba "/slow?sleep=4000")" -H "Idempotency-Key: $K" --data-binary c
+expect_eq "... and replays: one run" "reused 1" "$(hdr c2 Idempotency-Result) $(($(runs pay) - before))"
 done_testing
