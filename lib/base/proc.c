@@ -1,4 +1,4 @@
-/* This process and what it starts: standard fds, children, leftovers (proc.h). */
+/* This process and what it starts: std fds, children, leftovers (proc.h). */
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
