@@ -103,20 +103,41 @@ proc_env_has(long pid, const char *entry, size_t elen)
 	return 0;
 }
 
+/* An environment entry to look for (proc_kill_env), whole. */
+struct proc_entry {
+	const char	*entry;
+	size_t		 elen;
+};
+
+static int
+proc_env_holds(long pid, const void *arg)
+{
+	const struct proc_entry	*e = arg;
+
+	return proc_env_has(pid, e->entry, e->elen);
+}
+
+/* 1 if pid has left the group of *arg (a pid_t: its leader). */
+static int
+proc_left_group(long pid, const void *arg)
+{
+	return getpgid((pid_t)pid) != *(const pid_t *)arg;
+}
+
 /*
- * Kills pid if its environment holds entry: 1 if it did.  Through a pidfd
+ * SIGKILLs pid if still(pid, arg) says so: 1 if it did.  Through a pidfd
  * taken before the look, so a pid freed and reused in between is never
  * the one killed.
  */
 static int
-proc_kill_if(long pid, const char *entry, size_t elen)
+proc_kill_if(long pid, int (*still)(long, const void *), const void *arg)
 {
 	int	 fd, n = 0;
 
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
 	if ((fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0)) >= 0) {
-		if (proc_env_has(pid, entry, elen) && syscall(
-		    SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0)
+		if (still(pid, arg) && syscall(SYS_pidfd_send_signal, fd,
+		    SIGKILL, NULL, 0) == 0)
 			n = 1;
 		close(fd);
 		return n;
@@ -127,7 +148,7 @@ proc_kill_if(long pid, const char *entry, size_t elen)
 		return 0;
 #endif
 	(void)fd;
-	if (proc_env_has(pid, entry, elen) && kill((pid_t)pid, SIGKILL) == 0)
+	if (still(pid, arg) && kill((pid_t)pid, SIGKILL) == 0)
 		n = 1;
 	return n;
 }
@@ -189,7 +210,7 @@ proc_kill_escaped(pid_t leader)
 {
 	pid_t	 pids[PROC_TREE_MAX];
 	size_t	 n = 0, i;
-	int	 fd, killed = 0;
+	int	 killed = 0;
 
 	if (leader <= 1)
 		return 0;
@@ -198,27 +219,10 @@ proc_kill_escaped(pid_t leader)
 	proc_kids_of(leader, pids, PROC_TREE_MAX, &n);
 	for (i = 0; i < n; i++)
 		proc_kids_of(pids[i], pids, PROC_TREE_MAX, &n);
-	for (i = 0; i < n; i++) {
-		if (getpgid(pids[i]) == leader)
-			continue;
-#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
-		/* Through a pidfd: a pid freed since the look is not the
-		 * one killed (one freed before it may be; the look is a
-		 * moment old). */
-		if ((fd = (int)syscall(SYS_pidfd_open, pids[i], 0)) >= 0) {
-			if (getpgid(pids[i]) != leader && syscall(
-			    SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0)
-				killed++;
-			close(fd);
-			continue;
-		}
-		if (errno != ENOSYS)
-			continue;
-#endif
-		(void)fd;
-		if (kill(pids[i], SIGKILL) == 0)
-			killed++;
-	}
+	/* (A pid freed between the listing and its pidfd may be another
+	 * process by then; the listing is a moment old.) */
+	for (i = 0; i < n; i++)
+		killed += proc_kill_if(pids[i], proc_left_group, &leader);
 	return killed;
 }
 
@@ -228,6 +232,7 @@ proc_kill_env(const char *entry)
 	struct dirent	*de;
 	DIR		*d;
 	size_t		 elen = strlen(entry);
+	struct proc_entry e = { entry, elen };
 	long		 pid, self = (long)getpid();
 	uid_t		 uid = geteuid();
 	struct stat	 st;
@@ -246,7 +251,7 @@ proc_kill_env(const char *entry)
 		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0 ||
 		    st.st_uid != uid)
 			continue;
-		n += proc_kill_if(pid, entry, elen);
+		n += proc_kill_if(pid, proc_env_holds, &e);
 	}
 	closedir(d);
 	return n;
