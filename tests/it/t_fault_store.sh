@@ -123,12 +123,11 @@ expect_eq "reload in an outage: one run" 1 $(($(runs pay) - before))
 # (the owner's gateway is held stopped here to make that certain).  The
 # owner keeps the socket open instead: the session, and the lock, live
 # until its answer is written.
-for g in a b; do
-	gw_conf "$T/gw$g.conf" "unix:$T/gw$g.sock" "$DBCNF" "workers = 1"
-	printf '\n[route /pay]\nhandler = cgi:%s\nlease = 2s\ntimeout = 2s\nwait = 0\n' "$P" >>"$T/gw$g.conf"
-	gw_start "gw$g" "$T/gw$g.conf" || { done_testing; exit 1; }
-	lighttpd_start "web$g" "unix:$T/gw$g.sock" || { done_testing; exit 1; }
-done
+pair_setup "[route /pay]
+handler = cgi:$P
+lease = 2s
+timeout = 2s
+wait = 0" "workers = 1" || { done_testing; exit 1; }
 # A server told to end idle sessions after 3 s must not end the kept one.
 h_sqlroot -e "SET GLOBAL wait_timeout = 3"
 K=$(new_key)

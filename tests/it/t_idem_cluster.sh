@@ -4,12 +4,9 @@
 
 PAY=$(cgi_install pay)
 db_new "$TNAME" || { done_testing; exit 1; }
-for g in a b; do
-	gw_conf "$T/$g.conf" "unix:$T/$g.sock" "$DBCNF"
-	printf '\n[route /payments]\nhandler = cgi:%s\nwait = 15s\n' "$PAY" >>"$T/$g.conf"
-	gw_start gw$g "$T/$g.conf" || { done_testing; exit 1; }
-	lighttpd_start web$g "unix:$T/$g.sock" || { done_testing; exit 1; }
-done
+pair_setup "[route /payments]
+handler = cgi:$PAY
+wait = 15s" || { done_testing; exit 1; }
 
 K=$(new_key)
 for i in $(seq 1 20); do

@@ -11,12 +11,11 @@
 db_private || { done_testing; exit 1; }
 db_new "$TNAME" || { done_testing; exit 1; }
 P=$(cgi_install pay)
-for g in a b; do
-	gw_conf "$T/gw$g.conf" "unix:$T/gw$g.sock" "$DBCNF" "workers = 1"
-	printf '\n[route /pay]\nhandler = cgi:%s\nlease = 2s\ntimeout = 1s\nwait = 0\n' "$P" >>"$T/gw$g.conf"
-	gw_start "gw$g" "$T/gw$g.conf" || { done_testing; exit 1; }
-	lighttpd_start "web$g" "unix:$T/gw$g.sock" || { done_testing; exit 1; }
-done
+pair_setup "[route /pay]
+handler = cgi:$P
+lease = 2s
+timeout = 1s
+wait = 0" "workers = 1" || { done_testing; exit 1; }
 
 # mariadb_start, the server frozen 150 ms into its start-up for 3 s
 start_slow() {

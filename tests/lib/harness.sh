@@ -661,6 +661,19 @@ std_setup() {
 	lighttpd_start web "unix:$T/gw.sock"
 }
 
+# pair_setup ROUTES [gateway lines...]: two gateways on one database
+# ($DBCNF: db_new first), gwa and gwb ($T/gwa.conf, $T/gwa.log), each
+# with ROUTES and behind a lighttpd of its own, weba and webb
+pair_setup() {
+	local g
+	for g in a b; do
+		gw_conf "$T/gw$g.conf" "unix:$T/gw$g.sock" "$DBCNF" "${@:2}"
+		printf '\n%s\n' "$1" >>"$T/gw$g.conf"
+		gw_start "gw$g" "$T/gw$g.conf" || return 1
+		lighttpd_start "web$g" "unix:$T/gw$g.sock" || return 1
+	done
+}
+
 # ---------------------------------------------------------------- cleanup
 
 h_scan_logs() {
