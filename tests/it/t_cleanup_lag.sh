@@ -13,7 +13,12 @@ node_start r --server-id=2 --read-only=ON || { not_ok "replica starts"; done_tes
 node_sql r "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${NODE_PORT[p]},
 	MASTER_USER='repl', MASTER_PASSWORD='repl-secret', MASTER_USE_GTID=no; START SLAVE"
 lag() { mariadb --no-defaults --socket="${NODE_SOCK[r]}" -uroot -e "SHOW SLAVE STATUS\G" | awk '/Seconds_Behind_Master/ { print $2 }'; }
-caught_up() { [ "$(lag)" = 0 ]; }
+# Caught up: the replica has run all the primary wrote and says 0 s.  Lag
+# alone reads 0 before the replica has fetched a thing (then rises).
+primary_pos() { mariadb --no-defaults --socket="${NODE_SOCK[p]}" -uroot -N -e "SHOW MASTER STATUS" | awk '{ print $1, $2 }'; }
+replica_pos() { mariadb --no-defaults --socket="${NODE_SOCK[r]}" -uroot -e "SHOW SLAVE STATUS\G" |
+	awk '/ Relay_Master_Log_File:/ { f = $2 } / Exec_Master_Log_Pos:/ { p = $2 } END { print f, p }'; }
+caught_up() { [ "$(replica_pos)" = "$(primary_pos)" ] && [ "$(lag)" = 0 ]; }
 wait_until 20 caught_up
 expect_eq "replica replicating, 0 s behind" 0 "$(lag)"
 
