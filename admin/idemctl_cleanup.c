@@ -159,8 +159,6 @@ static void
 cleanup_settings(const struct cfg *cfg, const struct cleanup_args *a,
     struct cleanup_opts *o)
 {
-	size_t	 i;
-
 	memset(o, 0, sizeof(*o));
 	o->batch = a->batch > 0 ? (int)a->batch : cfg->cleanup_batch;
 	if (o->batch < 1)
@@ -170,10 +168,7 @@ cleanup_settings(const struct cfg *cfg, const struct cleanup_args *a,
 	o->sleep_ms = a->sleep_ms >= 0 ? a->sleep_ms : cfg->cleanup_sleep_ms;
 	o->dry_run = a->dry;
 	o->stale_after_ms = cfg->stale_after_ms;
-	o->live_floor_ms = cfg->defaults.lease_ms;
-	for (i = 0; i < cfg->nroutes; i++)
-		if (cfg->routes[i].lease_ms > o->live_floor_ms)
-			o->live_floor_ms = cfg->routes[i].lease_ms;
+	o->live_floor_ms = ctl_longest_lease_ms(cfg);
 	o->counters_retention_ms = cfg->counters_retention_ms;
 	o->runs_retention_ms = cfg->runs_retention_ms;
 	o->host = cfg->host_name != NULL ? cfg->host_name : "unknown";

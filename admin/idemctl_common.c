@@ -297,6 +297,28 @@ ctl_hkey(struct ctl *c, const char *cmd)
 	return CTL_ECONFIG;
 }
 
+int64_t
+ctl_longest_lease_ms(const struct cfg *cfg)
+{
+	int64_t	 ms = cfg->defaults.lease_ms;
+	size_t	 i;
+
+	for (i = 0; i < cfg->nroutes; i++)
+		if (cfg->routes[i].lease_ms > ms)
+			ms = cfg->routes[i].lease_ms;
+	return ms;
+}
+
+int
+ctl_owner_facts(struct ctl *c, const char *cmd)
+{
+	if (store_admin_owner_facts(c->st, ctl_longest_lease_ms(c->cfg)) ==
+	    IDEM_OK)
+		return CTL_OK;
+	ctl_err("%s: %s", cmd, store_last_error(c->st));
+	return CTL_ESTORE;
+}
+
 void
 ctl_scopes(const struct ctl *c, const unsigned char plain[FP_LEN],
     unsigned char out[2][FP_LEN], size_t *n)

@@ -139,6 +139,15 @@ int ctl_parse_scope(const char *s, unsigned char out[FP_LEN]);
  */
 int ctl_hkey(struct ctl *c, const char *cmd);
 
+/* The longest lease cfg gives (the default's or a route's): how long an
+ * owner whose server restarted under it may take to come back. */
+int64_t ctl_longest_lease_ms(const struct cfg *cfg);
+
+/* After ctl_connect: sets what tells an in-progress row's owner gone
+ * (store_admin_owner_facts) for the forget rule, from the config's
+ * longest lease.  CTL_OK; else one line and CTL_ESTORE. */
+int ctl_owner_facts(struct ctl *c, const char *cmd);
+
 /*
  * The scope digests to look a key up under, in order: the keyed form of
  * plain when the store is keyed, then plain itself (a row stored before

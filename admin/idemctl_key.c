@@ -313,7 +313,8 @@ ctl_forget(struct ctl *c, int argc, char **argv)
 		return ctl_forget_route(c, &a.r, a.flag);
 	if ((rc = ctl_connect(c)) != CTL_OK ||
 	    (rc = ctl_need_schema(c)) != CTL_OK ||
-	    (rc = ctl_hkey(c, "forget")) != CTL_OK)
+	    (rc = ctl_hkey(c, "forget")) != CTL_OK ||
+	    (rc = ctl_owner_facts(c, "forget")) != CTL_OK)
 		return rc;
 	ctl_scopes(c, a.scope, scopes, &ns);
 	er = IDEM_ENOTFOUND;

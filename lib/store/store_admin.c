@@ -297,9 +297,24 @@ store_admin_key_scopes(struct store *st, const char *key, size_t keylen,
 	return er == IDEM_ENOTFOUND ? IDEM_OK : er;
 }
 
+enum idem_err
+store_admin_owner_facts(struct store *st, int64_t live_floor_ms)
+{
+	MYSQL_BIND	 in[2];
+	int64_t		 locks = st->galera ? 0 : 1;
+
+	/* Galera takes no named locks (store.h): the lease alone. */
+	store_bind_i64(&in[0], &live_floor_ms);
+	store_bind_i64(&in[1], &locks);
+	return store_simple(st, "SET @idem_live_floor = (SELECT VARIABLE_VALUE"
+	    " * 1000 >= ? FROM information_schema.GLOBAL_STATUS WHERE"
+	    " VARIABLE_NAME = 'UPTIME'), @idem_locks = ?", in, NULL);
+}
+
 /*
  * The one forget rule, for idemctl and idemtop alike: a row in progress
- * goes only with force (its owner may still be running it); and the call
+ * goes only with force (its owner may still be running it), unless its
+ * run is over and its owner gone (FORGET_UNLESS_LIVE); and the call
  * returns only once no gateway may replay the answer from memory
  * (lib/ident/rcache.h).  sql deletes by the binds in; OUT: *n rows deleted.
  */

@@ -196,8 +196,20 @@ enum idem_err store_admin_key_get(struct store *st,
     struct admin_key *out, struct buf *body);
 
 /*
- * Deletes the row for (scope, key) if it is completed, a tombstone or
- * expired; an in-progress row that has not expired only with force.
+ * Sets on this connection what tells an in-progress row's owner gone
+ * (store_int.h: OWNER_GONE), for cleanup and the forget rule: whether the
+ * server has been up live_floor_ms (the longest configured lease; an
+ * owner whose server restarted under it reconnects within one), and
+ * whether a held named lock keeps a row (one server; not on Galera).
+ * Without it no in-progress row goes unforced.  A reconnect forgets it.
+ */
+enum idem_err store_admin_owner_facts(struct store *st,
+    int64_t live_floor_ms);
+
+/*
+ * Deletes the row for (scope, key) if it is completed or a tombstone; an
+ * in-progress row only with force, unless its run is over (lease lapsed,
+ * run deadline passed) and its owner gone (store_admin_owner_facts).
  * IDEM_ENOTFOUND: no such row; IDEM_EBUSY: in progress and not forced
  * (nothing deleted).  One statement, so a row claimed meanwhile is safe.
  * Returns once no gateway may replay the deleted answer from memory

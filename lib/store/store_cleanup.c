@@ -49,16 +49,8 @@ struct phase {
  * are fewer, the last row after the first (the same but the offset).
  * RANGE deletes from the first to the end, both in (first col, end col,
  * first col, first id, end col, end id[, age]). */
-/* A row in progress goes only once the server has been up a whole lease
- * (LIVE_FLOOR, set by run_floor; NULL on a connection that did not set
- * it: none goes), and, on one server, while no session holds its key's
- * named lock (lib/ident/fp.c: fp_lockname): an owner cut off longer than
- * its lease (a frozen server) still holds it, and the answer it has yet
- * to write would be lost with its row. */
-#define LIVE_FLOOR	"@idem_live_floor"
-#define LOCK_FREE	"(@idem_locks = 0 OR IS_USED_LOCK(CONCAT('idem:'," \
-	" LEFT(SHA2(CONCAT(scope, idem_key), 256), 48))) IS NULL)"
-#define OWNER_GONE	"(" LIVE_FLOOR " AND " LOCK_FREE ")"
+/* A row in progress goes only once its owner is gone (OWNER_GONE, by
+ * the facts store_admin_owner_facts set for the run). */
 #define EXPIRED_WHERE	"expires_at < NOW(6) AND " ADMIN_GONE \
 	" AND (state <> 0 OR " OWNER_GONE ")"
 #define STALE_WHERE	"state = 0 AND lease_until < NOW(6) - " \
@@ -627,25 +619,6 @@ run_finish(struct store *st, const struct cleanup_result *r)
 	    "?, batches = ?, outcome = ?, reason = ? WHERE id = ?", in, NULL);
 }
 
-/* Sets LIVE_FLOOR on this connection: whether the server has been up
- * o->live_floor_ms (a lapsed lease counts only then). */
-static enum idem_err
-run_floor(struct store *st, const struct cleanup_opts *o)
-{
-	MYSQL_BIND	 in[1];
-	int64_t		 floor_ms = o->live_floor_ms;
-	enum idem_err	 er;
-
-	store_bind_i64(&in[0], &floor_ms);
-	if ((er = store_simple(st, "SET " LIVE_FLOOR " = (SELECT"
-	    " VARIABLE_VALUE * 1000 >= ? FROM information_schema.GLOBAL_STATUS"
-	    " WHERE VARIABLE_NAME = 'UPTIME')", in, NULL)) != IDEM_OK)
-		return er;
-	/* Galera takes no named locks (store.h): the lease alone. */
-	return store_simple(st, st->galera ? "SET @idem_locks = 0" :
-	    "SET @idem_locks = 1", NULL, NULL);
-}
-
 /* Every phase in order (counted only, on a dry run), until one fails or
  * the deadline passes.  OUT: *failed the phase that stopped the run. */
 static enum idem_err
@@ -668,7 +641,7 @@ run_phases(struct sweep *sw, struct cleanup_result *out, int *failed)
 	dst[PH_COUNTERS] = &out->counters_pruned;
 	dst[PH_RUNS] = &out->runs_pruned;
 	dst[PH_QUOTA] = &quota_pruned;
-	if ((er = run_floor(st, o)) != IDEM_OK) {
+	if ((er = store_admin_owner_facts(st, o->live_floor_ms)) != IDEM_OK) {
 		*failed = PH_EXPIRED;
 		return er;
 	}

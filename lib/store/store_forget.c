@@ -27,7 +27,7 @@ static const char SQL_PLAN[] =
 
 /* Placeholders: max id, then FILTER. */
 static const char SQL_COUNT[] =
-    "SELECT COUNT(*), COALESCE(SUM(state = 0 AND NOT " ADMIN_RUN_OVER "), 0)"
+    "SELECT COUNT(*), COALESCE(SUM(state = 0 AND NOT " ADMIN_ABANDONED "), 0)"
     " FROM idem_keys WHERE id <= ? AND" FILTER;
 
 /* Placeholders: after id, max id, FILTER, force, limit. */

@@ -312,13 +312,28 @@ void store_hold_drop(struct store_hold *h);
 #define ADMIN_GONE \
 	"((state <> 0 OR lease_until < NOW(6)) AND " ADMIN_RUN_PAST ")"
 
+/* An in-progress row's owner is gone, by the facts store_admin_owner_facts
+ * set on this connection: the server has been up a whole lease
+ * (@idem_live_floor; NULL on a connection that did not set it: no owner is
+ * gone), and, on one server, no session holds the key's named lock
+ * (lib/ident/fp.c: fp_lockname).  An owner cut off longer than its lease
+ * (a frozen server keeps its session), or one whose server restarted under
+ * it, still has an answer to write (its recorder): with its row gone a
+ * retry would run again and the answer be lost. */
+#define OWNER_GONE \
+	"(@idem_live_floor AND (@idem_locks = 0 OR IS_USED_LOCK(CONCAT("	\
+	"'idem:', LEFT(SHA2(CONCAT(scope, idem_key), 256), 48))) IS NULL))"
+/* An in-progress row whose run is over and whose owner is gone: 1 or 0. */
+#define ADMIN_ABANDONED \
+	"COALESCE(" ADMIN_RUN_OVER " AND " OWNER_GONE ", 0)"
+
 /* The one forget rule's condition (store_admin.c): a row in progress
- * whose run may not be over goes only with force, its one placeholder
- * (0 or 1).  A finished row goes: forgetting it is the operator's word
- * that its key may run again (README: before its run deadline, beside
- * what of its run may go on). */
+ * goes only with force, its one placeholder (0 or 1), unless abandoned.
+ * A finished row goes: forgetting it is the operator's word that its key
+ * may run again (README: before its run deadline, beside what of its run
+ * may go on). */
 #define FORGET_UNLESS_LIVE \
-	" AND (? = 1 OR state <> 0 OR " ADMIN_RUN_OVER ")"
+	" AND (? = 1 OR state <> 0 OR " ADMIN_ABANDONED ")"
 
 /* The SQL (malloc'd, NULL when out of memory) that adds the counter rows
  * before @idem_cut and up to @idem_upto (a batch's last minute) to

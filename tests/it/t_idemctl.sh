@@ -456,6 +456,19 @@ eq "forget in-progress: row kept" 1 "$(count order-2 | sed 's/.*//;s/^$/x/' >/de
 run -c "$CONF" forget order-2 --force
 eq "forget --force: exit 0" 0 "$RC"
 eq "forget --force: row gone" 0 "$(sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'order-2'")"
+# An abandoned row (lease lapsed, run over, no owner holds its lock) goes
+# unforced, once the server has been up the longest lease (young.conf's
+# outlasts the server's uptime: a server just restarted).
+sq "INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state, owner, owner_token,
+      created_at, lease_until, expires_at, run_deadline)
+    VALUES (UNHEX('$NONE'), 'order-3', '/payments', 'POST', UNHEX(SHA2('w', 256)), 0,
+      'gw2:99', 8, NOW(6) - INTERVAL 1 HOUR, NOW(6) - INTERVAL 1 HOUR, NOW(6) + INTERVAL 1 DAY,
+      NOW(6) - INTERVAL 1 HOUR)"
+run -c "$T/young.conf" forget order-3
+eq "forget abandoned, server up less than a lease: exit 8" 8 "$RC"
+run -c "$T/short.conf" forget order-3
+eq "forget abandoned: exit 0" 0 "$RC"
+eq "forget abandoned: row gone" 0 "$(sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'order-3'")"
 run -c "$CONF" forget order-1
 eq "forget completed: exit 0" 0 "$RC"
 eq "forget: only the unscoped row gone" 1 "$(sq "SELECT COUNT(*) FROM idem_keys WHERE idem_key = 'order-1'")"

@@ -94,6 +94,14 @@ stale_after = 1s
 "$IDEMCTL" -c "$T/ctl.conf" cleanup >"$T/cl.out" 2>&1
 expect_eq "cleanup while the owner holds the lock: exit 0" 0 "$?"
 expect_eq "... its row stays" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")"
+# The forget rule reads the same facts: unforced, the key stays.
+"$IDEMCTL" -c "$T/ctl.conf" forget "$K" >"$T/fg.out" 2>&1
+expect_eq "forget KEY while the owner holds the lock: exit 8" 8 "$?"
+expect_match "... says it is in progress" 'in progress' "$(cat "$T/fg.out")"
+"$IDEMCTL" -c "$T/ctl.conf" forget --route /slow --yes >"$T/fg.out" 2>&1
+expect_eq "forget --route while the owner holds the lock: exit 0" 0 "$?"
+expect_match "... keeps it" '1 in progress kept' "$(cat "$T/fg.out")"
+expect_eq "... its row stays" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")"
 bg_wait
 expect_eq "... the owner's answer is recorded" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K' AND state = 1")"
 http c2 POST "$(url weba "/slow?sleep=4000")" -H "Idempotency-Key: $K" --data-binary c
