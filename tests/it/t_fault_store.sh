@@ -21,13 +21,19 @@ EOF
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 lighttpd_start web "unix:$T/gw.sock" || { done_testing; exit 1; }
 overlaps() { if [ -f "$P.overlap" ]; then wc -l <"$P.overlap" | tr -d ' '; else echo 0; fi; }
+# running N: the CGI has logged a run past N (it logs as it starts, once
+# its key is claimed): the fault that follows lands mid-run however slowly
+# the machine started the request.
+running() { [ "$(runs pay)" -gt "$1" ]; }
 
 # 3. Recorded before forgotten: MariaDB stops while a 1.5 s handler runs
 # and stays down past the lease; the client still gets its answer, and
 # a retry after the restart replays it.
 K=$(new_key)
+before=$(runs pay)
 http_bg a1 POST "$(url web '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=1'
-sleep 0.8
+wait_until 5 running "$before"
+sleep 0.3
 mariadb_stop
 sleep 1.2
 http d1 POST "$(url web '/pay?sleep=1500&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=1'
@@ -53,7 +59,8 @@ expect_match "outage: the gateway said it kept the answer" 'answer is kept' "$(c
 K=$(new_key)
 before=$(runs pay)
 http_bg b1 POST "$(url web '/pay?sleep=9000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=2'
-sleep 1
+wait_until 5 running "$before"
+sleep 0.3
 mariadb_stop
 t_down=$(now_ms)
 sleep 4.5
@@ -84,7 +91,8 @@ expect_match "lease lost: logged" 'stopping the handler before it ends' "$(cat "
 K=$(new_key)
 before=$(runs pay)
 http_bg c1 POST "$(url web '/pay?sleep=4000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=3'
-sleep 0.7
+wait_until 5 running "$before"
+sleep 0.2
 mariadb_stop
 mariadb_start || not_ok "MariaDB restarts"
 http_bg c2 POST "$(url web '/pay?sleep=4000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=3'
@@ -100,8 +108,9 @@ expect_eq "restart: never two at once" 0 "$(overlaps)"
 # ran again), and writes it when the store is back.
 K=$(new_key)
 before=$(runs pay)
-http_bg h1 POST "$(url web '/pay?sleep=1000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=6'
-sleep 0.5
+http_bg h1 POST "$(url web '/pay?sleep=2000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=6'
+wait_until 5 running "$before"
+sleep 0.2
 mariadb_stop
 bg_wait
 expect_eq "reload in an outage: the owner answered" created "$(hdr h1 Idempotency-Result)"
@@ -109,7 +118,7 @@ kill -HUP "${GW_PID[gw]}"
 sleep 11
 mariadb_start || not_ok "MariaDB restarts"
 sleep 1.5
-http h2 POST "$(url web '/pay?sleep=1000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=6'
+http h2 POST "$(url web '/pay?sleep=2000&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=6'
 expect_eq "reload in an outage: a retry replays" reused "$(hdr h2 Idempotency-Result)"
 expect_file_eq "reload in an outage: the same answer" "$T/h1.b" "$T/h2.b"
 expect_eq "reload in an outage: one run" 1 $(($(runs pay) - before))
@@ -132,8 +141,8 @@ wait = 0" "workers = 1" || { done_testing; exit 1; }
 h_sqlroot -e "SET GLOBAL wait_timeout = 3"
 K=$(new_key)
 before=$(runs pay)
-http_bg f1 POST "$(url weba '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
-sleep 0.3
+http_bg f1 POST "$(url weba '/pay?sleep=1200&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+wait_until 5 running "$before"
 kill -STOP "$MDB_PID"
 t_freeze=$(now_ms)
 bg_wait
@@ -145,11 +154,11 @@ kill -STOP $(gw_workers gwa)
 sleep 8
 kill -CONT "$MDB_PID"
 sleep 5
-http f2 POST "$(url webb '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+http f2 POST "$(url webb '/pay?sleep=1200&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
 expect_eq "frozen store: a retry elsewhere does not run it again" 409 "$HS"
 kill -CONT $(gw_workers gwa)
 replays() {
-	http f3 POST "$(url webb '/pay?sleep=800&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
+	http f3 POST "$(url webb '/pay?sleep=1200&exclusive=1')" -H "Idempotency-Key: $K" --data-binary 'amount=7'
 	[ "$(hdr f3 Idempotency-Result)" = reused ]
 }
 wait_until 10 replays

@@ -154,7 +154,8 @@ expect_eq "... without a run" "$n" "$(runs pay)"
 echo "# step 5 at $(($(now_ms) - t0)) ms"
 K=$(new_key)
 http_bg w0 POST "$(url web1 /pay?sleep=1500)" -H "Idempotency-Key: $K" --data-binary w
-sleep 0.3
+w0_started() { grep -q "key=$K" "$T/cgi/pay.runs" 2>/dev/null; }
+wait_until 5 w0_started || true
 for i in 2 3 4; do http_bg w$i POST "$(url web$i /pay?sleep=1500)" -H "Idempotency-Key: $K" --data-binary w; done
 bg_wait
 lat=0
@@ -164,7 +165,9 @@ for i in 2 3 4; do
 	expect_eq "waiter via web$i replayed" reused "$(hdr w$i Idempotency-Result)"
 done
 echo "# waiters on other nodes answered at most $lat ms after the owner's answer"
-expect_lt "waiters on other nodes: within 250 ms of completion (goal 100 ms)" "$lat" 250
+# Stamped by separate shells after curl exits, on a loaded machine: the
+# bound is loose; a waiter not woken would wait its whole wait (seconds).
+expect_lt "waiters on other nodes: within 500 ms of completion (goal 100 ms)" "$lat" 500
 expect_eq "... and the handler ran once for them" 1 "$(grep -c "key=$K" "$T/cgi/pay.runs")"
 
 # 6. Cleanup keeps to one run at a time with a lock row; forget on one

@@ -27,7 +27,8 @@ wait = 12s" || { done_testing; exit 1; }
 # A waiter gets the owner's answer, soon after the owner finishes.
 K=$(new_key)
 http_bg w1 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'w'
-sleep 0.3
+pay_started() { [ "$(runs pay)" -ge 1 ]; }
+wait_until 5 pay_started || true
 http_bg w2 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'w'
 http_bg w3 POST "$(url web /payments?sleep=1500)" -H "Idempotency-Key: $K" --data-binary 'w'
 bg_wait
@@ -45,7 +46,8 @@ expect_lt "in progress: waiter done < 1 s after the owner" "$lat" 1000
 # Past wait: 409 + Retry-After.
 K=$(new_key)
 http_bg x1 POST "$(url web /short-wait?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'x'
-sleep 0.3
+sw_started() { [ "$(runs sw)" -ge 1 ]; }
+wait_until 5 sw_started || true
 t0=$(now_ms)
 http x2 POST "$(url web /short-wait?sleep=3000)" -H "Idempotency-Key: $K" --data-binary 'x'
 dt=$(($(now_ms) - t0))

@@ -88,8 +88,8 @@ most_waiters() { db_query "$TNAME" "SELECT COALESCE(MAX(waiters), 0) FROM idem_k
 # --- 40 waiters (10x threads) on one key whose handler takes 3 s.
 t_own=$(now_ms)
 waiters_py w40 "$(url web /payments?sleep=3000)" 40
-# They have come by now; the handler has 2 s to go.
-sleep 1
+# Once they have come (the handler has about 2 s to go).
+wait_until 2 parked_at_least web 40 || true
 t0=$(now_ms)
 http u1 POST "$(url web /fast)" -H "Idempotency-Key: $(new_key)" --data-binary 'u'
 dt=$(($(now_ms) - t0))
@@ -113,7 +113,7 @@ done
 expect_lt "waiters hold no thread: busy threads (owner + the status page)" "$busy" 3
 expect_eq "waiters counted in the row's waiters column" 40 "$mw"
 bg_wait
-check_wake "40 waiters" w40 200 900
+check_wake "40 waiters" w40 200 1500
 expect_eq "the handler ran once (its own log)" 1 "$(runs pay)"
 expect_eq "waiters column back to 0" 0 "$(most_waiters)"
 
@@ -125,7 +125,7 @@ per=$(curl -sS --max-time 5 "$(url web2 '/idemgate-status?json')" |
 	python3 -c 'import json,sys; print(" ".join(str(w["parked"]) for w in json.load(sys.stdin)["workers"]))' 2>/dev/null)
 echo "# parked per worker: $per"
 bg_wait
-check_wake "two workers" w12 200 900
+check_wake "two workers" w12 200 1500
 expect_eq "two workers: the handler ran once" 1 "$(runs two)"
 
 # --- Another gateway: the owner on gw, waiters on gw2, which only the
@@ -133,7 +133,7 @@ expect_eq "two workers: the handler ran once" 1 "$(runs two)"
 n0=$(runs pay)
 waiters_py w6 "$(url web /payments?sleep=1500)" 6 "$(url web2 /payments?sleep=1500)"
 bg_wait
-check_wake "another gateway" w6 200 400
+check_wake "another gateway" w6 200 1000
 expect_eq "another gateway: the handler ran once more" $((n0 + 1)) "$(runs pay)"
 
 # --- Past wait (1 s): 409 with Retry-After, and the thread was free.
@@ -206,13 +206,13 @@ http_bg n0 POST "$(url ngx /payments?sleep=5000)" -H "Idempotency-Key: $K" --dat
 wait_until 5 started pay $((n0 + 1)) || true
 t0=$(now_ms)
 for i in 1 2 3 4 5 6; do
-	HTTP_TIMEOUT=1.5 http_bg n$i POST "$(url ngx /payments?sleep=5000)" -H "Idempotency-Key: $K" --data-binary 'n'
+	HTTP_TIMEOUT=2.5 http_bg n$i POST "$(url ngx /payments?sleep=5000)" -H "Idempotency-Key: $K" --data-binary 'n'
 done
 wait_until 5 parked_at_least web 6 || true
 expect_eq "hung up: 6 parked at first" 6 "$(status_json web parked)"
 none_parked() { [ "$(status_json web parked)" = 0 ]; }
 wait_until 3 none_parked || true
-echo "# hung-up waiters left the park $(($(now_ms) - t0)) ms after they came (they gave up at 1500 ms)"
+echo "# hung-up waiters left the park $(($(now_ms) - t0)) ms after they came (they gave up at 2500 ms)"
 expect_eq "hung up: out of the park while the owner runs" 0 "$(status_json web parked)"
 expect_eq "hung up: out of the waiters column while the owner runs" 0 "$(waiters_col "$K")"
 expect_eq "hung up: the owner is still running" no \
@@ -227,16 +227,15 @@ expect_eq "hung up: the gateway logged it" 6 \
 K=$(new_key)
 head -c 400000 /dev/zero | tr '\0' b >"$T/big.body"
 n0=$(runs two)
-http_bg m0 POST "$(url web3 /two?sleep=2500)" -H "Idempotency-Key: $K" --data-binary @"$T/big.body"
+http_bg m0 POST "$(url web3 /two?sleep=4000)" -H "Idempotency-Key: $K" --data-binary @"$T/big.body"
 wait_until 5 started two $((n0 + 1)) || true
 t0=$(now_ms)
 for i in 1 2 3 4 5; do
-	http_bg m$i POST "$(url web3 /two?sleep=2500)" -H "Idempotency-Key: $K" --data-binary @"$T/big.body"
+	http_bg m$i POST "$(url web3 /two?sleep=4000)" -H "Idempotency-Key: $K" --data-binary @"$T/big.body"
 	sleep 0.2
 done
-sleep 0.3
-early=0
-for i in 1 2 3 4 5; do [ "$(st m$i)" = 409 ] && early=$((early + 1)); done
+refused() { early=0; for i in 1 2 3 4 5; do [ "$(st m$i)" = 409 ] && early=$((early + 1)); done; [ "$early" -ge 3 ]; }
+wait_until 2 refused || true
 expect_eq "parked bytes: 3 of 5 large waiters answered 409 at once" 3 "$early"
 expect_eq "parked bytes: 2 parked" 2 "$(status_json web3 parked)"
 bg_wait

@@ -314,6 +314,8 @@ wait_until 5 test -s "$JOBLOG.20"
 sleep 0.5
 kill -TERM "$(cat "$T/k20.pid")"
 sleep 1.5
+lease18() { [ "$(db_query "$TNAME" "SELECT lease_until > NOW(6) FROM idem_keys WHERE idem_key = 'k18'")" = 1 ]; }
+wait_until 2 lease18 || true
 expect_eq "stalled stdout: the lease is still renewed" 1 \
 	"$(db_query "$TNAME" "SELECT lease_until > NOW(6) FROM idem_keys WHERE idem_key = 'k18'")"
 wait "$stall18" "$stall19" "$stall20"
@@ -442,7 +444,8 @@ mariadb_start || not_ok "MariaDB restarts"
 n0=$(starts)
 "$IDEMCTL" -c "$T/a.conf" run --key k9o -- "$T/job.sh" late 1.5 0 >"$T/o1.o" 2>"$T/o1.e" </dev/null &
 o1=$!
-sleep 0.5
+o1_started() { [ "$(starts)" -gt "$n0" ]; }
+wait_until 5 o1_started || true
 mariadb_stop
 sleep 6
 mariadb_start || not_ok "MariaDB restarts"
