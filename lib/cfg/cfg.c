@@ -451,6 +451,9 @@ parse_text(struct parser *p, const char *text, size_t len, struct cfg **out)
 	}
 	if ((er = cfg_new(p)) != IDEM_OK)
 		goto out;
+	/* A UTF-8 byte-order mark (Windows editors write one) is no text. */
+	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+		off = 3;
 	while (off < len) {
 		p->line++;
 		nl = memchr(text + off, '\n', len - off);

@@ -338,6 +338,12 @@ test_accepted(void)
 	c = parse("[gateway]\nmysql_group = a;b\n");
 	CHECK(c != NULL && strcmp(c->mysql_group, "a;b") == 0);
 	cfg_free(c);
+	/* A UTF-8 byte-order mark before the first section is skipped;
+	 * elsewhere it is text. */
+	c = parse("\xEF\xBB\xBF[gateway]\nmysql_group = bom\n");
+	CHECK(c != NULL && strcmp(c->mysql_group, "bom") == 0);
+	cfg_free(c);
+	CHECK(!accepted("[gateway]\n\xEF\xBB\xBFmysql_group = bom\n"));
 }
 
 /* Parses text, which has routes /a and /b, and finds them; NULL (with a
