@@ -61,7 +61,7 @@ WEBCONF		 = lighttpd:lighttpd/conf-available \
 		   nginx:nginx/snippets \
 		   caddy:caddy
 
-.PHONY: all run test bench asan fuzz format clean deps tests install install-files
+.PHONY: all run test bench soak asan fuzz format clean deps tests install install-files
 # Keep test objects between builds.
 .SECONDARY:
 all: $(PROGS)
@@ -185,6 +185,10 @@ test: deps
 
 bench: deps all
 	@bash bench/bench.sh
+
+# Long fault runs, not part of `make test` (tests/soak.sh).
+soak: deps
+	@bash tests/soak.sh
 
 install: all install-files
 
