@@ -540,14 +540,16 @@ metrics_gauges(FILE *f, const struct admin_gauges *g)
 	    "End of the last cleanup run (0 if none).", "%.3f",
 	    g->has_cleanup ? g->last_cleanup_end : 0.0);
 	prom_gauge(f, "idemgate_last_cleanup_success",
-	    "1 if the last cleanup run finished ok or stopped at its time "
-	    "limit.", "%d", g->has_cleanup && g->last_cleanup_ok);
+	    "1 if the last cleanup run finished ok, or stopped at its time "
+	    "limit having deleted rows.", "%d",
+	    g->has_cleanup && g->last_cleanup_ok);
 	prom_gauge(f, "idemgate_last_successful_cleanup_timestamp_seconds",
-	    "End of the last cleanup run that finished ok or stopped at its "
-	    "time limit (0 if none).", "%.3f", ok_end);
+	    "End of the last cleanup run that finished ok, or stopped at its "
+	    "time limit having deleted rows (0 if none).", "%.3f", ok_end);
 	prom_gauge(f, "idemgate_last_cleanup_success_timestamp_seconds",
-	    "The same: end of the last cleanup run that finished ok or "
-	    "stopped at its time limit (0 if none).", "%.3f", ok_end);
+	    "The same: end of the last cleanup run that finished ok, or "
+	    "stopped at its time limit having deleted rows (0 if none).",
+	    "%.3f", ok_end);
 }
 
 void

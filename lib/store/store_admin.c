@@ -508,6 +508,14 @@ gauges_rows(struct store *st, struct admin_gauges *g)
 	return er;
 }
 
+/* A cleanup run that succeeded: it finished, or it stopped at its time
+ * limit (partial: a normal outcome for cron, SPEC 10) having deleted
+ * something.  One that deleted nothing before its limit (held back by a
+ * stopped replica, say) did not: the backlog only grows. */
+#define CLEANUP_SUCCEEDED						\
+	"(outcome = 'ok' OR (outcome = 'partial' AND rows_deleted +"	\
+	" stale_released + counters_pruned > 0))"
+
 /* Expired rows, the oldest in progress, those past their lease, and the
  * last cleanup runs. */
 static enum idem_err
@@ -515,9 +523,8 @@ gauges_times(struct store *st, struct admin_gauges *g)
 {
 	MYSQL_BIND	 res[3];
 	double		 d;
-	my_bool		 dnull, ocnull;
-	char		 oc[17];
-	unsigned long	 oclen;
+	int64_t		 ok = 0;
+	my_bool		 dnull;
 	enum idem_err	 er;
 	int		 found;
 
@@ -539,26 +546,22 @@ gauges_times(struct store *st, struct admin_gauges *g)
 	g->oldest_in_progress_s = dnull ? 0 : d;
 
 	store_out_dbl(&res[0], &d, &dnull);
-	store_out_text(&res[1], oc, sizeof(oc), &oclen, &ocnull);
-	if ((er = one_row(st, "SELECT UNIX_TIMESTAMP(ended_at), outcome FROM "
-	    "idem_cleanup_runs WHERE dry_run = 0 AND ended_at IS NOT NULL "
-	    "ORDER BY id DESC LIMIT 1", res, &found)) != IDEM_OK)
+	store_out_i64(&res[1], &ok, NULL);
+	if ((er = one_row(st, "SELECT UNIX_TIMESTAMP(ended_at), "
+	    CLEANUP_SUCCEEDED " FROM idem_cleanup_runs WHERE dry_run = 0 AND"
+	    " ended_at IS NOT NULL ORDER BY id DESC LIMIT 1", res, &found)) !=
+	    IDEM_OK)
 		return er;
 	if (found && !dnull) {
-		store_out_text_end(oc, sizeof(oc), oclen, ocnull);
 		g->has_cleanup = 1;
 		g->last_cleanup_end = d;
-		g->last_cleanup_ok = strcmp(oc, "ok") == 0 ||
-		    strcmp(oc, "partial") == 0;
+		g->last_cleanup_ok = ok == 1;
 	}
 
 	store_out_dbl(&res[0], &d, &dnull);
-	/* A run stopped at its time limit (partial) is a normal outcome
-	 * for cron (SPEC 10): it counts.  A backlog it leaves shows in
-	 * idemgate_keys_expired. */
 	if ((er = one_row(st, "SELECT UNIX_TIMESTAMP(MAX(ended_at)) FROM "
-	    "idem_cleanup_runs WHERE dry_run = 0 AND outcome IN ('ok', "
-	    "'partial')", res, &found)) != IDEM_OK)
+	    "idem_cleanup_runs WHERE dry_run = 0 AND " CLEANUP_SUCCEEDED, res,
+	    &found)) != IDEM_OK)
 		return er;
 	if (found && !dnull) {
 		g->has_cleanup_ok = 1;

@@ -297,9 +297,9 @@ struct admin_gauges {
 	double		 oldest_in_progress_s;	/* age, 0 if none */
 	int		 has_cleanup;		/* a finished run, not dry */
 	double		 last_cleanup_end;	/* unix seconds */
-	int		 last_cleanup_ok;	/* its outcome: ok or partial */
+	int		 last_cleanup_ok;	/* it succeeded (store_admin.c) */
 	int		 has_cleanup_ok;
-	double		 last_cleanup_ok_end;	/* last run ok or partial */
+	double		 last_cleanup_ok_end;	/* the last run that did */
 };
 
 enum idem_err store_admin_gauges(struct store *st, struct admin_gauges *out);

@@ -75,6 +75,16 @@ expect_eq "replica stopped: the run is recorded partial" partial \
 	"$(node_sql p "SELECT outcome FROM idemgate.idem_cleanup_runs ORDER BY id DESC LIMIT 1")"
 out=$("$IDEMCTL" -c "$T/g.conf" cleanup --max-lag 5s --max-seconds 1 -v 2>&1)
 expect_match "replica stopped: -v says it paused" 'paused [0-9.]+ s for replica lag' "$out"
+# Stopped at its time limit having deleted nothing: cleanup makes no
+# headway, which the success gauges (and the alert on them) must show.
+out=$("$IDEMCTL" -c "$T/g.conf" metrics 2>&1)
+metric() { sed -n "s/^$1 //p" <<<"$out"; }
+expect_eq "replica stopped: metrics say the last cleanup did not succeed" 0 \
+	"$(metric idemgate_last_cleanup_success)"
+ok_at=$(node_sql p "SELECT UNIX_TIMESTAMP(ended_at) FROM idemgate.idem_cleanup_runs WHERE outcome = 'ok' ORDER BY id DESC LIMIT 1")
+expect_eq "... its last success is the last run that finished" 1 \
+	"$(awk -v a="$ok_at" -v b="$(metric idemgate_last_cleanup_success_timestamp_seconds)" \
+		'BEGIN { d = a - b; print (d < 0.002 && d > -0.002) ? 1 : 0 }')"
 
 # 3. A replica really behind (MASTER_DELAY 4 s): cleanup waits until it
 #    caught up, then deletes.

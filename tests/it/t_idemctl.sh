@@ -518,21 +518,24 @@ run -c "$CONF" stats --since soon
 eq "stats --since soon: exit 1" 1 "$RC"
 
 # ---------------------------------------------------------------- metrics
-# A cleanup stopped at --max-seconds is a normal outcome for cron: the
-# success gauges count it; a failed run after it does not.
+# A cleanup stopped at --max-seconds having deleted rows is a normal
+# outcome for cron: the success gauges count it; a failed run after it
+# does not (t_cleanup_lag: one that deleted nothing does not either).
 metric() { sed -n "s/^$1 //p" "$T/out"; }
+near() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d < 0.002 && d > -0.002) }'; }
 seed partm 300 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
 run -c "$CONF" cleanup --max-seconds 1 --batch 10 --sleep 300
 eq "cleanup stopped at its time limit: exit 0, quiet" "0 " "$RC $(cat "$T/out" "$T/err")"
-pend=$(sq "SELECT outcome, ROUND(UNIX_TIMESTAMP(ended_at), 3) FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')
+pend=$(sq "SELECT outcome, rows_deleted > 0, UNIX_TIMESTAMP(ended_at) FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1" | tr '\t' ' ')
 run -c "$CONF" metrics
-eq "metrics after a partial cleanup: success 1" "partial 1" "${pend% *} $(metric idemgate_last_cleanup_success)"
-eq "... its end is the last success" "${pend#* }" "$(metric idemgate_last_cleanup_success_timestamp_seconds)"
-eq "... under both names" "${pend#* }" "$(metric idemgate_last_successful_cleanup_timestamp_seconds)"
+eq "metrics after a partial cleanup that deleted rows: success 1" "partial 1 1" \
+    "${pend% *} $(metric idemgate_last_cleanup_success)"
+check "... its end is the last success" near "${pend##* }" "$(metric idemgate_last_cleanup_success_timestamp_seconds)"
+check "... under both names" near "${pend##* }" "$(metric idemgate_last_successful_cleanup_timestamp_seconds)"
 sq "INSERT INTO idem_cleanup_runs (host, started_at, ended_at, outcome, reason) VALUES ('testhost', NOW(6), NOW(6), 'failed', 'test')"
 run -c "$CONF" metrics
-eq "metrics after a failed cleanup: success 0, the last success kept" "0 ${pend#* }" \
-    "$(metric idemgate_last_cleanup_success) $(metric idemgate_last_cleanup_success_timestamp_seconds)"
+eq "metrics after a failed cleanup: success 0" 0 "$(metric idemgate_last_cleanup_success)"
+check "... the last success kept" near "${pend##* }" "$(metric idemgate_last_cleanup_success_timestamp_seconds)"
 sq "DELETE FROM idem_keys WHERE idem_key LIKE 'partm-%'"
 run -c "$CONF" metrics
 eq "metrics: exit 0" 0 "$RC"
