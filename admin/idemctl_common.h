@@ -144,8 +144,8 @@ int ctl_hkey(struct ctl *c, const char *cmd);
 int64_t ctl_longest_lease_ms(const struct cfg *cfg);
 
 /* After ctl_connect: sets what tells an in-progress row's owner gone
- * (store_admin_owner_facts) for the forget rule, from the config's
- * longest lease.  CTL_OK; else one line and CTL_ESTORE. */
+ * (store_admin_owner_facts) for the unforced forget rule, from the
+ * config's longest lease.  CTL_OK; else one line and CTL_ESTORE. */
 int ctl_owner_facts(struct ctl *c, const char *cmd);
 
 /*

@@ -182,7 +182,7 @@ ctl_forget_route(struct ctl *c, const struct forget_route_args *a,
 
 	if ((rc = ctl_connect(c)) != CTL_OK ||
 	    (rc = ctl_need_schema(c)) != CTL_OK ||
-	    (rc = ctl_owner_facts(c, "forget")) != CTL_OK)
+	    (!force && (rc = ctl_owner_facts(c, "forget")) != CTL_OK))
 		return rc;
 	if (store_admin_route_count(c->st, &f, &p) != IDEM_OK) {
 		ctl_err("forget failed: %s", store_last_error(c->st));

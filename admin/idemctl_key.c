@@ -314,7 +314,7 @@ ctl_forget(struct ctl *c, int argc, char **argv)
 	if ((rc = ctl_connect(c)) != CTL_OK ||
 	    (rc = ctl_need_schema(c)) != CTL_OK ||
 	    (rc = ctl_hkey(c, "forget")) != CTL_OK ||
-	    (rc = ctl_owner_facts(c, "forget")) != CTL_OK)
+	    (!a.flag && (rc = ctl_owner_facts(c, "forget")) != CTL_OK))
 		return rc;
 	ctl_scopes(c, a.scope, scopes, &ns);
 	er = IDEM_ENOTFOUND;
