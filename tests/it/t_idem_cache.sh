@@ -66,6 +66,8 @@ expect_eq "30 retries: all byte-for-byte the first answer" 30 "$same"
 expect_eq "30 retries: header block as the first answer" "$(hdr_block h1)" "$(hdr_block c30)"
 expect_eq "30 retries: status line as the first answer" "$(head -1 "$T/h1.h" | tr -d '\r')" "$(head -1 "$T/c30.h" | tr -d '\r')"
 expect_eq "30 retries: Set-Cookie not replayed" "" "$(hdr c30 Set-Cookie)"
+# A few may read the store: a worker whose keeper was starved past the
+# cache's 250 ms validity on a loaded machine asks the store instead.
 expect_lt "30 retries: served from memory (idem_keys rows read: $((r1 - r0)))" $((r1 - r0)) 10
 expect_eq "30 retries: handler ran once" 1 "$(runs pay)"
 

@@ -113,7 +113,7 @@ done
 expect_lt "waiters hold no thread: busy threads (owner + the status page)" "$busy" 3
 expect_eq "waiters counted in the row's waiters column" 40 "$mw"
 bg_wait
-check_wake "40 waiters" w40 200 1500
+check_wake "40 waiters" w40 200 900
 expect_eq "the handler ran once (its own log)" 1 "$(runs pay)"
 expect_eq "waiters column back to 0" 0 "$(most_waiters)"
 
@@ -125,7 +125,7 @@ per=$(curl -sS --max-time 5 "$(url web2 '/idemgate-status?json')" |
 	python3 -c 'import json,sys; print(" ".join(str(w["parked"]) for w in json.load(sys.stdin)["workers"]))' 2>/dev/null)
 echo "# parked per worker: $per"
 bg_wait
-check_wake "two workers" w12 200 1500
+check_wake "two workers" w12 200 900
 expect_eq "two workers: the handler ran once" 1 "$(runs two)"
 
 # --- Another gateway: the owner on gw, waiters on gw2, which only the
@@ -133,7 +133,7 @@ expect_eq "two workers: the handler ran once" 1 "$(runs two)"
 n0=$(runs pay)
 waiters_py w6 "$(url web /payments?sleep=1500)" 6 "$(url web2 /payments?sleep=1500)"
 bg_wait
-check_wake "another gateway" w6 200 1000
+check_wake "another gateway" w6 200 400
 expect_eq "another gateway: the handler ran once more" $((n0 + 1)) "$(runs pay)"
 
 # --- Past wait (1 s): 409 with Retry-After, and the thread was free.

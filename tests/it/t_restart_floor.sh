@@ -65,7 +65,7 @@ expect_nomatch "no answer lost" 'its answer is lost' "$(cat "$T/gwa.log")"
 # Cleanup leaves a row in progress whose owner still holds its key's
 # named lock, lease lapsed or not: an owner cut off longer than its lease
 # (a frozen server keeps its session) still has an answer to write.  The
-# owner here runs a 4 s CGI on a 60 s lease; its row is made to look
+# owner here runs a 6 s CGI on a 60 s lease; its row is made to look
 # lapsed, its run over, by hand.
 printf '
 [route /slow]
@@ -77,7 +77,7 @@ gw_stop gwa
 gw_start gwa "$T/gwa.conf" || { done_testing; exit 1; }
 K=$(new_key)
 before=$(runs pay)
-http_bg c1 POST "$(url weba "/slow?sleep=4000")" -H "Idempotency-Key: $K" --data-binary c
+http_bg c1 POST "$(url weba "/slow?sleep=6000")" -H "Idempotency-Key: $K" --data-binary c
 row_is() { [ "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K' AND state = 0")" = 1 ]; }
 wait_until 5 row_is
 expect_eq "the owner's lock, as cleanup names it, is held" 1 \
@@ -104,6 +104,6 @@ expect_match "... keeps it" '1 in progress kept' "$(cat "$T/fg.out")"
 expect_eq "... its row stays" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K'")"
 bg_wait
 expect_eq "... the owner's answer is recorded" 1 "$(db_query "$TNAME" "SELECT COUNT(*) FROM idem_keys WHERE idem_key = '$K' AND state = 1")"
-http c2 POST "$(url weba "/slow?sleep=4000")" -H "Idempotency-Key: $K" --data-binary c
+http c2 POST "$(url weba "/slow?sleep=6000")" -H "Idempotency-Key: $K" --data-binary c
 expect_eq "... and replays: one run" "reused 1" "$(hdr c2 Idempotency-Result) $(($(runs pay) - before))"
 done_testing
