@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -406,12 +407,16 @@ check_mode(struct ctl *c)
 	check_transport(c, &m);
 }
 
-/* Whether stored answers are sealed (SPEC section 11). */
+/* Whether stored answers are sealed (SPEC section 11), and the store's
+ * password kept from other users. */
 static int
 check_secrets(struct ctl *c)
 {
 	const struct cfg_secret	*k = cfg_secret(c->cfg, NULL);
+	char			 why[PATH_MAX + 160];
 
+	if (cfg_optfile_exposed(c->cfg, why, sizeof(why)))
+		finding("warn", "%s", why);
 	if (c->cfg->secret_key_file == NULL)
 		finding("warn", "answers stored in clear (no "
 		    "secret_key_file)");

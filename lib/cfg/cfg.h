@@ -311,9 +311,15 @@ int64_t cfg_lease_margin_ms(int64_t lease_ms);
 /*
  * Writes one "FILE:LINE:COL: warning: ..." line to f for each setting
  * that is valid but weakens the guarantee (a protected fastcgi: route
- * without run_limit).  Returns the count.
+ * without run_limit, a MySQL option file others may read).  Returns the
+ * count.
  */
 int cfg_warnings(const struct cfg *c, FILE *f);
+
+/* 1 if c's mysql_defaults_file (which holds the store's password) may be
+ * read by every user or written by others: why says so, for a warning
+ * (idemgate -t, idemctl check).  0 if not, or it cannot be looked at. */
+int cfg_optfile_exposed(const struct cfg *c, char *why, size_t len);
 
 /* 1 if key (len bytes, already through key_parse) has the route's
  * key_format. */

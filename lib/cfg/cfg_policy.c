@@ -1,5 +1,8 @@
 /* Request policy keys (SPEC section 9): statuses, key rules, fingerprints. */
+#include <sys/stat.h>
+
 #include <ctype.h>
+#include <limits.h>
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,11 +109,34 @@ cfg_lease_margin_ms(int64_t lease_ms)
 }
 
 int
+cfg_optfile_exposed(const struct cfg *c, char *why, size_t len)
+{
+	struct stat	 sb;
+
+	if (c->mysql_defaults_file == NULL ||
+	    stat(c->mysql_defaults_file, &sb) != 0 ||
+	    (sb.st_mode & (S_IROTH | S_IWGRP | S_IWOTH)) == 0)
+		return 0;
+	snprintf(why, len, "mysql_defaults_file %s is %s by others (mode "
+	    "%04o): it holds the store's password; chmod 0640 (or 0600)",
+	    c->mysql_defaults_file, sb.st_mode & (S_IWGRP | S_IWOTH) ?
+	    "writable" : "readable", (unsigned)(sb.st_mode & 07777));
+	return 1;
+}
+
+int
 cfg_warnings(const struct cfg *c, FILE *f)
 {
 	const struct route	*r;
 	size_t			 i;
 	int			 n = 0;
+	char			 why[PATH_MAX + 160];
+
+	if (cfg_optfile_exposed(c, why, sizeof(why))) {
+		fprintf(f, "%s:%d:%d: warning: %s\n", c->path,
+		    c->mysql_defaults_line, c->mysql_defaults_col, why);
+		n++;
+	}
 
 	for (i = 0; i < c->nroutes; i++) {
 		int64_t	 run_ms;

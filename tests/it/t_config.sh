@@ -4,6 +4,7 @@
 
 PAY=$(cgi_install pay)
 printf '[idemgate]\nsocket=/nonexistent\n' >"$T/my.cnf"
+chmod 0640 "$T/my.cnf"
 cat >"$T/good.conf" <<EOF
 [gateway]
 listen = unix:$T/gw.sock
@@ -28,6 +29,17 @@ expect_eq "good config: exit 0" 0 "$?"
 expect_eq "good config: syntax ok, last" "syntax ok" "$(printf '%s\n' "$out" | tail -n 1)"
 expect_match "good config: says answers are stored in clear" "good.conf: note: answers stored in clear" "$out"
 expect_nomatch "good config: no warning" 'warning' "$out"
+# An option file every user may read (it holds the store's password):
+# still good, with a warning naming it and its line.
+chmod 0644 "$T/my.cnf"
+out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
+expect_eq "option file readable by others: exit 0" 0 "$?"
+expect_match "... a warning at mysql_defaults_file's line" \
+	"good.conf:[0-9]+:[0-9]+: warning: mysql_defaults_file $T/my.cnf is readable by others \(mode 0644\)" "$out"
+chmod 0660 "$T/my.cnf"
+out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
+expect_match "option file writable by its group: a warning" "is writable by others \(mode 0660\)" "$out"
+chmod 0640 "$T/my.cnf"
 # A command line it cannot take: one line that names it, exit 2.
 for args in "--bogus" "-x" "-t extra" "-c" "-u nobody -c $T/good.conf"; do
 	# shellcheck disable=SC2086

@@ -171,6 +171,13 @@ has "check: database ok" "$T/out" '^\[ ok \] database reachable'
 has "check: privileges ok for the gateway" "$T/out" '^\[ ok \] privileges enough for gateway'
 has "check: privileges ok for cleanup" "$T/out" '^\[ ok \] privileges enough for cleanup'
 check "check: no fail lines" sh -c "! grep -q '^\[fail\]' '$T/out'"
+check "check: the option file is kept from others: no word of it" sh -c "! grep -q 'mysql_defaults_file' '$T/out'"
+# A copy every user may read: check warns, naming it; nothing fails.
+cp "$TESTROOT/$DB.cnf" "$T/open.cnf" && chmod 0644 "$T/open.cnf"
+mkconf "$T/open.conf" "$T/open.cnf" ""
+run -c "$T/open.conf" check
+eq "check, option file readable by others: exit 0" 0 "$RC"
+has "... warns about it" "$T/out" "^\[warn\] mysql_defaults_file $T/open.cnf is readable by others \(mode 0644\)"
 mkconf "$T/ro.conf" "$TESTROOT/$DB-ro.cnf" ""
 # The config's group is the gateway's user: read-only, idemgate would
 # answer 503 to every protected request.
