@@ -197,6 +197,50 @@ inherited_unix(const char *path)
 	return fd;
 }
 
+/*
+ * Gives the socket just bound at path its owner (set_owner) and mode,
+ * through one descriptor of what is there now, never following a link:
+ * whoever may write the socket's directory could otherwise swap the path
+ * for a link between bind() and chmod(), and have the mode (and group) of
+ * a file of their choosing changed.  Anything but a socket is refused.
+ */
+static int
+own_socket(const char *path, int set_owner, uid_t uid, gid_t gid,
+    mode_t mode)
+{
+	struct stat	 sb;
+	char		 self[64];
+	int		 pfd, rc = -1;
+
+	if ((pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(pfd, &sb) != 0) {
+		log_err("%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISSOCK(sb.st_mode)) {
+		log_err("%s: no longer the socket just made (replaced by "
+		    "someone who may write its directory?)", path);
+		goto out;
+	}
+	if (set_owner && fchownat(pfd, "", uid, gid, AT_EMPTY_PATH) != 0) {
+		log_err("chown %s: %s", path, strerror(errno));
+		goto out;
+	}
+	/* An O_PATH descriptor takes no fchmod(); its /proc name is the
+	 * same inode.  Without /proc, the path again, links refused. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	if (chmod(self, mode) != 0 && (errno != ENOENT ||
+	    fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) != 0)) {
+		log_err("chmod %s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	return rc;
+}
+
 static enum idem_err
 open_unix(const struct cfg *cfg, const char *path, int *out)
 {
@@ -239,15 +283,9 @@ open_unix(const struct cfg *cfg, const char *path, int *out)
 		log_err("bind %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	if (cfg->socket_owner != NULL && chown(path, uid, gid) != 0) {
-		log_err("chown %s to %s: %s", path, cfg->socket_owner,
-		    strerror(errno));
+	if (own_socket(path, cfg->socket_owner != NULL, uid, gid,
+	    cfg->socket_mode & 0775) != 0)
 		goto fail_unlink;
-	}
-	if (chmod(path, cfg->socket_mode & 0775) != 0) {
-		log_err("chmod %s: %s", path, strerror(errno));
-		goto fail_unlink;
-	}
 	if (listen(fd, LISTEN_BACKLOG) != 0) {
 		log_err("listen %s: %s", path, strerror(errno));
 		goto fail_unlink;

@@ -21,6 +21,49 @@ if gw_start gu "$T/u.conf"; then
 	ws_stop wu
 fi
 
+# The socket path swapped for a link to another file between bind() and
+# the chmod (someone who may write the socket's directory): the gateway
+# refuses to go on and the file's mode stays as it was.  The swap is made
+# by a bind() wrapper (LD_PRELOAD) right after the real bind.
+cat >"$T/swap.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+int
+bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	int (*real)(int, const struct sockaddr *, socklen_t) =
+	    (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
+	const char *victim = getenv("SWAP_VICTIM");
+	int rc = real(fd, sa, len);
+
+	if (rc == 0 && victim != NULL && sa->sa_family == AF_UNIX &&
+	    ((const struct sockaddr_un *)sa)->sun_path[0] != '\0') {
+		unlink(((const struct sockaddr_un *)sa)->sun_path);
+		if (symlink(victim, ((const struct sockaddr_un *)sa)->sun_path) != 0)
+			abort();
+	}
+	return rc;
+}
+EOF
+if cc -shared -fPIC -o "$T/swap.so" "$T/swap.c" -ldl 2>"$T/swap.err"; then
+	echo secret >"$T/victim" && chmod 0600 "$T/victim"
+	gw_conf "$T/sw.conf" "unix:$T/sw.sock" "$DBCNF"
+	printf '%s\n' "$ROUTE" >>"$T/sw.conf"
+	timeout 10 env LD_PRELOAD="$T/swap.so" SWAP_VICTIM="$T/victim" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
+		"$IDEMGATE" -c "$T/sw.conf" >"$T/sw.out" 2>"$T/sw.log" </dev/null
+	rc=$?
+	expect_eq "socket swapped for a link: the file's mode untouched" 600 "$(stat -c %a "$T/victim")"
+	expect_match "... the gateway does not start (exit 1-123)" '^([1-9]|[1-9][0-9]|1[01][0-9]|12[0-3])$' "$rc"
+	expect_match "... and says why" 'no longer the socket just made' "$(cat "$T/sw.log")"
+else
+	not_ok "the bind() wrapper builds" "$(head -3 "$T/swap.err")"
+fi
+
 # tcp, with FCGI_WEB_SERVER_ADDRS allowing 127.0.0.1
 P=$(free_port)
 gw_conf "$T/t.conf" "tcp:127.0.0.1:$P" "$DBCNF"
