@@ -21,8 +21,8 @@ enum ctl_exit {
 	CTL_EBUSY = 4,		/* another cleanup holds the lock */
 	/* 5 is unused: a cleanup stopped at --max-seconds exits 0. */
 	CTL_ESCHEMA = 6,	/* schema missing or older than this build */
-	CTL_ENOKEY = 7,		/* show/forget: no such key */
-	CTL_EINPROGRESS = 8,	/* forget: key in progress (use --force) */
+	CTL_ENOKEY = 7,		/* show/forget: no such key (or answer) */
+	CTL_EINPROGRESS = 8,	/* forget, show --body: key in progress */
 	CTL_EPRIV = 9,		/* check: privileges missing */
 	/* run (sysexits.h, so queue consumers know what to do) */
 	CTL_RUN_DATAERR = 65,	/* key reused for other argv or stdin */

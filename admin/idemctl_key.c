@@ -32,7 +32,9 @@ SCOPE_HELP
 "  -c, --config FILE  config file (default " CTL_DEFAULT_CONFIG ")\n"
 "\n"
 "Exit: 0 ok, 1 usage, 2 config (or --body of an answer the key file\n"
-"      cannot open), 3 database, 6 schema missing or old, 7 no such key.\n";
+"      cannot open), 3 database, 6 schema missing or old, 7 no such key\n"
+"      (or --body of a key with no stored answer), 8 --body of a key in\n"
+"      progress.\n";
 
 const char ctl_forget_usage[] =
 "usage: idemctl [-c FILE] forget KEY [--scope S] [--force]\n"
@@ -280,10 +282,13 @@ ctl_show(struct ctl *c, int argc, char **argv)
 			    "and does not open (authentication tag failed)" :
 			    "which secret_key_file does not hold");
 			rc = CTL_ECONFIG;
-		} else if (!k.has_resp || k.raw_state != 1)
+		} else if (!k.has_resp || k.raw_state != 1) {
+			/* Not an empty body: a script writing it to a file
+			 * must not take it for one. */
 			ctl_err("key has no stored response body (%s)",
 			    admin_key_state_name(k.state));
-		else if (body.len > 0 &&
+			rc = k.raw_state == 0 ? CTL_EINPROGRESS : CTL_ENOKEY;
+		} else if (body.len > 0 &&
 		    fwrite(body.p, 1, body.len, stdout) != body.len) {
 			ctl_err("writing the body failed");
 			rc = CTL_ESTORE;

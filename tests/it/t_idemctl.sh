@@ -448,6 +448,14 @@ check "show --body: raw bytes" cmp -s "$T/want" "$T/out"
 run -c "$CONF" show order-2
 has "show: in-progress" "$T/out" '^state +in-progress$'
 has "show: waiters" "$T/out" '^waiters +3$'
+# --body of a key with no answer to write is not an empty body: one line
+# on stderr, nothing on stdout, and an exit that says which.
+run -c "$CONF" show order-2 --body
+eq "show --body, in progress: exit 8, nothing written" "8 0" "$RC $(wc -c <"$T/out" | tr -d ' ')"
+eq "... one line" 1 "$(lines "$T/err")"
+run -c "$CONF" show order-1 --scope header:X-Api-Key:s3cret --body
+eq "show --body, a tombstone: exit 7, nothing written" "7 0" "$RC $(wc -c <"$T/out" | tr -d ' ')"
+has "... says it has no stored body" "$T/err" 'no stored response body \(tombstone\)'
 run -c "$CONF" show order-1 --scope header:X-Api-Key:s3cret
 has "show --scope header: finds the scoped key" "$T/out" '^state +tombstone$'
 check "show --scope header: value not printed" sh -c "! grep -q s3cret '$T/out'"
