@@ -34,14 +34,21 @@ struct linger {
 	int		 stop;
 };
 
+/* 1 while g's id is still its group's, to be signalled: its leader not
+ * reaped, or (the leader gone) a member pinning it. */
+static int
+lg_held(const struct lgroup *g)
+{
+	return !g->reaped || linger_group_lives(g->pid);
+}
+
 /* Kills the group and reaps its leader. */
 static void
 lg_end(struct lgroup *g, int kill_it)
 {
 	int	 i, ws;
 
-	/* A group whose leader is gone: only while a member pins its id. */
-	if (kill_it && (!g->reaped || linger_group_lives(g->pid)))
+	if (kill_it && lg_held(g))
 		kill(-g->pid, SIGKILL);
 	while (!g->reaped && waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
 		;
@@ -218,8 +225,7 @@ linger_kill(struct linger *lg, pid_t pid)
 			continue;
 		if (!lg->g[i].reaped)
 			n = proc_kill_escaped(pid);
-		if ((!lg->g[i].reaped || linger_group_lives(pid)) &&
-		    kill(-pid, SIGKILL) == 0)
+		if (lg_held(&lg->g[i]) && kill(-pid, SIGKILL) == 0)
 			n++;
 		break;
 	}
