@@ -36,16 +36,23 @@ store_note_lost(void)
 	atomic_store(&store_lost_ms, clock_now_ms());
 }
 
+/* The server is gone or out of reach: noted, and this connection closed. */
+static void
+drop_lost(struct store *st)
+{
+	store_note_lost();
+	store_disconnect(st);
+}
+
 /* A result that failed half-read: the error recorded, the statement ready
  * for its next execute, or the connection closed if it is gone. */
 static enum idem_err
 result_fail(struct store *st, MYSQL_STMT *s)
 {
 	store_stmt_fail(st, s);
-	if (store_conn_lost(st->errnum)) {
-		store_note_lost();
-		store_disconnect(st);
-	} else
+	if (store_conn_lost(st->errnum))
+		drop_lost(st);
+	else
 		mysql_stmt_free_result(s);
 	return IDEM_ESTORE;
 }
@@ -141,8 +148,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 			 * connect tries the next group first, as after a lost
 			 * node: a frozen one would cost the next call its
 			 * whole deadline too (an owner's renewal, its lease). */
-			store_note_lost();
-			store_disconnect(st);
+			drop_lost(st);
 			st->group_next = st->group_cur + 1;
 			er = store_fail(st, IDEM_ESTORE, "no answer from the "
 			    "database within %lld ms", (long long)budget);
@@ -158,8 +164,7 @@ store_exec_sql(struct store *st, enum stmt_id sid, const char *sql,
 		}
 		if (er == IDEM_ENOMEM || !store_conn_lost(st->errnum))
 			goto out;
-		store_note_lost();
-		store_disconnect(st);
+		drop_lost(st);
 		/* A lost node: the next connect tries the next group. */
 		st->group_next = st->group_cur + 1;
 		/* A connection that just came up and failed: do not hammer. */
