@@ -508,14 +508,6 @@ gauges_rows(struct store *st, struct admin_gauges *g)
 	return er;
 }
 
-/* A cleanup run that succeeded: it finished, or it stopped at its time
- * limit (partial: a normal outcome for cron, SPEC 10) having deleted
- * something.  One that deleted nothing before its limit (held back by a
- * stopped replica, say) did not: the backlog only grows. */
-#define CLEANUP_SUCCEEDED						\
-	"(outcome = 'ok' OR (outcome = 'partial' AND rows_deleted +"	\
-	" stale_released + counters_pruned > 0))"
-
 /* Expired rows, the oldest in progress, those past their lease, and the
  * last cleanup runs. */
 static enum idem_err
@@ -560,7 +552,7 @@ gauges_times(struct store *st, struct admin_gauges *g)
 
 	store_out_dbl(&res[0], &d, &dnull);
 	if ((er = one_row(st, "SELECT UNIX_TIMESTAMP(MAX(ended_at)) FROM "
-	    "idem_cleanup_runs WHERE dry_run = 0 AND " CLEANUP_SUCCEEDED, res,
+	    "idem_cleanup_runs WHERE " CLEANUP_SUCCEEDED, res,
 	    &found)) != IDEM_OK)
 		return er;
 	if (found && !dnull) {

@@ -327,6 +327,15 @@ void store_hold_drop(struct store_hold *h);
 #define ADMIN_ABANDONED \
 	"COALESCE(" ADMIN_RUN_OVER " AND " OWNER_GONE ", 0)"
 
+/* A cleanup run that succeeded, for idemctl metrics and idemtop alike: it
+ * finished, or it stopped at its time limit (partial: a normal outcome for
+ * cron, SPEC 10) having deleted something.  One that deleted nothing before
+ * its limit (held back by a stopped replica, say) did not: the backlog only
+ * grows.  A dry run deletes nothing and never counts. */
+#define CLEANUP_SUCCEEDED						\
+	"(dry_run = 0 AND (outcome = 'ok' OR (outcome = 'partial' AND"	\
+	" rows_deleted + stale_released + counters_pruned > 0)))"
+
 /* The one forget rule's condition (store_admin.c): a row in progress
  * goes only with force, its one placeholder (0 or 1), unless abandoned.
  * A finished row goes: forgetting it is the operator's word that its key

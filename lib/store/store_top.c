@@ -160,7 +160,7 @@ static const char SQL_RUNS[] =
 static const char SQL_LAST_OK[] =
     "SELECT COALESCE(FLOOR(UNIX_TIMESTAMP(MAX(COALESCE(ended_at,"
     " started_at)))), -1)"
-    " FROM idem_cleanup_runs WHERE outcome = 'ok'";
+    " FROM idem_cleanup_runs WHERE " CLEANUP_SUCCEEDED;
 
 
 /* Runs a query that yields one row and stores its integer columns. */

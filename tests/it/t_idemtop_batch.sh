@@ -126,6 +126,34 @@ printf '[gateway]\nbogus_key = 1\n' >"$T/bad.conf"
 err=$("$IDEMTOP" -b -n 1 -c "$T/bad.conf" 2>&1 >/dev/null); rc=$?
 expect_eq "bad config: exit 2" 2 "$rc"
 
+# ---- what counts as a successful cleanup: the rule idemctl metrics uses
+# A run stopped at --max-seconds that deleted nothing, and a dry run that
+# stopped there, do not clear the warning ...
+db_query "$DB" "
+INSERT INTO idem_cleanup_runs (host, started_at, ended_at, rows_deleted,
+  stale_released, batches, outcome, reason, dry_run) VALUES
+ ('cron-d', NOW(6) - INTERVAL 20 MINUTE, NOW(6) - INTERVAL 19 MINUTE,
+  0, 0, 1, 'partial', 'time limit of 60000 ms reached during expired rows', 0),
+ ('cron-e', NOW(6) - INTERVAL 8 MINUTE, NOW(6) - INTERVAL 7 MINUTE,
+  900, 0, 1, 'partial', 'time limit of 60000 ms reached during expired rows', 1);
+" || not_ok "seed runs that did not succeed"
+out=$(TZ=UTC "$IDEMTOP" -b -n 1 -c "$T/top.conf" 2>&1)
+expect_match "a partial run that deleted nothing, a dry run: still warned" \
+    'WARNING: no successful cleanup for (2h59m|3h00m)' "$out"
+# ... one stopped there after deleting rows does (cron's normal outcome on a
+# backlog, SPEC 10), as it keeps IdemgateCleanupNotRun quiet.
+db_query "$DB" "
+INSERT INTO idem_cleanup_runs (host, started_at, ended_at, rows_deleted,
+  stale_released, batches, outcome, reason) VALUES
+ ('cron-f', NOW(6) - INTERVAL 61 MINUTE, NOW(6) - INTERVAL 60 MINUTE,
+  5000, 0, 5, 'partial', 'time limit of 60000 ms reached during expired rows');
+" || not_ok "seed a partial run"
+out=$(TZ=UTC "$IDEMTOP" -b -n 1 -c "$T/top.conf" 2>&1)
+expect_nomatch "a partial run that deleted rows: no warning" 'WARNING' "$out"
+expect_eq "idemctl metrics agrees: last success an hour ago" 1 \
+    "$("$IDEM_BUILD/idemctl" metrics -c "$T/top.conf" 2>/dev/null |
+    awk '/^idemgate_last_cleanup_success_timestamp_seconds / { d = systime() - $2; print (d > 3500 && d < 3700) }')"
+
 # ---- database unreachable
 printf '[idemgate]\nsocket=%s\nuser=idem_ro\npassword=x\ndatabase=%s\n' "$T/nothing.sock" "$DB" >"$T/dead.cnf"
 cat >"$T/dead.conf" <<EOF
