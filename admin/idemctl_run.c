@@ -651,7 +651,7 @@ keeper_loop(int fd, int64_t grace_ms, const char *mark)
 		dup2(fd, 3);
 		fd = 3;
 	}
-	close_range(4, ~0U, 0);
+	proc_closefrom(4);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);

@@ -1,5 +1,6 @@
 /* This process and what it starts: std fds, children, leftovers (proc.h). */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -255,4 +256,19 @@ proc_kill_env(const char *entry)
 	}
 	closedir(d);
 	return n;
+}
+
+void
+proc_closefrom(unsigned lowfd)
+{
+	struct rlimit	 rl;
+	rlim_t		 fd, max = 65536;
+
+	if (syscall(SYS_close_range, lowfd, ~0U, 0U) == 0)
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur < max)
+		max = rl.rlim_cur;
+	for (fd = lowfd; fd < max; fd++)
+		(void)syscall(SYS_close, (long)fd);
 }

@@ -30,6 +30,14 @@ ssize_t proc_children(pid_t *pids, size_t max);
 const char *proc_start(void);
 
 /*
+ * Closes every fd from lowfd up: close_range(2), or where that is refused
+ * (a kernel before 5.9, a seccomp profile that predates it) one close(2)
+ * after another up to RLIMIT_NOFILE, 65536 at most.  System calls only:
+ * safe in a vfork child, which shares its parent's memory until exec.
+ */
+void proc_closefrom(unsigned lowfd);
+
+/*
  * SIGKILLs every process but this one whose environment holds entry (a
  * whole "NAME=value"), as /proc shows the environments this user may
  * read: what a run left behind that escaped its process group (setsid, a

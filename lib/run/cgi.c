@@ -273,20 +273,6 @@ cgi_child_signals(void)
 	}
 }
 
-/* close_range refused (a kernel before 5.9, a seccomp filter): every fd
- * from 3 up to the limit, 65536 at most, one by one. */
-static void
-cgi_child_closefrom3(void)
-{
-	struct rlimit	 rl;
-	rlim_t		 fd, max = 65536;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
-		max = rl.rlim_cur;
-	for (fd = 3; fd < max; fd++)
-		(void)syscall(SYS_close, (long)fd);
-}
-
 /*
  * The vfork child: its own process group (so a timeout kills what it
  * started too), SIGKILL when the thread that started it dies (so a run
@@ -311,8 +297,7 @@ cgi_child(const struct cgi_run *r, const char *dir, char *const *argv,
 	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 ||
 	    (err != 2 ? dup2(err, 2) == -1 : fcntl(2, F_SETFD, 0) == -1))
 		goto fail;
-	if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
-		cgi_child_closefrom3();
+	proc_closefrom(3);
 	if (dir != NULL && chdir(dir) != 0)
 		goto fail;
 	cgi_child_signals();

@@ -551,4 +551,27 @@ expect_eq "a long name cut inside a character: runs, exit 0" 0 "$(rc nu3)"
 expect_eq "... its route cut at a whole escape" "job:$(printf 'j%.0s' $(seq 1 198))" \
     "$(db_query "$TNAME" "SELECT route FROM idem_keys WHERE idem_key = 'knu3'")"
 
+# The keeper holds only its pipe (and /dev/null on 0 1 2): not run's MySQL
+# connection, not the stdout a reader waits to see closed; also where
+# close_range(2) is refused (a kernel before 5.9, an older container
+# seccomp profile).
+keeper_fds() { # keeper_fds TAG [WRAPPER]: the fds of a run's keeper
+	local tag=$1 runner keeper
+	shift
+	"$@" "$IDEMCTL" -c "$T/a.conf" run --key "kfd-$tag" -- sh -c "echo \$\$ >\"\$JOBLOG.fd$tag\"; sleep 2" >"$T/fd$tag.o" 2>"$T/fd$tag.e" </dev/null &
+	runner=$!
+	H_BGPIDS+=($runner)
+	wait_until 5 test -s "$LOG.fd$tag"
+	keeper=$(ps -o pid=,comm= --ppid "$runner" | awk '$2 == "idemctl" { print $1 }' | head -1)
+	if [ -n "$keeper" ]; then
+		ls "/proc/$keeper/fd" | sort -n | tr '\n' ' ' | sed 's/ $//'
+	else
+		echo "no keeper: $(cat "$T/fd$tag.e")"
+	fi
+	wait "$runner"
+}
+expect_eq "keeper: fds 0 1 2 and its pipe only" "0 1 2 3" "$(keeper_fds plain)"
+expect_eq "keeper, close_range refused: fds 0 1 2 and its pipe only" "0 1 2 3" \
+    "$(keeper_fds ncr "$ITBIN/no_close_range")"
+
 done_testing
