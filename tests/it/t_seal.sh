@@ -55,6 +55,12 @@ for m in 0644:world-readable 0660:writable 0602:writable; do
 	expect_eq "run, key file ${m%%:*}: exit 2 (config), one line" "2 1" "$? $(wc -l <"$T/run.err" | tr -d ' ')"
 done
 chmod 0640 "$T/k.keys"
+# A key file this user cannot read (here: none there) is as much a config
+# error for run, which must seal: nothing runs, nothing is stored in clear.
+sed "s|$T/k.keys|$T/none.keys|" "$T/seal.conf" >"$T/none.conf"
+"$IDEMCTL" -c "$T/none.conf" run --key seal-none -- sh -c "echo ran >>'$T/none.runs'" >/dev/null 2>"$T/run.err"
+expect_eq "run, key file unreadable: exit 2 (config), one line" "2 1" "$? $(wc -l <"$T/run.err" | tr -d ' ')"
+expect_eq "run, key file unreadable: nothing ran" "" "$(cat "$T/none.runs" 2>/dev/null)"
 keys "$T/dup.keys" 0600 "k1 $K1" "k1 $K2"
 conf "$T/dup.conf" "$T/dup.keys"
 out=$("$IDEMGATE" -t -c "$T/dup.conf" 2>&1)
