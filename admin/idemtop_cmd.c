@@ -44,6 +44,9 @@ top_cmd_start(struct top_cmd *c, char *const argv[])
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	/* Not the console's own MySQL connection (the client library does
+	 * not make it close-on-exec) nor anything else of ours. */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	rc = posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);

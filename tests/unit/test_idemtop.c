@@ -649,6 +649,18 @@ test_cmd(void)
 	CHECK(strncmp(c.out, "cleanup failed: lock\n", 21) == 0);
 	CHECK(c.outlen == sizeof(c.out) - 1);
 	CHECK(c.pid == 0 && c.fd == -1);
+	/* the child gets none of our fds past 2 (the client library leaves
+	 * its MySQL socket open across exec) */
+	CHECK(dup2(0, 57) == 57);
+	argv[2] = "[ -e /proc/$$/fd/57 ] && echo leaked || echo clean";
+	CHECK(top_cmd_start(&c, argv) == IDEM_OK);
+	for (done = 0, i = 0; i < 250 && !done; i++) {
+		done = top_cmd_poll(&c, &st);
+		if (!done)
+			nanosleep(&ts, NULL);
+	}
+	CHECK(done && strcmp(c.out, "clean\n") == 0);
+	close(57);
 	/* a child still running when we quit is stopped and reaped */
 	argv[2] = "sleep 5";
 	CHECK(top_cmd_start(&c, argv) == IDEM_OK);
