@@ -207,6 +207,7 @@ done:
 	buf_free(&r.body);
 	free(r.params);
 	free(r.script);
+	free(r.script_name);
 	for (i = 0; r.script_env[i] != NULL; i++)
 		free(r.script_env[i]);
 	free(r.script_walk);

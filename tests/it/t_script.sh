@@ -12,6 +12,16 @@ chmod 0755 "$W/cgi-bin/ok.cgi" "$W/cgi-bin/sub/deep.cgi" "$W/outside.cgi"
 chmod 0644 "$W/cgi-bin/noexec.cgi"
 ln -s ../outside.cgi "$W/cgi-bin/escape.cgi"
 ln -s ok.cgi "$W/cgi-bin/inside-link.cgi"
+# a multi-call script (it acts on the name it runs under) and a link to it
+cat >"$W/cgi-bin/multi.sh" <<'EOF'
+#!/bin/sh
+printf 'Content-Type: text/plain\r\n\r\n'
+echo "0=$0"
+echo "SCRIPT_FILENAME=$SCRIPT_FILENAME"
+echo "cwd=$(pwd)"
+EOF
+chmod 0755 "$W/cgi-bin/multi.sh"
+ln -s multi.sh "$W/cgi-bin/applet.cgi"
 mkfifo "$W/cgi-bin/fifo.cgi"
 
 db_new "$TNAME" || { done_testing; exit 1; }
@@ -80,6 +90,17 @@ http a2 GET "$(url web /cgi-bin/sub/deep.cgi)"
 expect_eq "script: subdirectory" 201 "$HS"
 http a3 GET "$(url web /cgi-bin/inside-link.cgi)"
 expect_eq "script: symlink staying inside the root" 201 "$HS"
+# A link inside the root runs under its own name, as under fcgiwrap (and
+# Apache's and lighttpd's CGI): $0, SCRIPT_FILENAME (was: the target's)
+http ml GET "$(url web /cgi-bin/applet.cgi)"
+expect_eq "link inside the root: runs" 200 "$HS"
+expect_eq "link inside the root: \$0, SCRIPT_FILENAME, cwd are the link's" \
+    "0=$W/cgi-bin/applet.cgi SCRIPT_FILENAME=$W/cgi-bin/applet.cgi cwd=$W/cgi-bin" \
+    "$(body ml | tr '\n' ' ' | sed 's/ $//')"
+http ml3 GET "$(url web3 /cgi-bin/applet.cgi)"
+expect_eq "link, root through a symlink: its name, under the real root" \
+    "0=$W/cgi-bin/applet.cgi SCRIPT_FILENAME=$W/cgi-bin/applet.cgi cwd=$W/cgi-bin" \
+    "$(body ml3 | tr '\n' ' ' | sed 's/ $//')"
 http b GET "$(url web /cgi-bin/missing.cgi)"
 is_problem "script: missing file" b 404 not-found
 http c GET "$(url web /outside.cgi)"
