@@ -161,6 +161,13 @@ fout_abort(void *arg)
 	shutdown(o->fd, SHUT_RDWR);
 }
 
+/* reply.flush: what is gathered goes now, as one STDOUT record. */
+static int
+fout_send_on(void *arg)
+{
+	return fout_flush(arg) == IDEM_OK ? 0 : -1;
+}
+
 /* reply.retract */
 static int
 fout_retract(void *arg)
@@ -177,5 +184,5 @@ struct reply
 fout_reply(struct fout *o)
 {
 	return (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
-	    0, fout_retract };
+	    0, fout_retract, fout_send_on };
 }

@@ -44,6 +44,15 @@ sink_send_head(struct sink *s)
 	s->streaming = 1;
 }
 
+void
+sink_flush(struct sink *s)
+{
+	/* A kept answer goes out whole or not at all (retractable until
+	 * then); a pass-through one as it comes. */
+	if (s->streaming && !s->buffered)
+		reply_flush(s->out);
+}
+
 int
 sink_complete(void *arg)
 {
@@ -176,6 +185,15 @@ run_complete(void *arg)
 	return sink_complete(rc->s);
 }
 
+/* ex.flush on a pass-through run: what the handler wrote goes on. */
+static void
+run_flush(void *arg)
+{
+	struct run_ctx	*rc = arg;
+
+	sink_flush(rc->s);
+}
+
 static int64_t
 run_tick(void *arg)
 {
@@ -209,8 +227,11 @@ exchange_fill(struct run_ctx *rc, int outlives)
 	ex->out = run_out;
 	ex->complete = run_complete;
 	ex->arg = rc;
-	if (h == NULL)
+	if (h == NULL) {
+		/* Nothing kept: the answer streams as it comes. */
+		ex->flush = run_flush;
 		return;
+	}
 	ex->tick = h->tick != NULL ? run_tick : NULL;
 	ex->tick_ms = h->tick_ms;
 	if (outlives && h->overdue != NULL) {

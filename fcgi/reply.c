@@ -17,6 +17,15 @@ reply_bytes(struct reply *o, const void *p, size_t n)
 }
 
 void
+reply_flush(struct reply *o)
+{
+	if (o->failed || o->finished || o->flush == NULL)
+		return;
+	if (o->flush(o->arg) != 0)
+		o->failed = 1;
+}
+
+void
 reply_finish(struct reply *o)
 {
 	if (o->failed || o->finished)

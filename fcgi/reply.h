@@ -27,6 +27,9 @@ struct reply {
 	/* Drops what was written but has not left yet: 0 when nothing had
 	 * reached the client (NULL: cannot tell), else -1. */
 	int	(*retract)(void *arg);
+	/* Sends on what was written and waits in a buffer (NULL: nothing
+	 * waits); 0, or -1 when the client is gone. */
+	int	(*flush)(void *arg);
 };
 
 /*
@@ -50,6 +53,9 @@ int reply_retract(struct reply *o);
  * nothing.
  */
 void reply_finish(struct reply *o);
+
+/* Sends on what o holds back, unless the client already went away. */
+void reply_flush(struct reply *o);
 
 /* Writes n bytes unless the client already went away. */
 void reply_bytes(struct reply *o, const void *p, size_t n);

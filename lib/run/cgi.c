@@ -484,6 +484,15 @@ cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
 		c->deadline = now + ex->run_limit_ms;
 	c->next_tick = ex->tick != NULL && ex->tick_ms > 0 ?
 	    now + ex->tick_ms : -1;
+	c->flush_at = -1;
+}
+
+void
+cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex,
+    int64_t now)
+{
+	if (ex->flush != NULL && c->flush_at < 0)
+		c->flush_at = now + CGI_FLUSH_MS;
 }
 
 enum idem_err
@@ -510,6 +519,10 @@ cgi_clock_check(struct cgi_clock *c, const struct cgi_exchange *ex,
 			return IDEM_ELEASE;
 		c->next_tick = now + next;
 	}
+	if (c->flush_at >= 0 && now >= c->flush_at) {
+		c->flush_at = -1;
+		ex->flush(ex->arg);
+	}
 	return IDEM_OK;
 }
 
@@ -520,6 +533,8 @@ cgi_clock_wait(const struct cgi_clock *c, int64_t now)
 
 	if (c->next_tick >= 0 && (wait_ms < 0 || c->next_tick - now < wait_ms))
 		wait_ms = c->next_tick - now;
+	if (c->flush_at >= 0 && (wait_ms < 0 || c->flush_at - now < wait_ms))
+		wait_ms = c->flush_at > now ? c->flush_at - now : 0;
 	if (wait_ms > INT_MAX)
 		wait_ms = INT_MAX;
 	return wait_ms;
@@ -553,6 +568,7 @@ cgi_read_out(struct cgi_io *io)
 	if (k > 0) {
 		if ((er = ex->out(ex->arg, buf, (size_t)k)) != IDEM_OK)
 			return er;
+		cgi_clock_fed(&io->clk, ex, clock_now_ms());
 		if (ex->complete != NULL && ex->complete(ex->arg))
 			io->complete = 1;
 		return IDEM_OK;

@@ -74,7 +74,18 @@ struct cgi_exchange {
 	 */
 	void		(*overdue)(void *arg);
 	int64_t		  run_limit_ms;
+
+	/*
+	 * If set, called once output given to out() has waited
+	 * CGI_FLUSH_MS for more: the caller sends on what it gathered (a
+	 * pass-through answer streams as the handler writes it, as under
+	 * fcgiwrap, rather than in 32 KiB records or at the end).
+	 */
+	void		(*flush)(void *arg);
 };
+
+/* How long output given to out() may wait for more before ex->flush. */
+#define CGI_FLUSH_MS	10
 
 /*
  * A run's deadline and tick schedule, from its exchange: both handler
@@ -85,6 +96,7 @@ struct cgi_clock {
 	int64_t	 deadline;	/* -1: none */
 	int64_t	 next_tick;	/* -1: none */
 	int	 overdue;	/* past timeout_ms, ex->overdue called */
+	int64_t	 flush_at;	/* -1: nothing given to out() waits */
 };
 
 /* Starts c at now (ms, clock_now_ms()) for ex's timeout and tick. */
@@ -97,6 +109,11 @@ void cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
  * it is due and IDEM_ELEASE if it says stop; else IDEM_OK. */
 enum idem_err cgi_clock_check(struct cgi_clock *c,
     const struct cgi_exchange *ex, int64_t now);
+
+/* Output went to ex->out at now: ex->flush is due CGI_FLUSH_MS later
+ * (cgi_clock_check calls it; cgi_clock_wait wakes for it). */
+void cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex,
+    int64_t now);
 
 /* ms until the deadline or the next tick, whichever comes first, at most
  * INT_MAX; -1 when there is neither (a poll timeout). */

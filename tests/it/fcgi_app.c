@@ -6,7 +6,9 @@
  *
  * Answers "hello\n" as text/plain.  When QUERY_STRING contains "echo=1" it
  * answers with the request body byte for byte, the method in X-Method and
- * the query in X-Query; "stderr=1" also writes a line to FCGI_STDERR.
+ * the query in X-Query; "stderr=1" also writes a line to FCGI_STDERR;
+ * "pause=MS" answers "first\n", flushed, then "second\n" MS later (an app
+ * streaming its answer, as PHP's flush() does).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +47,7 @@ serve(FCGX_Request *req)
 {
 	const char	*q = FCGX_GetParam("QUERY_STRING", req->envp);
 	const char	*m = FCGX_GetParam("REQUEST_METHOD", req->envp);
+	const char	*p;
 
 	if (q == NULL)
 		q = "";
@@ -62,6 +65,14 @@ serve(FCGX_Request *req)
 		FCGX_FPrintF(req->out, "Content-Type: application/octet-stream"
 		    "\r\nX-Method: %s\r\nX-Query: %s\r\n\r\n", m, q);
 		echo_body(req);
+		return;
+	}
+	if ((p = strstr(q, "pause=")) != NULL) {
+		FCGX_FPrintF(req->out, "Content-Type: text/plain\r\n\r\n"
+		    "first\n");
+		FCGX_FFlush(req->out);
+		usleep((useconds_t)atol(p + 6) * 1000);
+		FCGX_FPrintF(req->out, "second\n");
 		return;
 	}
 	FCGX_FPrintF(req->out, "Content-Type: text/plain\r\n\r\nhello\n");

@@ -79,13 +79,32 @@ if [ -n "$hpid" ] && wait_until 2 gone "$hpid"; then ok "timeout: handler killed
 if [ -n "$cpid" ] && wait_until 2 gone "$cpid"; then ok "timeout: handler's child (same group) killed"; else
 	not_ok "timeout: handler's child (same group) killed" "pid '$cpid' still alive"; fi
 expect_eq "timeout: logged once" 1 "$(grep -c 'GET /slow: .* timed out after 1000 ms' "$T/gw.log")"
-# The header block given, then the timeout or a crash, before any of it
-# left the gateway: still the gateway's answer (504, 502), not a broken
-# transfer the web server turns into its own 500 or 503.
-http th GET "$(url web '/slow?stream=100&step_ms=5000')"
-is_problem "head, then timeout, nothing sent yet" th 504 gateway-timeout
-http ch GET "$(url web /payments?headcrash=1)"
-is_problem "head, then crash, nothing sent yet" ch 502 bad-gateway
+# A kept answer given its header block, then the timeout or a crash:
+# none of it left the gateway, so the client gets the gateway's answer
+# (504, 502), not a broken transfer the web server turns into its own.
+http th POST "$(url web '/slow?stream=100&step_ms=5000')" -H "Idempotency-Key: $(new_key)" --data-binary x
+is_problem "kept: head, then timeout, nothing sent yet" th 504 gateway-timeout
+http ch POST "$(url web /payments?headcrash=1)" -H "Idempotency-Key: $(new_key)" --data-binary x
+is_problem "kept: head, then crash, nothing sent yet" ch 502 bad-gateway
+# A pass-through answer streams as the handler writes it, as under
+# fcgiwrap (and Apache's and lighttpd's CGI): its head and first bytes
+# reach the client while the handler still runs (before: at its end).
+# Through lighttpd as the shipped snippet sets it up (it streams answers
+# only with server.stream-response-body = 2).
+LIGHTTPD_EXTRA='server.stream-response-body = 2' lighttpd_start webs "unix:$T/gw.sock" ||
+	{ done_testing; exit 1; }
+curl -sS --max-time 10 -o "$T/st.b" -w '%{http_code} %{time_starttransfer}' \
+    "$(url webs '/payments?stream=100&step_ms=1500')" >"$T/st.w" 2>"$T/st.err"
+read -r st_code st_first <"$T/st.w"
+expect_eq "pass-through: the whole answer" "201 100" "$st_code $(wc -c <"$T/st.b" | tr -d ' ')"
+expect_eq "pass-through: first bytes while the handler runs (${st_first}s)" 1 \
+    "$(awk -v f="$st_first" 'BEGIN { print (f > 0 && f < 1.0) }')"
+# ... so a timeout after them breaks the transfer off: never an answer
+# that looks whole.
+curl -sS --max-time 10 -o "$T/sb.b" -w '%{http_code}' \
+    "$(url webs '/slow?stream=100&step_ms=5000')" >"$T/sb.w" 2>"$T/sb.err"
+expect_eq "pass-through, head then timeout: the head went out, then a broken transfer" \
+    "201 1" "$(cat "$T/sb.w") $([ -s "$T/sb.err" ] && echo 1)"
 
 # max_body: at the limit fine, one byte over refused before the handler runs.
 head -c 1024 /dev/zero | tr '\0' a >"$T/b1024"

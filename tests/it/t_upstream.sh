@@ -55,6 +55,18 @@ http c2 POST "$(url web /app?echo=1)" --data-binary @"$T/big"
 expect_eq "upstream: 400 KB body echoed" 200 "$HS"
 expect_file_eq "upstream: big body byte-exact" "$T/big" "$T/c2.b"
 
+# A pass-through answer streams as the app flushes it (PHP's flush()):
+# its first part reaches the client while the app still runs.
+LIGHTTPD_EXTRA='server.stream-response-body = 2' lighttpd_start webs "unix:$T/gw.sock" ||
+	{ done_testing; exit 1; }
+curl -sS --max-time 10 -o "$T/sp.b" -w '%{http_code} %{time_starttransfer}' \
+    "$(url webs '/app?pause=1500')" >"$T/sp.w" 2>"$T/sp.err"
+read -r sp_code sp_first <"$T/sp.w"
+expect_eq "upstream pass-through: the whole answer" "200 first second" \
+    "$sp_code $(tr '\n' ' ' <"$T/sp.b" | sed 's/ $//')"
+expect_eq "upstream pass-through: first part while the app runs (${sp_first}s)" 1 \
+    "$(awk -v f="$sp_first" 'BEGIN { print (f > 0 && f < 1.0) }')"
+
 K=$(new_key)
 http d1 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'once'
 http d2 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'once'
