@@ -361,12 +361,11 @@ handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 		er = run_backend(&backend_cgi, &rc);
 		break;
 	case HANDLER_SCRIPT:
-		/* route_pick() resolved it, under this route's script_root;
-		 * it runs under the name it was checked by. */
-		if (r->script_name == NULL)
+		/* route_pick() resolved it, under this route's script_root. */
+		if (r->script == NULL)
 			return r->script_err != IDEM_OK ? r->script_err :
 			    IDEM_ENOTFOUND;
-		rc.program = r->script_name;
+		rc.program = r->script;
 		er = run_backend(&backend_cgi, &rc);
 		break;
 	case HANDLER_FASTCGI:

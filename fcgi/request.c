@@ -207,7 +207,6 @@ done:
 	buf_free(&r.body);
 	free(r.params);
 	free(r.script);
-	free(r.script_name);
 	for (i = 0; r.script_env[i] != NULL; i++)
 		free(r.script_env[i]);
 	free(r.script_walk);

@@ -42,8 +42,7 @@ struct gw_ctx {
 #define ROUTE_SPLIT_MAX	3
 
 /* One parsed request.  Strings point into the FastCGI params (borrowed)
- * except path, script, script_name, script_env and script_walk, which
- * are owned. */
+ * except path, script, script_env and script_walk, which are owned. */
 struct request {
 	struct gw_ctx		*ctx;
 	char *const		*envp;		/* all params */
@@ -58,10 +57,7 @@ struct request {
 	struct buf		 body;
 	int			 had_length;	/* CONTENT_LENGTH was given */
 	struct reply		*out;
-	char			*script;	/* HANDLER_SCRIPT: the file,
-						 * its real path (owned) */
-	char			*script_name;	/* the name it runs under:
-						 * argv[0], SCRIPT_FILENAME
+	char			*script;	/* HANDLER_SCRIPT: the file
 						 * (owned) */
 	enum idem_err		 script_err;	/* why script is NULL */
 	const char		*script_tail;	/* PATH_INFO beyond the

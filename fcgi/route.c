@@ -116,7 +116,7 @@ route_docroot_walk(struct request *r, const char **sf, const char **pi)
  */
 static enum idem_err
 route_script(const struct route *rt, struct request *r, char *out,
-    char *name, size_t outlen)
+    size_t outlen)
 {
 	const char	*sf, *pi, *sn;
 	char		 cand[PATH_MAX], *slash, why[PATH_MAX + 160];
@@ -137,8 +137,8 @@ route_script(const struct route *rt, struct request *r, char *out,
 	}
 	r->script_tail = pi != NULL && *pi == '/' ? pi : "";
 	why[0] = firstwhy[0] = '\0';
-	er = cgi_script_resolve_as(rt->script_root, sf, out, outlen, name,
-	    outlen, why, sizeof(why));
+	er = cgi_script_resolve_why(rt->script_root, sf, out, outlen, why,
+	    sizeof(why));
 	if (er == IDEM_OK || pi == NULL || *pi != '/')
 		goto out;
 	sflen = strlen(sf);
@@ -146,8 +146,8 @@ route_script(const struct route *rt, struct request *r, char *out,
 		goto out;
 	first = IDEM_OK;
 	while (strlen(cand) > sflen) {
-		er = cgi_script_resolve_as(rt->script_root, cand, out,
-		    outlen, name, outlen, why, sizeof(why));
+		er = cgi_script_resolve_why(rt->script_root, cand, out,
+		    outlen, why, sizeof(why));
 		if (er == IDEM_OK) {
 			r->script_tail = pi + (strlen(cand) - sflen);
 			route_split(r, sn, pi, strlen(cand) - sflen);
@@ -285,25 +285,20 @@ route_respell(struct request *r, const struct route *x, const char *rest)
 static void
 route_set_script(struct request *r, const struct route *rt)
 {
-	char	 out[PATH_MAX], name[PATH_MAX];
+	char	 out[PATH_MAX];
 	size_t	 i;
 
 	free(r->script);
-	free(r->script_name);
-	r->script = r->script_name = NULL;
+	r->script = NULL;
 	for (i = 0; r->script_env[i] != NULL; i++) {
 		free(r->script_env[i]);
 		r->script_env[i] = NULL;
 	}
 	free(r->script_walk);
 	r->script_walk = NULL;
-	r->script_err = route_script(rt, r, out, name, sizeof(out));
-	if (r->script_err == IDEM_OK && ((r->script = strdup(out)) == NULL ||
-	    (r->script_name = strdup(name)) == NULL)) {
-		free(r->script);
-		r->script = NULL;
+	r->script_err = route_script(rt, r, out, sizeof(out));
+	if (r->script_err == IDEM_OK && (r->script = strdup(out)) == NULL)
 		r->script_err = IDEM_ENOMEM;
-	}
 }
 
 /* How close route x is to file f (route_names_file): the length of the

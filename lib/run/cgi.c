@@ -122,14 +122,6 @@ enum idem_err
 cgi_script_resolve_why(const char *root, const char *script, char *out,
     size_t outlen, char *why, size_t whylen)
 {
-	return cgi_script_resolve_as(root, script, out, outlen, NULL, 0, why,
-	    whylen);
-}
-
-enum idem_err
-cgi_script_resolve_as(const char *root, const char *script, char *out,
-    size_t outlen, char *name, size_t namelen, char *why, size_t whylen)
-{
 	char		 rroot[PATH_MAX], rscript[PATH_MAX], alt[PATH_MAX];
 	struct stat	 sb;
 	size_t		 l;
@@ -177,11 +169,9 @@ cgi_script_resolve_as(const char *root, const char *script, char *out,
 		return cgi_refuse(IDEM_EFORBIDDEN, why, whylen,
 		    "resolves to %s: not executable", rscript);
 	l = strlen(rscript);
-	if (l >= outlen || (name != NULL && strlen(script) >= namelen))
+	if (l >= outlen)
 		return cgi_refuse(IDEM_ETOOBIG, why, whylen, "path too long");
 	memcpy(out, rscript, l + 1);
-	if (name != NULL)
-		memcpy(name, script, strlen(script) + 1);
 	return IDEM_OK;
 }
 

@@ -23,16 +23,6 @@ enum idem_err cgi_script_resolve(const char *root, const char *script,
 enum idem_err cgi_script_resolve_why(const char *root, const char *script,
     char *out, size_t outlen, char *why, size_t whylen);
 
-/* The same, and the name it checked in name (namelen bytes; NULL: not
- * wanted): script as given, or, when given under another spelling of the
- * root (a document root reached through a link), its directory respelled
- * under the real root.  What runs under that name, as fcgiwrap runs it:
- * a link inside the root to a multi-call program or script keeps its own
- * name in argv[0], $0 and SCRIPT_FILENAME. */
-enum idem_err cgi_script_resolve_as(const char *root, const char *script,
-    char *out, size_t outlen, char *name, size_t namelen, char *why,
-    size_t whylen);
-
 /* What a handler run exchanges with its caller, CGI program or upstream
  * FastCGI app alike (struct upstream_req has one too). */
 struct cgi_exchange {
