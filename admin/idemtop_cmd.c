@@ -30,25 +30,42 @@ top_cmd_sibling(const char *prog, char *out, size_t cap)
 	return access(out, X_OK) == 0 ? IDEM_OK : IDEM_ENOTFOUND;
 }
 
+/* Spawns argv with stdout and stderr on wfd; with closefrom, nothing of
+ * ours past 2 (the MySQL socket is close-on-exec already: store_cloexec).
+ * posix_spawn's error, 0 on success. */
+static int
+top_cmd_spawn(struct top_cmd *c, char *const argv[], int wfd, int closefrom)
+{
+	posix_spawn_file_actions_t fa;
+	int	 rc;
+
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+		return rc;
+	if ((rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+	    O_RDONLY, 0)) == 0 &&
+	    (rc = posix_spawn_file_actions_adddup2(&fa, wfd, 1)) == 0 &&
+	    (rc = posix_spawn_file_actions_adddup2(&fa, wfd, 2)) == 0 &&
+	    (!closefrom ||
+	    (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) == 0))
+		rc = posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+}
+
 enum idem_err
 top_cmd_start(struct top_cmd *c, char *const argv[])
 {
-	posix_spawn_file_actions_t fa;
 	int	 p[2], rc;
 
 	if (c->pid > 0)
 		return IDEM_EBUSY;
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return IDEM_ESYS;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-	/* Not the console's own MySQL connection (the client library does
-	 * not make it close-on-exec) nor anything else of ours. */
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	rc = posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	/* glibc closes past 2 with close_range, else by reading
+	 * /proc/self/fd: where neither works the spawn fails, and the
+	 * command runs all the same, with what is close-on-exec closed. */
+	if ((rc = top_cmd_spawn(c, argv, p[1], 1)) != 0)
+		rc = top_cmd_spawn(c, argv, p[1], 0);
 	close(p[1]);
 	if (rc != 0) {
 		close(p[0]);

@@ -88,6 +88,7 @@ replica_connect(struct lag *l, struct replica *r)
 		r->my = NULL;
 		return -1;
 	}
+	store_cloexec(r->my);
 	return 0;
 }
 

@@ -341,4 +341,8 @@ enum idem_err store_mysql_init(const struct cfg *cfg, const char *group,
     unsigned read_timeout_s, char *err, size_t errlen,
     struct st_mysql **out);
 
+/* Makes a connected handle's socket close-on-exec (the client library
+ * leaves it open across exec): no program started later inherits it. */
+void store_cloexec(struct st_mysql *my);
+
 #endif

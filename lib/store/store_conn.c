@@ -328,6 +328,15 @@ store_mysql_init(const struct cfg *cfg, const char *group,
 	return IDEM_OK;
 }
 
+void
+store_cloexec(MYSQL *my)
+{
+	int	 fd = (int)mysql_get_socket(my), fl;
+
+	if (fd >= 0 && (fl = fcntl(fd, F_GETFD)) != -1)
+		(void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
 /* The error record: one per connection, the last failure whoever had it
  * (lib/store/store_int.h). */
 
@@ -402,6 +411,7 @@ store_conn_open(struct store *st, const char *group)
 		mysql_close(my);
 		return IDEM_ESTORE;
 	}
+	store_cloexec(my);
 	st->my = my;
 	st->generation++;
 	st->boot_s = 0;
