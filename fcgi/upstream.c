@@ -403,7 +403,8 @@ up_io_recv(struct up_io *io)
 		    k == -1 ? strerror(errno) : "");
 		return IDEM_EBROKEN;
 	}
-	cgi_clock_fed(&io->clk, &r->ex, clock_now_ms());
+	if (r->ex.flush != NULL)
+		cgi_clock_fed(&io->clk, &r->ex, clock_now_ms());
 	return upstream_rd_feed(r, io->rd, io->rbuf, (size_t)k);
 }
 

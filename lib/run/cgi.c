@@ -558,7 +558,8 @@ cgi_read_out(struct cgi_io *io)
 	if (k > 0) {
 		if ((er = ex->out(ex->arg, buf, (size_t)k)) != IDEM_OK)
 			return er;
-		cgi_clock_fed(&io->clk, ex, clock_now_ms());
+		if (ex->flush != NULL)
+			cgi_clock_fed(&io->clk, ex, clock_now_ms());
 		if (ex->complete != NULL && ex->complete(ex->arg))
 			io->complete = 1;
 		return IDEM_OK;
