@@ -320,9 +320,15 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 	struct request	*r = rc->r;
 	enum idem_err	 er;
 
-	er = cgi_env_build(r->params, rc->program, r->body.len,
-	    !r->had_length && r->body.len > 0, rc->h != NULL ? rc->h->fence :
-	    0, rc->h != NULL && be == &backend_cgi ? rc->h->run : 0, &rc->env);
+	if (be == &backend_cgi)
+		er = cgi_env_build(r->params, rc->program, r->body.len,
+		    !r->had_length && r->body.len > 0, rc->h != NULL ?
+		    rc->h->fence : 0, rc->h != NULL ? rc->h->run : 0,
+		    &rc->env);
+	else
+		er = cgi_params_build(r->params, r->body.len,
+		    !r->had_length && r->body.len > 0, rc->h != NULL ?
+		    rc->h->fence : 0, &rc->env);
 	if (er != IDEM_OK) {
 		log_err("%s: cannot build %s: %s", r->tag, be->env_what,
 		    idem_strerror(er));

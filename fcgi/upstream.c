@@ -28,8 +28,9 @@
 
 /*
  * Encodes BEGIN_REQUEST and the PARAMS stream.  HTTP_PROXY is not
- * forwarded (httpoxy); an unknown CONTENT_LENGTH gets the body's length
- * so the app reads the whole (chunked) body.
+ * forwarded (httpoxy); an unknown (empty) CONTENT_LENGTH gets the body's
+ * length so the app reads the whole (chunked) body, and stays as sent
+ * without one.
  */
 static enum idem_err
 up_encode_head(const struct upstream_req *r, struct buf *out)
@@ -53,7 +54,7 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 		if (nlen == 10 && strncmp(e, "HTTP_PROXY", 10) == 0)
 			continue;
 		if (nlen == 14 && strncmp(e, "CONTENT_LENGTH", 14) == 0) {
-			if (eq[1] == '\0')
+			if (eq[1] == '\0' && r->ex.bodylen > 0)
 				continue;
 			has_cl = 1;
 		}

@@ -22,14 +22,21 @@ cgi_env_is(const char *e, const char *name)
 	return cgi_env_named(e, name, strlen(name));
 }
 
-/* 1 if the name part of "NAME=value" (nlen bytes) may reach a program. */
+/* 1 if the name part of "NAME=value" (nlen bytes) may reach a program
+ * (an upstream: any name but HTTP_PROXY, as the web server sent it). */
 static int
-cgi_env_name_ok(const char *e, size_t nlen)
+cgi_env_name_ok(const char *e, size_t nlen, int upstream)
 {
 	size_t	 i;
 
 	if (nlen == 0)
 		return 0;
+	/* httpoxy: a client's "Proxy:" header must not become a proxy
+	 * (PHP's getenv() reads FastCGI params too). */
+	if (nlen == 10 && strncasecmp(e, "HTTP_PROXY", 10) == 0)
+		return 0;
+	if (upstream)
+		return 1;
 	for (i = 0; i < nlen; i++) {
 		char c = e[i];
 
@@ -37,9 +44,6 @@ cgi_env_name_ok(const char *e, size_t nlen)
 		    (c >= '0' && c <= '9') || c == '_'))
 			return 0;
 	}
-	/* httpoxy: a client's "Proxy:" header must not become a proxy. */
-	if (nlen == 10 && strncasecmp(e, "HTTP_PROXY", 10) == 0)
-		return 0;
 	if (nlen >= 3 && strncmp(e, "LD_", 3) == 0)
 		return 0;
 	if (nlen >= 10 && strncmp(e, "BASH_FUNC_", 10) == 0)
@@ -66,6 +70,7 @@ struct env_build {
 	int	  has_path;	/* PATH */
 	int	  has_cl;	/* a non-empty CONTENT_LENGTH */
 	int	  has_query;	/* QUERY_STRING */
+	int	  upstream;	/* FastCGI params, not an environment */
 	char	 *at;
 	size_t	  left;
 };
@@ -119,18 +124,20 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 	for (i = 0; i < np; i++) {
 		e = params[i];
 		if ((eq = strchr(e, '=')) == NULL ||
-		    !cgi_env_name_ok(e, (size_t)(eq - e)))
+		    !cgi_env_name_ok(e, (size_t)(eq - e), eb->upstream))
 			continue;
-		if (cgi_env_is(e, "GATEWAY_INTERFACE") ||
+		if ((!eb->upstream && cgi_env_is(e, "GATEWAY_INTERFACE")) ||
 		    cgi_env_is(e, "IDEMGATE_FENCE") ||
 		    cgi_env_is(e, "IDEMGATE_RUN") ||
 		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
 			continue;
-		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown". */
+		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown":
+		 * not given to a program; an upstream gets it as sent (and
+		 * the body's length in its place when there is one). */
 		if (cgi_env_is(e, "CONTENT_LENGTH")) {
-			if (eq[1] == '\0')
+			if (eq[1] == '\0' && !eb->upstream)
 				continue;
-			eb->has_cl = 1;
+			eb->has_cl = eq[1] != '\0';
 		}
 		if (cgi_env_is(e, "PATH"))
 			eb->has_path = 1;
@@ -148,9 +155,9 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 			    sizeof("IDEMGATE_RUN=") + 16 + \
 			    sizeof("SCRIPT_FILENAME="))
 
-enum idem_err
-cgi_env_build(char *const *params, const char *script, size_t bodylen,
-    int had_body, uint64_t fence, uint64_t run, char ***out)
+static enum idem_err
+cgi_env_make(char *const *params, const char *script, size_t bodylen,
+    int had_body, uint64_t fence, uint64_t run, int upstream, char ***out)
 {
 	struct env_build	 eb;
 	size_t			 np = 0, room, sl;
@@ -158,6 +165,7 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 	while (params != NULL && params[np] != NULL)
 		np++;
 	memset(&eb, 0, sizeof(eb));
+	eb.upstream = upstream;
 	/* One block: room for every param plus the entries set here, and
 	 * NULL; then the text of the ones printed here. */
 	sl = script != NULL ? strlen(script) : 0;
@@ -168,12 +176,14 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 	eb.at = (char *)eb.v + room;
 	eb.left = CGI_ENV_PRINTED + sl;
 	cgi_env_take(&eb, params, np, script);
-	cgi_env_put(&eb, "GATEWAY_INTERFACE=CGI/1.1", 17);
-	if (!eb.has_path)
-		cgi_env_put(&eb, "PATH=" CGI_PATH_DEFAULT, 4);
-	/* RFC 3875 4.1.7: set, empty when the URI has no query. */
-	if (!eb.has_query)
-		cgi_env_put(&eb, "QUERY_STRING=", 12);
+	if (!upstream) {
+		cgi_env_put(&eb, "GATEWAY_INTERFACE=CGI/1.1", 17);
+		if (!eb.has_path)
+			cgi_env_put(&eb, "PATH=" CGI_PATH_DEFAULT, 4);
+		/* RFC 3875 4.1.7: set, empty when the URI has no query. */
+		if (!eb.has_query)
+			cgi_env_put(&eb, "QUERY_STRING=", 12);
+	}
 	if (had_body && !eb.has_cl)
 		cgi_env_print(&eb, 14, "CONTENT_LENGTH=%zu", bodylen);
 	if (script != NULL)
@@ -185,4 +195,19 @@ cgi_env_build(char *const *params, const char *script, size_t bodylen,
 		cgi_env_print(&eb, 12, CGI_RUN_FMT, (unsigned long long)run);
 	*out = eb.v;
 	return IDEM_OK;
+}
+
+enum idem_err
+cgi_env_build(char *const *params, const char *script, size_t bodylen,
+    int had_body, uint64_t fence, uint64_t run, char ***out)
+{
+	return cgi_env_make(params, script, bodylen, had_body, fence, run, 0,
+	    out);
+}
+
+enum idem_err
+cgi_params_build(char *const *params, size_t bodylen, int had_body,
+    uint64_t fence, char ***out)
+{
+	return cgi_env_make(params, NULL, bodylen, had_body, fence, 0, 1, out);
 }

@@ -33,6 +33,17 @@ int cgi_env_named(const char *e, const char *name, size_t n);
 enum idem_err cgi_env_build(char *const *params, const char *script,
     size_t bodylen, int had_body, uint64_t fence, uint64_t run, char ***out);
 
+/*
+ * The params an upstream FastCGI app gets: the web server's as it sent
+ * them (any name, an empty CONTENT_LENGTH kept, nothing added), but
+ * HTTP_PROXY (httpoxy) and the IDEMGATE_FENCE and IDEMGATE_RUN a client
+ * could spoof; CONTENT_LENGTH=bodylen when the request had a body but no
+ * (or an empty) CONTENT_LENGTH, IDEMGATE_FENCE=fence when not 0.  As
+ * cgi_env_build otherwise.
+ */
+enum idem_err cgi_params_build(char *const *params, size_t bodylen,
+    int had_body, uint64_t fence, char ***out);
+
 /* A run's mark, "IDEMGATE_RUN=" and 16 hex digits (unsigned long long). */
 #define CGI_RUN_FMT	"IDEMGATE_RUN=%016llx"
 #define CGI_RUN_LEN	(sizeof("IDEMGATE_RUN=") + 16)

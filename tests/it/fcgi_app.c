@@ -8,7 +8,8 @@
  * answers with the request body byte for byte, the method in X-Method and
  * the query in X-Query; "stderr=1" also writes a line to FCGI_STDERR;
  * "pause=MS" answers "first\n", flushed, then "second\n" MS later (an app
- * streaming its answer, as PHP's flush() does).
+ * streaming its answer, as PHP's flush() does); "params=1" lists the
+ * params it was given, one a line.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +66,14 @@ serve(FCGX_Request *req)
 		FCGX_FPrintF(req->out, "Content-Type: application/octet-stream"
 		    "\r\nX-Method: %s\r\nX-Query: %s\r\n\r\n", m, q);
 		echo_body(req);
+		return;
+	}
+	if (strstr(q, "params=1") != NULL) {
+		char	**e;
+
+		FCGX_FPrintF(req->out, "Content-Type: text/plain\r\n\r\n");
+		for (e = req->envp; *e != NULL; e++)
+			FCGX_FPrintF(req->out, "%s\n", *e);
 		return;
 	}
 	if ((p = strstr(q, "pause=")) != NULL) {

@@ -55,6 +55,19 @@ http c2 POST "$(url web /app?echo=1)" --data-binary @"$T/big"
 expect_eq "upstream: 400 KB body echoed" 200 "$HS"
 expect_file_eq "upstream: big body byte-exact" "$T/big" "$T/c2.b"
 
+# The params go to the app as the web server sent them (PHP reads them as
+# $_SERVER and getenv()): any name (Apache's SetEnv proxy-nokeepalive), an
+# empty CONTENT_LENGTH, nothing added (no PATH, no GATEWAY_INTERFACE;
+# FCGI_ROLE is libfcgi's own); only HTTP_PROXY (httpoxy) and a spoofed
+# IDEMGATE_FENCE are not.
+env -i REQUEST_METHOD=GET QUERY_STRING=params=1 REQUEST_URI=/app?params=1 \
+    SCRIPT_NAME=/app proxy-nokeepalive=1 CONTENT_LENGTH= \
+    HTTP_PROXY=http://evil.invalid IDEMGATE_FENCE=7 \
+    cgi-fcgi -bind -connect "$T/gw.sock" 2>&1 | tr -d '\r' >"$T/params.out"
+P=$(sed '1,/^$/d' "$T/params.out" | sort | tr '\n' ' ')
+expect_eq "upstream params: as sent, HTTP_PROXY and the fence dropped" \
+    "CONTENT_LENGTH= FCGI_ROLE=RESPONDER QUERY_STRING=params=1 REQUEST_METHOD=GET REQUEST_URI=/app?params=1 SCRIPT_NAME=/app proxy-nokeepalive=1 " "$P"
+
 # A pass-through answer streams as the app flushes it (PHP's flush()):
 # its first part reaches the client while the app still runs.
 LIGHTTPD_EXTRA='server.stream-response-body = 2' lighttpd_start webs "unix:$T/gw.sock" ||
