@@ -81,6 +81,12 @@ sink_body(struct sink *s, const char *p, size_t n)
 
 	if (s->streaming) {
 		reply_bytes(s->out, p, n);
+		/* A pass-through answer nobody reads any more (the web server
+		 * closed its connection: the client went away) stops its run,
+		 * as it would stop under the web server alone; a kept one goes
+		 * on, to be recorded. */
+		if (!s->buffered && s->out->failed)
+			return IDEM_EIO;
 		return IDEM_OK;
 	}
 	if (n == 0)
@@ -338,6 +344,10 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 	er = be->exec(rc);
 	cgi_env_free(rc->env);
 	rc->env = NULL;
+	if (er != IDEM_OK && rc->h == NULL && rc->s->out->failed) {
+		log_info("%s: the client went away; handler stopped", r->tag);
+		return IDEM_EIO;
+	}
 	/* Each failure was logged where it happened (the runner, the
 	 * sink); the guard says why a lease was lost. */
 	if (er == IDEM_ETIMEOUT || er == IDEM_ELEASE || er == IDEM_EBROKEN)

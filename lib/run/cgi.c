@@ -888,7 +888,8 @@ cgi_io_abort(struct cgi_io *io, enum idem_err er, struct cgi_status *st)
 	 * the group: a kill of the group misses it, and once its parent
 	 * is gone it is out of sight. */
 	(void)proc_kill_escaped(io->pid);
-	if (er == IDEM_ELEASE)
+	/* Lease lost, or nobody reads the answer any more: SIGTERM first. */
+	if (er == IDEM_ELEASE || er == IDEM_EIO)
 		cgi_status_set(st, cgi_stop(io->pid, CGI_STOP_GRACE_MS), 0);
 	else if (er == IDEM_ETIMEOUT && graceful)
 		cgi_status_set(st, cgi_stop(io->pid, r->stop_grace_ms), 1);

@@ -9,7 +9,9 @@
  * the query in X-Query; "stderr=1" also writes a line to FCGI_STDERR;
  * "pause=MS" answers "first\n", flushed, then "second\n" MS later (an app
  * streaming its answer, as PHP's flush() does); "params=1" lists the
- * params it was given, one a line.
+ * params it was given, one a line; "drip=N" writes a line every 100 ms,
+ * N times, and says on stderr whether it got to the end or found its
+ * connection gone ("fcgi_app: drip stopped at I" / "drip done").
  */
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +76,22 @@ serve(FCGX_Request *req)
 		FCGX_FPrintF(req->out, "Content-Type: text/plain\r\n\r\n");
 		for (e = req->envp; *e != NULL; e++)
 			FCGX_FPrintF(req->out, "%s\n", *e);
+		return;
+	}
+	if ((p = strstr(q, "drip=")) != NULL) {
+		long	 i, n = atol(p + 5);
+
+		FCGX_FPrintF(req->out, "Content-Type: text/plain\r\n\r\n");
+		for (i = 0; i < n; i++) {
+			if (FCGX_FPrintF(req->out, "drip %ld\n", i) < 0 ||
+			    FCGX_FFlush(req->out) < 0) {
+				fprintf(stderr, "fcgi_app: drip stopped at "
+				    "%ld\n", i);
+				return;
+			}
+			usleep(100 * 1000);
+		}
+		fprintf(stderr, "fcgi_app: drip done\n");
 		return;
 	}
 	if ((p = strstr(q, "pause=")) != NULL) {

@@ -105,6 +105,15 @@ curl -sS --max-time 10 -o "$T/sb.b" -w '%{http_code}' \
     "$(url webs '/slow?stream=100&step_ms=5000')" >"$T/sb.w" 2>"$T/sb.err"
 expect_eq "pass-through, head then timeout: the head went out, then a broken transfer" \
     "201 1" "$(cat "$T/sb.w") $([ -s "$T/sb.err" ] && echo 1)"
+# A client that goes away from a pass-through answer stops its run at the
+# next write that finds no reader, as under the web server alone (before:
+# the handler ran on to its end or its timeout, 30 s here).
+curl -sS --max-time 1 -o /dev/null "$(url webs '/payments?stream=100000000&step_ms=100')" 2>/dev/null
+spid=$(sed -n 's/^pid=\([0-9]*\) .*/\1/p' "$T/cgi/pay.runs" | tail -1)
+if [ -n "$spid" ] && wait_until 5 gone "$spid"; then ok "client gone: the pass-through handler stopped"; else
+	not_ok "client gone: the pass-through handler stopped" "pid '$spid' still alive"; fi
+expect_eq "client gone: said once in the log" 1 \
+    "$(grep -c 'GET /payments: the client went away; handler stopped' "$T/gw.log")"
 
 # max_body: at the limit fine, one byte over refused before the handler runs.
 head -c 1024 /dev/zero | tr '\0' a >"$T/b1024"

@@ -79,6 +79,14 @@ expect_eq "upstream pass-through: the whole answer" "200 first second" \
     "$sp_code $(tr '\n' ' ' <"$T/sp.b" | sed 's/ $//')"
 expect_eq "upstream pass-through: first part while the app runs (${sp_first}s)" 1 \
     "$(awk -v f="$sp_first" 'BEGIN { print (f > 0 && f < 1.0) }')"
+# A client that goes away from a pass-through answer closes the app's
+# connection, as the web server alone would: the app finds it gone at its
+# next write (PHP: connection_aborted()) rather than writing on for 8 s.
+curl -sS --max-time 1 -o /dev/null "$(url webs '/app?drip=80')" 2>/dev/null
+if wait_until 5 grep -q 'drip stopped' "$T/app.log"; then ok "client gone: the app's connection closed"; else
+	not_ok "client gone: the app's connection closed" "$(grep drip "$T/app.log")"; fi
+expect_eq "client gone: said in the log" 1 \
+    "$(grep -c 'GET /app: the client went away; handler stopped' "$T/gw.log")"
 
 K=$(new_key)
 http d1 POST "$(url web /app?echo=1)" -H "Idempotency-Key: $K" --data-binary 'once'
