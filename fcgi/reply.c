@@ -71,12 +71,16 @@ reply_own_status(const struct buf *hdrs, int status)
 void
 reply_head(struct reply *o, const struct answer *a, const char *extra)
 {
-	char	 line[80];
-	int	 n;
+	char		 line[80];
+	const char	*reason;
+	int		 n;
 
 	if (!reply_own_status(&a->hdrs, a->status)) {
-		n = snprintf(line, sizeof(line), "Status: %d %s\r\n",
-		    a->status, problem_reason(a->status));
+		/* A code without a registered phrase goes bare: the web
+		 * server gives its own (never "208 " with an empty one). */
+		reason = problem_reason(a->status);
+		n = snprintf(line, sizeof(line), "Status: %d%s%s\r\n",
+		    a->status, *reason != '\0' ? " " : "", reason);
 		reply_bytes(o, line, (size_t)n);
 	}
 	reply_bytes(o, a->hdrs.p, a->hdrs.len);

@@ -258,13 +258,23 @@ test_sink_errors(void)
 	sink_free(&s);
 	free(big);
 
-	/* A client that goes away never fails the run. */
+	/* A client that goes away stops a pass-through run (nobody reads
+	 * its answer) ... */
 	buf_free(&m.got);
 	client_init(&m, &o, 5);
 	sink_init(&s, 0, 0, NULL, &o);
-	CHECK(sink_feed(&s, head, sizeof(head) - 1) == IDEM_OK);
-	CHECK(sink_feed(&s, "more", 4) == IDEM_OK);
+	CHECK(sink_feed(&s, head, sizeof(head) - 1) == IDEM_EIO);
 	CHECK(o.failed == 1);
+	sink_free(&s);
+	buf_free(&m.got);
+	/* ... never a kept one, even streamed (too large to keep): it is
+	 * recorded. */
+	client_init(&m, &o, 5);
+	sink_init(&s, 1, 4, NULL, &o);
+	CHECK(sink_feed(&s, head, sizeof(head) - 1) == IDEM_OK);
+	CHECK(sink_feed(&s, "more than four", 14) == IDEM_OK);
+	CHECK(s.oversized && o.failed == 1);
+	CHECK(sink_feed(&s, "more", 4) == IDEM_OK);
 	sink_free(&s);
 	buf_free(&m.got);
 }
@@ -275,11 +285,30 @@ test_reply(void)
 	struct mem_client	 m;
 	struct reply		 o;
 
+	struct answer		 a;
+
 	client_init(&m, &o, (size_t)-1);
 	reply_problem(&o, PROB_MISSING_KEY, 0, 0, NULL);
 	CHECK(strncmp(m.got.p, "Status: 400 Bad Request\r\n", 25) == 0);
 	CHECK(strstr(m.got.p, "\r\n\r\n{\"type\":\"urn:idemgate:problem:missing-key\"") != NULL);
 	buf_free(&m.got);
+
+	/* A handler's bare status gets its registered phrase, or none (the
+	 * web server's own), never an empty one. */
+	answer_init(&a, 1024, 1024);
+	a.status = 208;
+	client_init(&m, &o, (size_t)-1);
+	reply_head(&o, &a, NULL);
+	CHECK(m.got.len == 32 &&
+	    memcmp(m.got.p, "Status: 208 Already Reported\r\n\r\n", 32) == 0);
+	buf_free(&m.got);
+	a.status = 299;
+	client_init(&m, &o, (size_t)-1);
+	reply_head(&o, &a, NULL);
+	CHECK(m.got.len == 15 &&
+	    memcmp(m.got.p, "Status: 299\r\n\r\n", 15) == 0);
+	buf_free(&m.got);
+	answer_free(&a);
 }
 
 static void
