@@ -23,7 +23,7 @@ cgi_env_is(const char *e, const char *name)
 }
 
 /* 1 if the name part of "NAME=value" (nlen bytes) may reach a program
- * (an upstream: any name but HTTP_PROXY, as the web server sent it). */
+ * (an upstream: '-' too, as in Apache's SetEnv names). */
 static int
 cgi_env_name_ok(const char *e, size_t nlen, int upstream)
 {
@@ -35,15 +35,20 @@ cgi_env_name_ok(const char *e, size_t nlen, int upstream)
 	 * (PHP's getenv() reads FastCGI params too). */
 	if (nlen == 10 && strncasecmp(e, "HTTP_PROXY", 10) == 0)
 		return 0;
-	if (upstream)
-		return 1;
+	/* Never '.', ' ' or '[': PHP reads them as '_' in $_SERVER, so a
+	 * client's "Idempotency.Key:" (a param HTTP_IDEMPOTENCY.KEY, from
+	 * a web server that keeps such names) would stand in for the
+	 * header the key was taken from. */
 	for (i = 0; i < nlen; i++) {
 		char c = e[i];
 
 		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		    (c >= '0' && c <= '9') || c == '_'))
+		    (c >= '0' && c <= '9') || c == '_' ||
+		    (upstream && c == '-')))
 			return 0;
 	}
+	if (upstream)
+		return 1;
 	if (nlen >= 3 && strncmp(e, "LD_", 3) == 0)
 		return 0;
 	if (nlen >= 10 && strncmp(e, "BASH_FUNC_", 10) == 0)
@@ -92,6 +97,21 @@ cgi_env_put(struct env_build *eb, const char *entry, size_t nlen)
 	eb->v[eb->n] = NULL;
 }
 
+/* Takes the entry named name (nlen bytes) out of eb, if there is one. */
+static void
+cgi_env_drop(struct env_build *eb, const char *name, size_t nlen)
+{
+	size_t	 i;
+
+	for (i = 0; i < eb->n; i++)
+		if (cgi_env_named(eb->v[i], name, nlen)) {
+			memmove(&eb->v[i], &eb->v[i + 1],
+			    (eb->n - i) * sizeof(*eb->v));
+			eb->n--;
+			return;
+		}
+}
+
 /* Writes "name=value" into eb's own room and sets it. */
 static void
 cgi_env_print(struct env_build *eb, size_t nlen, const char *fmt, ...)
@@ -132,13 +152,12 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
 			continue;
 		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown":
-		 * not given to a program; an upstream gets it as sent (and
-		 * the body's length in its place when there is one). */
-		if (cgi_env_is(e, "CONTENT_LENGTH")) {
-			if (eq[1] == '\0' && !eb->upstream)
-				continue;
+		 * the body's length takes its place when there is a body;
+		 * without one a program does not get it, an upstream gets it
+		 * as sent (cgi_env_make).  Sent twice, the last one counts,
+		 * as it does for the gateway. */
+		if (cgi_env_is(e, "CONTENT_LENGTH"))
 			eb->has_cl = eq[1] != '\0';
-		}
 		if (cgi_env_is(e, "PATH"))
 			eb->has_path = 1;
 		if (cgi_env_is(e, "QUERY_STRING"))
@@ -176,6 +195,8 @@ cgi_env_make(char *const *params, const char *script, size_t bodylen,
 	eb.at = (char *)eb.v + room;
 	eb.left = CGI_ENV_PRINTED + sl;
 	cgi_env_take(&eb, params, np, script);
+	if (!upstream && !eb.has_cl && !had_body)
+		cgi_env_drop(&eb, "CONTENT_LENGTH", 14);
 	if (!upstream) {
 		cgi_env_put(&eb, "GATEWAY_INTERFACE=CGI/1.1", 17);
 		if (!eb.has_path)

@@ -162,6 +162,46 @@ test_env(void)
 		    (unsigned long long)SIZE_MAX);
 		cgi_env_free(env);
 	}
+	/* Sent twice, the last CONTENT_LENGTH counts, as for the gateway
+	 * (an empty one last: the body's length, or none at all). */
+	{
+		char *const twice[] = { "CONTENT_LENGTH=5", "CONTENT_LENGTH=",
+			NULL };
+
+		env = NULL;
+		CHECK(cgi_env_build(twice, NULL, 7, 1, 0, 0, &env) == IDEM_OK);
+		CHECK(env && env_count(env, "CONTENT_LENGTH") == 1 &&
+		    strcmp(env_get(env, "CONTENT_LENGTH"), "7") == 0);
+		cgi_env_free(env);
+		env = NULL;
+		CHECK(cgi_env_build(twice, NULL, 0, 0, 0, 0, &env) == IDEM_OK);
+		CHECK(env && env_count(env, "CONTENT_LENGTH") == 0);
+		cgi_env_free(env);
+		env = NULL;
+		CHECK(cgi_params_build(twice, 7, 1, 0, &env) == IDEM_OK);
+		CHECK(env && env_count(env, "CONTENT_LENGTH") == 1 &&
+		    strcmp(env_get(env, "CONTENT_LENGTH"), "7") == 0);
+		cgi_env_free(env);
+	}
+	/* An upstream's params: as sent, '-' in names too, but never a name
+	 * PHP would read as another ('.', ' ', '[' become '_' there). */
+	{
+		char *const up[] = { "proxy-nokeepalive=1",
+			"HTTP_IDEMPOTENCY.KEY=attacker", "HTTP_A B=1",
+			"HTTP_C[D=1", "http_proxy=x", "HTTP_X=1", NULL };
+
+		env = NULL;
+		CHECK(cgi_params_build(up, 0, 0, 0, &env) == IDEM_OK);
+		CHECK(env && env_get(env, "proxy-nokeepalive") != NULL);
+		CHECK(env && env_get(env, "HTTP_X") != NULL);
+		CHECK(env && env_get(env, "HTTP_IDEMPOTENCY.KEY") == NULL);
+		CHECK(env && env_get(env, "HTTP_A B") == NULL);
+		CHECK(env && env_get(env, "HTTP_C[D") == NULL);
+		CHECK(env && env_get(env, "http_proxy") == NULL);
+		CHECK(env && env_get(env, "PATH") == NULL &&
+		    env_get(env, "GATEWAY_INTERFACE") == NULL);
+		cgi_env_free(env);
+	}
 	cgi_env_free(NULL);
 	unsetenv("HTTP_PROXY");
 	unsetenv("IDEM_TEST_LEAK_SENTINEL");
