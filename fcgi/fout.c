@@ -67,15 +67,21 @@ fout_send_all(int fd, const void *vp, size_t n, int64_t timeout_ms)
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EAGAIN &&
-		    poll(&pfd, 1, (int)timeout_ms) > 0)
-			continue;
+		if (w < 0 && errno == EAGAIN) {
+			int	 k = poll(&pfd, 1, (int)timeout_ms);
+
+			if (k > 0)
+				continue;
+			if (k == 0)
+				return IDEM_ETIMEOUT;
+		}
 		return IDEM_EIO;
 	}
 	return IDEM_OK;
 }
 
-/* Writes all of p; IDEM_EIO when the peer is gone or too slow. */
+/* Writes all of p; IDEM_EIO when the peer is gone, IDEM_ETIMEOUT when it
+ * took nothing for the timeout. */
 static enum idem_err
 fout_send(struct fout *o, const void *vp, size_t n)
 {
@@ -99,13 +105,22 @@ fout_flush(struct fout *o)
 	return fout_send(o, o->recs.p, o->recs.len);
 }
 
-/* reply.write: 0, or -1 when the web server is gone. */
+/* reply.write's and reply.flush's answer for er. */
+static int
+fout_said(enum idem_err er)
+{
+	return er == IDEM_OK ? 0 : er == IDEM_ETIMEOUT ? -2 : -1;
+}
+
+/* reply.write: 0, -1 when the web server is gone, -2 when it took nothing
+ * for the writer's timeout. */
 static int
 fout_write(void *arg, const void *vp, size_t n)
 {
 	struct fout	*o = arg;
 	const char	*p = vp;
 	size_t		 k;
+	enum idem_err	 er;
 
 	while (n > 0) {
 		k = sizeof(o->data) - o->len;
@@ -115,8 +130,9 @@ fout_write(void *arg, const void *vp, size_t n)
 		o->len += k;
 		p += k;
 		n -= k;
-		if (o->len == sizeof(o->data) && fout_flush(o) != IDEM_OK)
-			return -1;
+		if (o->len == sizeof(o->data) &&
+		    (er = fout_flush(o)) != IDEM_OK)
+			return fout_said(er);
 	}
 	return 0;
 }
@@ -165,7 +181,7 @@ fout_abort(void *arg)
 static int
 fout_send_on(void *arg)
 {
-	return fout_flush(arg) == IDEM_OK ? 0 : -1;
+	return fout_said(fout_flush(arg));
 }
 
 /* reply.retract */
@@ -184,5 +200,5 @@ struct reply
 fout_reply(struct fout *o)
 {
 	return (struct reply){ fout_write, fout_abort, o, 0, 0, fout_finish,
-	    0, fout_retract, fout_send_on };
+	    0, fout_retract, fout_send_on, 0 };
 }

@@ -43,8 +43,8 @@ enum idem_err fout_end(struct fout *o);
 
 /*
  * Writes all n bytes at p on fd (non-blocking), waiting up to timeout_ms
- * each time the web server does not read.  IDEM_EIO when it is gone or
- * too slow.
+ * each time the web server does not read.  IDEM_EIO when it is gone,
+ * IDEM_ETIMEOUT when it took nothing for timeout_ms.
  */
 enum idem_err fout_send_all(int fd, const void *p, size_t n,
     int64_t timeout_ms);

@@ -44,13 +44,28 @@ sink_send_head(struct sink *s)
 	s->streaming = 1;
 }
 
-void
+/*
+ * IDEM_EIO when a pass-through answer has nobody to read it any more (the
+ * web server closed its connection: the client went away), which stops
+ * its run as the web server alone would; a kept answer's run goes on, to
+ * be recorded, and so does one whose web server is only slow to read
+ * (what it sends is dropped).
+ */
+static enum idem_err
+sink_gone(const struct sink *s)
+{
+	return !s->buffered && s->out->gone ? IDEM_EIO : IDEM_OK;
+}
+
+enum idem_err
 sink_flush(struct sink *s)
 {
 	/* A kept answer goes out whole or not at all (retractable until
 	 * then); a pass-through one as it comes. */
-	if (s->streaming && !s->buffered)
-		reply_flush(s->out);
+	if (!s->streaming || s->buffered)
+		return IDEM_OK;
+	reply_flush(s->out);
+	return sink_gone(s);
 }
 
 int
@@ -81,13 +96,7 @@ sink_body(struct sink *s, const char *p, size_t n)
 
 	if (s->streaming) {
 		reply_bytes(s->out, p, n);
-		/* A pass-through answer nobody reads any more (the web server
-		 * closed its connection: the client went away) stops its run,
-		 * as it would stop under the web server alone; a kept one goes
-		 * on, to be recorded. */
-		if (!s->buffered && s->out->failed)
-			return IDEM_EIO;
-		return IDEM_OK;
+		return sink_gone(s);
 	}
 	if (n == 0)
 		return IDEM_OK;
@@ -192,12 +201,12 @@ run_complete(void *arg)
 }
 
 /* ex.flush on a pass-through run: what the handler wrote goes on. */
-static void
+static enum idem_err
 run_flush(void *arg)
 {
 	struct run_ctx	*rc = arg;
 
-	sink_flush(rc->s);
+	return sink_flush(rc->s);
 }
 
 static int64_t
@@ -344,7 +353,10 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 	er = be->exec(rc);
 	cgi_env_free(rc->env);
 	rc->env = NULL;
-	if (er != IDEM_OK && rc->h == NULL && rc->s->out->failed) {
+	/* Stopped for it (an upstream's run says EBROKEN), unless its
+	 * timeout came first. */
+	if (er != IDEM_OK && er != IDEM_ETIMEOUT && rc->h == NULL &&
+	    rc->s->out->gone) {
 		log_info("%s: the client went away; handler stopped", r->tag);
 		return IDEM_EIO;
 	}

@@ -52,8 +52,8 @@ enum idem_err sink_feed(void *arg, const void *p, size_t n);
 int sink_complete(void *arg);
 
 /* Sends on what a pass-through answer holds back (a kept one waits for
- * its end). */
-void sink_flush(struct sink *s);
+ * its end); IDEM_EIO when nobody reads it any more (its run stops). */
+enum idem_err sink_flush(struct sink *s);
 
 /* What the owner of a claimed key adds to a run (fcgi/guard.c). */
 struct run_hooks {

@@ -7,10 +7,13 @@
 void
 reply_bytes(struct reply *o, const void *p, size_t n)
 {
+	int	 r;
+
 	if (o->failed || o->finished || n == 0)
 		return;
-	if (o->write(o->arg, p, n) != 0) {
+	if ((r = o->write(o->arg, p, n)) != 0) {
 		o->failed = 1;
+		o->gone = r == -1;
 		return;
 	}
 	o->sent += n;
@@ -19,10 +22,14 @@ reply_bytes(struct reply *o, const void *p, size_t n)
 void
 reply_flush(struct reply *o)
 {
+	int	 r;
+
 	if (o->failed || o->finished || o->flush == NULL)
 		return;
-	if (o->flush(o->arg) != 0)
+	if ((r = o->flush(o->arg)) != 0) {
 		o->failed = 1;
+		o->gone = r == -1;
+	}
 }
 
 void

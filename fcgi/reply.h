@@ -13,6 +13,8 @@
  * protected run always finishes and is recorded.
  */
 struct reply {
+	/* 0; -1 when the client is gone; -2 (some writers) when it took
+	 * nothing for the writer's timeout, gone or not. */
 	int	(*write)(void *arg, const void *p, size_t n);
 	/* Ends the exchange without its proper end (NULL: just stop
 	 * writing), so the client sees a broken transfer. */
@@ -28,8 +30,10 @@ struct reply {
 	 * reached the client (NULL: cannot tell), else -1. */
 	int	(*retract)(void *arg);
 	/* Sends on what was written and waits in a buffer (NULL: nothing
-	 * waits); 0, or -1 when the client is gone. */
+	 * waits); as write. */
 	int	(*flush)(void *arg);
+	int	  gone;		/* a write or flush found the client gone
+				 * (-1), not just slow */
 };
 
 /*

@@ -511,7 +511,7 @@ cgi_clock_check(struct cgi_clock *c, const struct cgi_exchange *ex,
 	}
 	if (c->flush_at >= 0 && now >= c->flush_at) {
 		c->flush_at = -1;
-		ex->flush(ex->arg);
+		return ex->flush(ex->arg);
 	}
 	return IDEM_OK;
 }

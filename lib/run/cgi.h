@@ -69,9 +69,10 @@ struct cgi_exchange {
 	 * If set, called once output given to out() has waited
 	 * CGI_FLUSH_MS for more: the caller sends on what it gathered (a
 	 * pass-through answer streams as the handler writes it, as under
-	 * fcgiwrap, rather than in 32 KiB records or at the end).
+	 * fcgiwrap, rather than in 32 KiB records or at the end).  A
+	 * non-OK return aborts the run as out()'s does.
 	 */
-	void		(*flush)(void *arg);
+	enum idem_err	(*flush)(void *arg);
 };
 
 /* How long output given to out() may wait for more before ex->flush. */
@@ -101,7 +102,8 @@ enum idem_err cgi_clock_check(struct cgi_clock *c,
     const struct cgi_exchange *ex, int64_t now);
 
 /* Output went to ex->out at now: ex->flush is due CGI_FLUSH_MS later
- * (cgi_clock_check calls it; cgi_clock_wait wakes for it). */
+ * (cgi_clock_check calls it, and returns its error; cgi_clock_wait wakes
+ * for it). */
 void cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex,
     int64_t now);
 

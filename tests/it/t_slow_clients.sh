@@ -217,4 +217,48 @@ if gw_start gwt "$T/gwt.conf"; then
 	expect_match "over TCP, a body over max_body: 413" '^413' "$(cat "$T/big.out")"
 	expect_match "over TCP, a body over max_body: closed, not reset" '^closed' "$(cat "$T/big.out")"
 fi
+
+# A web server that stops reading a pass-through answer for longer than
+# client_timeout (its client slow, still there) loses the answer, but the
+# run is not stopped as if the client had gone: only a closed connection
+# stops it.  The client reads 200 KB, stalls 6 s (client_timeout 4 s),
+# then reads on; the handler writes 10 MB over about 8 s.
+python3 - "$T/gw.sock" >"$T/stall.out" 2>&1 <<'PY' &
+import socket, struct, sys, time
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(n, v): return bytes([len(n), len(v)]) + n + v
+uri = b"/pay?stream=10000000&step_ms=50"
+p = (pair(b"REQUEST_METHOD", b"GET") + pair(b"REQUEST_URI", uri) +
+     pair(b"SCRIPT_NAME", b"/pay") + pair(b"QUERY_STRING", uri.split(b"?")[1]))
+s = socket.socket(socket.AF_UNIX)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+s.sendall(rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, p) + rec(4, b"") + rec(5, b""))
+got, t0, paused = 0, time.time(), False
+s.settimeout(0.5)
+while time.time() - t0 < 30:
+    if not paused and got >= 200000:
+        paused = True
+        time.sleep(6)
+    try:
+        b = s.recv(65536)
+    except socket.timeout:
+        continue
+    except OSError:
+        break
+    if not b:
+        break
+    got += len(b)
+print("read %d" % got)
+PY
+stall=$!
+H_BGPIDS+=($stall)
+wait_until 5 grep -q 'stream=10000000' "$T/cgi/pay.runs"
+spid=$(sed -n 's/^pid=\([0-9]*\) .*stream=10000000.*/\1/p' "$T/cgi/pay.runs" | tail -1)
+sleep 5.5
+if [ -n "$spid" ] && alive "$spid"; then ok "stalled web server: the pass-through handler still runs"; else
+	not_ok "stalled web server: the pass-through handler still runs" "pid '$spid' stopped"; fi
+wait "$stall"
+expect_eq "stalled web server: not logged as a client gone" 0 \
+    "$(grep -c 'the client went away' "$T/gw.log")"
 done_testing
