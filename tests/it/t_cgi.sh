@@ -112,6 +112,7 @@ curl -sS --max-time 1 -o /dev/null "$(url webs '/payments?stream=100000000&step_
 spid=$(sed -n 's/^pid=\([0-9]*\) .*/\1/p' "$T/cgi/pay.runs" | tail -1)
 if [ -n "$spid" ] && wait_until 5 gone "$spid"; then ok "client gone: the pass-through handler stopped"; else
 	not_ok "client gone: the pass-through handler stopped" "pid '$spid' still alive"; fi
+wait_until 3 grep -q 'GET /payments: the client went away' "$T/gw.log"
 expect_eq "client gone: said once in the log" 1 \
     "$(grep -c 'GET /payments: the client went away; handler stopped' "$T/gw.log")"
 

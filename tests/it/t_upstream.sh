@@ -85,6 +85,7 @@ expect_eq "upstream pass-through: first part while the app runs (${sp_first}s)" 
 curl -sS --max-time 1 -o /dev/null "$(url webs '/app?drip=80')" 2>/dev/null
 if wait_until 5 grep -q 'drip stopped' "$T/app.log"; then ok "client gone: the app's connection closed"; else
 	not_ok "client gone: the app's connection closed" "$(grep drip "$T/app.log")"; fi
+wait_until 3 grep -q 'GET /app: the client went away' "$T/gw.log"
 expect_eq "client gone: said in the log" 1 \
     "$(grep -c 'GET /app: the client went away; handler stopped' "$T/gw.log")"
 
