@@ -73,7 +73,7 @@ struct env_build {
 	char	**v;
 	size_t	  n;
 	int	  has_path;	/* PATH */
-	int	  has_cl;	/* a non-empty CONTENT_LENGTH */
+	int	  has_cl;	/* the last CONTENT_LENGTH not empty */
 	int	  has_query;	/* QUERY_STRING */
 	int	  upstream;	/* FastCGI params, not an environment */
 	char	 *at;

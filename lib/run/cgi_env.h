@@ -35,11 +35,12 @@ enum idem_err cgi_env_build(char *const *params, const char *script,
 
 /*
  * The params an upstream FastCGI app gets: the web server's as it sent
- * them (any name, an empty CONTENT_LENGTH kept, nothing added), but
- * HTTP_PROXY (httpoxy) and the IDEMGATE_FENCE and IDEMGATE_RUN a client
- * could spoof; CONTENT_LENGTH=bodylen when the request had a body but no
- * (or an empty) CONTENT_LENGTH, IDEMGATE_FENCE=fence when not 0.  As
- * cgi_env_build otherwise.
+ * them (names of letters, digits, '_' and '-'; an empty CONTENT_LENGTH
+ * kept; nothing added), but HTTP_PROXY (httpoxy), the IDEMGATE_FENCE and
+ * IDEMGATE_RUN a client could spoof, and names with '.', ' ' or '[',
+ * which PHP reads as '_' (another param's name); CONTENT_LENGTH=bodylen
+ * when the request had a body but no (or an empty) CONTENT_LENGTH,
+ * IDEMGATE_FENCE=fence when not 0.  As cgi_env_build otherwise.
  */
 enum idem_err cgi_params_build(char *const *params, size_t bodylen,
     int had_body, uint64_t fence, char ***out);
