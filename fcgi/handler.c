@@ -57,11 +57,11 @@ sink_gone(const struct sink *s)
 	return !s->buffered && s->out->gone ? IDEM_EIO : IDEM_OK;
 }
 
-enum idem_err
+/* Sends on what a pass-through answer holds back; a kept answer goes out
+ * whole or not at all (retractable until then).  As sink_gone. */
+static enum idem_err
 sink_flush(struct sink *s)
 {
-	/* A kept answer goes out whole or not at all (retractable until
-	 * then); a pass-through one as it comes. */
 	if (!s->streaming || s->buffered)
 		return IDEM_OK;
 	reply_flush(s->out);

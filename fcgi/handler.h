@@ -51,10 +51,6 @@ enum idem_err sink_feed(void *arg, const void *p, size_t n);
  * answer is whole even if the handler goes on). */
 int sink_complete(void *arg);
 
-/* Sends on what a pass-through answer holds back (a kept one waits for
- * its end); IDEM_EIO when nobody reads it any more (its run stops). */
-enum idem_err sink_flush(struct sink *s);
-
 /* What the owner of a claimed key adds to a run (fcgi/guard.c). */
 struct run_hooks {
 	/* Called every tick_ms (lease renewal; see cgi_exchange.tick). */

@@ -404,8 +404,7 @@ up_io_recv(struct up_io *io)
 		    k == -1 ? strerror(errno) : "");
 		return IDEM_EBROKEN;
 	}
-	if (r->ex.flush != NULL)
-		cgi_clock_fed(&io->clk, &r->ex, clock_now_ms());
+	cgi_clock_fed(&io->clk, &r->ex);
 	return upstream_rd_feed(r, io->rd, io->rbuf, (size_t)k);
 }
 

@@ -478,11 +478,11 @@ cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
 }
 
 void
-cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex,
-    int64_t now)
+cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex)
 {
+	/* No clock read where there is nothing to flush (a kept answer). */
 	if (ex->flush != NULL && c->flush_at < 0)
-		c->flush_at = now + CGI_FLUSH_MS;
+		c->flush_at = clock_now_ms() + CGI_FLUSH_MS;
 }
 
 enum idem_err
@@ -558,8 +558,7 @@ cgi_read_out(struct cgi_io *io)
 	if (k > 0) {
 		if ((er = ex->out(ex->arg, buf, (size_t)k)) != IDEM_OK)
 			return er;
-		if (ex->flush != NULL)
-			cgi_clock_fed(&io->clk, ex, clock_now_ms());
+		cgi_clock_fed(&io->clk, ex);
 		if (ex->complete != NULL && ex->complete(ex->arg))
 			io->complete = 1;
 		return IDEM_OK;

@@ -101,11 +101,10 @@ void cgi_clock_start(struct cgi_clock *c, const struct cgi_exchange *ex,
 enum idem_err cgi_clock_check(struct cgi_clock *c,
     const struct cgi_exchange *ex, int64_t now);
 
-/* Output went to ex->out at now: ex->flush is due CGI_FLUSH_MS later
- * (cgi_clock_check calls it, and returns its error; cgi_clock_wait wakes
- * for it). */
-void cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex,
-    int64_t now);
+/* Output went to ex->out just now: ex->flush, if set, is due CGI_FLUSH_MS
+ * later (cgi_clock_check calls it, and returns its error; cgi_clock_wait
+ * wakes for it). */
+void cgi_clock_fed(struct cgi_clock *c, const struct cgi_exchange *ex);
 
 /* ms until the deadline or the next tick, whichever comes first, at most
  * INT_MAX; -1 when there is neither (a poll timeout). */
