@@ -1,6 +1,7 @@
 /* The secret_key_file: the keys that seal stored answers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,37 @@ kf_parse(struct keyfile *kf, const char *text, size_t len)
 	return IDEM_OK;
 }
 
-/* Opens the file for c and checks its mode; -1 with err set. */
+/* Whoever may replace the keys may read every sealed answer: the file
+ * and its directory belong to root or to the user reading them, and the
+ * directory is not open to others' writes unless sticky (as /tmp). */
+static const char *
+kf_owner(const char *path, const struct stat *sb)
+{
+	char		 dir[PATH_MAX];
+	struct stat	 ds;
+	const char	*slash = strrchr(path, '/');
+	size_t		 len;
+	uid_t		 me = geteuid();
+
+	if (sb->st_uid != 0 && sb->st_uid != me)
+		return "owned by another user (chown it to root or to the "
+		    "gateway's user)";
+	if (slash == NULL)
+		return NULL;
+	if ((len = slash == path ? 1 : (size_t)(slash - path)) >= sizeof(dir))
+		return NULL;
+	memcpy(dir, path, len);
+	dir[len] = '\0';
+	if (stat(dir, &ds) != 0)
+		return NULL;
+	if (ds.st_uid != 0 && ds.st_uid != me)
+		return "in a directory owned by another user";
+	if ((ds.st_mode & (S_IWGRP | S_IWOTH)) && !(ds.st_mode & S_ISVTX))
+		return "in a directory others may write (chmod go-w)";
+	return NULL;
+}
+
+/* Opens the file for c and checks its mode and owner; -1 with err set. */
 static int
 kf_open(const struct cfg *c, char *err, size_t errlen)
 {
@@ -139,6 +170,8 @@ kf_open(const struct cfg *c, char *err, size_t errlen)
 		why = "world-readable (chmod 0600 or 0640)";
 	else if (sb.st_size > SECRET_FILE_MAX)
 		why = "larger than 64K";
+	else
+		why = kf_owner(c->secret_key_file, &sb);
 	if (why == NULL)
 		return fd;
 	snprintf(err, errlen, "%s:%d:%d: secret_key_file %s: %s", c->path,

@@ -16,21 +16,15 @@
 static char	 dir[] = "/tmp/test_cfg_secret.XXXXXX";
 static char	 keys[256];
 
-/* Writes text to the key file with mode, then loads a config naming it.
- * Returns cfg_load_secrets' result; msg gets its message. */
+/* Loads a config naming the key file. Returns cfg_load_secrets' result;
+ * msg gets its message. */
 static enum idem_err
-load(const char *text, mode_t mode, struct cfg **out, char *msg, size_t len)
+load_only(struct cfg **out, char *msg, size_t len)
 {
 	char		 conf[512];
 	struct cfg	*c = NULL;
-	FILE		*f;
 	enum idem_err	 er;
 
-	if ((f = fopen(keys, "w")) == NULL)
-		return IDEM_ESYS;
-	fputs(text, f);
-	fclose(f);
-	chmod(keys, mode);
 	snprintf(conf, sizeof(conf), RT "[gateway]\nsecret_key_file = %s\n",
 	    keys);
 	msg[0] = '\0';
@@ -42,6 +36,20 @@ load(const char *text, mode_t mode, struct cfg **out, char *msg, size_t len)
 	else
 		cfg_free(c);
 	return er;
+}
+
+/* Writes text to the key file with mode, then loads it as load_only. */
+static enum idem_err
+load(const char *text, mode_t mode, struct cfg **out, char *msg, size_t len)
+{
+	FILE	*f;
+
+	if ((f = fopen(keys, "w")) == NULL)
+		return IDEM_ESYS;
+	fputs(text, f);
+	fclose(f);
+	chmod(keys, mode);
+	return load_only(out, msg, len);
 }
 
 /* A missing file is refused at the config's position. */
@@ -62,6 +70,48 @@ test_missing(void)
 	    strstr(msg, "No such file or directory") != NULL);
 	CHECK(c->nsecrets == 0);
 	cfg_free(c);
+}
+
+/* Loads a good key file owned by fileuid in a directory owned by diruid
+ * with dirmode, then puts both back: root's, 0600 in a 0700 directory. */
+static enum idem_err
+load_after(int fileuid, int diruid, mode_t dirmode, char *msg, size_t len)
+{
+	enum idem_err	 er;
+
+	if (load("k1 " HEX1 "\n", 0600, NULL, msg, len) != IDEM_OK)
+		return IDEM_EINVAL;
+	if (chown(keys, (uid_t)fileuid, (gid_t)-1) != 0 ||
+	    chown(dir, (uid_t)diruid, (gid_t)-1) != 0 ||
+	    chmod(dir, dirmode) != 0)
+		return IDEM_ESYS;
+	er = load_only(NULL, msg, len);
+	if (chown(keys, 0, (gid_t)-1) != 0 || chown(dir, 0, (gid_t)-1) != 0 ||
+	    chmod(dir, 0700) != 0)
+		return IDEM_ESYS;
+	return er;
+}
+
+static void
+test_owners(void)
+{
+	char	 msg[512];
+
+	if (geteuid() != 0) {
+		printf("# skip: owners need root\n");
+		return;
+	}
+	CHECK(load_after(0, 0, 0700, msg, sizeof(msg)) == IDEM_OK);
+	CHECK(load_after(65534, 0, 0700, msg, sizeof(msg)) == IDEM_ECONFIG &&
+	    strstr(msg, "owned by another user") != NULL);
+	CHECK(load_after(0, 65534, 0700, msg, sizeof(msg)) == IDEM_ECONFIG &&
+	    strstr(msg, "directory owned by another user") != NULL);
+	CHECK(load_after(0, 0, 0777, msg, sizeof(msg)) == IDEM_ECONFIG &&
+	    strstr(msg, "directory others may write") != NULL);
+	CHECK(load_after(0, 0, 0770, msg, sizeof(msg)) == IDEM_ECONFIG);
+	/* Sticky, as /tmp: others cannot replace a file they do not own. */
+	CHECK(load_after(0, 0, 01777, msg, sizeof(msg)) == IDEM_OK);
+	CHECK(load_after(0, 0, 0755, msg, sizeof(msg)) == IDEM_OK);
 }
 
 static void
@@ -92,6 +142,10 @@ test_keys(void)
 	    IDEM_ECONFIG && strstr(msg, "group- or world-writable") != NULL);
 	CHECK(load("k1 " HEX1 "\n", 0602, NULL, msg, sizeof(msg)) ==
 	    IDEM_ECONFIG && strstr(msg, "writable") != NULL);
+
+	/* Owners: the file and its directory are root's or the reader's;
+	 * the directory is not others' to write unless sticky. */
+	test_owners();
 
 	/* Lines: position in the key file, never the key. */
 	snprintf(want, sizeof(want), "%s:2:1: duplicate key id", keys);
