@@ -212,8 +212,8 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	/* A key file refused stops the start: answers are never stored in
-	 * clear by mistake. */
-	if (cfg_load_secrets(cfg, err, sizeof(err)) != IDEM_OK) {
+	 * clear by mistake.  -t reads it as the user it checks as. */
+	if (!check && cfg_load_secrets(cfg, err, sizeof(err)) != IDEM_OK) {
 		fprintf(stderr, "%s\n", err);
 		cfg_free(cfg);
 		return 1;

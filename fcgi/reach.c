@@ -304,7 +304,8 @@ reach_check(const struct cfg *c, const struct reach_user *u, FILE *warn,
 	enum idem_err	 er;
 	size_t		 i;
 
-	if ((er = cfg_check_files(c, err, errlen)) != IDEM_OK ||
+	if ((er = cfg_check_secrets(c, err, errlen)) != IDEM_OK ||
+	    (er = cfg_check_files(c, err, errlen)) != IDEM_OK ||
 	    (er = reach_socket_owner(c, u, err, errlen)) != IDEM_OK)
 		return er;
 	for (i = 0; i < c->nroutes; i++) {

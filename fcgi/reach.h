@@ -71,8 +71,8 @@ enum idem_err reach_socket_owner(const struct cfg *c,
     const struct reach_user *u, char *err, size_t errlen);
 
 /*
- * Everything -t checks as u, in this process (already u): the files
- * (cfg_check_files), socket_owner, then a connect to each distinct
+ * Everything -t checks as u, in this process (already u): the key file
+ * (cfg_check_secrets), the files (cfg_check_files), socket_owner, then a connect to each distinct
  * fastcgi: upstream.  A refused permission is an error; an upstream not
  * answering now (no socket, refused, timed out) is one
  * "FILE:LINE:COL: warning: ..." line on warn, counted in *warned.

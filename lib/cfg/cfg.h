@@ -199,13 +199,19 @@ enum idem_err cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 /*
  * Reads c->secret_key_file (a no-op when unset) into c->secrets.  The
  * file must be a regular file neither group- or world-writable nor
- * world-readable (0600 or 0640); each line "ID HEX" (64 hex digits),
+ * world-readable (0600 or 0640), owned with its directory by root or the
+ * effective user, in a directory group and others may not write unless
+ * sticky; each line "ID HEX" (64 hex digits),
  * blank lines and "#" comments allowed, ids unique, at least one key;
  * the last line is the current key.  On failure c is unchanged and err
  * holds "FILE:LINE:COL: message" (the key file's position for a bad line,
  * the config's for the rest); key material is never quoted.
  */
 enum idem_err cfg_load_secrets(struct cfg *c, char *err, size_t errlen);
+
+/* cfg_load_secrets' checks, as the effective user, keeping nothing. */
+enum idem_err cfg_check_secrets(const struct cfg *c, char *err,
+    size_t errlen);
 
 /* The loaded key named id, or the current one for id NULL; NULL when
  * there is none. */

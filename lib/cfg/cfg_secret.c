@@ -197,8 +197,20 @@ kf_read(int fd, char *buf, size_t cap)
 	return (ssize_t)len;
 }
 
-enum idem_err
-cfg_load_secrets(struct cfg *c, char *err, size_t errlen)
+static void
+kf_wipe(struct cfg_secret *keys)
+{
+	if (keys == NULL)
+		return;
+	OPENSSL_cleanse(keys, SECRET_MAX * sizeof(*keys));
+	free(keys);
+}
+
+/* Reads and checks c's key file into *keys (SECRET_MAX slots, *n used):
+ * the caller owns them and wipes them. */
+static enum idem_err
+kf_load(const struct cfg *c, struct cfg_secret **keys, size_t *n, char *err,
+    size_t errlen)
 {
 	struct keyfile	 kf = { c->secret_key_file, err, errlen, NULL, 0 };
 	char		*text = NULL;
@@ -206,8 +218,6 @@ cfg_load_secrets(struct cfg *c, char *err, size_t errlen)
 	enum idem_err	 er = IDEM_ENOMEM;
 	int		 fd;
 
-	if (c->secret_key_file == NULL)
-		return IDEM_OK;
 	if ((fd = kf_open(c, err, errlen)) < 0)
 		return IDEM_ECONFIG;
 	if ((text = malloc(SECRET_FILE_MAX + 1)) == NULL ||
@@ -221,23 +231,47 @@ cfg_load_secrets(struct cfg *c, char *err, size_t errlen)
 	}
 	if ((er = kf_parse(&kf, text, (size_t)len)) != IDEM_OK)
 		goto out;
-	if (c->secrets != NULL) {
-		OPENSSL_cleanse(c->secrets, c->nsecrets * sizeof(*c->secrets));
-		free(c->secrets);
-	}
-	c->secrets = kf.keys;
-	c->nsecrets = kf.n;
+	*keys = kf.keys;
+	*n = kf.n;
 	kf.keys = NULL;
 out:
 	if (text != NULL) {
 		OPENSSL_cleanse(text, SECRET_FILE_MAX + 1);
 		free(text);
 	}
-	if (kf.keys != NULL) {
-		OPENSSL_cleanse(kf.keys, SECRET_MAX * sizeof(*kf.keys));
-		free(kf.keys);
-	}
+	kf_wipe(kf.keys);
 	close(fd);
+	return er;
+}
+
+enum idem_err
+cfg_load_secrets(struct cfg *c, char *err, size_t errlen)
+{
+	struct cfg_secret	*keys = NULL;
+	size_t			 n = 0;
+	enum idem_err		 er;
+
+	if (c->secret_key_file == NULL)
+		return IDEM_OK;
+	if ((er = kf_load(c, &keys, &n, err, errlen)) != IDEM_OK)
+		return er;
+	kf_wipe(c->secrets);
+	c->secrets = keys;
+	c->nsecrets = n;
+	return IDEM_OK;
+}
+
+enum idem_err
+cfg_check_secrets(const struct cfg *c, char *err, size_t errlen)
+{
+	struct cfg_secret	*keys = NULL;
+	size_t			 n = 0;
+	enum idem_err		 er;
+
+	if (c->secret_key_file == NULL)
+		return IDEM_OK;
+	er = kf_load(c, &keys, &n, err, errlen);
+	kf_wipe(keys);
 	return er;
 }
 

@@ -157,6 +157,31 @@ expect_eq "socket_owner $U:$G as $U: syntax ok" "0 syntax ok" "$RC $(printf '%s\
 t owner -u root
 expect_eq "socket_owner: root may give it to anyone" "0 syntax ok" "$RC $OUT"
 
+# --- The key file, read as the user -t checks as: one only root may read
+# fails there, as the gateway started as that user would.
+mkdir -m 0755 "$T/keys.d"
+printf 'k1 %064d\n' 0 >"$T/keys.d/keys"
+chmod 0600 "$T/keys.d/keys"
+conf sealed "unix:$T/fpm.sock" "secret_key_file = $T/keys.d/keys"
+t sealed -u root
+expect_eq "keys root's 0600, as root: syntax ok" "0 syntax ok" "$RC $OUT"
+t sealed -u "$U"
+expect_eq "keys root's 0600, -u $U: exit 1" 1 "$RC"
+expect_match "keys root's 0600, -u $U: FILE:LINE:COL, the file, why" \
+	"^$T/sealed.conf:3:19: secret_key_file $T/keys.d/keys: Permission denied" "$OUT"
+chown "$U" "$T/keys.d/keys"
+OUT=$(setpriv --reuid="$U" --regid="$U" --groups="$G,www-data" \
+	"$IDEMGATE" -t -c "$T/sealed.conf" 2>&1)
+RC=$?
+expect_eq "keys $U's, as $U: syntax ok" "0 syntax ok" "$RC $(printf '%s\n' "$OUT" | nonote)"
+t sealed -u root
+expect_eq "keys $U's, as root: exit 1" 1 "$RC"
+expect_match "keys $U's, as root: owned by another user" \
+	"secret_key_file $T/keys.d/keys: owned by another user" "$OUT"
+OUT=$(timeout 10 "$IDEMGATE" -c "$T/sealed.conf" 2>&1)
+expect_eq "keys $U's: a gateway started as root refuses them, exit 1" 1 "$?"
+expect_match "keys $U's: the start says why" "owned by another user" "$OUT"
+
 # --- -u: bad usage is one line and exit 2.
 t fpm -u no-such-user-x
 expect_eq "-u unknown: exit 2, one line" "2 idemgate: -u no-such-user-x: no such user" "$RC $OUT"
