@@ -293,7 +293,9 @@ guard_streamed(struct guarded *g, struct sink *s, enum idem_err er)
 
 /* The handler answered (whole, kept): it is delivered all the same, and
  * kept for retries unless release_statuses frees its status (5xx by
- * default: a retry may do better). */
+ * default: a retry may do better).  One whose body the web server
+ * replaces (X-Accel-Redirect) is a tombstone: a replay of it would serve
+ * the file as it is then, not the answer the first client got. */
 static void
 guard_handled(struct guarded *g, const struct answer *a)
 {
@@ -301,6 +303,7 @@ guard_handled(struct guarded *g, const struct answer *a)
 	const struct once_end	 e = { IDEM_OK, 1,
 	    cfg_releases(r->route, a->status) };
 	char			 created[GUARD_EXTRA_MAX];
+	const char		*off;
 	struct answer		 kept;
 	struct buf		 rh;
 
@@ -312,8 +315,12 @@ guard_handled(struct guarded *g, const struct answer *a)
 	}
 	count(r, STAT_CREATED);
 	buf_init(&rh, RESP_HEAD_MAX);
-	if (resp_hdrs_for_replay(&a->hdrs, r->route->store_drop,
-	    r->route->nstore_drop, &rh) == IDEM_OK) {
+	if ((off = resp_hands_off(&a->hdrs)) != NULL)
+		log_warn("%s: the answer has the web server serve its body "
+		    "(%s): delivered once, not kept; retries get 410",
+		    r->tag, off);
+	if (off == NULL && resp_hdrs_for_replay(&a->hdrs,
+	    r->route->store_drop, r->route->nstore_drop, &rh) == IDEM_OK) {
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
 		kept.expires_s = guard_created(g, created, sizeof(created));

@@ -348,6 +348,21 @@ resp_hdrs_strip(struct buf *hdrs, char *const *names, size_t n,
 		hdrs->p[w] = '\0';
 }
 
+const char *
+resp_hands_off(const struct buf *hdrs)
+{
+	static const char *const names[] = { "X-Accel-Redirect",
+		"X-Sendfile", "X-Sendfile2", "X-LIGHTTPD-send-file", NULL };
+	const char	*nm, *v;
+	size_t		 off = 0, nl, vl, i;
+
+	while (resp_hdr_next(hdrs, &off, &nm, &nl, &v, &vl))
+		for (i = 0; names[i] != NULL; i++)
+			if (resp_name_eq(nm, nl, names[i]))
+				return names[i];
+	return NULL;
+}
+
 void
 resp_hdr_remove(struct buf *hdrs, const char *name)
 {

@@ -60,6 +60,16 @@ enum idem_err resp_hdrs_for_replay(const struct buf *in,
  */
 enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 
+/*
+ * The name of the first line of hdrs that has the web server answer with
+ * something else than the body that follows (nginx's X-Accel-Redirect,
+ * lighttpd's and mod_xsendfile's X-Sendfile, X-Sendfile2 and
+ * X-LIGHTTPD-send-file: a file or location served in its place), or NULL.
+ * Such an answer's body is not what the client gets, so it cannot be
+ * kept for a replay.
+ */
+const char *resp_hands_off(const struct buf *hdrs);
+
 /* Drops every line of hdrs named name (case-insensitive), in place. */
 void resp_hdr_remove(struct buf *hdrs, const char *name);
 

@@ -16,11 +16,22 @@ echo $$ >>"$0.runs"
 printf 'Status: 201 Created\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\nX-Hop: h\r\nX-Keep: k\r\n\r\nhello\n'
 EOF
 HOP=$(cgi_install hop "$T/hop.sh")
+# A handler that has the web server serve a file in its place (nginx's
+# X-Accel-Redirect; X-Sendfile where enabled): its body is not the answer.
+cat >"$T/xaccel.sh" <<'EOF'
+#!/bin/sh
+echo $$ >>"$0.runs"
+printf 'Status: 201 Created\r\nContent-Type: text/plain\r\n%s: /files/receipt.pdf\r\n\r\nignored\n' "${QUERY_STRING#h=}"
+EOF
+XA=$(cgi_install xaccel "$T/xaccel.sh")
 std_setup "[route /hop]
 handler = cgi:$HOP
 
 [route /payments]
 handler = cgi:$PAY
+
+[route /xaccel]
+handler = cgi:$XA
 
 [route /dropx]
 handler = cgi:$DX
@@ -175,6 +186,21 @@ K=$(new_key)
 http t4 POST "$(url web /small?bytes=500)" -H "Idempotency-Key: $K" --data-binary 't'
 http t5 POST "$(url web /small?bytes=500)" -H "Idempotency-Key: $K" --data-binary 't'
 expect_eq "max_response: a smaller answer is stored" reused "$(hdr t5 Idempotency-Result)"
+
+# An answer whose body the web server replaces: delivered once, then a
+# tombstone, never a replay of whatever that file holds by then.
+for h in X-Accel-Redirect X-Sendfile x-sendfile2; do
+	K=$(new_key)
+	http x1 POST "$(url web "/xaccel?h=$h")" -H "Idempotency-Key: $K" --data-binary 'x'
+	expect_eq "$h: the first client gets the handler's status" 201 "$HS"
+	http x2 POST "$(url web "/xaccel?h=$h")" -H "Idempotency-Key: $K" --data-binary 'x'
+	is_problem "$h: retry" x2 410 response-not-stored
+	expect_eq "$h: no $h on the retry" "" "$(hdr x2 "$h")"
+done
+expect_eq "X-Accel-Redirect, X-Sendfile, X-Sendfile2: each ran once" 3 "$(runs xaccel)"
+# lighttpd drops X-Sendfile lines unless enabled; the others go on.
+http x3 POST "$(url web /xaccel?h=X-Accel-Redirect)" -H "Idempotency-Key: $(new_key)" --data-binary 'x'
+expect_eq "X-Accel-Redirect reaches the web server" /files/receipt.pdf "$(hdr x3 X-Accel-Redirect)"
 
 # TTL passed, cleanup not run: treated as new.
 K=$(new_key)
