@@ -109,6 +109,13 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 		seen->reason = resp_reason(p + vs, ve - vs, &seen->reasonlen);
 		return IDEM_OK;
 	}
+	/* RFC 9110 5.5: no control byte but tab in a value that goes on.
+	 * Apache refuses a whole answer for one: kept, it would be a 500
+	 * to every retry. */
+	for (i = vs; i < ve; i++)
+		if (((unsigned char)p[i] < 0x20 && p[i] != '\t') ||
+		    p[i] == 0x7f)
+			return IDEM_EHANDLER;
 
 	if (resp_name_eq(p, nlen, "Content-Type"))
 		seen->ctype = 1;

@@ -43,6 +43,9 @@ static const struct pcase cases[] = {
 	    "Content-Type: text/plain\r\nX-Empty: \r\n" },
 	{ "Content-Type: text/plain\r\nSet-Cookie: a=b\n\n", IDEM_OK, 200,
 	    "Content-Type: text/plain\r\nSet-Cookie: a=b\r\n" },
+	/* a tab and obs-text are a value's; other control bytes are not */
+	{ "X-A: a\tb \xe4\nContent-Type: a\n\n", IDEM_OK, 200,
+	    "X-A: a\tb \xe4\r\nContent-Type: a\r\n" },
 	/* no Content-Type: sent without one (RFC 3875 6.3.1), as fcgiwrap */
 	{ "X-Only: 1\n\n", IDEM_OK, 200, "X-Only: 1\r\n" },
 	/* incomplete */
@@ -59,6 +62,9 @@ static const struct pcase cases[] = {
 	{ ": text/plain\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Content-Type: a\n b\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Content-Type: a\rb\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "X-A: a\x01" "b\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "X-A: a\x1b[0m\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
+	{ "X-A: a\x7f\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "X\xc3\xa4: 1\nContent-Type: a\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Status: 99\n\n", IDEM_EHANDLER, 0, NULL },
 	{ "Status: 600\n\n", IDEM_EHANDLER, 0, NULL },
