@@ -372,6 +372,14 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 	return be->verdict(rc);
 }
 
+/* 1 if r's answer has no body whatever its Content-Length says. */
+static int
+run_bodyless(const struct request *r, const struct sink *s)
+{
+	return s->ans.status == 204 || s->ans.status == 304 ||
+	    (r->method != NULL && strcmp(r->method, "HEAD") == 0);
+}
+
 enum idem_err
 handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 {
@@ -415,11 +423,14 @@ handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 		    IDEM_EBROKEN : IDEM_EHANDLER;
 	}
 	/* Fewer bytes than announced: the web server would wait for the
-	 * rest, and so would every replay's client.  The run did happen
-	 * (its work too, maybe): broken off, never run again; unless the
-	 * handler itself said it failed with a status the route releases. */
-	if (er == IDEM_OK && s->buffered && !s->oversized && s->clen >= 0 &&
-	    s->got < (uint64_t)s->clen) {
+	 * rest, and so would every replay's client; one that frames the
+	 * body itself (Apache chunks it) would end it cleanly, short.  The
+	 * run did happen (its work too, maybe): broken off, never run
+	 * again; unless the handler itself said it failed with a status the
+	 * route releases.  An answer already streaming is broken off too.
+	 * HEAD, 204 and 304 answers announce a length they carry none of. */
+	if (er == IDEM_OK && s->clen >= 0 && s->got < (uint64_t)s->clen &&
+	    !run_bodyless(r, s)) {
 		log_err("%s: handler ended its body after %llu of the %lld "
 		    "bytes its Content-Length announced", r->tag,
 		    (unsigned long long)s->got, (long long)s->clen);

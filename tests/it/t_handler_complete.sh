@@ -22,6 +22,9 @@ done
 # the same short body under a status the route releases (503)
 sed 's/Status: 201 Created/Status: 503 Busy/' "$T/cl-short.sh" >"$T/cl-s503.sh"
 cgi_install cl-s503 "$T/cl-s503.sh" >/dev/null
+# a 304 that gives the length of what it does not send, as it may
+printf '#!/bin/sh\necho $$ >>"$0.runs"\nprintf '"'"'Status: 304 Not Modified\\r\\nETag: "v1"\\r\\nContent-Length: 10\\r\\n\\r\\n'"'"'\n' >"$T/cl-304.sh"
+cgi_install cl-304 "$T/cl-304.sh" >/dev/null
 db_new "$TNAME" || { done_testing; exit 1; }
 gw_conf "$T/gw.conf" "unix:$T/gw.sock" "$DBCNF"
 cat >>"$T/gw.conf" <<EOF
@@ -49,6 +52,9 @@ handler = cgi:$T/cgi/cl-nan
 
 [route /cl-s503]
 handler = cgi:$T/cgi/cl-s503
+
+[route /cl-304]
+handler = cgi:$T/cgi/cl-304
 EOF
 gw_start gw "$T/gw.conf" || { done_testing; exit 1; }
 # Streamed, as the README advises: lighttpd's default buffers a whole
@@ -167,6 +173,14 @@ is_problem "short body under a released status" l3 502 bad-gateway
 http l4 POST "$(url web /cl-s503)" -H "Idempotency-Key: $K" --data-binary x
 is_problem "short body under a released status: a retry runs again" l4 502 bad-gateway
 expect_eq "short body under a released status: two runs" 2 "$(runs cl-s503)"
+# A 304 (and 204, and any answer to HEAD) has no body, whatever length
+# it gives: kept and replayed, not broken.
+K=$(new_key)
+http n1 POST "$(url web /cl-304)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "304 with a Content-Length: the handler's answer" "304 created" "$HS $(hdr n1 Idempotency-Result)"
+http n2 POST "$(url web /cl-304)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "304 with a Content-Length: replayed" "304 reused \"v1\"" "$HS $(hdr n2 Idempotency-Result) $(hdr n2 ETag)"
+expect_eq "304 with a Content-Length: one run" 1 "$(runs cl-304)"
 # One that is no number: dropped, the web server frames the body; the
 # answer is kept and replayed.
 K=$(new_key)
