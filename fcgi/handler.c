@@ -143,8 +143,14 @@ sink_feed(void *arg, const void *p, size_t n)
 			resp_hdr_remove(&s->ans.hdrs, "Content-Length");
 		if (resp_drop_idem_hdrs(&s->ans.hdrs) != IDEM_OK)
 			return sink_fail(s, IDEM_ENOMEM, "out of memory");
-	} else
+	} else {
+		/* RFC 3875 6.3.4: a Transfer-Encoding passed on has the web
+		 * server decode a body that is not encoded (lighttpd then
+		 * sends none); the handler's connection is not the client's. */
+		if (resp_drop_hop_hdrs(&s->ans.hdrs) != IDEM_OK)
+			return sink_fail(s, IDEM_ENOMEM, "out of memory");
 		sink_send_head(s);
+	}
 	er = sink_body(s, s->raw.p + used, s->raw.len - used);
 	buf_free(&s->raw);
 	return er;
