@@ -118,6 +118,7 @@ enum idem_err
 sink_feed(void *arg, const void *p, size_t n)
 {
 	struct sink	*s = arg;
+	const char	*why = NULL;
 	enum idem_err	 er;
 	size_t		 used;
 
@@ -126,12 +127,15 @@ sink_feed(void *arg, const void *p, size_t n)
 	if (buf_add(&s->raw, p, n) != IDEM_OK)
 		return sink_fail(s, IDEM_EHANDLER, "the handler's header "
 		    "block is too large");
-	er = resp_parse_cgi(s->raw.p, s->raw.len, &s->ans, &used);
+	er = resp_parse_cgi(s->raw.p, s->raw.len, &s->ans, &used, &why);
 	if (er == IDEM_EAGAIN)
 		return IDEM_OK;
-	if (er != IDEM_OK)
-		return sink_fail(s, IDEM_EHANDLER, "the handler's header "
-		    "block is not valid");
+	if (er != IDEM_OK) {
+		log_err("%s: the handler's header block is not valid: %s",
+		    s->tag != NULL ? s->tag : "handler",
+		    why != NULL ? why : "unreadable");
+		return IDEM_EHANDLER;
+	}
 	s->have_head = 1;
 	s->clen = resp_content_length(&s->ans.hdrs);
 	if (s->buffered) {

@@ -72,7 +72,16 @@ struct resp_seen {
 	int		 location;
 	const char	*reason;	/* its phrase, if one to keep */
 	size_t		 reasonlen;
+	const char	*why;		/* what made a line invalid */
 };
+
+/* Records why a line is invalid: IDEM_EHANDLER. */
+static enum idem_err
+resp_bad(struct resp_seen *seen, const char *why)
+{
+	seen->why = why;
+	return IDEM_EHANDLER;
+}
 
 /*
  * Checks one header line p[0..len) (line end removed) and, if good,
@@ -86,12 +95,17 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 
 	for (nlen = 0; nlen < len && p[nlen] != ':'; nlen++)
 		if (!resp_is_tchar((unsigned char)p[nlen]))
-			return IDEM_EHANDLER;
-	if (nlen == 0 || nlen == len)
-		return IDEM_EHANDLER;
+			return resp_bad(seen, "a header name with a byte that "
+			    "is not a token's (a space, a non-ASCII byte, or a "
+			    "line without a colon)");
+	if (nlen == 0)
+		return resp_bad(seen, "a header line with no name");
+	if (nlen == len)
+		return resp_bad(seen, "a header line without a colon");
 	for (i = nlen + 1; i < len; i++)
 		if (p[i] == '\0' || p[i] == '\r' || p[i] == '\n')
-			return IDEM_EHANDLER;
+			return resp_bad(seen, "a header value with a NUL or a "
+			    "bare CR");
 	/* Optional whitespace around the value is not part of it. */
 	vs = nlen + 1;
 	while (vs < len && (p[vs] == ' ' || p[vs] == '\t'))
@@ -101,10 +115,14 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 		ve--;
 	if (resp_name_eq(p, nlen, "Status")) {
 		if (seen->status)
-			return IDEM_EHANDLER;
+			return resp_bad(seen, "two Status lines");
 		if (resp_status_parse(p + vs, ve - vs, &code) != IDEM_OK ||
-		    code < 200 || code > 599)
-			return IDEM_EHANDLER;
+		    code > 599)
+			return resp_bad(seen, "a Status that is not a code "
+			    "from 100 to 599");
+		if (code < 200)
+			return resp_bad(seen, "a 1xx Status (a CGI gives a "
+			    "final answer)");
 		seen->status = code;
 		seen->reason = resp_reason(p + vs, ve - vs, &seen->reasonlen);
 		return IDEM_OK;
@@ -115,13 +133,14 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 	for (i = vs; i < ve; i++)
 		if (((unsigned char)p[i] < 0x20 && p[i] != '\t') ||
 		    p[i] == 0x7f)
-			return IDEM_EHANDLER;
+			return resp_bad(seen, "a header value with a control "
+			    "byte");
 
 	if (resp_name_eq(p, nlen, "Content-Type"))
 		seen->ctype = 1;
 	else if (resp_name_eq(p, nlen, "Location")) {
 		if (ve == vs)
-			return IDEM_EHANDLER;
+			return resp_bad(seen, "an empty Location");
 		seen->location = 1;
 	}
 	if (buf_add(hdrs, p, nlen) != IDEM_OK ||
@@ -154,10 +173,11 @@ resp_keep_reason(struct buf *hdrs, int code, const char *reason, size_t len)
 }
 
 enum idem_err
-resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
+resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used,
+    const char **why)
 {
 	struct buf		 h;
-	struct resp_seen	 seen = { 0, 0, 0, NULL, 0 };
+	struct resp_seen	 seen = { 0, 0, 0, NULL, 0, NULL };
 	const char		*nl;
 	size_t			 off = 0, ll, scan;
 	enum idem_err		 er;
@@ -188,7 +208,7 @@ resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
 	 * Content-Type, as under fcgiwrap: RFC 3875 6.3.1 has the server
 	 * not guess one. */
 	if (h.len == 0 && !seen.status) {
-		er = IDEM_EHANDLER;
+		er = resp_bad(&seen, "no header line (a blank line first)");
 		goto out;
 	}
 	if (seen.reason != NULL && (er = resp_keep_reason(&h, seen.status,
@@ -201,6 +221,10 @@ resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used)
 	*used = off;
 	return IDEM_OK;
 out:
+	if (er == IDEM_ETOOBIG)
+		seen.why = "a header block over 64 KiB";
+	if (why != NULL)
+		*why = seen.why;
 	buf_free(&h);
 	return er;
 }

@@ -27,10 +27,11 @@
  * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success sets
  * out's status and hdrs (at most RESP_HEAD_MAX; out must be initialised,
  * its body is left alone) and *used to the bytes consumed, blank line
- * included.
+ * included.  On IDEM_EHANDLER or IDEM_ETOOBIG, *why (when why is not
+ * NULL) says what was wrong, for the log.
  */
 enum idem_err resp_parse_cgi(const char *p, size_t len, struct answer *out,
-    size_t *used);
+    size_t *used, const char **why);
 
 /* 1 if name (len bytes) is a hop-by-hop header (Connection, Keep-Alive,
  * Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), which a replay must

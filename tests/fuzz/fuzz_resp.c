@@ -43,18 +43,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	answer_init(&h, RESP_HEAD_MAX, 0);
 	answer_init(&h2, RESP_HEAD_MAX, 0);
-	er = resp_parse_cgi(p, size, &h, &used);
+	er = resp_parse_cgi(p, size, &h, &used, NULL);
 	if (er == IDEM_OK) {
 		if (used == 0 || used > size || used > RESP_HEAD_MAX ||
 		    h.status < 100 || h.status > 599)
 			abort();
 		check_hdrs(&h.hdrs);
 		/* The block alone parses the same; one byte less does not. */
-		if (resp_parse_cgi(p, used, &h2, &used2) != IDEM_OK ||
+		if (resp_parse_cgi(p, used, &h2, &used2, NULL) != IDEM_OK ||
 		    used2 != used || h2.status != h.status ||
 		    h2.hdrs.len != h.hdrs.len)
 			abort();
-		if (resp_parse_cgi(p, used - 1, &h2, &used2) == IDEM_OK)
+		if (resp_parse_cgi(p, used - 1, &h2, &used2, NULL) == IDEM_OK)
 			abort();
 		buf_init(&out, RESP_HEAD_MAX);
 		if (resp_hdrs_for_replay(&h.hdrs, cookies, 2, &out) != IDEM_OK ||

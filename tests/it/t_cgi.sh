@@ -62,6 +62,8 @@ is_problem "crash" c 502 bad-gateway
 # each failure is one log line, by what saw it
 expect_eq "garbage: one log line saying why" 1 \
 	"$(grep -c "GET /payments: the handler's header block is not valid" "$T/gw.log")"
+expect_match "garbage: the line says what was wrong" \
+	"header block is not valid: a header name with a byte that is not a token's" "$(cat "$T/gw.log")"
 expect_eq "crash: one log line" 1 "$(grep -c 'GET /payments: handler killed by signal' "$T/gw.log")"
 expect_eq "bad output: no second, vaguer line" 0 "$(grep -c 'handler failed' "$T/gw.log")"
 

@@ -111,7 +111,7 @@ test_table(void)
 		enum idem_err er;
 
 		answer_init(&h, RESP_HEAD_MAX, 0);
-		er = resp_parse_cgi(c->in, len, &h, &used);
+		er = resp_parse_cgi(c->in, len, &h, &used, NULL);
 		if (er != c->want)
 			printf("case %zu: got %d want %d\n", i, er, c->want);
 		CHECK(er == c->want);
@@ -128,6 +128,38 @@ test_table(void)
 	}
 }
 
+/* A refused block says why, for the log. */
+static void
+test_why(void)
+{
+	static const struct {
+		const char	*in, *why;
+	} w[] = {
+		{ "hello world\n\n", "not a token's" },
+		{ "Xyz\n\n", "without a colon" },
+		{ ": a\n\n", "no name" },
+		{ "X: a\rb\n\n", "NUL or a bare CR" },
+		{ "X: a\x01\n\n", "control byte" },
+		{ "Status: 200\nStatus: 200\n\n", "two Status" },
+		{ "Status: 600\n\n", "100 to 599" },
+		{ "Status: 103 Early\n\n", "1xx" },
+		{ "Location:\n\n", "empty Location" },
+		{ "\n", "no header line" },
+	};
+	struct answer	 h;
+	const char	*why;
+	size_t		 i, used;
+
+	answer_init(&h, RESP_HEAD_MAX, 0);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		why = NULL;
+		CHECK(resp_parse_cgi(w[i].in, strlen(w[i].in), &h, &used,
+		    &why) == IDEM_EHANDLER);
+		CHECK(why != NULL && strstr(why, w[i].why) != NULL);
+	}
+	answer_free(&h);
+}
+
 /* NUL inside a value is refused; NUL in the body after the head is fine. */
 static void
 test_nul(void)
@@ -138,8 +170,8 @@ test_nul(void)
 	size_t used;
 
 	answer_init(&h, RESP_HEAD_MAX, 0);
-	CHECK(resp_parse_cgi(bad, sizeof(bad) - 1, &h, &used) == IDEM_EHANDLER);
-	CHECK(resp_parse_cgi(good, sizeof(good) - 1, &h, &used) == IDEM_OK);
+	CHECK(resp_parse_cgi(bad, sizeof(bad) - 1, &h, &used, NULL) == IDEM_EHANDLER);
+	CHECK(resp_parse_cgi(good, sizeof(good) - 1, &h, &used, NULL) == IDEM_OK);
 	CHECK(used == 18);
 	answer_free(&h);
 }
@@ -155,13 +187,13 @@ test_incremental(void)
 
 	answer_init(&h, RESP_HEAD_MAX, 0);
 	for (n = 0; n < end; n++)
-		if (resp_parse_cgi(in, n, &h, &used) != IDEM_EAGAIN)
+		if (resp_parse_cgi(in, n, &h, &used, NULL) != IDEM_EAGAIN)
 			again = 0;
 	CHECK(again);
-	CHECK(resp_parse_cgi(in, end, &h, &used) == IDEM_OK);
+	CHECK(resp_parse_cgi(in, end, &h, &used, NULL) == IDEM_OK);
 	CHECK(used == end && h.status == 201);
 	/* Parsing into a used head replaces its content. */
-	CHECK(resp_parse_cgi(in, strlen(in), &h, &used) == IDEM_OK);
+	CHECK(resp_parse_cgi(in, strlen(in), &h, &used, NULL) == IDEM_OK);
 	CHECK(h.hdrs.len == strlen("Status: 201 Created\r\nContent-Type: x/y\r\n"));
 	answer_free(&h);
 	answer_free(NULL);
@@ -194,13 +226,13 @@ test_limit(void)
 
 	answer_init(&h, RESP_HEAD_MAX, 0);
 	p = big_head(RESP_HEAD_MAX);
-	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 4, &h, &used) == IDEM_OK);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 4, &h, &used, NULL) == IDEM_OK);
 	CHECK(used == RESP_HEAD_MAX);
 	free(p);
 	p = big_head(RESP_HEAD_MAX + 1);
-	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX, &h, &used) == IDEM_EAGAIN);
-	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 1, &h, &used) == IDEM_ETOOBIG);
-	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 5, &h, &used) == IDEM_ETOOBIG);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX, &h, &used, NULL) == IDEM_EAGAIN);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 1, &h, &used, NULL) == IDEM_ETOOBIG);
+	CHECK(resp_parse_cgi(p, RESP_HEAD_MAX + 5, &h, &used, NULL) == IDEM_ETOOBIG);
 	free(p);
 	answer_free(&h);
 }
@@ -358,7 +390,7 @@ test_reason_max(void)
 		snprintf(in, sizeof(in), "Status: 299 %0*d\n\n", n, 7);
 		snprintf(want, sizeof(want), "Status: 299 %0*d\r\n", n, 7);
 		answer_init(&h, RESP_HEAD_MAX, 0);
-		CHECK(resp_parse_cgi(in, strlen(in), &h, &used) == IDEM_OK);
+		CHECK(resp_parse_cgi(in, strlen(in), &h, &used, NULL) == IDEM_OK);
 		CHECK(h.status == 299);
 		if (n == RESP_REASON_MAX)
 			CHECK(h.hdrs.len == strlen(want) &&
@@ -374,6 +406,7 @@ main(void)
 {
 	test_table();
 	test_nul();
+	test_why();
 	test_incremental();
 	test_reason_max();
 	test_limit();

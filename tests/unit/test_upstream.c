@@ -73,7 +73,7 @@ test_hello(void)
 	    "Content-Type: text/plain\r\n\r\nhello\n", 34) == 0);
 	answer_init(&h, RESP_HEAD_MAX, 0);
 	CHECK(s.b.len > 0 &&
-	    resp_parse_cgi(s.b.p, s.b.len, &h, &used) == IDEM_OK);
+	    resp_parse_cgi(s.b.p, s.b.len, &h, &used, NULL) == IDEM_OK);
 	CHECK(h.status == 200 && used == 28);
 	answer_free(&h);
 	buf_free(&s.b);
@@ -105,7 +105,7 @@ test_echo(const char *addr, size_t n, int with_cl)
 	    IDEM_OK);
 	answer_init(&h, RESP_HEAD_MAX, 0);
 	CHECK(s.b.len > 0 &&
-	    resp_parse_cgi(s.b.p, s.b.len, &h, &used) == IDEM_OK);
+	    resp_parse_cgi(s.b.p, s.b.len, &h, &used, NULL) == IDEM_OK);
 	CHECK(s.b.len == used + n && (n == 0 ||
 	    memcmp(s.b.p + used, body, n) == 0));
 	v = resp_hdr_get(&h.hdrs, "X-Method", &vl);
