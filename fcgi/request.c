@@ -20,6 +20,7 @@ enum body_fit {
 	BODY_TOO_LARGE,		/* past max_body: 413 */
 	BODY_SHORT,		/* less than CONTENT_LENGTH: no answer */
 	BODY_LONG,		/* more than CONTENT_LENGTH: 400 */
+	BODY_BAD_LENGTH,	/* CONTENT_LENGTH no length: 400 */
 };
 
 /* What request_admit left to do. */
@@ -44,7 +45,8 @@ request_body_fit(struct request *r, const struct job *j, size_t *want)
 		r->had_length = 1;
 		if (*want > r->route->max_body)
 			return BODY_TOO_LARGE;
-	}
+	} else if (cl != NULL && *cl != '\0')
+		return BODY_BAD_LENGTH;
 	if (j->fc.body_over || j->fc.body.len > r->route->max_body)
 		return BODY_TOO_LARGE;
 	if (r->had_length && j->fc.body.len < *want)
@@ -59,7 +61,9 @@ request_body_fit(struct request *r, const struct job *j, size_t *want)
  * BODY_SHORT when it is shorter than CONTENT_LENGTH said (the client went
  * away mid-body: no answer possible); BODY_LONG when longer (a web server
  * that lies, a crafted record: which length the handler would read is
- * anyone's guess).
+ * anyone's guess), and BODY_BAD_LENGTH when CONTENT_LENGTH is given but
+ * not digits alone ("3abc", "-1", "0x5": PHP reads 3, a CGI may read
+ * anything) for the same reason.
  */
 static enum body_fit
 request_take_body(struct request *r, struct job *j)
@@ -72,6 +76,9 @@ request_take_body(struct request *r, struct job *j)
 		log_warn("%s: body of %zu bytes where CONTENT_LENGTH says %zu: "
 		    "%s", r->tag, j->fc.body.len, want, j->fc.body.len < want ?
 		    "cut short" : "longer than announced");
+	if (fit == BODY_BAD_LENGTH)
+		log_warn("%s: CONTENT_LENGTH is not a length (digits only)",
+		    r->tag);
 	if (fit != BODY_WHOLE)
 		return fit;
 	/* The body moves into the request (no copy). */
@@ -153,7 +160,7 @@ request_admit(struct gw_ctx *ctx, struct request *r, char **envp,
 		reply_problem(r->out, PROB_BODY_TOO_LARGE, 0, 0, NULL);
 		return ADMIT_ANSWERED;
 	}
-	if (fit == BODY_LONG) {
+	if (fit == BODY_LONG || fit == BODY_BAD_LENGTH) {
 		reply_problem(r->out, PROB_BODY_MISMATCH, 0, 0, NULL);
 		return ADMIT_ANSWERED;
 	}

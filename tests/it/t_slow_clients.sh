@@ -176,15 +176,17 @@ PY
 # crafted record): 400 problem+json, no run, and a log line that says
 # which way it was wrong.
 n0=$(runs pay)
-python3 - "$T/gw.sock" <<'PY' >"$T/long.out" 2>&1
+# cl_send CONTENT_LENGTH BODY: one POST /pay straight to the socket.
+cl_send() {
+	python3 - "$T/gw.sock" "$1" "$2" <<'PY' 2>&1
 import socket, struct, sys
 def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
 def pair(n, v): return bytes([len(n), len(v)]) + n + v
 p = (pair(b"REQUEST_METHOD", b"POST") + pair(b"REQUEST_URI", b"/pay") +
-     pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", b"5"))
+     pair(b"SCRIPT_NAME", b"/pay") + pair(b"CONTENT_LENGTH", sys.argv[2].encode()))
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
 s.sendall(rec(1, struct.pack(">HB5x", 1, 0)) + rec(4, p) + rec(4, b"") +
-          rec(5, b"0123456789") + rec(5, b""))
+          rec(5, sys.argv[3].encode()) + rec(5, b""))
 got = b""
 while True:
     b = s.recv(65536)
@@ -193,9 +195,18 @@ while True:
 print("400" if b"Status: 400" in got else "no 400")
 print("problem" if b"body-length-mismatch" in got and b"application/problem+json" in got else "no problem")
 PY
+}
+cl_send 5 0123456789 >"$T/long.out"
 expect_eq "body longer than CONTENT_LENGTH: 400 problem+json" "400 problem" "$(tr '\n' ' ' <"$T/long.out" | sed 's/ $//')"
 expect_eq "body longer than CONTENT_LENGTH: no run" "$n0" "$(runs pay)"
 expect_match "body longer than CONTENT_LENGTH: the log says so" 'body of 10 bytes where CONTENT_LENGTH says 5: longer than announced' "$(cat "$T/gw.log")"
+# A CONTENT_LENGTH that is not digits alone: how much a handler reads is
+# its own guess (PHP reads "3abc" as 3), so nothing runs either.
+for v in 3abc -1 0x7 1e1 '7 ' 99999999999999999999999; do
+	expect_eq "CONTENT_LENGTH '$v': 400 problem+json" "400 problem" "$(cl_send "$v" 'a=1&b=2' | tr '\n' ' ' | sed 's/ $//')"
+done
+expect_eq "CONTENT_LENGTH not a length: no run" "$n0" "$(runs pay)"
+expect_match "CONTENT_LENGTH not a length: the log says so" 'CONTENT_LENGTH is not a length' "$(cat "$T/gw.log")"
 n0=$(runs pay)
 mpx "$T/gw.sock" "$(new_key)" 10 0 0 >"$T/mpx.out" 2>&1
 expect_match "another BEGIN after a whole request: it is answered" '^answered' "$(cat "$T/mpx.out")"
