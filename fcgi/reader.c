@@ -238,9 +238,10 @@ reader_collect(void *arg, const void *p, size_t n)
 }
 
 /*
- * Answers j's request with problem p before it is whole (STDOUT, then
- * END_REQUEST) and closes it; j has left the reader's set.  The web server
- * may still be sending: the answer is in its socket before the close.
+ * Answers j's request with problem p (Retry-After: 1) before it is whole:
+ * STDOUT, then END_REQUEST, not waiting, then the end of what j sends.
+ * The web server may still be sending: j stays open for reading, its
+ * input dropped until it ends, so the answer is not lost to a reset.
  */
 static void
 reader_refuse(struct job *j, enum problem p)
@@ -258,8 +259,11 @@ reader_refuse(struct job *j, enum problem p)
 	    IDEM_OK)
 		(void)reader_reply(j);
 	buf_free(&out);
-	j->linger = 1;		/* its body is still coming */
-	job_close(j);
+	/* Nothing more goes out: the FIN ends the answer for a web server
+	 * that reads to the close (nginx without fastcgi_keep_conn), which
+	 * then stops sending and closes its side. */
+	buf_reset(&j->fc.reply);
+	(void)shutdown(j->fd, SHUT_WR);
 }
 
 /* What max_pending_body bounds: bytes of requests still arriving and of
@@ -276,10 +280,13 @@ reader_held(const struct reader *rd)
  * max_pending_body (with what the ready queue holds), a request still
  * arriving that holds more than READER_SMALL, while the others hold more
  * than READER_SMALL too, is refused (503): one request alone is bounded
- * by max_body, and small ones always pass.  Returns 0 if j may go on, -1
- * if it was refused and closed.
+ * by max_body, and small ones always pass.  A refused request's body goes
+ * at once, its 503 goes at once, and the rest of its body is read and
+ * dropped as it comes, as for 413 (fconn): a web server that sends the
+ * whole body before it reads (Apache, nginx) gets the answer, not a
+ * broken pipe (nginx made that a 502).
  */
-static int
+static void
 reader_account(struct reader *rd, struct job *j)
 {
 	size_t	 now = j->fc.params.len + j->fc.body.len, all;
@@ -289,15 +296,18 @@ reader_account(struct reader *rd, struct job *j)
 	all = reader_held(rd);
 	/* Others holding no more than a small request's bytes leave j
 	 * alone: bounded by its max_body. */
-	if (all <= rd->max_pending || now <= READER_SMALL ||
+	if (j->refused || all <= rd->max_pending || now <= READER_SMALL ||
 	    all - now <= READER_SMALL || j->fc.id == 0)
-		return 0;
+		return;
 	log_warn("requests arriving or waiting for a thread hold %zu bytes, "
 	    "over max_pending_body (%zu): one holding %zu refused (503)",
 	    all, rd->max_pending, now);
-	reader_forget(rd, j);
 	reader_refuse(j, PROB_OVERLOADED);
-	return -1;
+	j->refused = 1;
+	j->fc.body_over = 1;
+	buf_free(&j->fc.body);
+	rd->pending -= j->held - j->fc.params.len;
+	j->held = j->fc.params.len;
 }
 
 /* Queues j for a request thread (rd->mu held). */
@@ -580,8 +590,7 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 		if (reader_reply(j) != 0)
 			er = IDEM_EINVAL;
 		if (er == IDEM_EAGAIN) {
-			if (reader_account(rd, j) != 0)
-				return;
+			reader_account(rd, j);
 			continue;
 		}
 		reader_forget(rd, j);
@@ -601,6 +610,10 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 				    "its answer");
 			j->fc.keep_conn = 0;
 			j->linger = 1;
+		}
+		if (j->refused) {	/* answered: its body is read */
+			job_close(j);
+			return;
 		}
 		if (j->fc.body_over)
 			j->linger = 1;	/* the rest of the body is unread */

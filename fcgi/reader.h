@@ -38,6 +38,8 @@ struct job {
 	struct park	 park;		/* a waiter parked (fcgi/park.h) */
 	int		 linger;	/* unread input may follow: drain
 					 * it before closing */
+	int		 refused;	/* over max_pending_body: its body
+					 * is dropped as it comes, then 503 */
 	struct job	*next;
 };
 
