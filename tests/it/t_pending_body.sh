@@ -40,10 +40,13 @@ def request(uri, key, body, whole=True):
     out = [rec(1, struct.pack(">HB5x", 1, 0)), rec(4, params), rec(4, b"")]
     out += [rec(5, body[i:i + 65535]) for i in range(0, len(body), 65535)]
     return b"".join(out + [rec(5, b"")] if whole else out)
-def read_all(s):
+END = b"\x01\x03\x00\x01\x00\x08"  # END_REQUEST of request 1
+def read_all(s, until=None):
+    # To EOF, or to the bytes until (an answer's END_REQUEST: a refused
+    # upload stays open while its body may still come, read and dropped).
     got = b""
     try:
-        while True:
+        while until is None or until not in got:
             b = s.recv(65536)
             if not b:
                 break
@@ -51,19 +54,8 @@ def read_all(s):
     except OSError:
         pass
     return got
-END = b"\x01\x03\x00\x01\x00\x08"  # END_REQUEST of request 1
 def answer(s):
-    # A refused upload's answer ends with END_REQUEST; the connection
-    # stays open while its body may still come (it is read and dropped).
-    got = b""
-    try:
-        while END not in got:
-            b = s.recv(65536)
-            if not b:
-                break
-            got += b
-    except OSError:
-        pass
+    got = read_all(s, END)
     ok = b"Status: 503" in got and b"gateway-overloaded" in got
     return "refused" if ok else "cut %r" % got[:80]
 if mode == "warm":  # create, then replay once: read whole
