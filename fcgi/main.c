@@ -233,6 +233,7 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	log_open("idemgate", cfg->log_syslog);
+	proc_nofile_raise();
 	start_hkey(cfg);
 	problem_set_base(cfg->problem_base_url);
 	return super_run(cfg);

@@ -26,6 +26,7 @@
 					 * thread */
 #define READER_IDLE_MS		300000	/* a kept connection may idle this */
 #define READER_TICK_MS		1000
+#define READER_ACCEPT_PAUSE_MS	100	/* out of descriptors: not accepting */
 #define READER_PARK_MAX		4096	/* waiters parked, per worker */
 /* A request still arriving with no more than this buffered is never
  * refused for max_pending_body: small requests pass while large stalled
@@ -43,6 +44,10 @@ struct reader {
 	int			 lfd, ep, evfd;
 	int			 pep;		/* parked connections: a
 						 * hang-up (under mu) */
+	int64_t			 accept_at;	/* not accepting (out of
+						 * descriptors) until then;
+						 * 0: accepting */
+	int64_t			 emfile_logged;	/* when last said */
 	int64_t			 timeout_ms;
 	size_t			 max_body;
 	pthread_t		 tid;
@@ -182,6 +187,47 @@ reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
 
 static void	reader_input(struct reader *, struct job *, int64_t);
 
+/*
+ * Out of descriptors (or memory): the listen socket stays readable, so
+ * it leaves the epoll set for READER_ACCEPT_PAUSE_MS, as nginx does,
+ * rather than wake this reader at once again and again; said once every
+ * 10 s at most.  Other workers, and this one's open connections, go on.
+ */
+static void
+reader_accept_pause(struct reader *rd, int64_t now, int err)
+{
+	if (rd->emfile_logged == 0 || now - rd->emfile_logged >= 10000) {
+		log_err("accept: %s; not accepting for %d ms (raise the "
+		    "open files limit: LimitNOFILE=)", strerror(err),
+		    READER_ACCEPT_PAUSE_MS);
+		rd->emfile_logged = now;
+	}
+	if (rd->accept_at == 0)
+		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
+	rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
+}
+
+/* Takes the listen socket back into the epoll set once a pause is over;
+ * the time to look again otherwise. */
+static int64_t
+reader_accept_resume(struct reader *rd, int64_t now, int64_t next)
+{
+	struct epoll_event	 ev;
+
+	if (rd->accept_at == 0 || rd->draining)
+		return next;
+	if (now < rd->accept_at)
+		return rd->accept_at < next ? rd->accept_at : next;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	ev.data.ptr = &rd->lfd;
+	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->lfd, &ev) == 0)
+		rd->accept_at = 0;
+	else
+		rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
+	return next;
+}
+
 /* Accepts up to 64 connections; 1 if there may be more. */
 static int
 reader_accept(struct reader *rd, int64_t now)
@@ -191,6 +237,11 @@ reader_accept(struct reader *rd, int64_t now)
 
 	for (i = 0; i < 64; i++) {
 		fd = accept4(rd->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
+		    errno == ENOBUFS || errno == ENOMEM)) {
+			reader_accept_pause(rd, now, errno);
+			return 0;
+		}
 		if (fd < 0)
 			return 0;	/* EAGAIN: another worker took it, or
 					 * none */
@@ -758,6 +809,7 @@ reader_main(void *arg)
 		if (poked || now >= park_next)
 			park_next = reader_unpark(rd, now);
 		next = reader_expire(rd, now);
+		next = reader_accept_resume(rd, now, next);
 		if (rd->draining) {
 			/* Returned before the stop, its poke maybe not yet
 			 * seen: read, not left until the threads end. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "proc.h"
 
 /*
@@ -256,6 +257,34 @@ proc_kill_env(const char *entry)
 	}
 	closedir(d);
 	return n;
+}
+
+static struct rlimit	nofile_start;	/* before proc_nofile_raise */
+static int		nofile_raised;
+
+void
+proc_nofile_raise(void)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	nofile_start = rl;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		log_warn("cannot raise the open files limit from %llu: %s",
+		    (unsigned long long)nofile_start.rlim_cur,
+		    strerror(errno));
+		return;
+	}
+	nofile_raised = 1;
+}
+
+void
+proc_nofile_child(void)
+{
+	if (nofile_raised)
+		(void)setrlimit(RLIMIT_NOFILE, &nofile_start);
 }
 
 void

@@ -30,6 +30,18 @@ ssize_t proc_children(pid_t *pids, size_t max);
 const char *proc_start(void);
 
 /*
+ * Every connection, parked retry and upstream is a descriptor: raises the
+ * soft open-files limit to the hard one (1024 and 524288 under systemd),
+ * as systemd advises a service that needs many to do, logging a refusal.
+ * proc_nofile_child puts the limit this process started with back, in a
+ * child before exec (system calls only: safe after vfork): a program
+ * that loops over every possible descriptor, or uses select(2), gets the
+ * limit it would have had.
+ */
+void proc_nofile_raise(void);
+void proc_nofile_child(void);
+
+/*
  * Closes every fd from lowfd up: close_range(2), or where that is refused
  * (a kernel before 5.9, a seccomp profile that predates it) one close(2)
  * after another up to RLIMIT_NOFILE, 65536 at most.  System calls only:

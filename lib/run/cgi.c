@@ -298,6 +298,7 @@ cgi_child(const struct cgi_run *r, const char *dir, char *const *argv,
 	    (err != 2 ? dup2(err, 2) == -1 : fcntl(2, F_SETFD, 0) == -1))
 		goto fail;
 	proc_closefrom(3);
+	proc_nofile_child();
 	if (dir != NULL && chdir(dir) != 0)
 		goto fail;
 	cgi_child_signals();
