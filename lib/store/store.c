@@ -796,8 +796,9 @@ store_finish(struct store *st, const struct claim *c, enum stmt_id sid,
 		return er;
 	}
 	/* Written, or never to be: the kept sessions may go. */
-	store_graves_close(st);
 	n = stmt_rows(s);
+	store_graves_kill(st, c);
+	store_graves_close(st);
 	if (n == 1) {
 		if (sid == STMT_COMPLETE)
 			seen_add(st, c->lockname);
@@ -966,6 +967,7 @@ store_release(struct store *st, const struct claim *c)
 		er2 = store_unlock(st, c->lockname);
 	if (er != IDEM_OK)
 		return er;
+	store_graves_kill(st, c);
 	store_graves_close(st);
 	if (er2 != IDEM_OK)
 		return er2;

@@ -1,4 +1,8 @@
 /* Store's bottom: client set-up, deadlines, connecting, what errors mean. */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -59,11 +63,30 @@ store_io_store(struct store *st)
 	return was;
 }
 
+static int	sock_lost(int fd, struct store_lost *l);
+
+/* Notes a TCP connection about to be given up, for store_kill_lost. */
+static void
+io_lost(struct store *st, my_socket fd)
+{
+	struct store_lost	 l;
+
+	if (sock_lost((int)fd, &l) != 0)
+		return;
+	if (st->nlost == STORE_LOST_MAX) {
+		memmove(&st->lost[0], &st->lost[1],
+		    (STORE_LOST_MAX - 1) * sizeof(st->lost[0]));
+		st->nlost--;
+	}
+	st->lost[st->nlost++] = l;
+}
+
 /*
  * The wait for fd timed out: the client library is about to close it.  If
  * it is the connection that holds this thread's live claim's named lock,
  * a dup keeps it open (store.h: STORE_GRAVES), so the server, however
- * late it answers again, keeps the session and the lock.
+ * late it answers again, keeps the session and the lock.  Any other is
+ * noted (io_lost), for its session to be ended once the server answers.
  */
 static void
 io_keep(my_socket fd)
@@ -71,12 +94,18 @@ io_keep(my_socket fd)
 	struct store	*st = io_st;
 	int		 nfd;
 
-	if (st == NULL || !st->held || st->my == NULL ||
+	if (st == NULL)
+		return;
+	if (!st->held || st->my == NULL ||
 	    st->generation != st->lock_gen || st->ngrave >= STORE_GRAVES ||
-	    mysql_get_socket(st->my) != fd)
+	    mysql_get_socket(st->my) != fd) {
+		io_lost(st, fd);
 		return;
-	if ((nfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3)) == -1)
+	}
+	if ((nfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3)) == -1) {
+		io_lost(st, fd);
 		return;
+	}
 	st->grave[st->ngrave++] = nfd;
 	st->grave_tid = mysql_thread_id(st->my);
 	st->lock_gen = 0;	/* that connection is done with */
@@ -108,6 +137,79 @@ io_wait(my_socket fd, my_bool is_read, int timeout)
 			io_keep(fd);
 		return rc;
 	}
+}
+
+/* Our port and the server's address of fd, a TCP socket; -1 otherwise
+ * (a unix socket's close reaches the server at once). */
+static int
+sock_lost(int fd, struct store_lost *l)
+{
+	struct sockaddr_storage	 me;
+	socklen_t		 ml = sizeof(me);
+
+	memset(l, 0, sizeof(*l));
+	l->peerlen = sizeof(l->peer);
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+	    getpeername(fd, (struct sockaddr *)&l->peer, &l->peerlen) != 0)
+		return -1;
+	if (me.ss_family == AF_INET)
+		l->port = ntohs(((struct sockaddr_in *)&me)->sin_port);
+	else if (me.ss_family == AF_INET6)
+		l->port = ntohs(((struct sockaddr_in6 *)&me)->sin6_port);
+	else
+		return -1;
+	return 0;
+}
+
+/* KILLs the session of l, if st is connected to l's server and that
+ * server has one of this user from our address with l's port. */
+static void
+kill_session(struct store *st, const struct store_lost *l)
+{
+	struct store_lost	 cur;
+	MYSQL_BIND		 par[1];
+	MYSQL_STMT		*s;
+	char			 port[12];
+	int64_t			 id = 0;
+
+	if (st->my == NULL ||
+	    sock_lost((int)mysql_get_socket(st->my), &cur) != 0 ||
+	    cur.peerlen != l->peerlen ||
+	    memcmp(&cur.peer, &l->peer, l->peerlen) != 0)
+		return;
+	snprintf(port, sizeof(port), "%u", l->port);
+	store_bind_str(&par[0], port);
+	if (store_scalar(st, STMT_LOST_ID, par, 0, &id) != IDEM_OK || id <= 0)
+		return;
+	store_bind_i64(&par[0], &id);
+	(void)store_exec(st, STMT_KILL, par, 0, &s);
+}
+
+void
+store_kill_lost(struct store *st)
+{
+	struct store_lost	 l[STORE_LOST_MAX];
+	unsigned		 i, n = st->nlost;
+
+	/* Taken first: a timeout in these calls notes its own. */
+	memcpy(l, st->lost, n * sizeof(l[0]));
+	st->nlost = 0;
+	for (i = 0; i < n && st->my != NULL; i++)
+		kill_session(st, &l[i]);
+}
+
+void
+store_graves_kill(struct store *st, const struct claim *c)
+{
+	struct store_lost	 l;
+	unsigned		 i;
+
+	for (i = 0; i < st->ngrave; i++)
+		if (sock_lost(st->grave[i], &l) == 0)
+			kill_session(st, &l);
+	for (i = 0; c != NULL && i < c->ngrave; i++)
+		if (sock_lost(c->grave[i], &l) == 0)
+			kill_session(st, &l);
 }
 
 void

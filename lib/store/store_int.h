@@ -2,6 +2,8 @@
 #ifndef IDEM_STORE_INT_H
 #define IDEM_STORE_INT_H
 
+#include <sys/socket.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +39,8 @@ enum stmt_id {
 	STMT_EPOCH,
 	STMT_BOOT,
 	STMT_LEGACY,		/* a row hashed before the key: store_hkey.c */
+	STMT_LOST_ID,		/* a session we lost: store_conn.c */
+	STMT_KILL,
 	STMT__COUNT
 };
 
@@ -46,6 +50,15 @@ extern const char *const store_stmt_sql[STMT__COUNT];
 /* Galera's text where it differs (NULL: the same); lib/store/store.c says
  * why. */
 extern const char *const store_stmt_sql_galera[STMT__COUNT];
+
+/* A TCP connection of ours the server may still hold a session for: the
+ * server it went to and our port. */
+#define STORE_LOST_MAX	8
+struct store_lost {
+	struct sockaddr_storage	 peer;
+	socklen_t		 peerlen;
+	unsigned		 port;
+};
 
 /* One connection (lib/store/store_conn.c) and what the claim logic
  * (lib/store/store.c) remembers about it. */
@@ -91,6 +104,12 @@ struct store {
 	int			 grave[STORE_GRAVES];
 	unsigned		 ngrave;
 	uint64_t		 grave_tid;
+
+	/* TCP connections given up on a timeout, whose sessions the server
+	 * may keep (their close lost in a partition): ended with KILL once
+	 * a connection to the same server answers (store_kill_lost). */
+	struct store_lost	 lost[STORE_LOST_MAX];
+	unsigned		 nlost;
 };
 
 /* This thread's store in a call, for the socket wait's timeout to keep
@@ -101,6 +120,19 @@ struct store *store_io_store(struct store *st);
 /* Closes st's kept sockets: its claim's outcome is written, or it has no
  * live claim any more. */
 void store_graves_close(struct store *st);
+
+/*
+ * Ends, with KILL, the server's sessions of st's kept sockets and of c's
+ * (c may be NULL): the claim's outcome is written, and a socket closed in
+ * a partition may take minutes to tell the server (its FIN retransmitted
+ * behind unacknowledged bytes), the key's named lock held all that while.
+ * Only sessions on the server st is connected to, named by our address
+ * and port as the server sees them.
+ */
+void store_graves_kill(struct store *st, const struct claim *c);
+
+/* Ends the sessions of st->lost on the server st just connected to. */
+void store_kill_lost(struct store *st);
 
 /* This thread's store calls give up at deadline (CLOCK_MONOTONIC ms;
  * 0: no deadline): every wait of the client library on its socket ends

@@ -352,7 +352,13 @@ store_connect(struct store *st)
 			er = connect_facts(st);
 		if (er == IDEM_OK) {
 			st->group_cur = st->group_next = i;
-			return IDEM_OK;
+			/* Sessions of connections lost to this server go
+			 * now, not when their close gets through. */
+			if (st->nlost > 0)
+				store_kill_lost(st);
+			if (st->my != NULL)
+				return IDEM_OK;
+			er = IDEM_ESTORE;
 		}
 		if (er == IDEM_ENOMEM)
 			break;
