@@ -142,8 +142,7 @@ board_store(struct store *st, int up)
 	if (me == NULL)
 		return;
 	atomic_store(&me->store_up, up);
-	if (!up)
-		atomic_store(&me->store_errno, store_errno(st));
+	atomic_store(&me->store_errno, up ? 0 : store_errno(st));
 }
 
 static void

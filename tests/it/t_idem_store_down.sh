@@ -11,7 +11,13 @@ handler = cgi:$PAY
 
 [route /pass]
 handler = cgi:$PASS
-on_store_error = pass" || { done_testing; exit 1; }
+on_store_error = pass" "workers = 1" "status_path = /idemgate-status" ||
+	{ done_testing; exit 1; }
+# wstore: the one worker's "store" and "store_errno" on the status page
+wstore() {
+	http st GET "$(url web '/idemgate-status?json')"
+	python3 -c 'import json, sys; w = json.load(sys.stdin)["workers"][0]; print(w["store"], w["store_errno"])' <"$T/st.b"
+}
 U=$(url web /payments)
 
 K=$(new_key)
@@ -30,6 +36,7 @@ expect_nomatch "MySQL down: no internal text" 'mysql|MariaDB|socket|/tmp|errno|S
 http b2 POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
 expect_eq "MySQL down: even a known (cached) key gets 503" 503 "$HS"
 expect_eq "MySQL down: handler not run" "$n" "$(runs pay)"
+expect_match "MySQL down: the status page says so, with the error" '^down [1-9][0-9]*$' "$(wstore)"
 http c GET "$U?unprotected=1"
 expect_eq "MySQL down: unprotected GET still served" 201 "$HS"
 http d POST "$(url web /pass)" -H "Idempotency-Key: $(new_key)" --data-binary 'd'
@@ -45,6 +52,7 @@ served() {
 }
 if wait_until 15 served; then ok "MySQL back: served again"; else not_ok "MySQL back: served again" "still 503"; fi
 expect_eq "MySQL back: created" created "$(hdr e Idempotency-Result)"
+expect_eq "MySQL back: the status page says up, with no error" "up 0" "$(wstore)"
 http f POST "$U" -H "Idempotency-Key: $K" --data-binary 'a'
 expect_eq "MySQL back: key from before the outage replays" reused "$(hdr f Idempotency-Result)"
 expect_file_eq "MySQL back: same body as before the outage" "$T/a.b" "$T/f.b"
