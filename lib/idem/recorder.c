@@ -281,6 +281,7 @@ recorder_add(struct recorder *rc, enum rec_op op, const struct claim *c,
 	}
 	/* Last: on failure above they are still the caller's. */
 	memcpy(it->c.grave, c->grave, sizeof(it->c.grave));
+	memcpy(it->c.grave_id, c->grave_id, sizeof(it->c.grave_id));
 	it->c.ngrave = c->ngrave;
 	pthread_mutex_lock(&rc->mu);
 	rec_push(rc, it);

@@ -160,6 +160,7 @@ struct claim {
 	/* Sockets of lost connections whose session holds the key's named
 	 * lock (store_graves_take), owned: claim_reset closes them. */
 	int		 grave[STORE_GRAVES];
+	uint64_t	 grave_id[STORE_GRAVES];	/* their sessions */
 	unsigned	 ngrave;
 	/* CLAIM_NEW, set by the owner before its outcome is recorded: the
 	 * run ended with its answer (nothing of it runs on), so the key

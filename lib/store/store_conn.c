@@ -65,14 +65,18 @@ store_io_store(struct store *st)
 
 static int	sock_lost(int fd, struct store_lost *l);
 
-/* Notes a TCP connection about to be given up, for store_kill_lost. */
+/* Notes st's TCP connection, about to be given up, for store_kill_lost;
+ * not one given up while ending others (a server too slow for those). */
 static void
 io_lost(struct store *st, my_socket fd)
 {
 	struct store_lost	 l;
 
-	if (sock_lost((int)fd, &l) != 0)
+	if (st->killing || st->my == NULL || mysql_get_socket(st->my) != fd ||
+	    sock_lost((int)fd, &l) != 0)
 		return;
+	l.id = mysql_thread_id(st->my);
+	l.at_ms = clock_now_ms();
 	if (st->nlost == STORE_LOST_MAX) {
 		memmove(&st->lost[0], &st->lost[1],
 		    (STORE_LOST_MAX - 1) * sizeof(st->lost[0]));
@@ -97,15 +101,17 @@ io_keep(my_socket fd)
 	if (st == NULL)
 		return;
 	if (!st->held || st->my == NULL ||
-	    st->generation != st->lock_gen || st->ngrave >= STORE_GRAVES ||
+	    st->generation != st->lock_gen ||
 	    mysql_get_socket(st->my) != fd) {
 		io_lost(st, fd);
 		return;
 	}
-	if ((nfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3)) == -1) {
-		io_lost(st, fd);
+	/* The live claim's lock, not kept (out of room, or of fds): its
+	 * close goes when it goes, never hastened by a KILL. */
+	if (st->ngrave >= STORE_GRAVES ||
+	    (nfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3)) == -1)
 		return;
-	}
+	st->grave_id[st->ngrave] = mysql_thread_id(st->my);
 	st->grave[st->ngrave++] = nfd;
 	st->grave_tid = mysql_thread_id(st->my);
 	st->lock_gen = 0;	/* that connection is done with */
@@ -161,55 +167,94 @@ sock_lost(int fd, struct store_lost *l)
 	return 0;
 }
 
-/* KILLs the session of l, if st is connected to l's server and that
- * server has one of this user from our address with l's port. */
-static void
+/* How long a lost connection's session is looked for: past it, its
+ * close has reached the server or never will before keepalive. */
+#define LOST_KEEP_MS	(3600 * 1000)
+
+/*
+ * KILLs the session of l, if st is connected to l's server and that
+ * server has it: l's id, this user's, from our address with l's port.
+ * 0, or -1 when a statement failed (the rest are left alone).
+ */
+static int
 kill_session(struct store *st, const struct store_lost *l)
 {
 	struct store_lost	 cur;
-	MYSQL_BIND		 par[1];
+	MYSQL_BIND		 par[2];
 	MYSQL_STMT		*s;
 	char			 port[12];
-	int64_t			 id = 0;
+	int64_t			 id = (int64_t)l->id, got = 0;
+	enum idem_err		 er;
 
-	if (st->my == NULL ||
+	if (l->id == 0 || st->my == NULL ||
 	    sock_lost((int)mysql_get_socket(st->my), &cur) != 0 ||
 	    cur.peerlen != l->peerlen ||
 	    memcmp(&cur.peer, &l->peer, l->peerlen) != 0)
-		return;
+		return 0;
 	snprintf(port, sizeof(port), "%u", l->port);
-	store_bind_str(&par[0], port);
-	if (store_scalar(st, STMT_LOST_ID, par, 0, &id) != IDEM_OK || id <= 0)
-		return;
 	store_bind_i64(&par[0], &id);
-	(void)store_exec(st, STMT_KILL, par, 0, &s);
+	store_bind_str(&par[1], port);
+	er = store_scalar(st, STMT_LOST_ID, par, 0, &got);
+	if (er == IDEM_ENOTFOUND)
+		return 0;
+	if (er != IDEM_OK || got != id)
+		return -1;
+	/* 1094: it ended meanwhile. */
+	if (store_exec(st, STMT_KILL, par, 0, &s) != IDEM_OK &&
+	    st->errnum != ER_NO_SUCH_THREAD)
+		return -1;
+	return 0;
+}
+
+/* kill_session for each of n, within the call's deadline, uncounted and
+ * leaving no error behind; the first failure ends it. */
+static void
+kill_sessions(struct store *st, const struct store_lost *l, unsigned n)
+{
+	uint64_t	 trips = st->round_trips;
+	int64_t		 now = clock_now_ms();
+	unsigned	 i;
+
+	st->killing = 1;
+	for (i = 0; i < n && st->my != NULL; i++)
+		if (now - l[i].at_ms <= LOST_KEEP_MS &&
+		    kill_session(st, &l[i]) != 0)
+			break;
+	st->killing = 0;
+	st->round_trips = trips;
+	if (st->my != NULL)
+		st->errnum = 0;
 }
 
 void
 store_kill_lost(struct store *st)
 {
 	struct store_lost	 l[STORE_LOST_MAX];
-	unsigned		 i, n = st->nlost;
+	unsigned		 n = st->nlost;
 
-	/* Taken first: a timeout in these calls notes its own. */
 	memcpy(l, st->lost, n * sizeof(l[0]));
 	st->nlost = 0;
-	for (i = 0; i < n && st->my != NULL; i++)
-		kill_session(st, &l[i]);
+	kill_sessions(st, l, n);
 }
 
 void
 store_graves_kill(struct store *st, const struct claim *c)
 {
-	struct store_lost	 l;
-	unsigned		 i;
+	struct store_lost	 l[2 * STORE_GRAVES];
+	unsigned		 i, n = 0;
+	int64_t			 now = clock_now_ms();
 
 	for (i = 0; i < st->ngrave; i++)
-		if (sock_lost(st->grave[i], &l) == 0)
-			kill_session(st, &l);
+		if (sock_lost(st->grave[i], &l[n]) == 0) {
+			l[n].id = st->grave_id[i];
+			l[n++].at_ms = now;
+		}
 	for (i = 0; c != NULL && i < c->ngrave; i++)
-		if (sock_lost(c->grave[i], &l) == 0)
-			kill_session(st, &l);
+		if (sock_lost(c->grave[i], &l[n]) == 0) {
+			l[n].id = c->grave_id[i];
+			l[n++].at_ms = now;
+		}
+	kill_sessions(st, l, n);
 }
 
 void
@@ -223,8 +268,11 @@ store_graves_close(struct store *st)
 void
 store_graves_take(struct store *st, struct claim *c)
 {
-	while (st->ngrave > 0 && c->ngrave < STORE_GRAVES)
-		c->grave[c->ngrave++] = st->grave[--st->ngrave];
+	while (st->ngrave > 0 && c->ngrave < STORE_GRAVES) {
+		st->ngrave--;
+		c->grave_id[c->ngrave] = st->grave_id[st->ngrave];
+		c->grave[c->ngrave++] = st->grave[st->ngrave];
+	}
 	store_graves_close(st);
 }
 

@@ -52,12 +52,14 @@ extern const char *const store_stmt_sql[STMT__COUNT];
 extern const char *const store_stmt_sql_galera[STMT__COUNT];
 
 /* A TCP connection of ours the server may still hold a session for: the
- * server it went to and our port. */
+ * server it went to, our port, its session id, when it was given up. */
 #define STORE_LOST_MAX	8
 struct store_lost {
 	struct sockaddr_storage	 peer;
 	socklen_t		 peerlen;
 	unsigned		 port;
+	uint64_t		 id;
+	int64_t			 at_ms;
 };
 
 /* One connection (lib/store/store_conn.c) and what the claim logic
@@ -102,6 +104,7 @@ struct store {
 	int			 held;
 	unsigned long		 lock_gen;
 	int			 grave[STORE_GRAVES];
+	uint64_t		 grave_id[STORE_GRAVES];
 	unsigned		 ngrave;
 	uint64_t		 grave_tid;
 
@@ -110,6 +113,7 @@ struct store {
 	 * a connection to the same server answers (store_kill_lost). */
 	struct store_lost	 lost[STORE_LOST_MAX];
 	unsigned		 nlost;
+	int			 killing;	/* in store_kill_lost */
 };
 
 /* This thread's store in a call, for the socket wait's timeout to keep
@@ -126,8 +130,8 @@ void store_graves_close(struct store *st);
  * (c may be NULL): the claim's outcome is written, and a socket closed in
  * a partition may take minutes to tell the server (its FIN retransmitted
  * behind unacknowledged bytes), the key's named lock held all that while.
- * Only sessions on the server st is connected to, named by our address
- * and port as the server sees them.
+ * Only a session on the server st is connected to, with the id the
+ * connection had, from our port as the server sees it, of this user.
  */
 void store_graves_kill(struct store *st, const struct claim *c);
 

@@ -203,13 +203,14 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 	[STMT_EPOCH] = EPOCH_SQL(""),
 	/* lib/store/store_hkey.c: a row stored before the hashing key. */
 	[STMT_LEGACY] = LEGACY_SQL,
-	/* A session of this user from our address with the given port (as
-	 * the server writes it: our own session's host with its port
-	 * swapped), not this one. */
+	/* The session of the id given, if it is this user's, from our
+	 * address with the port given (as the server writes it: our own
+	 * session's host with its port swapped), and not this one: through
+	 * a proxy or a NAT that changes ports, none is. */
 	[STMT_LOST_ID] =
 	    "SELECT p.ID FROM information_schema.PROCESSLIST p,"
 	    " information_schema.PROCESSLIST me"
-	    " WHERE me.ID = CONNECTION_ID() AND p.ID <> me.ID"
+	    " WHERE me.ID = CONNECTION_ID() AND p.ID = ? AND p.ID <> me.ID"
 	    " AND p.USER = me.USER AND p.HOST = CONCAT(LEFT(me.HOST,"
 	    " LENGTH(me.HOST) - LENGTH(SUBSTRING_INDEX(me.HOST, ':', -1))),"
 	    " ?)",
