@@ -124,6 +124,9 @@ main(int argc, char **argv)
 	}
 	memset(&c, 0, sizeof(c));
 	hkey_init(&c.hk);
+	/* Only run (and rekey, its own) may make the store's hashing key:
+	 * a look with a key file keys no store. */
+	c.hk.no_make = 1;
 	usage_text(help, sizeof(help));
 	if ((rc = ctl_opts_parse(&c, &cl, argc, argv, &argi)) != CTL_OK)
 		return rc == CTL_HELP ? CTL_OK : rc;

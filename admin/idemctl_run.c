@@ -1215,6 +1215,9 @@ ctl_run(struct ctl *c, int argc, char **argv)
 		rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
+	/* A writer, as a gateway: the first with a key file keys the
+	 * store. */
+	c->hk.no_make = 0;
 	if (store_hkey_resolve(c->st, &c->hk) != IDEM_OK) {
 		rc = run_store_err(c);
 		goto out;

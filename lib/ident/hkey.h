@@ -53,6 +53,11 @@ struct hkey {
 	 * claim looks for one under the plain scope too. */
 	_Atomic int		 legacy;
 	char			 why[300];	/* HKEY_REFUSED: one line */
+	/* Set by a process that only reads (idemctl show, forget, ...):
+	 * a store with no hashing key yet is read with plain hashes, never
+	 * keyed by it (store_hkey_resolve).  Gateways, idemctl run and
+	 * rekey leave it 0. */
+	int			 no_make;
 };
 
 void hkey_init(struct hkey *hk);

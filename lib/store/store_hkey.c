@@ -166,7 +166,7 @@ hk_resolve(struct store *st, struct hkey *hk)
 		}
 		er = IDEM_ENOTFOUND;
 	}
-	if (er == IDEM_ENOTFOUND && cur == NULL) {
+	if (er == IDEM_ENOTFOUND && (cur == NULL || hk->no_make)) {
 		atomic_store_explicit(&hk->state, HKEY_PLAIN,
 		    memory_order_release);
 		return IDEM_OK;

@@ -422,14 +422,10 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 	if (store_need_conn(st) != IDEM_OK)
 		return IDEM_ESTORE;
 	hkey_init(&hk);
-	if ((er = store_hkey_resolve(st, &hk)) != IDEM_OK)
-		goto out;
-	if (hkey_state(&hk) != HKEY_KEYED) {
-		er = store_fail(st, IDEM_ESEAL, "%s", hk.why);
-		goto out;
-	}
 	memset(&h, 0, sizeof(h));
 	h.st = st;
+	/* The lock first: a rekey refused for it changes nothing, not even
+	 * the hashing key a first rekey makes. */
 	if ((er = store_hold_take(&h, st, REKEY_LOCK_NAME, o->host)) ==
 	    IDEM_EBUSY) {
 		er = store_fail(st, IDEM_EBUSY,
@@ -439,6 +435,12 @@ store_admin_rekey(struct store *st, const struct rekey_opts *o,
 	if (er != IDEM_OK) {
 		er = IDEM_ESTORE;
 		goto out;
+	}
+	if ((er = store_hkey_resolve(st, &hk)) != IDEM_OK)
+		goto unlock;
+	if (hkey_state(&hk) != HKEY_KEYED) {
+		er = store_fail(st, IDEM_ESEAL, "%s", hk.why);
+		goto unlock;
 	}
 	if ((er = rekey_start(st, o, cur->id, &out->run_id)) != IDEM_OK)
 		goto unlock;

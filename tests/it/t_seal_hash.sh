@@ -44,6 +44,26 @@ SCNF=$DBCNF
 conf "$T/plain.conf" "$T/gw.sock" "$PCNF"
 conf "$T/keyed.conf" "$T/gw.sock" "$SCNF" "$T/k.keys"
 
+# 0. A store no gateway keyed yet: idemctl with a key file only looks.
+# show, forget and stats read it with plain hashes and key nothing, and
+# a rekey refused for its lock changes nothing either: a gateway without
+# the key file goes on answering.
+db_new "${TNAME}_r" || { done_testing; exit 1; }
+conf "$T/rkeyed.conf" "$T/gwr.sock" "$DBCNF" "$T/k.keys"
+hk_rows() { db_query "${TNAME}_r" "SELECT COUNT(*) FROM idem_hash_key"; }
+"$IDEMCTL" -c "$T/rkeyed.conf" show "nokey-$RANDOM" >/dev/null 2>&1
+expect_eq "show with a key file: no such key (exit 7)" 7 "$?"
+"$IDEMCTL" -c "$T/rkeyed.conf" forget "nokey-$RANDOM" >/dev/null 2>&1
+"$IDEMCTL" -c "$T/rkeyed.conf" stats >/dev/null 2>&1
+expect_eq "show, forget and stats key no store" 0 "$(hk_rows)"
+h_sqlroot "${TNAME}_r" -e "SELECT GET_LOCK('idemgate-rekey:${TNAME}_r', 5); DO SLEEP(3)" >/dev/null 2>&1 &
+LOCKER=$!
+wait_until 3 sh -c "mariadb --no-defaults --socket='$MDB_SOCK' -uroot -N -B -e \"SELECT IS_USED_LOCK('idemgate-rekey:${TNAME}_r') IS NOT NULL\" | grep -q 1"
+"$IDEMCTL" -c "$T/rkeyed.conf" rekey >"$T/rbusy.out" 2>&1
+expect_eq "rekey while another holds its lock: exit 4" 4 "$?"
+expect_eq "... and it keyed no store" 0 "$(hk_rows)"
+wait "$LOCKER"
+
 # 1. The same request through an unkeyed and a keyed gateway.
 KA=$(new_key)
 gw_start gw "$T/plain.conf" || { done_testing; exit 1; }
