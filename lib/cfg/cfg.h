@@ -199,9 +199,9 @@ enum idem_err cfg_check_gateway(const struct cfg *c, char *err, size_t errlen);
 /*
  * Reads c->secret_key_file (a no-op when unset) into c->secrets.  The
  * file must be a regular file neither group- or world-writable nor
- * world-readable (0600 or 0640), owned with its directory by root or the
- * effective user, in a directory group and others may not write unless
- * sticky; each line "ID HEX" (64 hex digits),
+ * world-readable (0600 or 0640), owned with the directory it really is
+ * in by root, the effective user or the service's user, in a directory
+ * group and others may not write unless sticky; each line "ID HEX" (64 hex digits),
  * blank lines and "#" comments allowed, ids unique, at least one key;
  * the last line is the current key.  On failure c is unchanged and err
  * holds "FILE:LINE:COL: message" (the key file's position for a bad line,

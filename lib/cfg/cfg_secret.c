@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,34 +122,54 @@ kf_parse(struct keyfile *kf, const char *text, size_t len)
 	return IDEM_OK;
 }
 
+/* The packaged service's user (debian/, the systemd units). */
+#define SECRET_SERVICE_USER	"idemgate"
+
+/* 1 if uid may own the key file and its directory: root, the user reading
+ * it, or the service's user (keys it owns 0600 are read by root's idemctl
+ * too). */
+static int
+kf_trusted(uid_t uid)
+{
+	struct passwd	 pw, *res = NULL;
+	char		 buf[1024];
+
+	if (uid == 0 || uid == geteuid())
+		return 1;
+	return getpwnam_r(SECRET_SERVICE_USER, &pw, buf, sizeof(buf),
+	    &res) == 0 && res != NULL && res->pw_uid == uid;
+}
+
 /* Whoever may replace the keys may read every sealed answer: the file
- * and its directory belong to root or to the user reading them, and the
- * directory is not open to others' writes unless sticky (as /tmp). */
+ * and the directory it really is in (links followed) belong to root, the
+ * reading user or the service's, and that directory is not open to
+ * others' writes unless sticky (as /tmp). */
 static const char *
 kf_owner(const char *path, const struct stat *sb)
 {
-	char		 dir[PATH_MAX];
 	struct stat	 ds;
-	const char	*slash = strrchr(path, '/');
-	size_t		 len;
-	uid_t		 me = geteuid();
+	char		*real, *slash;
+	const char	*why = NULL;
 
-	if (sb->st_uid != 0 && sb->st_uid != me)
+	if (!kf_trusted(sb->st_uid))
 		return "owned by another user (chown it to root or to the "
 		    "gateway's user)";
-	if (slash == NULL)
-		return NULL;
-	if ((len = slash == path ? 1 : (size_t)(slash - path)) >= sizeof(dir))
-		return NULL;
-	memcpy(dir, path, len);
-	dir[len] = '\0';
-	if (stat(dir, &ds) != 0)
-		return NULL;
-	if (ds.st_uid != 0 && ds.st_uid != me)
-		return "in a directory owned by another user";
-	if ((ds.st_mode & (S_IWGRP | S_IWOTH)) && !(ds.st_mode & S_ISVTX))
-		return "in a directory others may write (chmod go-w)";
-	return NULL;
+	if ((real = realpath(path, NULL)) == NULL)
+		return "cannot find the directory it is in";
+	slash = strrchr(real, '/');
+	if (slash == real)
+		slash[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	if (slash == NULL || stat(real, &ds) != 0)
+		why = "cannot check the directory it is in";
+	else if (!kf_trusted(ds.st_uid))
+		why = "in a directory owned by another user";
+	else if ((ds.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !(ds.st_mode & S_ISVTX))
+		why = "in a directory others may write (chmod go-w)";
+	free(real);
+	return why;
 }
 
 /* Opens the file for c and checks its mode and owner; -1 with err set. */

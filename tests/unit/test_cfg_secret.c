@@ -1,6 +1,8 @@
 /* Unit tests for the secret_key_file and store_headers_drop settings. */
 #include <sys/stat.h>
 
+#include <pwd.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,10 +94,44 @@ load_after(int fileuid, int diruid, mode_t dirmode, char *msg, size_t len)
 	return er;
 }
 
+/* keys -> a file in a directory anyone may write: refused, as the file
+ * named directly is. */
+static void
+test_link(void)
+{
+	char		 conf[1024], msg[512], wdir[300], target[400];
+	struct cfg	*c = NULL;
+	FILE		*f;
+
+	snprintf(wdir, sizeof(wdir), "%s/w", dir);
+	snprintf(target, sizeof(target), "%s/keys", wdir);
+	CHECK(mkdir(wdir, 0777) == 0 && chmod(wdir, 0777) == 0);
+	if ((f = fopen(target, "w")) != NULL) {
+		fputs("k1 " HEX1 "\n", f);
+		fclose(f);
+	}
+	chmod(target, 0600);
+	unlink(keys);
+	CHECK(symlink(target, keys) == 0);
+	snprintf(conf, sizeof(conf), RT "[gateway]\nsecret_key_file = %s\n",
+	    keys);
+	CHECK(cfg_parse(conf, strlen(conf), "t.conf", &c, msg, sizeof(msg)) ==
+	    IDEM_OK);
+	if (c != NULL) {
+		CHECK(cfg_load_secrets(c, msg, sizeof(msg)) == IDEM_ECONFIG &&
+		    strstr(msg, "directory others may write") != NULL);
+		cfg_free(c);
+	}
+	unlink(keys);
+	unlink(target);
+	rmdir(wdir);
+}
+
 static void
 test_owners(void)
 {
-	char	 msg[512];
+	struct passwd	*pw;
+	char		 msg[512];
 
 	if (geteuid() != 0) {
 		printf("# skip: owners need root\n");
@@ -112,6 +148,17 @@ test_owners(void)
 	/* Sticky, as /tmp: others cannot replace a file they do not own. */
 	CHECK(load_after(0, 0, 01777, msg, sizeof(msg)) == IDEM_OK);
 	CHECK(load_after(0, 0, 0755, msg, sizeof(msg)) == IDEM_OK);
+	/* The service's user may own them (idemgate:idemgate 0600), read by
+	 * root's idemctl too. */
+	if ((pw = getpwnam("idemgate")) != NULL) {
+		CHECK(load_after((int)pw->pw_uid, 0, 0700, msg,
+		    sizeof(msg)) == IDEM_OK);
+		CHECK(load_after(0, (int)pw->pw_uid, 0700, msg,
+		    sizeof(msg)) == IDEM_OK);
+	} else
+		printf("# skip: no user idemgate\n");
+	/* A link is judged by the directory the file really is in. */
+	test_link();
 }
 
 static void
