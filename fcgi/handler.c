@@ -150,9 +150,9 @@ sink_feed(void *arg, const void *p, size_t n)
 	} else {
 		/* RFC 3875 6.3.4: a Transfer-Encoding passed on has the web
 		 * server decode a body that is not encoded (lighttpd then
-		 * sends none); the handler's connection is not the client's. */
-		if (resp_drop_hop_hdrs(&s->ans.hdrs) != IDEM_OK)
-			return sink_fail(s, IDEM_ENOMEM, "out of memory");
+		 * sends none).  The other hop-by-hop lines go on: a 426's
+		 * Upgrade, a 407's Proxy-Authenticate are the client's. */
+		resp_hdr_remove(&s->ans.hdrs, "Transfer-Encoding");
 		sink_send_head(s);
 	}
 	er = sink_body(s, s->raw.p + used, s->raw.len - used);

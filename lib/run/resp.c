@@ -455,18 +455,12 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 	static char *const	 ours[] = { "Idempotent-Replayed",
 		"Idempotency-Result", "Idempotency-Expires" };
 
+	struct buf		 kept;
+	enum idem_err		 er;
+
 	resp_hdrs_strip(hdrs, ours, 3, 0);
 	/* Then what only the handler's own connection meant: the lines a
 	 * replay repeats are the ones the first client gets. */
-	return resp_drop_hop_hdrs(hdrs);
-}
-
-enum idem_err
-resp_drop_hop_hdrs(struct buf *hdrs)
-{
-	struct buf	 kept;
-	enum idem_err	 er;
-
 	buf_init(&kept, hdrs->max);
 	if ((er = resp_hdrs_keep(hdrs, 0, NULL, 0, &kept)) != IDEM_OK) {
 		buf_free(&kept);

@@ -61,9 +61,6 @@ enum idem_err resp_hdrs_for_replay(const struct buf *in,
  */
 enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 
-/* The hop-by-hop half of resp_drop_idem_hdrs, for any answer. */
-enum idem_err resp_drop_hop_hdrs(struct buf *hdrs);
-
 /*
  * The name of the first line of hdrs that has the web server answer with
  * something else than the body that follows (nginx's X-Accel-Redirect,
