@@ -454,7 +454,6 @@ resp_drop_idem_hdrs(struct buf *hdrs)
 {
 	static char *const	 ours[] = { "Idempotent-Replayed",
 		"Idempotency-Result", "Idempotency-Expires" };
-
 	struct buf		 kept;
 	enum idem_err		 er;
 
