@@ -136,6 +136,8 @@ sink_feed(void *arg, const void *p, size_t n)
 		    why != NULL ? why : "unreadable");
 		return IDEM_EHANDLER;
 	}
+	if (why != NULL)
+		log_warn("%s: %s", s->tag != NULL ? s->tag : "handler", why);
 	s->have_head = 1;
 	s->clen = resp_content_length(&s->ans.hdrs);
 	if (s->buffered) {

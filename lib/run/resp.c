@@ -128,13 +128,16 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 		return IDEM_OK;
 	}
 	/* RFC 9110 5.5: no control byte but tab in a value that goes on.
-	 * Apache refuses a whole answer for one: kept, it would be a 500
-	 * to every retry. */
+	 * Apache refuses a whole answer for one (kept, it would be a 500
+	 * to every retry); the line goes, the answer stays, the same for
+	 * the first client and every replay. */
 	for (i = vs; i < ve; i++)
 		if (((unsigned char)p[i] < 0x20 && p[i] != '\t') ||
-		    p[i] == 0x7f)
-			return resp_bad(seen, "a header value with a control "
-			    "byte");
+		    p[i] == 0x7f) {
+			seen->why = "a header line with a control byte in its "
+			    "value dropped";
+			return IDEM_OK;
+		}
 
 	if (resp_name_eq(p, nlen, "Content-Type"))
 		seen->ctype = 1;
@@ -219,6 +222,8 @@ resp_parse_cgi(const char *p, size_t len, struct answer *out, size_t *used,
 	out->status = seen.status ? seen.status :
 	    seen.location ? 302 : 200;
 	*used = off;
+	if (why != NULL)
+		*why = seen.why;
 	return IDEM_OK;
 out:
 	if (er == IDEM_ETOOBIG)

@@ -27,8 +27,10 @@
  * IDEM_EAGAIN (IDEM_ETOOBIG once len > RESP_HEAD_MAX).  On success sets
  * out's status and hdrs (at most RESP_HEAD_MAX; out must be initialised,
  * its body is left alone) and *used to the bytes consumed, blank line
- * included.  On IDEM_EHANDLER or IDEM_ETOOBIG, *why (when why is not
- * NULL) says what was wrong, for the log.
+ * included.  A line whose value holds a control byte other than tab is
+ * dropped.  *why (when why is not NULL) says, for the log, what was wrong
+ * on IDEM_EHANDLER or IDEM_ETOOBIG, and on IDEM_OK what was dropped, or
+ * is NULL.
  */
 enum idem_err resp_parse_cgi(const char *p, size_t len, struct answer *out,
     size_t *used, const char **why);

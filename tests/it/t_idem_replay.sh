@@ -24,6 +24,14 @@ echo $$ >>"$0.runs"
 printf 'Status: 201 Created\r\nContent-Type: text/plain\r\n%s: /files/receipt.pdf\r\n\r\nignored\n' "${QUERY_STRING#h=}"
 EOF
 XA=$(cgi_install xaccel "$T/xaccel.sh")
+# A header value with a control byte (Apache refuses a whole answer for
+# one): that line goes, the answer stays.
+cat >"$T/ctl.sh" <<'EOF'
+#!/bin/sh
+echo $$ >>"$0.runs"
+printf 'Status: 201 Created\r\nContent-Type: text/plain\r\nX-Bad: a\001b\r\nX-Good: g\r\n\r\nctl\n'
+EOF
+CTL=$(cgi_install ctl "$T/ctl.sh")
 std_setup "[route /hop]
 handler = cgi:$HOP
 
@@ -32,6 +40,9 @@ handler = cgi:$PAY
 
 [route /xaccel]
 handler = cgi:$XA
+
+[route /ctl]
+handler = cgi:$CTL
 
 [route /dropx]
 handler = cgi:$DX
@@ -207,6 +218,15 @@ expect_eq "X-Accel-Redirect, X-Sendfile, X-Sendfile2: each ran once" 3 "$(runs x
 # lighttpd drops X-Sendfile lines unless enabled; the others go on.
 http x3 POST "$(url web /xaccel?h=X-Accel-Redirect)" -H "Idempotency-Key: $(new_key)" --data-binary 'x'
 expect_eq "X-Accel-Redirect reaches the web server" /files/receipt.pdf "$(hdr x3 X-Accel-Redirect)"
+
+# A header value with a control byte: dropped from the first answer and
+# from every replay alike.
+K=$(new_key)
+http cb1 POST "$(url web /ctl)" -H "Idempotency-Key: $K" --data-binary 'c'
+http cb2 POST "$(url web /ctl)" -H "Idempotency-Key: $K" --data-binary 'c'
+expect_eq "control byte in a value: first answer, without that line" "201 created g " "$HS $(hdr cb1 Idempotency-Result) $(hdr cb1 X-Good) $(hdr cb1 X-Bad)"
+expect_eq "... the replay alike" "reused g " "$(hdr cb2 Idempotency-Result) $(hdr cb2 X-Good) $(hdr cb2 X-Bad)"
+expect_match "... the log says so" 'POST /ctl: a header line with a control byte in its value dropped' "$(cat "$T/gw.log")"
 
 # TTL passed, cleanup not run: treated as new.
 K=$(new_key)
