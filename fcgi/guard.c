@@ -313,7 +313,6 @@ guard_handled(struct guarded *g, const struct answer *a)
 		reply_answer(r->out, a, NULL);
 		return;
 	}
-	count(r, STAT_CREATED);
 	buf_init(&rh, RESP_HEAD_MAX);
 	if ((off = resp_hands_off(&a->hdrs)) != NULL)
 		log_warn("%s: the answer has the web server serve its body "
@@ -321,11 +320,13 @@ guard_handled(struct guarded *g, const struct answer *a)
 		    r->tag, off);
 	if (off == NULL && resp_hdrs_for_replay(&a->hdrs,
 	    r->route->store_drop, r->route->nstore_drop, &rh) == IDEM_OK) {
+		count(r, STAT_CREATED);
 		answer_borrow(&kept, a->status, rh.p, rh.len, a->body.p,
 		    a->body.len);
 		kept.expires_s = guard_created(g, created, sizeof(created));
 		guard_record(g, REC_COMPLETE, &kept);
 	} else {
+		count(r, STAT_TOMBSTONED);
 		kept = *a;	/* borrowed: the date goes with it */
 		kept.expires_s = guard_created(g, created, sizeof(created));
 		guard_record(g, REC_TOMBSTONE, &kept);

@@ -388,7 +388,8 @@ const char *
 resp_hands_off(const struct buf *hdrs)
 {
 	static const char *const names[] = { "X-Accel-Redirect",
-		"X-Sendfile", "X-Sendfile2", "X-LIGHTTPD-send-file", NULL };
+		"X-Sendfile", "X-Sendfile2", "X-Sendfile-Temporary",
+		"X-LIGHTTPD-send-file", NULL };
 	const char	*nm, *v;
 	size_t		 off = 0, nl, vl, i;
 

@@ -66,8 +66,9 @@ enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 /*
  * The name of the first line of hdrs that has the web server answer with
  * something else than the body that follows (nginx's X-Accel-Redirect,
- * lighttpd's and mod_xsendfile's X-Sendfile, X-Sendfile2 and
- * X-LIGHTTPD-send-file: a file or location served in its place), or NULL.
+ * lighttpd's and mod_xsendfile's X-Sendfile, X-Sendfile2,
+ * X-Sendfile-Temporary and X-LIGHTTPD-send-file: a file or location
+ * served in its place), or NULL.
  * Such an answer's body is not what the client gets, so it cannot be
  * kept for a replay.
  */
