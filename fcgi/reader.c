@@ -638,7 +638,11 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 				j->deadline_ms = now + rd->timeout_ms;
 		}
 		er = fconn_feed(&j->fc, buf, (size_t)k, &used);
-		if (reader_reply(j) != 0)
+		/* A refused one's answer is out and its side shut: what the
+		 * protocol would say now (a GET_VALUES) goes unsaid. */
+		if (j->refused)
+			buf_reset(&j->fc.reply);
+		else if (reader_reply(j) != 0)
 			er = IDEM_EINVAL;
 		if (er == IDEM_EAGAIN) {
 			reader_account(rd, j);
@@ -690,7 +694,9 @@ reader_expire(struct reader *rd, int64_t now)
 			i++;
 			continue;
 		}
-		if (j->started || !j->kept)
+		/* A refused one was answered and said so: its body's
+		 * end is what did not come. */
+		if (!j->refused && (j->started || !j->kept))
 			log_warn("FastCGI request not received within "
 			    "client_timeout (%lld ms); connection closed",
 			    (long long)rd->timeout_ms);
