@@ -1,4 +1,6 @@
 /* Config parser's bottom for lib/cfg: errors, blanks, words, copied strings. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -41,11 +43,29 @@ cfg_bad(struct parser *p, const struct cfg_val *kv, const char *what,
 	    what, CFG_MAX_SHOWN, kv->v, tail);
 }
 
+/* 1 if this process is in group gid. */
+static int
+cfg_in_group(gid_t gid)
+{
+	gid_t	 groups[256];
+	int	 n, i;
+
+	if (getegid() == gid)
+		return 1;
+	if ((n = getgroups(256, groups)) < 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
 void
 cfg_open_error(int e, const char *path, char *out, size_t len)
 {
 	struct passwd	 pw, *pwp = NULL;
 	struct group	 gr, *grp = NULL;
+	struct stat	 st;
 	char		 pwbuf[1024], grbuf[4096], user[64], group[64];
 
 	if (e != EACCES) {
@@ -60,6 +80,17 @@ cfg_open_error(int e, const char *path, char *out, size_t len)
 	if (getgrgid_r(getegid(), &gr, grbuf, sizeof(grbuf), &grp) == 0 &&
 	    grp != NULL)
 		snprintf(group, sizeof(group), "%s", gr.gr_name);
+	/* A file its group may read (the service's, say): the fix is to be
+	 * in that group, not to give the file away to another. */
+	if (stat(path, &st) == 0 && (st.st_mode & S_IRGRP) && st.st_gid != 0 &&
+	    !cfg_in_group(st.st_gid) && getgrgid_r(st.st_gid, &gr, grbuf,
+	    sizeof(grbuf), &grp) == 0 && grp != NULL) {
+		snprintf(out, len, "%s (running as user %s, not in group %s, "
+		    "which may read it: adduser %s %s, or use an option file "
+		    "of your own)", strerror(e), user, gr.gr_name, user,
+		    gr.gr_name);
+		return;
+	}
 	snprintf(out, len, "%s (running as user %s, group %s: "
 	    "chgrp %s %s && chmod 0640 %s)", strerror(e), user, group, group,
 	    path, path);

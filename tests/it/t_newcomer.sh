@@ -99,6 +99,12 @@ out=$(as_idemgate "$S/usr/sbin/idemgate" -t -c "$T/noread.conf" 2>&1)
 expect_ne "unreadable config: idemgate -t fails" 0 "$?"
 expect_match "unreadable config: the message names the fix" \
 	"noread.conf: Permission denied \(running as user idemgate, group idemgate: chgrp idemgate $T/noread.conf && chmod 0640 $T/noread.conf\)" "$out"
+# One its group may read, by a user outside that group (an operator
+# trying idemtop): the fix is to join the group, not to take the file.
+chgrp www-data "$T/noread.conf"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$S/usr/sbin/idemgate" -t -c "$T/noread.conf" 2>&1)
+expect_match "a file of a group the user is not in: join it, do not take it" \
+	"noread.conf: Permission denied \(running as user nobody, not in group www-data, which may read it: adduser nobody www-data, or use an option file of your own\)" "$out"
 
 # --- 2. The servers: a private MariaDB; Debian's PHP-FPM and Apache.
 db_private || { done_testing; exit 1; }
