@@ -175,7 +175,11 @@ show_key(const struct key_args *a, const struct admin_key *k)
 	printf("\nscope        ");
 	put_scope(stdout, a->scope_arg);
 	printf("\nstate        %s", admin_key_state_name(k->state));
-	if (k->state == AKEY_IN_PROGRESS && !k->lease_live)
+	/* A takeover waits for the run's deadline too (SPEC 2c). */
+	if (k->state == AKEY_IN_PROGRESS && !k->lease_live && k->run_live)
+		printf(" (lease passed, run deadline not: its run may still "
+		    "be going; retries wait or get 409 until then)");
+	else if (k->state == AKEY_IN_PROGRESS && !k->lease_live)
 		printf(" (lease passed: owner gone, next request takes over)");
 	if (k->state == AKEY_EXPIRED)
 		printf(" (was %s)", k->raw_state == 0 ? "in-progress" :
@@ -202,6 +206,9 @@ show_key(const struct key_args *a, const struct admin_key *k)
 		    k->seal_kid, (unsigned long long)k->resp_size,
 		    k->open_er == IDEM_ESEAL ? " (does not open: "
 		    "authentication tag failed)" : "");
+	else if (k->state == AKEY_TOMBSTONE)
+		printf("response     not kept (status %d, delivered once; "
+		    "retries get 410)\n", k->resp_status);
 	else if (k->has_resp)
 		printf("response     status %d, %llu bytes\n", k->resp_status,
 		    (unsigned long long)k->resp_size);

@@ -72,9 +72,10 @@ enum idem_err reach_socket_owner(const struct cfg *c,
 
 /*
  * Everything -t checks as u, in this process (already u): the key file
- * (cfg_check_secrets), the files (cfg_check_files), socket_owner, then a connect to each distinct
- * fastcgi: upstream.  A refused permission is an error; an upstream not
- * answering now (no socket, refused, timed out) is one
+ * (cfg_check_secrets), the files (cfg_check_files), socket_owner, then a
+ * connect to each distinct fastcgi: upstream.  A refused permission is an
+ * error; an upstream not answering now (no socket, refused, timed out) is
+ * one
  * "FILE:LINE:COL: warning: ..." line on warn, counted in *warned.
  * IDEM_OK or IDEM_ECONFIG with the message in err.
  */

@@ -57,7 +57,8 @@ static const char SQL_KEY_GET[] =
     UNIX_S("created_at") ", " UNIX_S("expires_at") ", "
     UNIX_S("lease_until") ", " UNIX_S("completed_at") ","
     " resp_status, resp_size, " UNIX_S("NOW(6)") ","
-    " (state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6)),"
+    " (state = 0 AND lease_until >= NOW(6)) + 2 * (expires_at < NOW(6)) +"
+    " 4 * (state = 0 AND run_deadline IS NOT NULL AND run_deadline > NOW(6)),"
     " seal_kid FROM idem_keys WHERE scope = ? AND idem_key = ?";
 
 static void
@@ -103,6 +104,7 @@ key_decode(struct key_row *r)
 		k->completed_at = 0;
 	k->raw_state = (int)r->state;
 	k->lease_live = (r->live & 1) != 0;
+	k->run_live = (r->live & 4) != 0;
 	store_out_text_end(k->seal_kid, sizeof(k->seal_kid), r->kidlen,
 	    r->kidnull);
 	k->has_resp = !r->stnull || k->seal_kid[0] != '\0';

@@ -152,6 +152,8 @@ struct admin_key {
 	enum admin_key_state	 state;
 	int			 raw_state;	/* column value: 0, 1, 2 */
 	int			 lease_live;	/* in progress, lease live */
+	int			 run_live;	/* in progress, its run
+						 * deadline not passed */
 	char			 route[256];
 	char			 method[17];
 	char			 owner[256];

@@ -458,6 +458,19 @@ eq "show --body, a tombstone: exit 7, nothing written" "7 0" "$RC $(wc -c <"$T/o
 has "... says it has no stored body" "$T/err" 'no stored response body \(tombstone\)'
 run -c "$CONF" show order-1 --scope header:X-Api-Key:s3cret
 has "show --scope header: finds the scoped key" "$T/out" '^state +tombstone$'
+has "show, a tombstone: its answer was not kept" "$T/out" '^response +not kept \(status 200, delivered once; retries get 410\)$'
+# An owner gone past its lease whose run deadline is ahead (a PHP script
+# may still run): no takeover yet, and show says so.
+sq "INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state, owner, owner_token,
+      waiters, created_at, lease_until, run_deadline, expires_at)
+    VALUES (UNHEX('$NONE'), 'order-5', '/payments', 'POST', UNHEX(SHA2('w', 256)), 0,
+      'gw3:7', 10, 0, NOW(6), NOW(6) - INTERVAL 1 SECOND, NOW(6) + INTERVAL 1 HOUR, NOW(6) + INTERVAL 1 DAY),
+    (UNHEX('$NONE'), 'order-6', '/payments', 'POST', UNHEX(SHA2('v', 256)), 0,
+      'gw3:7', 11, 0, NOW(6), NOW(6) - INTERVAL 2 SECOND, NOW(6) - INTERVAL 1 SECOND, NOW(6) + INTERVAL 1 DAY)"
+run -c "$CONF" show order-5
+has "show: lease passed, run deadline ahead: no takeover yet" "$T/out" '^state +in-progress \(lease passed, run deadline not: its run may still be going; retries wait or get 409 until then\)$'
+run -c "$CONF" show order-6
+has "show: lease and run deadline passed: the next request takes over" "$T/out" '^state +in-progress \(lease passed: owner gone, next request takes over\)$'
 check "show --scope header: value not printed" sh -c "! grep -q s3cret '$T/out'"
 run -c "$CONF" show order-1 --scope remote_user:alice
 eq "show: other scope: exit 7" 7 "$RC"
