@@ -75,8 +75,7 @@ enum idem_err reach_socket_owner(const struct cfg *c,
  * (cfg_check_secrets), the files (cfg_check_files), socket_owner, then a
  * connect to each distinct fastcgi: upstream.  A refused permission is an
  * error; an upstream not answering now (no socket, refused, timed out) is
- * one
- * "FILE:LINE:COL: warning: ..." line on warn, counted in *warned.
+ * one "FILE:LINE:COL: warning: ..." line on warn, counted in *warned.
  * IDEM_OK or IDEM_ECONFIG with the message in err.
  */
 enum idem_err reach_check(const struct cfg *c, const struct reach_user *u,
