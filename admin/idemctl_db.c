@@ -587,8 +587,14 @@ check_cleanups(struct ctl *c)
 	char			 age[32];
 	double			 ago;
 
-	if (store_admin_gauges(c->st, &g) != IDEM_OK)
+	/* Said, not passed over: a user that may not read the runs (the
+	 * gateway's, without -g) would otherwise see all ok. */
+	if (store_admin_gauges(c->st, &g) != IDEM_OK) {
+		finding("warn", "cannot tell whether cleanup runs: %s (run "
+		    "check as the console's user: -g idem_console)",
+		    store_last_error(c->st));
 		return;
+	}
 	if (!g.has_cleanup_ok)
 		finding("warn", "no successful cleanup run recorded "
 		    "(schedule 'idemctl cleanup' from cron)");

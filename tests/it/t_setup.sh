@@ -40,6 +40,14 @@ check_roles() {
 	done
 }
 check_roles "$C" "4. "
+# The gateway's own user may not read the cleanup runs: check says it
+# cannot tell, rather than pass cleanup over as fine.
+"$IDEMCTL" -c "$C" -g idemgate check >"$T/check-gw.log" 2>&1
+expect_match "check as the gateway's user: cannot tell whether cleanup runs" \
+	'^\[warn\] cannot tell whether cleanup runs: .*-g idem_console' "$(cat "$T/check-gw.log")"
+"$IDEMCTL" -c "$C" -g idem_console check >"$T/check-console.log" 2>&1
+expect_match "check as the console's user: says cleanup never ran" \
+	'^\[warn\] no successful cleanup run recorded' "$(cat "$T/check-console.log")"
 # least privilege: the console cannot delete
 "$IDEMCTL" -c "$C" -g idem_console forget nothing --force >"$T/ro.log" 2>&1
 expect_ne "the console user cannot forget" 0 "$?"
