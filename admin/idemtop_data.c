@@ -9,6 +9,7 @@ struct src_mysql {
 	struct top_src	 base;		/* first: the interface */
 	const struct cfg *cfg;
 	struct store	*st;
+	int		 schema_ok;	/* checked on this st */
 };
 
 static enum idem_err
@@ -29,6 +30,7 @@ top_db_drop(struct src_mysql *m)
 {
 	store_free(m->st);
 	m->st = NULL;
+	m->schema_ok = 0;
 }
 
 static enum idem_err
@@ -38,11 +40,29 @@ top_db_fetch(struct top_src *src, struct top_snap *out, char *err,
 	struct src_mysql *m = (struct src_mysql *)src;
 	enum idem_err	 er;
 	size_t		 i;
+	int		 v = 0, want = store_schema_expected();
 
 	if ((er = top_db_open(m)) != IDEM_OK) {
 		snprintf(err, errlen, "store: %s", idem_strerror(er));
 		return er;
 	}
+	/* Figures read from a schema this build does not know would look
+	 * right and be wrong: refused as idemctl refuses it. */
+	if (!m->schema_ok &&
+	    (er = store_schema_version(m->st, &v)) != IDEM_OK) {
+		snprintf(err, errlen, "cannot read schema version: %s",
+		    store_last_error(m->st));
+		top_db_drop(m);
+		return er;
+	}
+	if (!m->schema_ok && v < want) {
+		snprintf(err, errlen, v == 0 ? "schema missing (run 'idemctl "
+		    "migrate')" : "schema at version %d, this build needs %d "
+		    "(run 'idemctl migrate')", v, want);
+		top_db_drop(m);
+		return IDEM_ESTORE;
+	}
+	m->schema_ok = 1;
 	er = store_top_fetch(m->st, out, err, errlen);
 	if (er != IDEM_OK) {
 		top_db_drop(m);

@@ -167,4 +167,14 @@ expect_eq "db unreachable: nothing on stdout" "" "$out"
 expect_eq "db unreachable: one line on stderr" 1 "$(wc -l <"$T/dead.err")"
 expect_match "db unreachable: says why" '^idemtop: ' "$(cat "$T/dead.err")"
 
+# A store older than this build: its figures would look right and be
+# wrong; idemtop refuses it as idemctl does.
+db_new it_idemtop_old || { done_testing; exit 1; }
+db_query it_idemtop_old "DELETE FROM idem_schema WHERE version > 5"
+sed "s|$RO|$T/it_idemtop_old.cnf|" "$T/top.conf" >"$T/old.conf"
+out=$("$IDEMTOP" -b -n 1 -c "$T/old.conf" 2>"$T/old.err"); rc=$?
+expect_eq "schema older than the build: exit 3, nothing on stdout" "3 " "$rc $out"
+expect_match "... says which, and the fix" \
+	"^idemtop: cannot read the store: schema at version 5, this build needs [0-9]+ \(run 'idemctl migrate'\)" "$(cat "$T/old.err")"
+
 done_testing
