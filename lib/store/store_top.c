@@ -149,12 +149,24 @@ static const char SQL_KEYS[] =
     " TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) DIV 1000, waiters"
     " FROM idem_keys WHERE state = 0 ORDER BY created_at, id LIMIT 1000";
 
+/* A run not ended whose cleanup lock nobody holds was killed or cut off
+ * (the next run marks it failed).  On Galera the lock is a row of
+ * idem_locks the console may not read: such a run is taken at its word. */
+#define RUN_GONE							\
+    "(ended_at IS NULL AND IS_USED_LOCK(LEFT(CONCAT('" CLEANUP_LOCK_NAME	\
+    "', ':', DATABASE()), 64)) IS NULL AND NOT COALESCE((SELECT"	\
+    " VARIABLE_VALUE = 'ON' FROM information_schema.GLOBAL_VARIABLES"	\
+    " WHERE VARIABLE_NAME = 'WSREP_ON'), 0))"
+
 static const char SQL_RUNS[] =
     "SELECT id, host, UNIX_TIMESTAMP(started_at),"
-    " IF(ended_at IS NULL AND outcome <> 'running', -1,"
+    " IF((ended_at IS NULL AND outcome <> 'running') OR " RUN_GONE ", -1,"
     " TIMESTAMPDIFF(MICROSECOND, started_at, COALESCE(ended_at, NOW(6)))"
-    " DIV 1000), ended_at IS NULL, rows_deleted, stale_released, batches,"
-    " outcome, reason"
+    " DIV 1000), ended_at IS NULL AND NOT " RUN_GONE ","
+    " rows_deleted, stale_released, batches,"
+    " IF(" RUN_GONE ", 'failed', outcome),"
+    " IF(" RUN_GONE " AND reason = '', 'gone: no run holds the cleanup"
+    " lock (killed?)', reason)"
     " FROM idem_cleanup_runs ORDER BY started_at DESC, id DESC LIMIT 100";
 
 static const char SQL_LAST_OK[] =

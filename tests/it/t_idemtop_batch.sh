@@ -97,6 +97,21 @@ expect_match "cleanup: warning line" 'WARNING: no successful cleanup for (2h59m|
 expect_match "cleanup: failed run with reason, newest first" '^ cron-b .* 1m00s +0 +0 +1 failed +lock wait timeout$' "$(sed -n 4p <<<"$out")"
 expect_match "cleanup: ok run" '^ cron-a .* 4s +12345 +6 +13 ok$' "$out"
 expect_match "cleanup: a run that died, its end not known: no duration that grows" '^ cron-c .* \? +500 +0 +5 failed +interrupted' "$out"
+# A run still marked running: alive while a session holds the cleanup
+# lock, gone (killed -9, before the next run marks it) when none does.
+db_query "$DB" "INSERT INTO idem_cleanup_runs (host, started_at, ended_at,
+  rows_deleted, stale_released, batches, outcome, reason) VALUES
+ ('cron-d', NOW(6) - INTERVAL 30 MINUTE, NULL, 70, 0, 1, 'running', '')"
+out=$(TZ=UTC "$IDEMTOP" -b -n 1 --screen 4 -c "$T/top.conf" 2>&1)
+expect_match "cleanup: a running run no one holds the lock of: gone" \
+	'^ cron-d .* \? +70 +0 +1 failed +gone: no run holds the cleanup lock' "$out"
+h_sqlroot "$DB" -e "SELECT GET_LOCK('idemgate-cleanup:$DB', 5); DO SLEEP(4)" >/dev/null 2>&1 &
+LOCKER=$!
+wait_until 3 sh -c "mariadb --no-defaults --socket='$MDB_SOCK' -uroot -N -B -e \"SELECT IS_USED_LOCK('idemgate-cleanup:$DB') IS NOT NULL\" | grep -q 1"
+out=$(TZ=UTC "$IDEMTOP" -b -n 1 --screen 4 -c "$T/top.conf" 2>&1)
+expect_match "cleanup: ... and running while its lock is held" '^ cron-d .* +70 +0 +1 running *$' "$out"
+wait "$LOCKER"
+db_query "$DB" "DELETE FROM idem_cleanup_runs WHERE host = 'cron-d'"
 
 # ---- several snapshots
 out=$("$IDEMTOP" -b -n 2 -d 0.2 -c "$T/top.conf" 2>&1); rc=$?
