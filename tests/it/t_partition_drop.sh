@@ -23,7 +23,7 @@ drop_rules() { # drop_rules -I|-D
 	iptables "$1" INPUT -i lo -p tcp --dport "$MDB_PORT" -j DROP &&
 		iptables "$1" INPUT -i lo -p tcp --sport "$MDB_PORT" -j DROP
 }
-trap 'drop_rules -D 2>/dev/null; drop_rules -D 2>/dev/null' EXIT
+trap 'drop_rules -D 2>/dev/null; drop_rules -D 2>/dev/null; h_cleanup' EXIT
 if ! drop_rules -I || ! drop_rules -D; then
 	not_ok "iptables can drop packets on lo (make deps installs iptables)"
 	done_testing
