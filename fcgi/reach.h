@@ -35,7 +35,7 @@ struct reach_user {
 };
 
 /* The system user the packaged units run the gateway as. */
-#define REACH_DEFAULT_USER	"idemgate"
+#define REACH_DEFAULT_USER	CFG_SERVICE_USER
 
 /*
  * Who -t checks as: name (-u) when given; else, for root checking the

@@ -8,6 +8,10 @@
 
 #include "err.h"
 
+/* The system user the packaged units (debian/, etc/systemd) run the
+ * gateway as. */
+#define CFG_SERVICE_USER	"idemgate"
+
 enum handler_kind {
 	HANDLER_NONE = 0,	/* no handler: 502 (cfg_check refuses) */
 	HANDLER_CGI,		/* cgi:/path/to/program */

@@ -122,9 +122,6 @@ kf_parse(struct keyfile *kf, const char *text, size_t len)
 	return IDEM_OK;
 }
 
-/* The packaged service's user (debian/, the systemd units). */
-#define SECRET_SERVICE_USER	"idemgate"
-
 /* 1 if uid may own the key file and its directory: root, the user reading
  * it, or the service's user (keys it owns 0600 are read by root's idemctl
  * too). */
@@ -136,7 +133,7 @@ kf_trusted(uid_t uid)
 
 	if (uid == 0 || uid == geteuid())
 		return 1;
-	return getpwnam_r(SECRET_SERVICE_USER, &pw, buf, sizeof(buf),
+	return getpwnam_r(CFG_SERVICE_USER, &pw, buf, sizeof(buf),
 	    &res) == 0 && res != NULL && res->pw_uid == uid;
 }
 
