@@ -264,19 +264,16 @@ ctl_connect(struct ctl *c)
 int
 ctl_need_schema(struct ctl *c)
 {
-	int	 v = 0, want = store_schema_expected();
+	char	 why[160];
+	int	 v = 0;
 
 	if (store_schema_version(c->st, &v) != IDEM_OK) {
 		ctl_err("database: cannot read schema version: %s",
 		    store_last_error(c->st));
 		return CTL_ESTORE;
 	}
-	if (v < want) {
-		if (v == 0)
-			ctl_err("schema missing (run 'idemctl migrate')");
-		else
-			ctl_err("schema at version %d, this build needs %d "
-			    "(run 'idemctl migrate')", v, want);
+	if (store_schema_old(v, why, sizeof(why))) {
+		ctl_err("%s", why);
 		return CTL_ESCHEMA;
 	}
 	return CTL_OK;

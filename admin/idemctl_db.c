@@ -555,6 +555,7 @@ check_kids(struct ctl *c)
 static int
 check_schema(struct ctl *c)
 {
+	char	 why[160];
 	int	 v = 0, want = store_schema_expected();
 
 	if (store_schema_version(c->st, &v) != IDEM_OK) {
@@ -562,13 +563,8 @@ check_schema(struct ctl *c)
 		    store_last_error(c->st));
 		return CTL_ESTORE;
 	}
-	if (v == 0) {
-		finding("fail", "schema missing (run 'idemctl migrate')");
-		return CTL_ESCHEMA;
-	}
-	if (v < want) {
-		finding("fail", "schema at version %d, this build needs %d "
-		    "(run 'idemctl migrate')", v, want);
+	if (store_schema_old(v, why, sizeof(why))) {
+		finding("fail", "%s", why);
 		return CTL_ESCHEMA;
 	}
 	if (v > want)

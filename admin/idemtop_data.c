@@ -40,7 +40,7 @@ top_db_fetch(struct top_src *src, struct top_snap *out, char *err,
 	struct src_mysql *m = (struct src_mysql *)src;
 	enum idem_err	 er;
 	size_t		 i;
-	int		 v = 0, want = store_schema_expected();
+	int		 v = 0;
 
 	if ((er = top_db_open(m)) != IDEM_OK) {
 		snprintf(err, errlen, "store: %s", idem_strerror(er));
@@ -55,10 +55,7 @@ top_db_fetch(struct top_src *src, struct top_snap *out, char *err,
 		top_db_drop(m);
 		return er;
 	}
-	if (!m->schema_ok && v < want) {
-		snprintf(err, errlen, v == 0 ? "schema missing (run 'idemctl "
-		    "migrate')" : "schema at version %d, this build needs %d "
-		    "(run 'idemctl migrate')", v, want);
+	if (!m->schema_ok && store_schema_old(v, err, errlen)) {
 		top_db_drop(m);
 		return IDEM_ESTORE;
 	}

@@ -323,6 +323,9 @@ enum idem_err store_counters_add(struct store *st, const char *host,
 
 /* Schema version this build expects (highest sql/NNN-*.sql). */
 int store_schema_expected(void);
+/* 1 when version (0: none) is older than this build's, why then saying
+ * so with the fix, for one line; 0 otherwise. */
+int store_schema_old(int version, char *why, size_t len);
 /* Version in the database, 0 if no schema yet.  OUT: version. */
 enum idem_err store_schema_version(struct store *st, int *version);
 /* Applies missing migrations in order; safe to run twice.  OUT: applied. */

@@ -33,6 +33,21 @@ store_schema_expected(void)
 	return v;
 }
 
+int
+store_schema_old(int version, char *why, size_t len)
+{
+	int	 want = store_schema_expected();
+
+	if (version >= want)
+		return 0;
+	if (version == 0)
+		snprintf(why, len, "schema missing (run 'idemctl migrate')");
+	else
+		snprintf(why, len, "schema at version %d, this build needs %d "
+		    "(run 'idemctl migrate')", version, want);
+	return 1;
+}
+
 enum idem_err
 store_schema_version(struct store *st, int *version)
 {
