@@ -16,6 +16,14 @@ resp_is_tchar(unsigned char c)
 	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* 1 for a control byte a field value or reason phrase may not carry
+ * (RFC 9110 5.5, RFC 9112 4): all but tab. */
+static int
+resp_is_ctl(unsigned char c)
+{
+	return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
 /* 1 if p[0..len) equals the C string s, ignoring ASCII case. */
 static int
 resp_name_eq(const char *p, size_t len, const char *s)
@@ -59,8 +67,7 @@ resp_reason(const char *v, size_t vlen, size_t *rlen)
 		return NULL;
 	*rlen = vlen - i;
 	for (; i < vlen; i++)
-		if (((unsigned char)v[i] < 0x20 && v[i] != '\t') ||
-		    v[i] == 0x7f)
+		if (resp_is_ctl((unsigned char)v[i]))
 			return NULL;
 	return v + vlen - *rlen;
 }
@@ -132,8 +139,7 @@ resp_line(const char *p, size_t len, struct buf *hdrs, struct resp_seen *seen)
 	 * to every retry); the line goes, the answer stays, the same for
 	 * the first client and every replay. */
 	for (i = vs; i < ve; i++)
-		if (((unsigned char)p[i] < 0x20 && p[i] != '\t') ||
-		    p[i] == 0x7f) {
+		if (resp_is_ctl((unsigned char)p[i])) {
 			seen->why = "a header line with a control byte in its "
 			    "value dropped";
 			return IDEM_OK;
