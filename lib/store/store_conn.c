@@ -237,23 +237,30 @@ store_kill_lost(struct store *st)
 	kill_sessions(st, l, n);
 }
 
+/* Notes the n kept sockets fd (sessions id) into l; how many. */
+static unsigned
+graves_lost(const int *fd, const uint64_t *id, unsigned n,
+    struct store_lost *l)
+{
+	unsigned	 i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (sock_lost(fd[i], &l[k]) == 0) {
+			l[k].id = id[i];
+			l[k++].at_ms = clock_now_ms();
+		}
+	return k;
+}
+
 void
 store_graves_kill(struct store *st, const struct claim *c)
 {
 	struct store_lost	 l[2 * STORE_GRAVES];
-	unsigned		 i, n = 0;
-	int64_t			 now = clock_now_ms();
+	unsigned		 n;
 
-	for (i = 0; i < st->ngrave; i++)
-		if (sock_lost(st->grave[i], &l[n]) == 0) {
-			l[n].id = st->grave_id[i];
-			l[n++].at_ms = now;
-		}
-	for (i = 0; c != NULL && i < c->ngrave; i++)
-		if (sock_lost(c->grave[i], &l[n]) == 0) {
-			l[n].id = c->grave_id[i];
-			l[n++].at_ms = now;
-		}
+	n = graves_lost(st->grave, st->grave_id, st->ngrave, l);
+	if (c != NULL)
+		n += graves_lost(c->grave, c->grave_id, c->ngrave, l + n);
 	kill_sessions(st, l, n);
 }
 
