@@ -110,6 +110,17 @@ fconn_content(struct fconn *c, const unsigned char *p, size_t n)
 	return IDEM_OK;
 }
 
+/* Says END_REQUEST for id; IDEM_EIO when the connection ends with it. */
+static enum idem_err
+fconn_end(struct fconn *c, uint16_t id, int status, int last)
+{
+	enum idem_err	 er;
+
+	if ((er = fcgi_end(&c->reply, id, 0, status)) != IDEM_OK)
+		return er;
+	return last ? IDEM_EIO : IDEM_OK;
+}
+
 /* A whole record is in (content in c->small unless streamed). */
 static enum idem_err
 fconn_record_in(struct fconn *c)
@@ -145,8 +156,11 @@ fconn_record_in(struct fconn *c)
 		if (c->id != 0)		/* one request at a time */
 			return fcgi_end(&c->reply, id, 0, FCGI_CANT_MPX_CONN);
 		fcgi_begin_decode(p, &role, &flags);
+		/* Refused; without KEEP_CONN that ends the connection, as
+		 * any answer would. */
 		if (role != FCGI_RESPONDER)
-			return fcgi_end(&c->reply, id, 0, FCGI_UNKNOWN_ROLE);
+			return fconn_end(c, id, FCGI_UNKNOWN_ROLE,
+			    (flags & FCGI_KEEP_CONN) == 0);
 		c->id = id;
 		c->keep_conn = (flags & FCGI_KEEP_CONN) != 0;
 		return IDEM_OK;
@@ -156,8 +170,10 @@ fconn_record_in(struct fconn *c)
 		return IDEM_OK;
 	switch (type) {
 	case FCGI_ABORT_REQUEST:
-		/* The web server gave up before we answered. */
-		return IDEM_EINVAL;
+		/* The web server gave up before the request was whole: it
+		 * is ended as the protocol says, and so is the connection
+		 * (what else it sent for this request is not read). */
+		return fconn_end(c, id, FCGI_REQUEST_COMPLETE, 1);
 	case FCGI_DATA:
 		return IDEM_OK;		/* filter role only */
 	default:

@@ -61,8 +61,11 @@ void fconn_reset(struct fconn *c);
  * stdin ended; a body over max_body is read to its end and dropped, or
  * cut FCONN_DISCARD_MAX bytes past it); *used says how many bytes
  * were taken (the rest belongs to a later request).  IDEM_EAGAIN when more
- * are needed (all n taken).  IDEM_EINVAL on a protocol violation (close
- * the connection).  Check c->reply after every call.
+ * are needed (all n taken).  IDEM_EIO when the connection ends once
+ * c->reply is out (a role refused without FCGI_KEEP_CONN, an
+ * FCGI_ABORT_REQUEST of the request being read).  IDEM_EINVAL on a
+ * protocol violation (close the connection).  Check c->reply after every
+ * call.
  */
 enum idem_err fconn_feed(struct fconn *c, const void *p, size_t n,
     size_t *used);

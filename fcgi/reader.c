@@ -649,6 +649,11 @@ reader_input(struct reader *rd, struct job *j, int64_t now)
 			continue;
 		}
 		reader_forget(rd, j);
+		if (er == IDEM_EIO) {	/* ended, as the protocol says */
+			j->linger = 1;
+			job_close(j);
+			return;
+		}
 		if (er != IDEM_OK) {
 			log_warn("invalid FastCGI input; connection closed");
 			job_close(j);

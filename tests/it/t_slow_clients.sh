@@ -207,6 +207,37 @@ for v in 3abc -1 0x7 1e1 '7 ' 99999999999999999999999; do
 done
 expect_eq "CONTENT_LENGTH not a length: no run" "$n0" "$(runs pay)"
 expect_match "CONTENT_LENGTH not a length: the log says so" 'CONTENT_LENGTH is not a length' "$(cat "$T/gw.log")"
+# A role other than RESPONDER without KEEP_CONN, and an ABORT_REQUEST of
+# a request still being sent: END_REQUEST (UNKNOWN_ROLE, REQUEST_COMPLETE),
+# then the connection closes, as the protocol says; nothing runs.
+n0=$(runs pay)
+ended() { # ended role|abort: the END_REQUEST's protocol status, and the close
+	python3 - "$T/gw.sock" "$1" <<'PY' 2>&1
+import socket, struct, sys
+def rec(t, c): return struct.pack(">BBHHBB", 1, t, 1, len(c), 0, 0) + c
+def pair(n, v): return bytes([len(n), len(v)]) + n + v
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(3)
+if sys.argv[2] == "role":
+    s.sendall(rec(1, struct.pack(">HB5x", 2, 0)))
+else:
+    s.sendall(rec(1, struct.pack(">HB5x", 1, 0)) +
+              rec(4, pair(b"REQUEST_METHOD", b"POST") + pair(b"SCRIPT_NAME", b"/pay")) +
+              rec(2, b""))
+got, end = b"", "open"
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            end = "closed"; break
+        got += b
+except OSError:
+    pass
+print("status %d %s" % (got[12], end) if len(got) == 16 and got[1] == 3 else "got %r %s" % (got, end))
+PY
+}
+expect_eq "another role without KEEP_CONN: UNKNOWN_ROLE, then closed" "status 3 closed" "$(ended role)"
+expect_eq "ABORT_REQUEST while the request is read: END_REQUEST, then closed" "status 0 closed" "$(ended abort)"
+expect_eq "... and nothing ran" "$n0" "$(runs pay)"
 n0=$(runs pay)
 mpx "$T/gw.sock" "$(new_key)" 10 0 0 >"$T/mpx.out" 2>&1
 expect_match "another BEGIN after a whole request: it is answered" '^answered' "$(cat "$T/mpx.out")"

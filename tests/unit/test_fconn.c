@@ -184,8 +184,9 @@ test_refusals(void)
 	fconn_reset(&c);
 	buf_reset(&in);
 	/* A second request on the connection: CANT_MPX_CONN; a role other
-	 * than responder: UNKNOWN_ROLE. */
-	begin(&in, 3, 2, 0);
+	 * than responder: UNKNOWN_ROLE (with KEEP_CONN the connection
+	 * stays). */
+	begin(&in, 3, 2, FCGI_KEEP_CONN);
 	begin(&in, 1, 1, 0);
 	begin(&in, 2, 1, 0);
 	CHECK(fconn_feed(&c, in.p, in.len, &used) == IDEM_EAGAIN);
@@ -194,6 +195,26 @@ test_refusals(void)
 	    c.reply.p[12] == FCGI_UNKNOWN_ROLE);
 	CHECK(c.reply.p[16 + 3] == 2 &&
 	    c.reply.p[16 + 12] == FCGI_CANT_MPX_CONN);
+	fconn_reset(&c);
+	buf_reset(&in);
+	/* Without KEEP_CONN the refusal ends the connection: what comes
+	 * after it is not read. */
+	begin(&in, 4, 3, 0);
+	begin(&in, 1, 1, 0);
+	CHECK(fconn_feed(&c, in.p, in.len, &used) == IDEM_EIO);
+	CHECK(c.id == 0 && c.reply.len == 16 && c.reply.p[3] == 4 &&
+	    c.reply.p[12] == FCGI_UNKNOWN_ROLE);
+	fconn_reset(&c);
+	buf_reset(&in);
+	/* ABORT_REQUEST of the request being read: END_REQUEST, and the
+	 * connection ends. */
+	begin(&in, 5, 1, FCGI_KEEP_CONN);
+	n = pair(gv, "REQUEST_METHOD", "POST");
+	rec(&in, FCGI_PARAMS, 5, gv, n);
+	rec(&in, FCGI_ABORT_REQUEST, 5, "", 0);
+	CHECK(fconn_feed(&c, in.p, in.len, &used) == IDEM_EIO);
+	CHECK(c.reply.len == 16 && c.reply.p[1] == FCGI_END_REQUEST &&
+	    c.reply.p[3] == 5 && c.reply.p[12] == FCGI_REQUEST_COMPLETE);
 	fconn_reset(&c);
 	buf_free(&in);
 	buf_free(&c.params);
