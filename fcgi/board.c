@@ -1,4 +1,5 @@
 /* The scoreboard in shared memory. */
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include <string.h>
@@ -12,6 +13,7 @@ static struct board_slot	*me;
 /* BOARD_KEYS, shared after the slots; this process's without a board. */
 static atomic_ullong		 own_done[BOARD_KEYS];
 static atomic_ullong		*done = own_done;
+static int			 nudge = -1;	/* shared eventfd */
 
 int
 board_init(void)
@@ -28,6 +30,37 @@ board_init(void)
 		return -1;
 	slots = p;
 	done = (atomic_ullong *)(slots + BOARD_SLOTS);
+	/* Without it workers do not hand bursts to each other. */
+	nudge = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return 0;
+}
+
+int
+board_nudge_fd(void)
+{
+	return nudge;
+}
+
+int
+board_idle_elsewhere(void)
+{
+	const struct board_slot	*s;
+	int			 i, gen, busy, idle;
+
+	if (slots == NULL || me == NULL)
+		return 0;
+	gen = atomic_load(&me->gen);
+	for (i = 0; i < BOARD_SLOTS; i++) {
+		s = &slots[i];
+		if (s == me || atomic_load(&s->pid) == 0 ||
+		    atomic_load(&s->gen) != gen)
+			continue;
+		(void)board_busy(s, &busy);
+		idle = atomic_load(&s->threads) - busy -
+		    atomic_load(&s->queued);
+		if (idle > 0)
+			return 1;
+	}
 	return 0;
 }
 

@@ -74,6 +74,19 @@ int board_owned(uint64_t h);
 uint64_t board_done_count(uint64_t h);
 void board_done(uint64_t h);
 
+/*
+ * An eventfd the supervisor makes with the board, in every worker's
+ * epoll set with EPOLLEXCLUSIVE beside the listen socket: a reader with
+ * no idle thread left writes it to wake another worker's reader, which
+ * then accepts what waits (fcgi/reader.c).  -1 without a board.
+ */
+int board_nudge_fd(void);
+
+/* 1 if a live worker of this one's generation, other than this one, has
+ * a request thread that is neither busy nor spoken for by a queued
+ * request. */
+int board_idle_elsewhere(void);
+
 /* Slot i for reading (NULL past the end or without a board). */
 const struct board_slot *board_slot(int i);
 

@@ -27,6 +27,8 @@
 #define READER_IDLE_MS		300000	/* a kept connection may idle this */
 #define READER_TICK_MS		1000
 #define READER_ACCEPT_PAUSE_MS	100	/* out of descriptors: not accepting */
+#define READER_YIELD_MS		10	/* no idle thread here, one elsewhere:
+					 * not accepting */
 #define READER_PARK_MAX		4096	/* waiters parked, per worker */
 /* A request still arriving with no more than this buffered is never
  * refused for max_pending_body: small requests pass while large stalled
@@ -42,6 +44,11 @@ struct reader {
 	const struct cfg	*cfg;
 	const char		*web_addrs;
 	int			 lfd, ep, evfd;
+	int			 nudge;		/* shared with the other
+						 * workers (board_nudge_fd),
+						 * or -1 */
+	int			 yielded;	/* accept_at is a yield: the
+						 * nudge is out of the set */
 	int			 pep;		/* parked connections: a
 						 * hang-up (under mu) */
 	int64_t			 accept_at;	/* not accepting (out of
@@ -58,6 +65,7 @@ struct reader {
 	struct job		*ready, *ready_tail;	/* for request
 							 * threads */
 	size_t			 nready;
+	size_t			 nidle;		/* threads in reader_next */
 	atomic_size_t		 queued;	/* bytes the ready ones hold
 						 * (read without mu) */
 	struct job		*back;		/* returned for reuse */
@@ -207,21 +215,62 @@ reader_accept_pause(struct reader *rd, int64_t now, int err)
 	rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
 }
 
+/*
+ * Every idle request thread of this worker has a request waiting for it
+ * while another worker has one idle: this reader stops accepting for
+ * READER_YIELD_MS and nudges the others' readers, so a burst of slow
+ * requests spreads over the workers instead of queueing behind one
+ * worker's threads.  With no idle thread anywhere it goes on accepting
+ * (a cached replay needs no thread).  1 if it yields.
+ */
+static int
+reader_yields(struct reader *rd, int64_t now)
+{
+	uint64_t	 one = 1;
+	int		 full;
+
+	if (rd->nudge < 0)
+		return 0;
+	pthread_mutex_lock(&rd->mu);
+	full = rd->nready >= rd->nidle;
+	pthread_mutex_unlock(&rd->mu);
+	if (!full || !board_idle_elsewhere())
+		return 0;
+	if (rd->accept_at == 0) {
+		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
+		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->nudge, NULL);
+		rd->yielded = 1;
+	}
+	rd->accept_at = now + READER_YIELD_MS;
+	/* Out of this set first: the kernel wakes a reader that waits. */
+	(void)!write(rd->nudge, &one, sizeof(one));
+	return 1;
+}
+
+/* Puts the listen socket (or the nudge) in the epoll set, shared. */
+static int
+reader_poll_shared(struct reader *rd, int *fdp)
+{
+	struct epoll_event	 ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	ev.data.ptr = fdp;
+	return epoll_ctl(rd->ep, EPOLL_CTL_ADD, *fdp, &ev);
+}
+
 /* Takes the listen socket back into the epoll set once a pause is over;
  * the time to look again otherwise. */
 static int64_t
 reader_accept_resume(struct reader *rd, int64_t now, int64_t next)
 {
-	struct epoll_event	 ev;
-
 	if (rd->accept_at == 0 || rd->draining)
 		return next;
 	if (now < rd->accept_at)
 		return rd->accept_at < next ? rd->accept_at : next;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-	ev.data.ptr = &rd->lfd;
-	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->lfd, &ev) == 0)
+	if (rd->yielded && reader_poll_shared(rd, &rd->nudge) == 0)
+		rd->yielded = 0;
+	if (reader_poll_shared(rd, &rd->lfd) == 0)
 		rd->accept_at = 0;
 	else
 		rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
@@ -236,6 +285,8 @@ reader_accept(struct reader *rd, int64_t now)
 	int		 fd, i;
 
 	for (i = 0; i < 64; i++) {
+		if (reader_yields(rd, now))
+			return 0;
 		fd = accept4(rd->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
 		    errno == ENOBUFS || errno == ENOMEM)) {
@@ -770,6 +821,8 @@ reader_drain_start(struct reader *rd, int64_t now)
 	rd->draining = 1;
 	rd->drain_end_ms = now + rd->timeout_ms;
 	(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
+	if (rd->nudge >= 0)
+		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->nudge, NULL);
 	for (i = 0; i < READER_CONNS_MAX / 64 &&
 	    rd->nconns < READER_CONNS_MAX && reader_accept(rd, now); i++)
 		;
@@ -806,6 +859,11 @@ reader_main(void *arg)
 		for (i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &rd->lfd) {
 				if (!rd->draining)
+					(void)reader_accept(rd, now);
+			} else if (evs[i].data.ptr == &rd->nudge) {
+				/* Another worker had no idle thread. */
+				(void)!read(rd->nudge, &v, sizeof(v));
+				if (!rd->draining && rd->accept_at == 0)
 					(void)reader_accept(rd, now);
 			} else if (evs[i].data.ptr == &rd->evfd) {
 				(void)!read(rd->evfd, &v, sizeof(v));
@@ -865,6 +923,7 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 	rd->max_pending = cfg->max_pending_body;
 	rd->quick = quick;
 	rd->quick_arg = quick_arg;
+	rd->nudge = board_nudge_fd();
 	rd->park_next = INT64_MAX;
 	/* A cached answer is at most an eighth of the cache; its records
 	 * add a header per 64 KiB. */
@@ -887,11 +946,10 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 	if ((fl = fcntl(listen_fd, F_GETFL)) == -1 ||
 	    fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) == -1)
 		goto fail;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-	ev.data.ptr = &rd->lfd;
-	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, listen_fd, &ev) != 0)
+	if (reader_poll_shared(rd, &rd->lfd) != 0 ||
+	    (rd->nudge >= 0 && reader_poll_shared(rd, &rd->nudge) != 0))
 		goto fail;
+	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = &rd->evfd;
 	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->evfd, &ev) != 0)
@@ -916,8 +974,10 @@ reader_next(struct reader *rd)
 	struct job	*j;
 
 	pthread_mutex_lock(&rd->mu);
+	rd->nidle++;
 	while (rd->ready == NULL && !rd->done)
 		pthread_cond_wait(&rd->cv, &rd->mu);
+	rd->nidle--;
 	j = rd->ready;
 	if (j != NULL) {
 		rd->ready = j->next;

@@ -128,6 +128,25 @@ bg_wait
 check_wake "two workers" w12 200 900
 expect_eq "two workers: the handler ran once" 1 "$(runs two)"
 
+# --- A burst of slow requests spreads over the workers: a reader whose
+# threads all have a request nudges another worker's reader, rather than
+# queue the rest behind its own threads.  4 two-second requests at once
+# on gw2's 2 workers x 2 threads: all end near 2 s, none at 4 s.
+n0=$(runs fast)
+t0=$(now_ms)
+for i in 1 2 3 4; do
+	http_bg burst$i POST "$(url web2 /fast?sleep=2000)" -H "Idempotency-Key: $(new_key)" --data-binary 'b'
+done
+bg_wait
+last=0
+for i in 1 2 3 4; do
+	e=$(cat "$T/burst$i.end" 2>/dev/null || now_ms)
+	[ $((e - t0)) -gt "$last" ] && last=$((e - t0))
+done
+expect_eq "a burst of 4 on 2 x 2 threads: each answered" "201 201 201 201" "$(st burst1) $(st burst2) $(st burst3) $(st burst4)"
+expect_eq "... each ran once" $((n0 + 4)) "$(runs fast)"
+expect_lt "... all within 3.5 s: no worker's threads queued two (ms)" "$last" 3500
+
 # --- Another gateway: the owner on gw, waiters on gw2, which only the
 # store can tell (polled).
 n0=$(runs pay)
