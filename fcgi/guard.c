@@ -358,6 +358,8 @@ guard_overdue(void *arg)
 	struct overdue	*o = arg;
 	struct request	*r = o->r;
 
+	if (r->out->finished)	/* answered (guard_settle) */
+		return;
 	log_warn("%s: no answer after %lld ms; the client gets 504, the "
 	    "upstream run goes on and its answer will be kept", r->tag,
 	    (long long)r->route->timeout_ms);
@@ -371,6 +373,32 @@ guard_overdue(void *arg)
 	    lease_retry_after(o->left_ms, guard_retry_cap(r->route)), 0,
 	    NULL);
 	reply_finish(r->out);
+}
+
+/*
+ * An owned upstream run said END_REQUEST.  1 if its key is to be released
+ * (its status is one release_statuses frees, or it said nothing): not
+ * before the run is over, then, which END_REQUEST does not prove
+ * (PHP-FPM says it at fastcgi_finish_request() and runs on); a retry
+ * must not run beside it.  A whole answer goes to the client now; the
+ * key stays in progress until the app closes the connection (its run
+ * ended), or is kept as a tombstone if it still runs at run_limit.
+ */
+static int
+guard_settle(void *arg)
+{
+	struct overdue	*o = arg;
+	struct sink	*s = o->s;
+
+	if (!s->have_head)
+		return s->raw.len == 0;
+	if (!cfg_releases(o->r->route, s->ans.status))
+		return 0;
+	if (!s->streaming && (s->clen < 0 || sink_complete(s))) {
+		reply_answer(o->r->out, &s->ans, NULL);
+		reply_finish(o->r->out);
+	}
+	return 1;
 }
 
 /*
@@ -422,6 +450,7 @@ guard_run_owned(struct guarded *g)
 		od.left_ms = 1;
 	h.overdue = guard_overdue;
 	h.overdue_arg = &od;
+	h.settle = guard_settle;
 	h.run_limit_ms = od.left_ms;
 	od.left_ms -= rt->timeout_ms;
 	er = handler_run(r, &s, &h);

@@ -237,6 +237,14 @@ run_overdue(void *arg)
 	rc->h->overdue(rc->h->overdue_arg);
 }
 
+static int
+run_settle(void *arg)
+{
+	struct run_ctx	*rc = arg;
+
+	return rc->h->settle(rc->h->overdue_arg);
+}
+
 /* The exchange both kinds of handler share: body in, answer out; the
  * owner's hooks (overdue only for a run that outlives our reading it:
  * an upstream's). */
@@ -264,6 +272,8 @@ exchange_fill(struct run_ctx *rc, int outlives)
 	if (outlives && h->overdue != NULL) {
 		ex->overdue = run_overdue;
 		ex->run_limit_ms = h->run_limit_ms;
+		if (h->settle != NULL)
+			ex->settle = run_settle;
 	}
 }
 

@@ -77,6 +77,10 @@ struct run_hooks {
 	void		(*overdue)(void *);
 	void		 *overdue_arg;
 	int64_t		  run_limit_ms;
+	/* An upstream's END_REQUEST came: 1 to read its connection to the
+	 * close, the run's end (see cgi_exchange.settle); settle_arg is
+	 * overdue_arg.  Not used for CGI programs. */
+	int		(*settle)(void *);
 };
 
 /*

@@ -43,7 +43,10 @@ up_encode_head(const struct upstream_req *r, struct buf *out)
 	enum idem_err	 er;
 
 	buf_init(&pb, UP_PARAMS_MAX);
-	er = fcgi_begin(out, UPSTREAM_REQ_ID, FCGI_RESPONDER, 0);
+	/* Kept, the app closes the connection when its run is over, not
+	 * at its END_REQUEST (cgi_exchange.settle). */
+	er = fcgi_begin(out, UPSTREAM_REQ_ID, FCGI_RESPONDER,
+	    r->ex.settle != NULL ? FCGI_KEEP_CONN : 0);
 	if (er != IDEM_OK)
 		goto out;
 	for (i = 0; r->params != NULL && r->params[i] != NULL; i++) {
@@ -462,6 +465,44 @@ up_io_round(struct up_io *io)
 	return IDEM_OK;
 }
 
+/*
+ * After END_REQUEST, when the caller must know the run is over: our side
+ * of the connection is shut, and it is read (anything more dropped) to
+ * the app's close, under the same clock.  IDEM_OK at the close.
+ */
+static enum idem_err
+up_io_settle(struct up_io *io)
+{
+	const struct upstream_req *r = io->r;
+	struct pollfd		 pfd;
+	ssize_t			 k;
+	int64_t			 now, t0 = clock_now_ms();
+	enum idem_err		 er;
+
+	(void)shutdown(io->fd, SHUT_WR);
+	for (;;) {
+		now = clock_now_ms();
+		if ((er = up_io_clock(io, now)) != IDEM_OK)
+			return er;
+		pfd.fd = io->fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)cgi_clock_wait(&io->clk, now)) <= 0)
+			continue;
+		k = read(io->fd, io->rbuf, UP_RBUF);
+		if (k == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (k > 0)
+			continue;
+		if (clock_now_ms() - t0 >= 1000)
+			log_info("%s: %s ran on %lld ms after its END_REQUEST",
+			    upstream_tag(r), r->addr,
+			    (long long)(clock_now_ms() - t0));
+		return IDEM_OK;		/* closed (or reset): the run is
+					 * over */
+	}
+}
+
 enum idem_err
 upstream_exec(const struct upstream_req *r, int *app_status)
 {
@@ -491,6 +532,9 @@ upstream_exec(const struct upstream_req *r, int *app_status)
 		up_io_send_now(&io);
 		while ((er = up_io_round(&io)) == IDEM_OK && !io.rd->done)
 			;
+		if (er == IDEM_OK && r->ex.settle != NULL &&
+		    r->ex.settle(r->ex.arg))
+			er = up_io_settle(&io);
 	}
 	if (er == IDEM_OK)
 		*app_status = io.rd->app_status;

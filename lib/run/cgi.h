@@ -66,6 +66,18 @@ struct cgi_exchange {
 	int64_t		  run_limit_ms;
 
 	/*
+	 * If set (an upstream's run), called once END_REQUEST came: 1 when
+	 * the caller must know the run is over before it goes on (its key
+	 * is to be released).  END_REQUEST is not the end of every run:
+	 * PHP-FPM says it at fastcgi_finish_request() and the script runs
+	 * on.  So the request asks the app to keep the connection
+	 * (FCGI_KEEP_CONN), and the connection is then read to its close,
+	 * which PHP-FPM makes only once the script ended; the clock (tick,
+	 * overdue, run_limit_ms) goes on meanwhile.
+	 */
+	int		(*settle)(void *arg);
+
+	/*
 	 * If set, called once output given to out() has waited
 	 * CGI_FLUSH_MS for more: the caller sends on what it gathered (a
 	 * pass-through answer streams as the handler writes it, as under

@@ -226,6 +226,32 @@ expect_eq "finish_request: one run" 1 $(($(fpm_runs) - n0))
 expect_eq "finish_request: the replay names the same end" "$(hdr f1 Idempotency-Expires)" "$(hdr f2 Idempotency-Expires)"
 gw_stop gw5
 
+# --- A status that frees the key (500), sent through
+# fastcgi_finish_request() with 3 s of work after it (Symfony ends every
+# answer so, and runs its kernel.terminate listeners after): the client
+# gets the 500 at once, but the key stays in progress until the script is
+# over; retries meanwhile wait and get 409, never a second PHP run beside
+# the first.  Once it ended, a retry runs PHP again.
+lingered() { [ "$(grep -c '^lingered ' "$T/www/runs/pay.runs" 2>/dev/null)" -ge "$1" ]; }
+# The run before this one (linger=4000) may still hold the script's lock.
+wait_until 10 flock -n "$T/www/runs/pay.lock" true || true
+o0=$(fpm_overlaps)
+K=$(new_key)
+n0=$(fpm_runs)
+l0=$(grep -c '^lingered ' "$T/www/runs/pay.runs" 2>/dev/null)
+t0=$(now_ms)
+http r1 POST "$(url web2 '/pay.php?status=500&linger=3000')" -H "Idempotency-Key: $K" --data-binary 'amount=16'
+expect_eq "released after finish_request: the client gets PHP's 500" 500 "$HS"
+expect_lt "... at once, not at the script's end (ms)" $(($(now_ms) - t0)) 2000
+http r2 POST "$(url web2 '/pay.php?status=500&linger=3000')" -H "Idempotency-Key: $K" --data-binary 'amount=16'
+is_problem "... a retry while the script runs on" r2 409 key-in-progress
+expect_eq "... no second run meanwhile" 1 $(($(fpm_runs) - n0))
+wait_until 10 lingered $((l0 + 1)) || true
+http r3 POST "$(url web2 '/pay.php?status=500&linger=3000')" -H "Idempotency-Key: $K" --data-binary 'amount=16'
+expect_eq "... once it ended, a retry runs again" "500 2" "$HS $(($(fpm_runs) - n0))"
+wait_until 10 lingered $((l0 + 2)) || true
+expect_eq "released after finish_request: never two at once" "$o0" "$(fpm_overlaps)"
+
 # Without run_limit a run is unbounded: the tombstone its owner leaves
 # when it stops reading (at the ttl, 2 s) never expires, so no retry runs
 # PHP beside a run that goes on (6 s).

@@ -23,9 +23,11 @@ $log('start');
 usleep($ms * 1000);
 $log('end');
 // status1xx=1: an answer that is no answer (a CGI may not give 1xx)
-http_response_code(isset($_GET['status1xx']) ? 103 : 201);
+// status=N: answer with N (a 500 releases the key)
+http_response_code(isset($_GET['status']) ? (int)$_GET['status'] :
+    (isset($_GET['status1xx']) ? 103 : 201));
 header('Content-Type: application/json');
-if (!isset($_GET['status1xx']))
+if (!isset($_GET['status1xx']) && !isset($_GET['status']))
 	header('Location: /payments/' . $id);
 echo json_encode(['id' => $id, 'fence' => $fence,
     'body' => file_get_contents('php://input')]), "\n";
