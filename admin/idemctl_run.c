@@ -1233,8 +1233,17 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	idem_id_key(&id, &c->hk);
 	idem_id_name_lock(&id);
 	j.o.st = c->st;
+	/* A signal ends a wait for a run elsewhere (Ctrl-C, a consumer's
+	 * service stopped), not only COMMAND. */
+	store_set_stop(c->st, &run_signal);
 	if (once_claim(&j.o, a.wait_ms) != IDEM_OK) {
 		rc = run_store_err(c);
+		goto out;
+	}
+	if (j.o.c.state == CLAIM_BUSY && run_signal != 0) {
+		ctl_err("run: stopped by signal %d while the key ran "
+		    "elsewhere", (int)run_signal);
+		rc = 128 + run_signal;
 		goto out;
 	}
 	once_dispatch(&j.o, &run_ops, &j);

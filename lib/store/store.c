@@ -641,13 +641,17 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 			nap_us = ms_to_us(wait_ms);
 		if (nap_us > 60000000)
 			nap_us = 60000000;
+		if (st->stop != NULL && nap_us > ms_to_us(STORE_STOP_MS))
+			nap_us = ms_to_us(STORE_STOP_MS);
 		if (nap_us > 0)
 			usleep((useconds_t)nap_us);
 	} else {
 		/* In slices, so its read deadline stays short; the caller
-		 * claims again after each. */
+		 * claims again after each (and looks at its stop flag). */
 		if (wait_ms > STORE_WAIT_SLICE_MS)
 			wait_ms = STORE_WAIT_SLICE_MS;
+		if (st->stop != NULL && wait_ms > STORE_STOP_MS)
+			wait_ms = STORE_STOP_MS;
 		secs = (double)wait_ms / 1000.0;  /* MariaDB takes fractions */
 		store_deadline(st, wait_ms + st->call_ms);
 		store_bind_str(&wpar[0], id->lockname);
@@ -659,6 +663,12 @@ store_wait(struct store *st, const struct idem_id *id, const struct claim *c,
 	 * connection if the wait lost its own). */
 	er2 = store_waiter(st, id, -1);
 	return er != IDEM_OK ? er : er2;
+}
+
+void
+store_set_stop(struct store *st, const volatile sig_atomic_t *flag)
+{
+	st->stop = flag;
 }
 
 enum idem_err
@@ -676,6 +686,8 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
 		if ((er = store_claim(st, id, c)) != IDEM_OK)
 			return er;
 		left = deadline - clock_now_ms();
+		if (st->stop != NULL && *st->stop != 0)
+			left = 0;
 		if (c->state == CLAIM_AGAIN && left > 0)
 			continue;
 		if (c->state != CLAIM_BUSY || left <= 0)

@@ -2,6 +2,7 @@
 #ifndef IDEM_STORE_H
 #define IDEM_STORE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -221,10 +222,19 @@ enum idem_err store_waiter(struct store *st, const struct idem_id *id,
     int delta);
 
 /*
+ * A flag (a signal handler's) that ends store_claim_wait's wait early,
+ * as if wait_ms had passed, within STORE_STOP_MS of it being set (a
+ * waiting `idemctl run` told to stop).  NULL: none.
+ */
+#define STORE_STOP_MS	250
+void store_set_stop(struct store *st, const volatile sig_atomic_t *flag);
+
+/*
  * The claim as the gateway and `idemctl run` make it: store_claim, and
  * while the key is busy elsewhere (or changed under the claim),
- * store_wait and claim again, until wait_ms passes.  On return c->state
- * is never CLAIM_AGAIN (CLAIM_BUSY when the wait ran out).  OUT: c,
+ * store_wait and claim again, until wait_ms passes (or the stop flag is
+ * set).  On return c->state is never CLAIM_AGAIN (CLAIM_BUSY when the
+ * wait ran out).  OUT: c,
  * *read_us (CLOCK_MONOTONIC µs before the last claim: a won lease runs
  * from there), *waited_ms.
  */

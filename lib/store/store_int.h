@@ -66,6 +66,8 @@ struct store_lost {
  * (lib/store/store.c) remembers about it. */
 struct store {
 	const struct cfg	*cfg;
+	const volatile sig_atomic_t *stop;	/* ends waits when non-zero
+						 * (store_set_stop) */
 	MYSQL			*my;		/* NULL when disconnected */
 	MYSQL_STMT		*stmt[STMT__COUNT];
 	unsigned		 errnum;	/* last server/client error */

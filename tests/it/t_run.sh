@@ -151,6 +151,24 @@ expect_lt "--wait 0: at once (${took} ms)" "$took" 1500
 wait "$w1"
 expect_eq "--timeout 0: no timeout, COMMAND ran whole" "0 $n0" "$(rc w1) $(starts)"
 
+# A signal ends a wait for the key's run elsewhere at once (128+N), as it
+# ends an owner's COMMAND: a consumer's service stopped, Ctrl-C.
+n0=$(($(starts) + 1))
+run a s1 --key k-sig -- "$T/job.sh" sig 3 0 &
+s1=$!
+wait_until 5 started "$n0"
+"$IDEMCTL" -c "$T/b.conf" run --key k-sig --wait 30s -- "$T/job.sh" sig 3 0 >"$T/s2.o" 2>"$T/s2.e" </dev/null &
+s2=$!
+sleep 0.5
+t0=$(now_ms)
+kill -TERM "$s2"
+wait "$s2"
+expect_eq "a waiter told to stop (SIGTERM): 143" 143 "$?"
+expect_lt "... at once, not after the run or --wait ($(($(now_ms) - t0)) ms)" $(($(now_ms) - t0)) 1500
+expect_match "... and says so" 'stopped by signal 15 while the key ran elsewhere' "$(cat "$T/s2.e")"
+wait "$s1"
+expect_eq "... COMMAND ran once" "0 $n0" "$(rc s1) $(starts)"
+
 # Job runs count in the fleet counters, under their route "job:NAME".
 "$IDEMCTL" -c "$T/a.conf" stats >"$T/stats.o" 2>&1
 expect_match "counters: idemctl stats lists the job" "job:job\.sh" "$(cat "$T/stats.o")"
