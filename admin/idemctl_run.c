@@ -70,7 +70,8 @@ const char ctl_run_usage[] =
 "default and 0:\n"
 "                     none\n"
 "  --store-failures   keep a non-zero status too (default: released, so the\n"
-"                     next delivery runs COMMAND again)\n"
+"                     next delivery runs COMMAND again); not 127, COMMAND\n"
+"                     not started\n"
 "  -c, --config FILE  idemgate config (default " CTL_DEFAULT_CONFIG ")\n"
 "  -h, --help         this text\n"
 "\n"
@@ -1067,10 +1068,13 @@ run_owned(struct run_job *j)
 		status = 128 + run_signal;
 	/* Any other end is an exit status (124 timed out, 127 not started,
 	 * 128+N a signal): it is the answer, released unless it is 0 or
-	 * --store-failures keeps it. */
+	 * --store-failures keeps it.  A COMMAND that never started did
+	 * nothing to keep: released all the same (a deploy that had not
+	 * put it in place yet must not lock its job out for the ttl). */
 	answer_borrow(&ans, status, NULL, 0, o.b.p, o.b.len);
 	e.whole = !o.oversized;
-	e.released = status != 0 && !j->a->store_failures;
+	e.released = status != 0 && (!j->a->store_failures ||
+	    er == IDEM_EHANDLER || er == IDEM_ENOMEM);
 	op = once_outcome(&e);
 	j->what = once_stat(op);
 	/* Not recorded, COMMAND's status all the same: it ran, and a queue

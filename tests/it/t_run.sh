@@ -84,6 +84,13 @@ expect_eq "--store-failures: status replayed" "5 5" "$(rc f3) $(rc f4)"
 printf 'kept\000\001\377\n' >"$T/want4"
 expect_file_eq "--store-failures: stdout replayed" "$T/want4" "$T/f4.o"
 expect_eq "--store-failures: COMMAND ran once" 5 "$(starts)"
+# ... but a COMMAND that could not start did nothing to keep: released
+# (a job whose program a deploy had not put in place yet runs once it is).
+run a f5 --key k4b --store-failures -- "$T/later.sh"
+printf '#!/bin/sh\necho deployed\n' >"$T/later.sh"
+chmod 0755 "$T/later.sh"
+run a f6 --key k4b --store-failures -- "$T/later.sh"
+expect_eq "--store-failures, COMMAND not found: 127, then it runs" "127 0 deployed" "$(rc f5) $(rc f6) $(cat "$T/f6.o")"
 
 # 3. 20 concurrent runs of one key over two "hosts": one execution, all
 # alike; those whose --wait runs out say 75 and run nothing.  The four
