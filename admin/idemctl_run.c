@@ -993,7 +993,11 @@ run_record(struct run_job *j, enum rec_op op, const struct answer *ans)
 		rec = NULL;
 	j->o.rec = rec;
 	er = once_record(&j->o, op, ans, &done);
-	if (rec != NULL && er == IDEM_OK && recorder_pending(rec, NULL) > 0) {
+	/* A release frees nothing a lapsed lease does not: the key is
+	 * taken over once its lease and run deadline pass (COMMAND's group
+	 * ended and swept), so the caller is not kept for it. */
+	if (rec != NULL && er == IDEM_OK && op != REC_RELEASE &&
+	    recorder_pending(rec, NULL) > 0) {
 		ctl_err("run: store unreachable; retrying to record the "
 		    "outcome for up to %lld s (the key's ttl; interrupt to "
 		    "give up)", (long long)(j->a->ttl_ms / 1000));

@@ -483,6 +483,21 @@ run b o2 --key k9o --wait 20s -- "$T/job.sh" late 1.5 0
 expect_eq "outage after COMMAND: the redelivery replays" "0 1" "$(rc o2) $(($(starts) - n0))"
 expect_file_eq "outage after COMMAND: the same stdout" "$T/o1.o" "$T/o2.o"
 
+# A failure during an outage releases nothing a lapsed lease does not:
+# run exits with COMMAND's status at once, not when the store is back.
+n0=$(starts)
+"$IDEMCTL" -c "$T/a.conf" run --key k9f -- "$T/job.sh" fail 1.5 7 >"$T/o3.o" 2>"$T/o3.e" </dev/null &
+o3=$!
+wait_until 5 o1_started || true
+mariadb_stop
+o3_gone() { ! kill -0 "$o3" 2>/dev/null; }
+wait_until 8 o3_gone
+expect_eq "a failure during an outage: run exits before the store is back" 0 "$?"
+mariadb_start || not_ok "MariaDB restarts"
+wait "$o3"
+expect_eq "... with COMMAND's status" 7 "$?"
+expect_match "... and says the outcome was not recorded" 'outcome not recorded' "$(cat "$T/o3.e")"
+
 # A database without the schema: 6 and one line (only an operator can mend
 # it; 69 would have a queue redeliver for ever), nothing runs.
 TESTROOT=$T mariadb_newdb "${TNAME}_empty" || not_ok "create an empty database"
