@@ -430,6 +430,10 @@ guard_run_owned(struct guarded *g)
 	h.tick_arg = &l;
 	h.tick_ms = lease_tick_ms(rt->lease_ms);
 	h.fence = g->o.c.fence;
+	/* The lock's name names the key as we read it (scope, key, keyed
+	 * when the store is): one fence row per key for the app, whatever
+	 * the client's spelling (quotes, parameters). */
+	h.key_id = g->id.lockname + 5;
 	if (rt->handler != HANDLER_FASTCGI) {
 		h.run = g->run = rand_u64();
 		h.spawned = &g->spawned;

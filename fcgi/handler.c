@@ -355,17 +355,20 @@ static enum idem_err
 run_backend(const struct backend *be, struct run_ctx *rc)
 {
 	struct request	*r = rc->r;
+	struct cgi_idem	 idem = { 0, 0, NULL };
 	enum idem_err	 er;
 
+	if (rc->h != NULL) {
+		idem.fence = rc->h->fence;
+		idem.run = rc->h->run;
+		idem.key_id = rc->h->key_id;
+	}
 	if (be == &backend_cgi)
 		er = cgi_env_build(r->params, rc->program, r->body.len,
-		    !r->had_length && r->body.len > 0, rc->h != NULL ?
-		    rc->h->fence : 0, rc->h != NULL ? rc->h->run : 0,
-		    &rc->env);
+		    !r->had_length && r->body.len > 0, &idem, &rc->env);
 	else
 		er = cgi_params_build(r->params, r->body.len,
-		    !r->had_length && r->body.len > 0, rc->h != NULL ?
-		    rc->h->fence : 0, &rc->env);
+		    !r->had_length && r->body.len > 0, &idem, &rc->env);
 	if (er != IDEM_OK) {
 		log_err("%s: cannot build %s: %s", r->tag, be->env_what,
 		    idem_strerror(er));

@@ -58,6 +58,7 @@ struct run_hooks {
 	void		 *tick_arg;
 	int64_t		  tick_ms;
 	uint64_t	  fence;	/* IDEMGATE_FENCE; 0: none */
+	const char	 *key_id;	/* IDEMGATE_KEY_ID; NULL: none */
 	uint64_t	  run;		/* IDEMGATE_RUN of a CGI run (the
 					 * mark of what it leaves behind:
 					 * lib/run/cgi_env.h); 0: none */

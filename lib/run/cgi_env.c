@@ -149,6 +149,7 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 		if ((!eb->upstream && cgi_env_is(e, "GATEWAY_INTERFACE")) ||
 		    cgi_env_is(e, "IDEMGATE_FENCE") ||
 		    cgi_env_is(e, "IDEMGATE_RUN") ||
+		    cgi_env_is(e, "IDEMGATE_KEY_ID") ||
 		    (script != NULL && cgi_env_is(e, "SCRIPT_FILENAME")))
 			continue;
 		/* An empty CONTENT_LENGTH (nginx, chunked) means "unknown":
@@ -168,16 +169,18 @@ cgi_env_take(struct env_build *eb, char *const *params, size_t np,
 
 /* Room for the entries cgi_env_build() prints: CONTENT_LENGTH=,
  * IDEMGATE_FENCE= (20 digits at most each), IDEMGATE_RUN= (16 hex
- * digits) and SCRIPT_FILENAME=. */
+ * digits), IDEMGATE_KEY_ID= and SCRIPT_FILENAME=. */
 #define CGI_ENV_PRINTED	(sizeof("CONTENT_LENGTH=") + 20 + \
 			    sizeof("IDEMGATE_FENCE=") + 20 + \
 			    sizeof("IDEMGATE_RUN=") + 16 + \
+			    sizeof("IDEMGATE_KEY_ID=") + CGI_KEY_ID_MAX + \
 			    sizeof("SCRIPT_FILENAME="))
 
 static enum idem_err
 cgi_env_make(char *const *params, const char *script, size_t bodylen,
-    int had_body, uint64_t fence, uint64_t run, int upstream, char ***out)
+    int had_body, const struct cgi_idem *idem, int upstream, char ***out)
 {
+	static const struct cgi_idem	 none;
 	struct env_build	 eb;
 	size_t			 np = 0, room, sl;
 
@@ -191,6 +194,8 @@ cgi_env_make(char *const *params, const char *script, size_t bodylen,
 	room = (np + 9) * sizeof(*eb.v);
 	if ((eb.v = malloc(room + CGI_ENV_PRINTED + sl)) == NULL)
 		return IDEM_ENOMEM;
+	if (idem == NULL)
+		idem = &none;
 	eb.v[0] = NULL;
 	eb.at = (char *)eb.v + room;
 	eb.left = CGI_ENV_PRINTED + sl;
@@ -209,26 +214,29 @@ cgi_env_make(char *const *params, const char *script, size_t bodylen,
 		cgi_env_print(&eb, 14, "CONTENT_LENGTH=%zu", bodylen);
 	if (script != NULL)
 		cgi_env_print(&eb, 15, "SCRIPT_FILENAME=%s", script);
-	if (fence != 0)
+	if (idem->fence != 0)
 		cgi_env_print(&eb, 14, "IDEMGATE_FENCE=%llu",
-		    (unsigned long long)fence);
-	if (run != 0)
-		cgi_env_print(&eb, 12, CGI_RUN_FMT, (unsigned long long)run);
+		    (unsigned long long)idem->fence);
+	if (idem->run != 0 && !upstream)
+		cgi_env_print(&eb, 12, CGI_RUN_FMT,
+		    (unsigned long long)idem->run);
+	if (idem->key_id != NULL)
+		cgi_env_print(&eb, 15, "IDEMGATE_KEY_ID=%.*s", CGI_KEY_ID_MAX,
+		    idem->key_id);
 	*out = eb.v;
 	return IDEM_OK;
 }
 
 enum idem_err
 cgi_env_build(char *const *params, const char *script, size_t bodylen,
-    int had_body, uint64_t fence, uint64_t run, char ***out)
+    int had_body, const struct cgi_idem *idem, char ***out)
 {
-	return cgi_env_make(params, script, bodylen, had_body, fence, run, 0,
-	    out);
+	return cgi_env_make(params, script, bodylen, had_body, idem, 0, out);
 }
 
 enum idem_err
 cgi_params_build(char *const *params, size_t bodylen, int had_body,
-    uint64_t fence, char ***out)
+    const struct cgi_idem *idem, char ***out)
 {
-	return cgi_env_make(params, NULL, bodylen, had_body, fence, 0, 1, out);
+	return cgi_env_make(params, NULL, bodylen, had_body, idem, 1, out);
 }

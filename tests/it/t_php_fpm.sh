@@ -226,6 +226,18 @@ expect_eq "finish_request: one run" 1 $(($(fpm_runs) - n0))
 expect_eq "finish_request: the replay names the same end" "$(hdr f1 Idempotency-Expires)" "$(hdr f2 Idempotency-Expires)"
 gw_stop gw5
 
+# --- IDEMGATE_KEY_ID names the key as idemgate reads it, for the fence's
+# row: one key spelled two ways ("K" and K;v=1, one key to idemgate; PHP
+# sees each raw) gets one id, another key another.
+K=$(new_key)
+http i1 POST "$(url web2 '/pay.php?status=500')" -H "Idempotency-Key: \"$K\"" --data-binary 'amount=17'
+http i2 POST "$(url web2 '/pay.php?status=500')" -H "Idempotency-Key: $K;v=1" --data-binary 'amount=17'
+http i3 POST "$(url web2 '/pay.php?status=500')" -H "Idempotency-Key: $K-other" --data-binary 'amount=17'
+kid() { sed -n 's/.*"key_id":"\([^"]*\)".*/\1/p' "$T/$1.b"; }
+expect_match "IDEMGATE_KEY_ID reaches PHP: 48 hex digits" '^[0-9a-f]{48}$' "$(kid i1)"
+expect_eq "... the same for two spellings of one key" "$(kid i1)" "$(kid i2)"
+expect_ne "... another for another key" "$(kid i1)" "$(kid i3)"
+
 # --- A status that frees the key (500), sent through
 # fastcgi_finish_request() with 3 s of work after it (Symfony ends every
 # answer so, and runs its kernel.terminate listeners after): the client

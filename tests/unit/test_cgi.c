@@ -65,7 +65,7 @@ test_env(void)
 
 	setenv("IDEM_TEST_LEAK_SENTINEL", "leaked", 1);
 	setenv("HTTP_PROXY", "http://from-environ.test", 1);
-	CHECK(cgi_env_build(params, "/srv/cgi/x.cgi", 1234, 1, 0, 0, &env) ==
+	CHECK(cgi_env_build(params, "/srv/cgi/x.cgi", 1234, 1, NULL, &env) ==
 	    IDEM_OK);
 	CHECK(env != NULL);
 	if (env == NULL)
@@ -106,14 +106,14 @@ test_env(void)
 
 	/* A given CONTENT_LENGTH and PATH are kept; no script, no body. */
 	env = NULL;
-	CHECK(cgi_env_build(withlen, NULL, 99, 1, 0, 0, &env) == IDEM_OK);
+	CHECK(cgi_env_build(withlen, NULL, 99, 1, NULL, &env) == IDEM_OK);
 	CHECK(env && strcmp(env_get(env, "CONTENT_LENGTH"), "17") == 0);
 	CHECK(env && strcmp(env_get(env, "PATH"), "/opt/bin") == 0);
 	CHECK(env && env_get(env, "SCRIPT_FILENAME") == NULL);
 	CHECK(env && env_count(env, "QUERY_STRING") == 1);
 	cgi_env_free(env);
 	env = NULL;
-	CHECK(cgi_env_build(NULL, NULL, 0, 0, 0, 0, &env) == IDEM_OK);
+	CHECK(cgi_env_build(NULL, NULL, 0, 0, NULL, &env) == IDEM_OK);
 	CHECK(env && env_get(env, "CONTENT_LENGTH") == NULL);
 	CHECK(env && env_get(env, "GATEWAY_INTERFACE") != NULL);
 	/* RFC 3875 4.1.7: QUERY_STRING is always set, empty without one. */
@@ -123,32 +123,42 @@ test_env(void)
 	/* The fence is ours: a param of that name never reaches the run. */
 	{
 		char *const spoof[] = { "IDEMGATE_FENCE=999999999999",
-			"IDEMGATE_RUN=0000000000000001",
+			"IDEMGATE_RUN=0000000000000001", "IDEMGATE_KEY_ID=ff",
 			"REQUEST_METHOD=POST", NULL };
 
 		env = NULL;
-		CHECK(cgi_env_build(spoof, NULL, 0, 0, 0, 0, &env) == IDEM_OK);
+		CHECK(cgi_env_build(spoof, NULL, 0, 0, NULL, &env) == IDEM_OK);
 		CHECK(env && env_get(env, "IDEMGATE_FENCE") == NULL);
 		CHECK(env && env_get(env, "IDEMGATE_RUN") == NULL);
+		CHECK(env && env_get(env, "IDEMGATE_KEY_ID") == NULL);
 		cgi_env_free(env);
 		env = NULL;
-		CHECK(cgi_env_build(spoof, NULL, 0, 0, 42000003ull, 0, &env) ==
+		CHECK(cgi_env_build(spoof, NULL, 0, 0, &(struct cgi_idem){
+		    .fence = 42000003ull, .key_id = "00ab" }, &env) ==
 		    IDEM_OK);
 		CHECK(env && env_count(env, "IDEMGATE_FENCE") == 1 &&
 		    strcmp(env_get(env, "IDEMGATE_FENCE"), "42000003") == 0);
+		CHECK(env && env_count(env, "IDEMGATE_KEY_ID") == 1 &&
+		    strcmp(env_get(env, "IDEMGATE_KEY_ID"), "00ab") == 0);
 		cgi_env_free(env);
 	}
 	/* Every printed entry at its longest, in the block's own room. */
 	{
 		char *const chunked[] = { "CONTENT_LENGTH=", NULL };
 		char script[4097];
+		char key_id[CGI_KEY_ID_MAX + 1];
 
 		memset(script, 'a', sizeof(script) - 1);
 		script[0] = '/';
 		script[sizeof(script) - 1] = '\0';
 		env = NULL;
-		CHECK(cgi_env_build(chunked, script, SIZE_MAX, 1, UINT64_MAX,
-		    UINT64_MAX, &env) == IDEM_OK);
+		memset(key_id, 'f', sizeof(key_id) - 1);
+		key_id[sizeof(key_id) - 1] = '\0';
+		CHECK(cgi_env_build(chunked, script, SIZE_MAX, 1,
+		    &(struct cgi_idem){ UINT64_MAX, UINT64_MAX, key_id },
+		    &env) == IDEM_OK);
+		CHECK(env && env_get(env, "IDEMGATE_KEY_ID") &&
+		    strcmp(env_get(env, "IDEMGATE_KEY_ID"), key_id) == 0);
 		CHECK(env && env_get(env, "IDEMGATE_RUN") &&
 		    strcmp(env_get(env, "IDEMGATE_RUN"),
 		    "ffffffffffffffff") == 0);
@@ -169,16 +179,16 @@ test_env(void)
 			NULL };
 
 		env = NULL;
-		CHECK(cgi_env_build(twice, NULL, 7, 1, 0, 0, &env) == IDEM_OK);
+		CHECK(cgi_env_build(twice, NULL, 7, 1, NULL, &env) == IDEM_OK);
 		CHECK(env && env_count(env, "CONTENT_LENGTH") == 1 &&
 		    strcmp(env_get(env, "CONTENT_LENGTH"), "7") == 0);
 		cgi_env_free(env);
 		env = NULL;
-		CHECK(cgi_env_build(twice, NULL, 0, 0, 0, 0, &env) == IDEM_OK);
+		CHECK(cgi_env_build(twice, NULL, 0, 0, NULL, &env) == IDEM_OK);
 		CHECK(env && env_count(env, "CONTENT_LENGTH") == 0);
 		cgi_env_free(env);
 		env = NULL;
-		CHECK(cgi_params_build(twice, 7, 1, 0, &env) == IDEM_OK);
+		CHECK(cgi_params_build(twice, 7, 1, NULL, &env) == IDEM_OK);
 		CHECK(env && env_count(env, "CONTENT_LENGTH") == 1 &&
 		    strcmp(env_get(env, "CONTENT_LENGTH"), "7") == 0);
 		cgi_env_free(env);
@@ -191,7 +201,7 @@ test_env(void)
 			"HTTP_C[D=1", "http_proxy=x", "HTTP_X=1", NULL };
 
 		env = NULL;
-		CHECK(cgi_params_build(up, 0, 0, 0, &env) == IDEM_OK);
+		CHECK(cgi_params_build(up, 0, 0, NULL, &env) == IDEM_OK);
 		CHECK(env && env_get(env, "proxy-nokeepalive") != NULL);
 		CHECK(env && env_get(env, "HTTP_X") != NULL);
 		CHECK(env && env_get(env, "HTTP_IDEMPOTENCY.KEY") == NULL);
@@ -335,7 +345,7 @@ run(const char *name, const void *body, size_t bodylen, int64_t tmo,
 	enum idem_err	 er;
 
 	snprintf(prog, sizeof(prog), "%s/cgi/%s", tmpdir, name);
-	if (cgi_env_build(params, NULL, bodylen, bodylen > 0, 0, 0, &env) != IDEM_OK)
+	if (cgi_env_build(params, NULL, bodylen, bodylen > 0, NULL, &env) != IDEM_OK)
 		return IDEM_ENOMEM;
 	memset(&r, 0, sizeof(r));
 	r.program = prog;

@@ -30,6 +30,7 @@ header('Content-Type: application/json');
 if (!isset($_GET['status1xx']) && !isset($_GET['status']))
 	header('Location: /payments/' . $id);
 echo json_encode(['id' => $id, 'fence' => $fence,
+    'key_id' => $_SERVER['IDEMGATE_KEY_ID'] ?? '-',
     'body' => file_get_contents('php://input')]), "\n";
 // linger=MS: the answer goes out and the request ends
 // (fastcgi_finish_request), then the script works on MS more, its lock
