@@ -15,6 +15,7 @@
 
 #include "cfg.h"
 #include "cgi.h"
+#include "cgi_env.h"
 #include "clock.h"
 #include "idemctl_run.h"
 #include "lease.h"
@@ -553,28 +554,40 @@ run_tick(void *arg)
 	return next < 1 ? 1 : next;
 }
 
+/* The entries run_env prints. */
+struct run_envbuf {
+	char	 fence[48];
+	char	 key_id[sizeof("IDEMGATE_KEY_ID=") + CGI_KEY_ID_MAX];
+};
+
 /* Our environment for COMMAND, without what only idemctl may read, with
- * IDEMGATE_FENCE=fence (set in fencebuf) and the run's mark (RUN_MARK_FMT,
- * in mark), both borrowed by env.  Marks we were given stay: the
- * gateway's IDEMGATE_RUN (a CGI of the gateway's that runs a job), an
- * outer run's (a job within a job): what COMMAND starts is theirs too. */
+ * IDEMGATE_FENCE=fence, IDEMGATE_KEY_ID=key_id (set in b) and the run's
+ * mark (RUN_MARK_FMT, in mark), borrowed by env.  Marks we were given
+ * stay: the gateway's IDEMGATE_RUN (a CGI of the gateway's that runs a
+ * job), an outer run's (a job within a job): what COMMAND starts is
+ * theirs too. */
 static char **
-run_env(uint64_t fence, char *fencebuf, size_t fencelen, const char *mark)
+run_env(uint64_t fence, const char *key_id, struct run_envbuf *b,
+    const char *mark)
 {
 	char	**env;
 	size_t	 i, n = 0;
 
 	for (i = 0; environ[i] != NULL; i++)
 		;
-	if ((env = calloc(i + 3, sizeof(*env))) == NULL)
+	if ((env = calloc(i + 4, sizeof(*env))) == NULL)
 		return NULL;
 	for (i = 0; environ[i] != NULL; i++)
 		if (strncmp(environ[i], "MYSQL_PWD=", 10) != 0 &&
-		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0)
+		    strncmp(environ[i], "IDEMGATE_FENCE=", 15) != 0 &&
+		    strncmp(environ[i], "IDEMGATE_KEY_ID=", 16) != 0)
 			env[n++] = environ[i];
-	snprintf(fencebuf, fencelen, "IDEMGATE_FENCE=%llu",
+	snprintf(b->fence, sizeof(b->fence), "IDEMGATE_FENCE=%llu",
 	    (unsigned long long)fence);
-	env[n++] = fencebuf;
+	env[n++] = b->fence;
+	snprintf(b->key_id, sizeof(b->key_id), "IDEMGATE_KEY_ID=%.*s",
+	    CGI_KEY_ID_MAX, key_id);
+	env[n++] = b->key_id;
 	env[n] = (char *)mark;
 	return env;
 }
@@ -897,12 +910,14 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	struct cgi_run		 r;
 	struct cgi_status	 st;
 	struct keeper		 k;
-	char			**env, fence[48];
+	char			**env;
+	struct run_envbuf	 eb;
 	enum idem_err		 er;
 
 	snprintf(k.mark, sizeof(k.mark), RUN_MARK_FMT,
 	    (unsigned long long)rand_u64());
-	if ((env = run_env(j->o.c.fence, fence, sizeof(fence), k.mark)) ==
+	if ((env = run_env(j->o.c.fence, j->o.id->lockname + 5, &eb,
+	    k.mark)) ==
 	    NULL)
 		return IDEM_ENOMEM;
 	/* Orphans among COMMAND's descendants become ours (run_sweep). */

@@ -382,6 +382,15 @@ IDEMGATE_FENCE=7 "$IDEMCTL" -c "$T/a.conf" run --key k15 -- sh -c 'echo "$IDEMGA
 expect_match "fence: COMMAND has one" '^[0-9]+$' "$(cat "$T/f1.o")"
 expect_ne "fence: not run's own" 7 "$(cat "$T/f1.o")"
 expect_lt "fence: a later claim's is larger" "$(cat "$T/f1.o")" "$(cat "$T/f2.o")"
+# ... and IDEMGATE_KEY_ID, the fence's row: one for every spelling of a
+# key ("k" and k, one key), another for another key; never run's own.
+# (A failure, released: the second spelling runs again.)
+IDEMGATE_KEY_ID=spoof "$IDEMCTL" -c "$T/a.conf" run --key '"k15b"' -- sh -c 'echo "$IDEMGATE_KEY_ID"; exit 3' >"$T/ki1.o" 2>/dev/null
+"$IDEMCTL" -c "$T/a.conf" run --key k15b -- sh -c 'echo "$IDEMGATE_KEY_ID"; exit 3' >"$T/ki2.o" 2>/dev/null
+"$IDEMCTL" -c "$T/a.conf" run --key k15c -- sh -c 'echo "$IDEMGATE_KEY_ID"' >"$T/ki3.o" 2>/dev/null
+expect_match "key id: COMMAND has one" '^[0-9a-f]{48}$' "$(cat "$T/ki1.o")"
+expect_eq "key id: one key, two spellings: one id" "$(cat "$T/ki1.o")" "$(cat "$T/ki2.o")"
+expect_ne "key id: another key, another id" "$(cat "$T/ki1.o")" "$(cat "$T/ki3.o")"
 
 # COMMAND inherits fds 0, 1 and 2 only: not run's MySQL connection.
 run a fd1 --key k11 -- sh -c 'exec ls /proc/self/fd'
