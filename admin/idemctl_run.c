@@ -124,7 +124,8 @@ run_duration(const char *name, const char *v, int zero_ok, int64_t *ms)
 	if (cfg_parse_duration(v, ms) != 0 || *ms < 0 ||
 	    (*ms == 0 && !zero_ok))
 		return ctl_usage_err("run", "invalid --%s '%s' (250ms, 10s, "
-		    "5m, 72h, 7d)", name, v);
+		    "5m, 72h, 7d; at most %lldd)", name, v,
+		    (long long)(CFG_DURATION_MAX_MS / 86400000));
 	return CTL_OK;
 }
 

@@ -374,6 +374,9 @@ expect_match "... and run says why it did not stop" 'not stopped while COMMAND r
 out=$("$IDEMCTL" -c "$T/a.conf" run --key k21 --lease 500ms -- true 2>&1)
 expect_eq "--lease under 1s: refused, exit 1 (usage)" "1" "$?"
 expect_match "... with one line saying so" "must be at least 1s" "$out"
+out=$("$IDEMCTL" -c "$T/a.conf" run --key k21 --ttl 50000d -- true 2>&1)
+expect_eq "--ttl past the longest: refused, exit 1 (usage)" "1" "$?"
+expect_match "... with one line that names the longest" "^idemctl: run: invalid --ttl '50000d' .*at most 36500d" "$out"
 
 # The fence: COMMAND gets IDEMGATE_FENCE, larger for a later claim; one
 # from run's own environment is not passed on.
