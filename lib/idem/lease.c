@@ -14,6 +14,7 @@ lease_init(struct lease *l, const struct once *o, int stoppable)
 	l->margin = cfg_lease_margin_ms(l->lease_ms);
 	l->stoppable = stoppable;
 	l->tag = o->tag;
+	l->warned_ms = 0;
 }
 
 int64_t
@@ -89,7 +90,11 @@ lease_tick(void *arg)
 		    store_last_error(l->st));
 		return LEASE_UPSTREAM_RETRY_MS;
 	}
-	log_warn("%s: lease renewal failed: %s; %lld ms left", l->tag,
-	    store_last_error(l->st), (long long)left);
+	/* Retried every LEASE_RETRY_MS, said once a second. */
+	if (l->warned_ms == 0 || t0 - l->warned_ms >= 1000) {
+		log_warn("%s: lease renewal failed: %s; %lld ms left", l->tag,
+		    store_last_error(l->st), (long long)left);
+		l->warned_ms = t0;
+	}
 	return left < LEASE_RETRY_MS ? left : LEASE_RETRY_MS;
 }

@@ -21,6 +21,8 @@ struct lease {
 	int			 stoppable;	/* 1: a child of ours (CGI,
 						 * job) */
 	const char		*tag;		/* for log lines */
+	int64_t			 warned_ms;	/* a failed renewal last said
+						 * (once a second at most) */
 };
 
 /* A renewal holds the run's I/O up this long at most (a partition). */

@@ -85,6 +85,10 @@ expect_eq "lease lost: the others replayed it" 3 "$reused"
 expect_eq "lease lost: two runs in all (one stopped)" 2 $(($(runs pay) - before))
 expect_eq "lease lost: never two at once" 0 "$(overlaps)"
 expect_match "lease lost: logged" 'stopping the handler before it ends' "$(cat "$T/gw.log")"
+# Renewals are retried every 250 ms until the stop point (about 2 s
+# here); a failed one is said once a second at most.
+expect_lt "lease lost: failed renewals said once a second at most" \
+	"$(grep -c 'lease renewal failed: .* ms left' "$T/gw.log")" 5
 
 # A restart shorter than the lease: the owner keeps its key, its handler
 # finishes, retries after the restart wait and replay its answer.
