@@ -1,4 +1,6 @@
 /* Keeping the lease of an owned key while its handler or job runs. */
+#include <string.h>
+
 #include "cfg.h"
 #include "clock.h"
 #include "lease.h"
@@ -14,7 +16,7 @@ lease_init(struct lease *l, const struct once *o, int stoppable)
 	l->margin = cfg_lease_margin_ms(l->lease_ms);
 	l->stoppable = stoppable;
 	l->tag = o->tag;
-	l->warned_ms = 0;
+	memset(&l->warned, 0, sizeof(l->warned));
 }
 
 int64_t
@@ -58,6 +60,7 @@ lease_tick(void *arg)
 {
 	struct lease	*l = arg;
 	int64_t		 t0 = clock_now_ms(), left, budget;
+	uint64_t	 n;
 	enum idem_err	 er;
 
 	left = l->ok_until - l->margin - t0;
@@ -91,10 +94,8 @@ lease_tick(void *arg)
 		return LEASE_UPSTREAM_RETRY_MS;
 	}
 	/* Retried every LEASE_RETRY_MS, said once a second. */
-	if (l->warned_ms == 0 || t0 - l->warned_ms >= 1000) {
+	if (log_every(&l->warned, t0, 1000, &n))
 		log_warn("%s: lease renewal failed: %s; %lld ms left", l->tag,
 		    store_last_error(l->st), (long long)left);
-		l->warned_ms = t0;
-	}
 	return left < LEASE_RETRY_MS ? left : LEASE_RETRY_MS;
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "log.h"
 #include "once.h"
 #include "store.h"
 
@@ -21,8 +22,8 @@ struct lease {
 	int			 stoppable;	/* 1: a child of ours (CGI,
 						 * job) */
 	const char		*tag;		/* for log lines */
-	int64_t			 warned_ms;	/* a failed renewal last said
-						 * (once a second at most) */
+	struct log_every	 warned;	/* failed renewals: said once
+						 * a second at most */
 };
 
 /* A renewal holds the run's I/O up this long at most (a partition). */
