@@ -229,7 +229,8 @@ reader_yields(struct reader *rd, int64_t now)
 	uint64_t	 one = 1;
 	int		 full;
 
-	if (rd->nudge < 0)
+	/* A drain takes what waits: the others may be draining too. */
+	if (rd->nudge < 0 || rd->draining)
 		return 0;
 	pthread_mutex_lock(&rd->mu);
 	full = rd->nready >= rd->nidle;

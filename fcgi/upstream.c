@@ -477,6 +477,7 @@ up_io_settle(struct up_io *io)
 	struct pollfd		 pfd;
 	ssize_t			 k;
 	int64_t			 now, t0 = clock_now_ms();
+	int			 rc;
 	enum idem_err		 er;
 
 	(void)shutdown(io->fd, SHUT_WR);
@@ -487,7 +488,13 @@ up_io_settle(struct up_io *io)
 		pfd.fd = io->fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, (int)cgi_clock_wait(&io->clk, now)) <= 0)
+		rc = poll(&pfd, 1, (int)cgi_clock_wait(&io->clk, now));
+		if (rc == -1 && errno != EINTR) {
+			log_err("%s: poll: %s", upstream_tag(r),
+			    strerror(errno));
+			return IDEM_EBROKEN;	/* its end unknown */
+		}
+		if (rc <= 0)
 			continue;
 		k = read(io->fd, io->rbuf, UP_RBUF);
 		if (k == -1 && (errno == EAGAIN || errno == EINTR))
