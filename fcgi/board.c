@@ -53,7 +53,8 @@ board_idle_elsewhere(void)
 	for (i = 0; i < BOARD_SLOTS; i++) {
 		s = &slots[i];
 		if (s == me || atomic_load(&s->pid) == 0 ||
-		    atomic_load(&s->gen) != gen)
+		    atomic_load(&s->gen) != gen ||
+		    !atomic_load(&s->accepting))
 			continue;
 		(void)board_busy(s, &busy);
 		idle = atomic_load(&s->threads) - busy -
@@ -82,6 +83,7 @@ board_set(int i, int pid, int gen)
 	atomic_store(&s->threads, 0);
 	atomic_store(&s->queued, 0);
 	atomic_store(&s->parked, 0);
+	atomic_store(&s->accepting, 0);
 	atomic_store(&s->store_up, -1);
 	atomic_store(&s->store_errno, 0);
 	atomic_store(&s->served, 0);
@@ -117,6 +119,13 @@ board_parked(size_t n)
 {
 	if (me != NULL)
 		atomic_store(&me->parked, (int)n);
+}
+
+void
+board_accepting(int on)
+{
+	if (me != NULL)
+		atomic_store(&me->accepting, on);
 }
 
 void

@@ -36,6 +36,9 @@ struct board_slot {
 	atomic_ullong		cache_bytes;
 	atomic_int		parked;		/* waiters parked without a
 						 * thread (fcgi/park.h) */
+	atomic_int		accepting;	/* its reader polls the listen
+						 * socket (not paused, not
+						 * draining) */
 	/* CLOCK_MONOTONIC ms a thread's request started, 0 idle. */
 	atomic_llong		busy_since[BOARD_THREADS];
 	/* The lock hash (fcgi/park.h) of the key a thread owns, 0 none. */
@@ -60,6 +63,9 @@ void board_queued(size_t n);
 /* Worker: parked waiters now. */
 void board_parked(size_t n);
 
+/* Worker: its reader polls the listen socket (1) or not (0). */
+void board_accepting(int on);
+
 /* Worker: request thread t owns the key of lock hash h now (0: none). */
 void board_own(int t, uint64_t h);
 
@@ -82,9 +88,9 @@ void board_done(uint64_t h);
  */
 int board_nudge_fd(void);
 
-/* 1 if a live worker of this one's generation, other than this one, has
- * a request thread that is neither busy nor spoken for by a queued
- * request. */
+/* 1 if a live worker of this one's generation, other than this one,
+ * accepts and has a request thread that is neither busy nor spoken for
+ * by a queued request. */
 int board_idle_elsewhere(void);
 
 /* Slot i for reading (NULL past the end or without a board). */

@@ -341,6 +341,8 @@ struct overdue {
 	struct request	*r;
 	struct sink	*s;
 	int64_t		 left_ms;	/* to the run's end, at most */
+	int		 settling;	/* END_REQUEST came, the client was
+					 * answered (guard_settle) */
 };
 
 /* The most a key in progress's Retry-After says: the route's wait (a
@@ -358,7 +360,7 @@ guard_overdue(void *arg)
 	struct overdue	*o = arg;
 	struct request	*r = o->r;
 
-	if (r->out->finished)	/* answered (guard_settle) */
+	if (o->settling)	/* answered at END_REQUEST */
 		return;
 	log_warn("%s: no answer after %lld ms; the client gets 504, the "
 	    "upstream run goes on and its answer will be kept", r->tag,
@@ -389,15 +391,24 @@ guard_settle(void *arg)
 {
 	struct overdue	*o = arg;
 	struct sink	*s = o->s;
+	struct reply	*out = o->r->out;
 
-	if (!s->have_head)
-		return s->raw.len == 0;
-	if (!cfg_releases(o->r->route, s->ans.status))
+	if (s->have_head ? !cfg_releases(o->r->route, s->ans.status) :
+	    s->raw.len > 0)
 		return 0;
-	if (!s->streaming && (s->clen < 0 || sink_complete(s))) {
-		reply_answer(o->r->out, &s->ans, NULL);
-		reply_finish(o->r->out);
-	}
+	/* What the client gets once the run is over, now: the answer
+	 * (the rest of one streaming), the gateway's 502 for one that is
+	 * not whole, a streaming one broken off. */
+	o->settling = 1;
+	if (sink_whole(s, o->r->method)) {
+		if (!s->streaming)
+			reply_answer(out, &s->ans, NULL);
+		reply_finish(out);
+	} else if (!s->streaming || reply_retract(out)) {
+		reply_problem(out, PROB_BAD_GATEWAY, 0, 0, NULL);
+		reply_finish(out);
+	} else
+		reply_abort(out);
 	return 1;
 }
 

@@ -397,12 +397,13 @@ run_backend(const struct backend *be, struct run_ctx *rc)
 	return be->verdict(rc);
 }
 
-/* 1 if r's answer has no body whatever its Content-Length says. */
-static int
-run_bodyless(const struct request *r, const struct sink *s)
+int
+sink_whole(const struct sink *s, const char *method)
 {
-	return s->ans.status == 204 || s->ans.status == 304 ||
-	    (r->method != NULL && strcmp(r->method, "HEAD") == 0);
+	/* HEAD, 204 and 304 answers announce a length they carry none of. */
+	return s->have_head && (s->clen < 0 || sink_complete((void *)s) ||
+	    s->ans.status == 204 || s->ans.status == 304 ||
+	    (method != NULL && strcmp(method, "HEAD") == 0));
 }
 
 enum idem_err
@@ -452,10 +453,8 @@ handler_run(struct request *r, struct sink *s, const struct run_hooks *h)
 	 * body itself (Apache chunks it) would end it cleanly, short.  The
 	 * run did happen (its work too, maybe): broken off, never run
 	 * again; unless the handler itself said it failed with a status the
-	 * route releases.  An answer already streaming is broken off too.
-	 * HEAD, 204 and 304 answers announce a length they carry none of. */
-	if (er == IDEM_OK && s->clen >= 0 && s->got < (uint64_t)s->clen &&
-	    !run_bodyless(r, s)) {
+	 * route releases.  An answer already streaming is broken off too. */
+	if (er == IDEM_OK && s->have_head && !sink_whole(s, r->method)) {
 		log_err("%s: handler ended its body after %llu of the %lld "
 		    "bytes its Content-Length announced", r->tag,
 		    (unsigned long long)s->got, (long long)s->clen);

@@ -51,6 +51,11 @@ enum idem_err sink_feed(void *arg, const void *p, size_t n);
  * answer is whole even if the handler goes on). */
 int sink_complete(void *arg);
 
+/* 1 when the handler's answer, now at its end, is whole: a head, and a
+ * body that reached its Content-Length, announced none, or has none
+ * whatever it says (204, 304, an answer to method HEAD). */
+int sink_whole(const struct sink *s, const char *method);
+
 /* What the owner of a claimed key adds to a run (fcgi/guard.c). */
 struct run_hooks {
 	/* Called every tick_ms (lease renewal; see cgi_exchange.tick). */

@@ -210,8 +210,10 @@ reader_accept_pause(struct reader *rd, int64_t now, int err)
 		    READER_ACCEPT_PAUSE_MS);
 		rd->emfile_logged = now;
 	}
-	if (rd->accept_at == 0)
+	if (rd->accept_at == 0) {
 		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
+		board_accepting(0);
+	}
 	rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
 }
 
@@ -241,6 +243,7 @@ reader_yields(struct reader *rd, int64_t now)
 		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
 		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->nudge, NULL);
 		rd->yielded = 1;
+		board_accepting(0);
 	}
 	rd->accept_at = now + READER_YIELD_MS;
 	/* Out of this set first: the kernel wakes a reader that waits. */
@@ -271,9 +274,10 @@ reader_accept_resume(struct reader *rd, int64_t now, int64_t next)
 		return rd->accept_at < next ? rd->accept_at : next;
 	if (rd->yielded && reader_poll_shared(rd, &rd->nudge) == 0)
 		rd->yielded = 0;
-	if (reader_poll_shared(rd, &rd->lfd) == 0)
+	if (reader_poll_shared(rd, &rd->lfd) == 0) {
 		rd->accept_at = 0;
-	else
+		board_accepting(1);
+	} else
 		rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
 	return next;
 }
@@ -820,6 +824,7 @@ reader_drain_start(struct reader *rd, int64_t now)
 	size_t	 i;
 
 	rd->draining = 1;
+	board_accepting(0);
 	rd->drain_end_ms = now + rd->timeout_ms;
 	(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
 	if (rd->nudge >= 0)
@@ -958,6 +963,7 @@ reader_new(const struct cfg *cfg, int listen_fd, const char *web_addrs,
 	ev.data.ptr = &rd->pep;
 	if (epoll_ctl(rd->ep, EPOLL_CTL_ADD, rd->pep, &ev) != 0)
 		goto fail;
+	board_accepting(1);
 	if (pthread_create(&rd->tid, NULL, reader_main, rd) != 0)
 		goto fail;
 	rd->started = 1;

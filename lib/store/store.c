@@ -681,7 +681,9 @@ store_claim_wait(struct store *st, const struct idem_id *id, int64_t wait_ms,
 	int		 rounds;
 
 	*waited_ms = 0;
-	for (rounds = 0; rounds < CLAIM_ROUNDS; rounds++) {
+	/* Rounds of STORE_STOP_MS under a stop flag: as many more. */
+	for (rounds = 0; rounds < CLAIM_ROUNDS * (st->stop != NULL ?
+	    STORE_WAIT_SLICE_MS / STORE_STOP_MS : 1); rounds++) {
 		*read_us = clock_now_us();
 		if ((er = store_claim(st, id, c)) != IDEM_OK)
 			return er;

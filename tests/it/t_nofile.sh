@@ -53,4 +53,31 @@ prlimit --pid "$W" --nofile=1024:1024
 http l2 GET "$(url web /lim)"
 expect_eq "once they go, it serves again" 200 "$HS"
 expect_eq "the worker is the one it was (no restart)" "$W" "$(gw_workers gw)"
+
+# A worker paused out of descriptors is no place to hand a burst to: the
+# other, its one thread busy, still accepts, and answers a cached replay
+# itself.  gw2: 2 workers x 1 thread; worker B held to the descriptors
+# it has, so every accept of its fails and it pauses.
+PAY=$(cgi_install pay)
+gw_conf "$T/gw2.conf" "unix:$T/gw2.sock" "$DBCNF" "workers = 2" "threads = 1"
+printf '\n[route /pay]\nhandler = cgi:%s\n' "$PAY" >>"$T/gw2.conf"
+gw_start gw2 "$T/gw2.conf" || { done_testing; exit 1; }
+lighttpd_start web2 "unix:$T/gw2.sock"
+B=$(gw_workers gw2 | awk '{ print $2 }')
+# Its lowest free descriptor: a limit there fails every open and accept.
+n=0
+while [ -e "/proc/$B/fd/$n" ]; do n=$((n + 1)); done
+prlimit --pid "$B" --nofile="$n:$n"
+K=$(new_key)
+# Four times: the worker that takes them (A) then holds it in its cache.
+for i in 1 2 3 4; do http c$i POST "$(url web2 /pay)" -H "Idempotency-Key: $K" --data-binary 'a=1'; done
+http_bg slow POST "$(url web2 '/pay?sleep=4000')" -H "Idempotency-Key: $(new_key)" --data-binary 'a=2'
+sleep 0.5
+t0=$(now_ms)
+http c5 POST "$(url web2 /pay)" -H "Idempotency-Key: $K" --data-binary 'a=1'
+dt=$(($(now_ms) - t0))
+expect_eq "a worker out of descriptors: the other's cached replay" "201 reused" "$HS $(hdr c5 Idempotency-Result)"
+expect_lt "... at once, not after its busy thread (${dt} ms)" "$dt" 1500
+expect_match "... (the worker was out of descriptors)" "idemgate\\[$B\\].*accept: Too many open files" "$(cat "$T/gw2.log")"
+bg_wait
 done_testing

@@ -264,6 +264,22 @@ expect_eq "... once it ended, a retry runs again" "500 2" "$HS $(($(fpm_runs) - 
 wait_until 10 lingered $((l0 + 2)) || true
 expect_eq "released after finish_request: never two at once" "$o0" "$(fpm_overlaps)"
 
+# The same with an answer over max_response (4k): it streams, and its end
+# goes at END_REQUEST too, whole, even when the route's timeout (1 s)
+# passes while the script works on.
+gw_conf "$T/gw8.conf" "unix:$T/gw8.sock" "$DBCNF"
+routes 1s >>"$T/gw8.conf"
+echo "max_response = 4k" >>"$T/gw8.conf"
+gw_start gw8 "$T/gw8.conf" || { done_testing; exit 1; }
+lighttpd_start web8 "unix:$T/gw8.sock" "$T/www" || { done_testing; exit 1; }
+wait_until 10 flock -n "$T/www/runs/pay.lock" true || true
+t0=$(now_ms)
+http s1 POST "$(url web8 '/pay.php?status=503&pad=20000&linger=2500')" -H "Idempotency-Key: $(new_key)" --data-binary 'amount=18'
+expect_eq "released, streaming: the client gets PHP's 503, whole" "503 yes" "$HS $([ "$(wc -c <"$T/s1.b")" -gt 20000 ] && echo yes || echo no)"
+expect_lt "... at once, not at the script's end (ms)" $(($(now_ms) - t0)) 1500
+wait_until 10 flock -n "$T/www/runs/pay.lock" true || true
+gw_stop gw8
+
 # Without run_limit a run is unbounded: the tombstone its owner leaves
 # when it stops reading (at the ttl, 2 s) never expires, so no retry runs
 # PHP beside a run that goes on (6 s).

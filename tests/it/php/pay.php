@@ -29,6 +29,9 @@ http_response_code(isset($_GET['status']) ? (int)$_GET['status'] :
 header('Content-Type: application/json');
 if (!isset($_GET['status1xx']) && !isset($_GET['status']))
 	header('Location: /payments/' . $id);
+// pad=N: N more bytes of body (an answer over max_response streams)
+if (isset($_GET['pad']))
+	echo str_repeat('p', (int)$_GET['pad']), "\n";
 echo json_encode(['id' => $id, 'fence' => $fence,
     'key_id' => $_SERVER['IDEMGATE_KEY_ID'] ?? '-',
     'body' => file_get_contents('php://input')]), "\n";
