@@ -917,9 +917,8 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 
 	snprintf(k.mark, sizeof(k.mark), RUN_MARK_FMT,
 	    (unsigned long long)rand_u64());
-	if ((env = run_env(j->o.c.fence, j->o.id->lockname + 5, &eb,
-	    k.mark)) ==
-	    NULL)
+	if ((env = run_env(j->o.c.fence, idem_id_hex(j->o.id), &eb,
+	    k.mark)) == NULL)
 		return IDEM_ENOMEM;
 	/* Orphans among COMMAND's descendants become ours (run_sweep). */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);

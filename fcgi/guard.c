@@ -444,7 +444,7 @@ guard_run_owned(struct guarded *g)
 	/* The lock's name names the key as we read it (scope, key, keyed
 	 * when the store is): one fence row per key for the app, whatever
 	 * the client's spelling (quotes, parameters). */
-	h.key_id = g->id.lockname + 5;
+	h.key_id = idem_id_hex(&g->id);
 	if (rt->handler != HANDLER_FASTCGI) {
 		h.run = g->run = rand_u64();
 		h.spawned = &g->spawned;

@@ -401,7 +401,7 @@ int
 sink_whole(const struct sink *s, const char *method)
 {
 	/* HEAD, 204 and 304 answers announce a length they carry none of. */
-	return s->have_head && (s->clen < 0 || sink_complete((void *)s) ||
+	return s->have_head && (s->clen < 0 || s->got >= (uint64_t)s->clen ||
 	    s->ans.status == 204 || s->ans.status == 304 ||
 	    (method != NULL && strcmp(method, "HEAD") == 0));
 }

@@ -47,4 +47,12 @@ void idem_id_key_fp(struct idem_id *id);
 /* Names id's lock (fp_lockname) once scope, key and keylen are set. */
 void idem_id_name_lock(struct idem_id *id);
 
+/* The key as idemgate reads it, once its lock is named: the lock name's
+ * hex digits (IDEMGATE_KEY_ID; "idem:" left off). */
+static inline const char *
+idem_id_hex(const struct idem_id *id)
+{
+	return id->lockname + sizeof("idem:") - 1;
+}
+
 #endif
