@@ -450,6 +450,7 @@ guard_run_owned(struct guarded *g)
 		h.spawned = &g->spawned;
 		h.ended = &g->ended;
 	}
+	memset(&od, 0, sizeof(od));
 	od.r = r;
 	od.s = &s;
 	/* An upstream still running at run_limit (SPEC 2c) leaves a
