@@ -195,6 +195,24 @@ reader_watch(struct reader *rd, struct job *j, int64_t now, int kept)
 
 static void	reader_input(struct reader *, struct job *, int64_t);
 
+/* Stops accepting until until_ms (reader_accept_resume): the listen
+ * socket, and with nudge the shared eventfd too, leave the epoll set,
+ * unless a pause already took them out. */
+static void
+reader_accept_off(struct reader *rd, int64_t until_ms, int nudge)
+{
+	if (rd->accept_at == 0) {
+		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
+		if (nudge) {
+			(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->nudge,
+			    NULL);
+			rd->yielded = 1;
+		}
+		board_accepting(0);
+	}
+	rd->accept_at = until_ms;
+}
+
 /*
  * Out of descriptors (or memory): the listen socket stays readable, so
  * it leaves the epoll set for READER_ACCEPT_PAUSE_MS, as nginx does,
@@ -210,11 +228,7 @@ reader_accept_pause(struct reader *rd, int64_t now, int err)
 		    READER_ACCEPT_PAUSE_MS);
 		rd->emfile_logged = now;
 	}
-	if (rd->accept_at == 0) {
-		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
-		board_accepting(0);
-	}
-	rd->accept_at = now + READER_ACCEPT_PAUSE_MS;
+	reader_accept_off(rd, now + READER_ACCEPT_PAUSE_MS, 0);
 }
 
 /*
@@ -239,13 +253,7 @@ reader_yields(struct reader *rd, int64_t now)
 	pthread_mutex_unlock(&rd->mu);
 	if (!full || !board_idle_elsewhere())
 		return 0;
-	if (rd->accept_at == 0) {
-		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->lfd, NULL);
-		(void)epoll_ctl(rd->ep, EPOLL_CTL_DEL, rd->nudge, NULL);
-		rd->yielded = 1;
-		board_accepting(0);
-	}
-	rd->accept_at = now + READER_YIELD_MS;
+	reader_accept_off(rd, now + READER_YIELD_MS, 1);
 	/* Out of this set first: the kernel wakes a reader that waits. */
 	(void)!write(rd->nudge, &one, sizeof(one));
 	return 1;
