@@ -79,7 +79,10 @@ check_wake() {
 	local med max
 	read -r med max <"$T/$2.out" 2>/dev/null
 	echo "# $1: waiters answered ${med:-?} ms (median), ${max:-?} ms (last) after the owner"
-	expect_match "$1: every waiter got a 2xx" '^[0-9]+ [0-9]+$' "$(cat "$T/$2.out")"
+	# waiters.py prints its figures only when every request got a 2xx;
+	# one may be negative: a waiter in another worker, woken once the
+	# answer is recorded, can be answered before the owner's own client.
+	expect_match "$1: every waiter got a 2xx" '^-?[0-9]+ -?[0-9]+$' "$(cat "$T/$2.out")"
 	expect_lt "$1: median under $3 ms" "${med:-99999}" "$3"
 	expect_lt "$1: last under $4 ms" "${max:-99999}" "$4"
 }
