@@ -83,12 +83,29 @@ ttl = 1s" \
 # pids_of FILE: the pid= fields of a runs file, or the lines of a child file
 handler_pids() { sed -n 's/^pid=\([0-9]*\) .*/\1/p' "$P.runs" 2>/dev/null; }
 child_pids() { cat "$P.child" 2>/dev/null; }
-living() { # living PID...: how many are alive (zombies do not count)
+# dying PID: a SIGKILL is pending for it (sent; a process in the middle of
+# a disk wait dies when that ends, and runs no more of its own code)
+dying() {
+	local m
+	for m in $(sed -n 's/^\(SigPnd\|ShdPnd\):[[:space:]]*//p' "/proc/$1/status" 2>/dev/null); do
+		(((16#$m >> 8) & 1)) && return 0
+	done
+	return 1
+}
+living() { # living PID...: how many are alive (zombies and the dying do not count)
 	local n=0 p
 	for p in "$@"; do
-		[ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && n=$((n + 1))
+		[ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null &&
+			! dying "$p" && n=$((n + 1))
 	done
 	echo $n
+}
+left() { # left PID...: one comment line per process still alive
+	local p
+	for p in "$@"; do
+		[ "$(living "$p")" = 1 ] && echo "# left: $p $(tr "\0" " " <"/proc/$p/cmdline" 2>/dev/null) $(grep -E '^(State|SigPnd|ShdPnd)' "/proc/$p/status" 2>/dev/null | tr '\n\t' '  ')"
+	done
+	return 0
 }
 gone() { [ "$(living "$@")" = 0 ]; }	# gone PID...: none alive
 
@@ -105,7 +122,7 @@ t0=$(now_ms)
 kill -9 $w
 wait_until 5 gone $hp $cp
 expect_eq "worker killed: no handler or child outlives it" 0 "$(living $hp $cp)"
-for p in $hp $cp; do [ -d /proc/$p ] && echo "# left: $p $(tr "\0" " " </proc/$p/cmdline) $(grep State /proc/$p/status)"; done
+left $hp $cp
 expect_lt "worker killed: within 3 s" "$(($(now_ms) - t0))" 3000
 bg_wait
 expect_lt "worker killed: the client is not kept waiting" "$(($(cat "$T/a.end") - t0))" 5000
@@ -136,6 +153,7 @@ released() {
 	expect_match "$5: the setsid worker had started" '^[0-9]+$' "$sp"
 	wait_until 1 gone "$sp"
 	expect_eq "$5: killed before the key is released" 0 "$(living "$sp")"
+	left "$sp"
 }
 
 # A run that timed out is released for a retry; what it left running
