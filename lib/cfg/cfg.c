@@ -15,6 +15,7 @@
 
 #include "cfg.h"
 #include "cfg_int.h"
+#include "path.h"
 
 static const char *const sect_names[] = {
 	"gateway", "idempotency", "route", "cleanup", "console",
@@ -80,7 +81,9 @@ open_route(struct parser *p, const char *prefix, int col)
 	struct route		*nr;
 	struct route_state	*ns;
 	const char		*q;
+	char			*norm;
 	size_t			 i, ncap;
+	int			 same;
 
 	if (prefix[0] != '/')
 		return cfg_perr(p, IDEM_ECONFIG, p->line, col,
@@ -95,6 +98,19 @@ open_route(struct parser *p, const char *prefix, int col)
 			return cfg_perr(p, IDEM_ECONFIG, p->line,
 			    col + (int)(q - prefix),
 			    "bad character in route prefix");
+	/* Requests are matched in their normal spelling (SPEC 2b): a prefix
+	 * in another would match nothing, and its route's terms (a
+	 * require_key, a ttl) would silently apply to no request. */
+	if ((norm = path_normalize(prefix, strlen(prefix))) == NULL)
+		return cfg_perr(p, IDEM_ENOMEM, 0, 0, "out of memory");
+	same = strcmp(norm, prefix) == 0;
+	if (!same)
+		(void)cfg_perr(p, IDEM_ECONFIG, p->line, col,
+		    "route prefix '%s' never matches: requests are matched as "
+		    "normalised paths; write [route %s]", prefix, norm);
+	free(norm);
+	if (!same)
+		return IDEM_ECONFIG;
 	for (i = 0; i < c->nroutes; i++)
 		if (strcmp(c->routes[i].prefix, prefix) == 0)
 			return cfg_perr(p, IDEM_ECONFIG, p->line, col,

@@ -104,6 +104,23 @@ static const struct {
 	    "t.conf:1:10: bad character in route prefix" },
 	{ RT "\n[route /x]\n",
 	    "t.conf:4:8: duplicate [route /x] (first on line 1)" },
+	/* Requests are matched normalised: another spelling matches none,
+	 * and a second spelling of one prefix is a duplicate. */
+	{ "[route //pay]\n",
+	    "t.conf:1:8: route prefix '//pay' never matches: requests are "
+	    "matched as normalised paths; write [route /pay]" },
+	{ "[route /x/../sub]\n",
+	    "t.conf:1:8: route prefix '/x/../sub' never matches: requests "
+	    "are matched as normalised paths; write [route /sub]" },
+	{ RT "\n[route /%78]\n",
+	    "t.conf:4:8: route prefix '/%78' never matches: requests are "
+	    "matched as normalised paths; write [route /x]" },
+	{ "[route /a/./b]\n",
+	    "t.conf:1:8: route prefix '/a/./b' never matches: requests are "
+	    "matched as normalised paths; write [route /a/b]" },
+	{ "[route /a%2fb]\n",
+	    "t.conf:1:8: route prefix '/a%2fb' never matches: requests are "
+	    "matched as normalised paths; write [route /a%2Fb]" },
 	{ "[route /x]\nttl = 1h\n",
 	    "t.conf:1:1: [route /x] has no handler" },
 	{ "[gateway]\n[route /x]\nhandler = script\n",
