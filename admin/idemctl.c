@@ -122,6 +122,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "idemctl: %s\n", why);
 		return 1;
 	}
+	/* A listing, the help or the version lost on a full disk: exit 3. */
+	proc_stdout_checked("idemctl", CTL_ESTORE);
 	memset(&c, 0, sizeof(c));
 	hkey_init(&c.hk);
 	/* Only run (and rekey, its own) may make the store's hashing key:
@@ -149,11 +151,6 @@ main(int argc, char **argv)
 	log_open("idemctl", 0);
 	log_set_level(c.verbose ? LOG_LVL_INFO : LOG_LVL_WARN);
 	rc = cmds[i].run(&c, argc - argi, argv + argi);
-	fflush(stdout);
-	if (ferror(stdout) && rc == CTL_OK) {
-		ctl_err("writing output failed");
-		rc = CTL_ESTORE;
-	}
 	ctl_close(&c);
 	hkey_free(&c.hk);
 	return rc;

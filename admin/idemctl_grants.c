@@ -312,6 +312,7 @@ ctl_grants(struct ctl *c, int argc, char **argv)
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		ctl_err("grants: cannot write the statements");
+		clearerr(stdout);	/* said: once */
 		return CTL_EUSAGE;
 	}
 	return CTL_OK;

@@ -521,6 +521,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "idemtop: %s\n", why);
 		return 1;
 	}
+	/* A batch snapshot lost on a full disk: exit 3. */
+	proc_stdout_checked("idemtop", EXIT_DB);
 	if ((rc = parse_opts(argc, argv, &o)) != OPTS_RUN)
 		return rc;
 	setlocale(LC_ALL, "");

@@ -172,6 +172,8 @@ main(int argc, char *argv[])
 		fprintf(stderr, "idemgate: %s\n", why);
 		return 1;
 	}
+	/* -t's "syntax ok", the help or the version lost: exit 1. */
+	proc_stdout_checked("idemgate", 1);
 	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;	/* one line of our own, not getopt's and the usage */
 	while ((ch = getopt_long(argc, argv, ":c:tu:hV", longopts,

@@ -185,6 +185,34 @@ proc_start(void)
 	return NULL;
 }
 
+static const char	*out_prog;
+static int		 out_code;
+
+static void
+proc_stdout_at_exit(void)
+{
+	int	 err = 0;
+
+	if (fflush(stdout) != 0)
+		err = errno;
+	if (!ferror(stdout))
+		return;
+	if (err != 0)
+		fprintf(stderr, "%s: writing output failed: %s\n", out_prog,
+		    strerror(err));
+	else
+		fprintf(stderr, "%s: writing output failed\n", out_prog);
+	_exit(out_code);
+}
+
+void
+proc_stdout_checked(const char *prog, int code)
+{
+	out_prog = prog;
+	out_code = code;
+	(void)atexit(proc_stdout_at_exit);
+}
+
 /* Appends to pids (up to max, from *n) the children of pid, every
  * thread's, as /proc lists them. */
 static void

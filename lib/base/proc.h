@@ -30,6 +30,16 @@ ssize_t proc_children(pid_t *pids, size_t max);
 const char *proc_start(void);
 
 /*
+ * At exit (atexit(3)), flushes stdout and, if anything written to it was
+ * lost (a full disk, a closed pipe), says so in one line on stderr
+ * ("prog: writing output failed") and exits with code instead: a listing
+ * or snapshot a cron job sent to a full disk must not look like success.
+ * Code that reports a failed write itself clears the error (clearerr) so
+ * the line is not said twice.  prog must live until exit.
+ */
+void proc_stdout_checked(const char *prog, int code);
+
+/*
  * Every connection, parked retry and upstream is a descriptor: raises the
  * soft open-files limit to the hard one (1024 and 524288 under systemd),
  * as systemd advises a service that needs many to do, logging a refusal.

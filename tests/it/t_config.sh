@@ -28,6 +28,8 @@ out=$("$IDEMGATE" -t -c "$T/good.conf" 2>&1)
 expect_eq "good config: exit 0" 0 "$?"
 expect_eq "good config: syntax ok, last" "syntax ok" "$(printf '%s\n' "$out" | tail -n 1)"
 expect_match "good config: says answers are stored in clear" "good.conf: note: answers stored in clear" "$out"
+"$IDEMGATE" -t -c "$T/good.conf" >/dev/full 2>/dev/null
+expect_eq "good config, 'syntax ok' lost on a full disk: exit 1" 1 "$?"
 expect_nomatch "good config: no warning" 'warning' "$out"
 # An option file every user may read (it holds the store's password):
 # still good, with a warning naming it and its line.
@@ -178,6 +180,12 @@ for p in "$IDEMGATE" "$IDEMCTL" "$IDEM_BUILD/idemtop"; do
 	v=$("$p" --version 2>&1)
 	expect_match "$(basename "$p") --version" '^[a-z]+ [0-9]+\.[0-9]+\.[0-9]+$' "$v"
 	echo "${v#* }" >>"$T/versions"
+	# what cannot be written is not a success (a full disk)
+	"$p" --version >/dev/full 2>"$T/full.e"
+	rc=$?
+	expect_eq "$(basename "$p") --version to a full disk: non-zero, one line" "1 1" \
+	    "$([ $rc -ne 0 ] && echo 1 || echo 0) $(wc -l <"$T/full.e" | tr -d ' ')"
+	expect_match "... saying so" ': writing output failed: No space left on device$' "$(cat "$T/full.e")"
 done
 expect_eq "one version for the three programs" 1 "$(sort -u "$T/versions" | wc -l | tr -d ' ')"
 

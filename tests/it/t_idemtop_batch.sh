@@ -56,6 +56,10 @@ INSERT INTO idem_cleanup_runs (host, started_at, ended_at, rows_deleted,
 out=$(TZ=UTC "$IDEMTOP" -b -n 1 -c "$T/top.conf" 2>"$T/err1.txt"); rc=$?
 expect_eq "overview: exit 0" 0 "$rc"
 expect_eq "overview: nothing on stderr" "" "$(cat "$T/err1.txt")"
+# A snapshot lost on a full disk is not a success for cron: exit 3, one line.
+TZ=UTC "$IDEMTOP" -b -n 2 -d 0.1 -c "$T/top.conf" >/dev/full 2>"$T/errfull.txt"
+expect_eq "snapshot to a full disk: exit 3, one line" "3 1" "$? $(wc -l <"$T/errfull.txt" | tr -d ' ')"
+expect_match "... saying so" '^idemtop: writing output failed' "$(cat "$T/errfull.txt")"
 expect_match "overview: header with the time" '^idemtop [0-9.]+  [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}  screen 1 Overview' "$(head -1 <<<"$out")"
 expect_match "overview: 5m reuse 28.0% (70/250)" 'Fleet reuse: now [^ ]+  1m [^ ]+  5m 28\.0%  1h 28\.0%' "$out"
 expect_match "overview: requests row (1h 250)" '^ requests +[0-9]+ +[0-9]+ +250 +250$' "$out"
