@@ -237,12 +237,20 @@ ctl_load(struct ctl *c)
 int
 ctl_connect(struct ctl *c)
 {
+	char		 err[1024];
 	int		 rc;
 	enum idem_err	 er;
 
 	if ((rc = ctl_load(c)) != CTL_OK)
 		return rc;
 	if (c->st == NULL) {
+		/* A missing option file or group, or one naming no database,
+		 * is the configuration's fault, not a passing outage. */
+		if (cfg_check_option_file(c->cfg, err, sizeof(err)) !=
+		    IDEM_OK) {
+			ctl_err("%s", err);
+			return CTL_ECONFIG;
+		}
 		er = store_new(c->cfg, &c->st);
 		if (er != IDEM_OK) {
 			ctl_err("database: %s", idem_strerror(er));

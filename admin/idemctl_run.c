@@ -1232,10 +1232,13 @@ ctl_run(struct ctl *c, int argc, char **argv)
 	    (long)getpid());
 	id.owner = owner;
 	run_signals();
-	/* Store unreachable: COMMAND does not run (ctl_connect said why). */
+	/* Store unreachable: COMMAND does not run (ctl_connect said why);
+	 * nor when the option file is missing or names no database, which
+	 * no redelivery mends (2, as for the config file itself). */
 	c->quick = 1;
-	if (ctl_connect(c) != CTL_OK) {
-		rc = CTL_RUN_UNAVAILABLE;
+	if ((rc = ctl_connect(c)) != CTL_OK) {
+		if (rc != CTL_ECONFIG)
+			rc = CTL_RUN_UNAVAILABLE;
 		goto out;
 	}
 	/* A writer, as a gateway: the first with a key file keys the

@@ -704,9 +704,26 @@ cfg_check_option_group(const struct cfg *c, const char *group, char *err,
 	snprintf(why, sizeof(why), "no [%s] group (nor [client]): nothing "
 	    "says where the server is", group);
 refuse:
-	snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s",
+	snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: %s (the "
+	    "default socket is not tried)", c->path, c->mysql_defaults_line,
+	    c->mysql_defaults_col, c->mysql_defaults_file, why);
+	return IDEM_ECONFIG;
+}
+
+enum idem_err
+cfg_check_option_db(const struct cfg *c, const char *group, char *err,
+    size_t errlen)
+{
+	char	 db[256];
+
+	if (c->mysql_defaults_file == NULL || group == NULL ||
+	    (cfg_option_file_value(c->mysql_defaults_file, group, "database",
+	    db, sizeof(db)) == 1 && db[0] != '\0'))
+		return IDEM_OK;
+	snprintf(err, errlen, "%s:%d:%d: mysql_defaults_file %s: no database "
+	    "= in [%s] (nor [client]): no statement would find its table",
 	    c->path, c->mysql_defaults_line, c->mysql_defaults_col,
-	    c->mysql_defaults_file, why);
+	    c->mysql_defaults_file, group);
 	return IDEM_ECONFIG;
 }
 
@@ -721,8 +738,22 @@ cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 		return er;
 	for (i = 0; cfg_word(c->mysql_group, i, group, sizeof(group)); i++)
 		if ((er = cfg_check_option_group(c, group, err, errlen)) !=
+		    IDEM_OK ||
+		    (er = cfg_check_option_db(c, group, err, errlen)) !=
 		    IDEM_OK)
 			return er;
+	/* A replica's own group: without it (the client groups alone)
+	 * cleanup would ask the primary how far behind it is. */
+	if (c->mysql_defaults_file == NULL || c->replicas == NULL)
+		return IDEM_OK;
+	for (i = 0; cfg_word(c->replicas, i, group, sizeof(group)); i++)
+		if (!optfile_has(c->mysql_defaults_file, group, 0)) {
+			snprintf(err, errlen, "%s:%d:%d: replicas: no [%s] "
+			    "group in mysql_defaults_file %s", c->path,
+			    c->replicas_line, c->replicas_col, group,
+			    c->mysql_defaults_file);
+			return IDEM_ECONFIG;
+		}
 	return IDEM_OK;
 }
 

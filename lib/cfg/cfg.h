@@ -158,6 +158,7 @@ struct cfg {
 	int64_t		 cleanup_max_lag_ms;
 	/* Option-file groups of replicas, or NULL. */
 	char		*replicas;
+	int		 replicas_line, replicas_col;
 
 	/* [console] (idemtop) */
 	int64_t		 refresh_ms;		/* default 2s */
@@ -247,8 +248,14 @@ enum idem_err cfg_check_files(const struct cfg *c, char *err, size_t errlen);
 enum idem_err cfg_check_option_group(const struct cfg *c, const char *group,
     char *err, size_t errlen);
 
+/* IDEM_OK unless the option file is set and group (with the client
+ * groups) names no database: IDEM_ECONFIG and a line as above. */
+enum idem_err cfg_check_option_db(const struct cfg *c, const char *group,
+    char *err, size_t errlen);
+
 /* The mysql_defaults_file part of that, for each group of mysql_group
- * (idemgate checks it at start too). */
+ * (with its database), and each of [cleanup] replicas (its own group):
+ * idemgate checks it at start too, idemctl before it connects. */
 enum idem_err cfg_check_option_file(const struct cfg *c, char *err,
     size_t errlen);
 

@@ -592,6 +592,15 @@ set_socket_owner(struct parser *p, const struct cfg_val *kv, void *dst)
 }
 
 static enum idem_err
+set_replicas(struct parser *p, const struct cfg_val *kv, void *dst)
+{
+	struct cfg	*c = dst;
+
+	return set_str_at(p, kv, &c->replicas, &c->replicas_line,
+	    &c->replicas_col);
+}
+
+static enum idem_err
 set_status_path(struct parser *p, const struct cfg_val *kv, void *dst)
 {
 	struct cfg	*c = dst;
@@ -719,7 +728,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_RUNS_RETENTION] = DUR("runs_retention", SECT_CLEANUP,
 	    CONF(runs_retention_ms), POSITIVE),
 	[K_MAX_LAG] = DUR("max_lag", SECT_CLEANUP, CONF(cleanup_max_lag_ms), 0),
-	[K_REPLICAS] = STR("replicas", SECT_CLEANUP, CONF(replicas),
+	[K_REPLICAS] = STR_AT("replicas", SECT_CLEANUP, set_replicas,
 	    ok_replicas, "replicas",
 	    " (option-file group names, space-separated)"),
 

@@ -465,8 +465,7 @@ store_mysql_init(const struct cfg *cfg, const char *group,
 
 	if (cfg != NULL &&
 	    cfg_check_option_group(cfg, group, why, sizeof(why)) != IDEM_OK) {
-		snprintf(err, errlen, "%s (the default socket is not tried)",
-		    why);
+		snprintf(err, errlen, "%s", why);
 		return IDEM_ECONFIG;
 	}
 	if ((my = mysql_init(NULL)) == NULL) {

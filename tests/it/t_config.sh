@@ -3,7 +3,7 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 PAY=$(cgi_install pay)
-printf '[idemgate]\nsocket=/nonexistent\n' >"$T/my.cnf"
+printf '[idemgate]\nsocket=/nonexistent\ndatabase=idemgate\n' >"$T/my.cnf"
 chmod 0640 "$T/my.cnf"
 cat >"$T/good.conf" <<EOF
 [gateway]
@@ -134,32 +134,57 @@ handler = cgi:$PAY"
 	expect_match "$3" "$4" "$("$IDEMGATE" -t -c "$T/$1.conf" 2>&1)"
 }
 bad_option_file option_file_dir "$T/dir.cnf" "option file a directory: says so" 'not a regular file'
-printf '[other]\nsocket=/nonexistent\n' >"$T/other.cnf"
+printf '[other]\nsocket=/nonexistent\ndatabase=idemgate\n' >"$T/other.cnf"
 bad_option_file option_file_no_group "$T/other.cnf" \
     "option file without [idemgate] or [client]: says so" 'no \[idemgate\] group'
 # Group headers as the client library reads them: a comment after the
 # ']' and blanks before it are allowed; blanks after the '[' make
 # another group.
-printf '[idemgate ] # the store\nsocket=/nonexistent\n' >"$T/spaced.cnf"
+printf '[idemgate ] # the store\nsocket=/nonexistent\ndatabase=idemgate\n' >"$T/spaced.cnf"
 sed "s|$T/my.cnf|$T/spaced.cnf|" "$T/good.conf" >"$T/spaced.conf"
 out=$("$IDEMGATE" -t -c "$T/spaced.conf" 2>&1)
 expect_eq "option file: '[idemgate ] # comment' is the group" "0 syntax ok" "$? $(echo "$out" | tail -1)"
-printf '[ idemgate]\nsocket=/nonexistent\n' >"$T/lead.cnf"
+printf '[ idemgate]\nsocket=/nonexistent\ndatabase=idemgate\n' >"$T/lead.cnf"
 sed "s|$T/my.cnf|$T/lead.cnf|" "$T/good.conf" >"$T/lead.conf"
 out=$("$IDEMGATE" -t -c "$T/lead.conf" 2>&1)
 expect_match "option file: '[ idemgate]' is another group: refused" 'no \[idemgate\] group' "$out"
 # An included file (the password kept apart) that is missing or cannot
 # be read: the client library would log in without it.
-printf '[idemgate]\nsocket=/nonexistent\n!include %s\n' "$T/secret-missing.cnf" >"$T/incl.cnf"
+printf '[idemgate]\nsocket=/nonexistent\ndatabase=idemgate\n!include %s\n' "$T/secret-missing.cnf" >"$T/incl.cnf"
 bad_option_file option_file_include "$T/incl.cnf" \
     "option file including a missing file: names it" "includes $T/secret-missing\\.cnf: No such file"
 printf '[idemgate]\npassword=x\n' >"$T/secret-here.cnf"
-printf '[idemgate]\nsocket=/nonexistent\n!include %s\n!includedir %s\n' "$T/secret-here.cnf" "$T/cnf.d" >"$T/incl2.cnf"
+printf '[idemgate]\nsocket=/nonexistent\ndatabase=idemgate\n!include %s\n!includedir %s\n' "$T/secret-here.cnf" "$T/cnf.d" >"$T/incl2.cnf"
 mkdir -p "$T/cnf.d"
 sed "s|$T/my.cnf|$T/incl2.cnf|" "$T/good.conf" >"$T/incl2.conf"
 out=$("$IDEMGATE" -t -c "$T/incl2.conf" 2>&1)
 expect_eq "option file including readable files: syntax ok" "0 syntax ok" "$? $(echo "$out" | tail -1)"
-printf '[client]\nsocket=/nonexistent\n' >"$T/client.cnf"
+# A group (or [client]) naming no database: every statement would fail
+# with "No database selected" (1046) at run time.
+printf '[idemgate]\nsocket=/nonexistent\n' >"$T/nodb.cnf"
+bad_option_file option_file_nodb "$T/nodb.cnf" \
+    "option file naming no database: says so" "option_file_nodb\\.conf:3:[0-9]+: mysql_defaults_file $T/nodb\\.cnf: no database = in \\[idemgate\\]"
+out=$("$IDEMCTL" -c "$T/option_file_nodb.conf" show k 2>&1)
+expect_eq "idemctl with that option file: exit 2 (configuration), one line" "2 1" "$? $(echo "$out" | wc -l)"
+# idemctl run: not 69 (a queue would redeliver for ever), and nothing runs
+out=$("$IDEMCTL" -c "$T/option_file_nodb.conf" run --key k -- touch "$T/nodb.ran" 2>&1 </dev/null)
+expect_eq "idemctl run with that option file: exit 2, one line, COMMAND not run" "2 1 no" \
+    "$? $(echo "$out" | wc -l) $([ -e "$T/nodb.ran" ] && echo ran || echo no)"
+# [cleanup] replicas naming a group the option file lacks: cleanup would
+# fail on every run (or, with [client], watch the primary).
+printf '[idemgate]\nsocket=/nonexistent\ndatabase=idemgate\n[client]\nport=1\n[replica1]\nport=2\n' >"$T/rep.cnf"
+bad_conf replica_group 6 "[gateway]
+listen = unix:$T/gw.sock
+mysql_defaults_file = $T/rep.cnf
+[cleanup]
+max_lag = 10s
+replicas = replica1 nosuch
+[route /x]
+handler = cgi:$PAY"
+expect_match "[cleanup] replicas naming a group the option file lacks: names it" \
+    "replica_group\\.conf:6:12: replicas: no \\[nosuch\\] group in mysql_defaults_file" \
+    "$("$IDEMGATE" -t -c "$T/replica_group.conf" 2>&1)"
+printf '[client]\nsocket=/nonexistent\ndatabase=idemgate\n' >"$T/client.cnf"
 sed "s|$T/my.cnf|$T/client.cnf|" "$T/good.conf" >"$T/client.conf"
 out=$("$IDEMGATE" -t -c "$T/client.conf" 2>&1)
 expect_eq "option file with a [client] group only: syntax ok" "0 syntax ok" "$? $(echo "$out" | tail -1)"

@@ -711,7 +711,7 @@ eq "metrics: expired rows cleanup may delete are" "$((e0 + 3))" "$(expired_now)"
 sq "DELETE FROM idem_keys WHERE idem_key LIKE 'mstay-%' OR idem_key LIKE 'mgo-%'"
 
 # One config, one user per job: --mysql-group picks the option-file group.
-{ printf '[idemgate]\nsocket=%s\nuser=idem\npassword=wrong\n' "$MDB_SOCK"
+{ printf '[idemgate]\nsocket=%s\nuser=idem\npassword=wrong\ndatabase=%s\n' "$MDB_SOCK" "$DB"
   sed 's/^\[idemgate\]$/[idem_console]/' "$TESTROOT/$DB.cnf"; } >"$T/groups.cnf"
 chmod 600 "$T/groups.cnf"
 mkconf "$T/groups.conf" "$T/groups.cnf" ""
