@@ -1,5 +1,7 @@
 /* idemctl cleanup: the cron job that removes expired keys in small batches. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -20,11 +22,13 @@ const char ctl_cleanup_usage[] =
 "logged to syslog.  Prints nothing on success (for cron).\n"
 "\n"
 "  -b, --batch N        rows per DELETE (default [cleanup] batch, 1000)\n"
-"  -t, --max-seconds S  stop between batches after S seconds; the run is\n"
+"  -t, --max-seconds S  stop between batches after S seconds (or a\n"
+"                       duration: 4m); the run is\n"
 "                       recorded 'partial', the next one goes on, and the\n"
 "                       exit is 0, quiet (-v says so) (default [cleanup]\n"
 "                       max_seconds, unlimited)\n"
-"  -s, --sleep MS       pause between batches (default [cleanup] sleep, 0)\n"
+"  -s, --sleep MS       pause between batches, in ms (or a duration: 1s)\n"
+"                       (default [cleanup] sleep, 0)\n"
 "  -L, --max-lag D      before each batch, pause while a replica of\n"
 "                       [cleanup] replicas is more than D behind (SHOW\n"
 "                       REPLICA STATUS; a stopped replica counts as\n"
@@ -118,26 +122,71 @@ cleanup_summary(FILE *f, const struct cleanup_opts *o,
 	    (unsigned long long)r->runs_pruned, r->batches, secs, rate);
 }
 
+/* The longest --sleep and --max-seconds. */
+#define CLEANUP_SLEEP_MAX_MS	(3600 * 1000L)
+#define CLEANUP_MAX_S		(86400 * 7L)
+
 /* What the command line asks of a cleanup; -1: the config's. */
 struct cleanup_args {
-	long		 batch, max_s, sleep_ms;
+	long		 batch, max_ms, sleep_ms;
 	int64_t		 max_lag_ms;
 	int		 dry;
 };
+
+/*
+ * A pause or a limit: a duration with its unit (500ms, 2s, 4m), or a bare
+ * number in bare_ms milliseconds (--sleep MS and --max-seconds S as they
+ * always were), from 0 to max_ms.  0 and *ms, or -1.
+ */
+static int
+cleanup_ms(const char *v, long bare_ms, int64_t max_ms, long *ms)
+{
+	int64_t	 d;
+	char	*end;
+	long	 n;
+
+	if (*v >= '0' && *v <= '9') {
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (*end == '\0') {
+			if (errno != 0 || n > max_ms / bare_ms)
+				return -1;
+			*ms = n * bare_ms;
+			return 0;
+		}
+	}
+	if (cfg_parse_duration(v, &d) != IDEM_OK || d < 0 || d > max_ms)
+		return -1;
+	*ms = (long)d;
+	return 0;
+}
+
+static int
+parse_sleep(const char *v, void *dst)
+{
+	return cleanup_ms(v, 1, CLEANUP_SLEEP_MAX_MS, dst);
+}
+
+static int
+parse_max_seconds(const char *v, void *dst)
+{
+	return cleanup_ms(v, 1000, CLEANUP_MAX_S * 1000, dst);
+}
 
 static int
 cleanup_args(struct ctl *c, int argc, char **argv, struct cleanup_args *a)
 {
 	const struct ctl_opt	 opts[] = {
 		{ .name = "batch", .letter = 'b', .kind = CTL_OPT_LONG,
-		  .dst = &a->batch, .min = 1, .max = 1000000,
-		  .wants = "a number from 1 to 1000000" },
-		{ .name = "max-seconds", .letter = 't', .kind = CTL_OPT_LONG,
-		  .dst = &a->max_s, .min = 0, .max = 86400 * 7,
-		  .wants = "whole seconds (0 = no limit)" },
-		{ .name = "sleep", .letter = 's', .kind = CTL_OPT_LONG,
-		  .dst = &a->sleep_ms, .min = 0, .max = 60000,
-		  .wants = "milliseconds from 0 to 60000" },
+		  .dst = &a->batch, .min = 1, .max = CFG_CLEANUP_BATCH_MAX,
+		  .wants = "a number from 1 to 100000" },
+		{ .name = "max-seconds", .letter = 't', .kind = CTL_OPT_PARSE,
+		  .dst = &a->max_ms, .parse = parse_max_seconds,
+		  .wants = "whole seconds or a duration such as 4m, up to 7d "
+		  "(0 = no limit)" },
+		{ .name = "sleep", .letter = 's', .kind = CTL_OPT_PARSE,
+		  .dst = &a->sleep_ms, .parse = parse_sleep,
+		  .wants = "milliseconds or a duration such as 1s, up to 1h" },
 		{ .name = "max-lag", .letter = 'L', .kind = CTL_OPT_DURATION,
 		  .dst = &a->max_lag_ms, .wants = "a duration such as 10s" },
 		{ .name = "dry-run", .letter = 'n', .kind = CTL_OPT_FLAG,
@@ -148,7 +197,7 @@ cleanup_args(struct ctl *c, int argc, char **argv, struct cleanup_args *a)
 	    .usage = ctl_cleanup_usage, .opts = opts };
 	int			 argi;
 
-	a->batch = a->max_s = a->sleep_ms = -1;
+	a->batch = a->max_ms = a->sleep_ms = -1;
 	a->max_lag_ms = -1;
 	a->dry = 0;
 	return ctl_opts_parse(c, &cl, argc, argv, &argi);
@@ -163,8 +212,7 @@ cleanup_settings(const struct cfg *cfg, const struct cleanup_args *a,
 	o->batch = a->batch > 0 ? (int)a->batch : cfg->cleanup_batch;
 	if (o->batch < 1)
 		o->batch = 1000;
-	o->max_ms = a->max_s >= 0 ? (int64_t)a->max_s * 1000 :
-	    cfg->cleanup_max_ms;
+	o->max_ms = a->max_ms >= 0 ? (int64_t)a->max_ms : cfg->cleanup_max_ms;
 	o->sleep_ms = a->sleep_ms >= 0 ? a->sleep_ms : cfg->cleanup_sleep_ms;
 	o->dry_run = a->dry;
 	o->stale_after_ms = cfg->stale_after_ms;

@@ -154,6 +154,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->batch = 1;
 			break;
 		case 'g':
+			/* '' (a variable left unset) would log in as
+			 * the gateway: said, not done */
+			if (*optarg == '\0') {
+				fprintf(stderr, "idemtop: -g wants a group "
+				    "name, not '' (try idemtop -h)\n");
+				return EXIT_USAGE;
+			}
 			o->mysql_group = optarg;
 			break;
 		case 'c':

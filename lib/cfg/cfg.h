@@ -8,6 +8,9 @@
 
 #include "err.h"
 
+/* The most rows one cleanup DELETE takes ([cleanup] batch, --batch). */
+#define CFG_CLEANUP_BATCH_MAX	100000
+
 /* The system user the packaged units (debian/, etc/systemd) run the
  * gateway as. */
 #define CFG_SERVICE_USER	"idemgate"

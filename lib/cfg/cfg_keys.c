@@ -717,7 +717,8 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	    set_secret_key_file, 0),
 
 	/* [cleanup] */
-	[K_BATCH] = INT("batch", SECT_CLEANUP, CONF(cleanup_batch), 1, 100000),
+	[K_BATCH] = INT("batch", SECT_CLEANUP, CONF(cleanup_batch), 1,
+	    CFG_CLEANUP_BATCH_MAX),
 	[K_SLEEP] = DUR("sleep", SECT_CLEANUP, CONF(cleanup_sleep_ms), 0),
 	[K_MAX_SECONDS] = DUR("max_seconds", SECT_CLEANUP,
 	    CONF(cleanup_max_ms), 0),

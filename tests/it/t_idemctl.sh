@@ -118,6 +118,15 @@ has "cleanup --max-lag: the option named" "$T/err" "option '--max-lag' needs a v
 run -c "$CONF" cleanup --batch 0
 eq "bad --batch: exit 1" 1 "$RC"
 eq "bad --batch: one line (cron mails it)" 1 "$(wc -l <"$T/err" | tr -d ' ')"
+# an empty group (a variable left unset) is not the gateway's
+run -c "$CONF" -g '' cleanup
+eq "-g '': exit 1, one line" "1 1" "$RC $(wc -l <"$T/err" | tr -d ' ')"
+# the command line takes what [cleanup] takes: a batch up to 100000, a
+# pause or a limit as a duration (a bare number keeps its old unit)
+for bad in "--batch 100001" "--sleep 2h" "--sleep 1x" "--sleep -1" "--max-seconds 8d" "--max-seconds 604801"; do
+	run -c "$CONF" cleanup $bad
+	eq "cleanup $bad: exit 1, one line" "1 1" "$RC $(wc -l <"$T/err" | tr -d ' ')"
+done
 run -c "$CONF" show
 eq "show without KEY: exit 1" 1 "$RC"
 has "missing KEY said" "$T/err" 'missing KEY'
@@ -360,6 +369,14 @@ left=$(count part)
 check "time limit: some but not all rows deleted ($left left)" [ "$left" -gt 0 -a "$left" -lt 3000 ]
 eq "time limit: recorded partial" "partial" "$(sq "SELECT outcome FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1")"
 seed part2 3000 1 "NOW(6) - INTERVAL 1 HOUR" "NOW(6) - INTERVAL 2 DAY"
+# the same in durations: 100ms between batches, 1s in all
+start=$(date +%s%N)
+run -c "$CONF" cleanup --batch 10 --sleep 100ms --max-seconds 1s
+took=$((($(date +%s%N) - start) / 1000000))
+read -r del nb <<<"$(sq "SELECT rows_deleted, batches FROM idem_cleanup_runs ORDER BY id DESC LIMIT 1")"
+check "durations: stopped within 3 s (took $took ms), some rows deleted ($del)" \
+    [ "$RC" = 0 -a "$took" -lt 3000 -a "$del" -gt 0 -a "$del" -lt 5000 ]
+check "durations: 100ms apart ($nb batches in 1 s, at most 11)" [ "$nb" -ge 1 -a "$nb" -le 11 ]
 run -c "$CONF" cleanup --batch 10 --sleep 100 --max-seconds 1 -v
 eq "time limit, -v: exit 0" 0 "$RC"
 has "time limit, -v: says partial" "$T/out" 'partial'

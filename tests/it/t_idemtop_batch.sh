@@ -56,6 +56,9 @@ INSERT INTO idem_cleanup_runs (host, started_at, ended_at, rows_deleted,
 out=$(TZ=UTC "$IDEMTOP" -b -n 1 -c "$T/top.conf" 2>"$T/err1.txt"); rc=$?
 expect_eq "overview: exit 0" 0 "$rc"
 expect_eq "overview: nothing on stderr" "" "$(cat "$T/err1.txt")"
+"$IDEMTOP" -b -n 1 -g '' -c "$T/top.conf" >"$T/g.out" 2>"$T/g.err"
+expect_eq "-g '' (a variable left unset): exit 1, one line, no snapshot" "1 1 0" \
+    "$? $(wc -l <"$T/g.err" | tr -d ' ') $(wc -c <"$T/g.out" | tr -d ' ')"
 # A snapshot lost on a full disk is not a success for cron: exit 3, one line.
 TZ=UTC "$IDEMTOP" -b -n 2 -d 0.1 -c "$T/top.conf" >/dev/full 2>"$T/errfull.txt"
 expect_eq "snapshot to a full disk: exit 3, one line" "3 1" "$? $(wc -l <"$T/errfull.txt" | tr -d ' ')"
