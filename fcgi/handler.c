@@ -293,6 +293,7 @@ backend_cgi_exec(struct run_ctx *rc)
 	run.program = rc->program;
 	run.env = rc->env;
 	run.linger = rc->r->ctx->linger;
+	run.run = rc->h != NULL ? rc->h->run : 0;
 	run.ex = rc->ex;
 	if (rc->h != NULL && rc->h->spawned != NULL) {
 		run.started = run_started;

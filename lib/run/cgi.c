@@ -852,7 +852,7 @@ cgi_io_complete(struct cgi_io *io, struct cgi_status *st)
 		st->lingering = 1;
 		if (r->linger != NULL && r->ex.timeout_ms > 0)
 			linger_add_group(r->linger, io->pid,
-			    io->started + r->ex.timeout_ms);
+			    io->started + r->ex.timeout_ms, r->run);
 		else
 			kill(-io->pid, SIGKILL);
 		return;
@@ -864,7 +864,7 @@ cgi_io_complete(struct cgi_io *io, struct cgi_status *st)
 	st->lingering = 1;
 	if (r->linger != NULL && r->ex.timeout_ms > 0) {
 		linger_add(r->linger, io->pid, io->fout, io->ferr,
-		    io->started + r->ex.timeout_ms);
+		    io->started + r->ex.timeout_ms, r->run);
 		io->fout = io->ferr = -1;
 	} else {
 		/* Nobody to end it later: end it now (its answer is whole:

@@ -133,6 +133,10 @@ struct cgi_run {
 	char *const	 *argv;		/* NULL: { program } */
 	char *const	 *env;		/* from cgi_env_build() */
 	struct linger	 *linger;	/* ends lingering groups; NULL: now */
+	uint64_t	  run;		/* the run's IDEMGATE_RUN mark in env
+					 * (lib/run/cgi_env.h), 0: none: what
+					 * left its group with it is killed
+					 * with a lingering group */
 	struct cgi_exchange ex;
 
 	/* A job (idemctl run) rather than a CGI program: */

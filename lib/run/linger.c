@@ -5,10 +5,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cgi_env.h"
 #include "clock.h"
 #include "linger.h"
 #include "log.h"
@@ -24,6 +26,8 @@ struct lgroup {
 	int64_t		 deadline_ms;
 	int		 reaped;	/* the leader is gone: pid is only the
 					 * group's id, pinned by its members */
+	uint64_t	 run;		/* the run's mark (IDEMGATE_RUN); 0:
+					 * none */
 };
 
 struct linger {
@@ -42,14 +46,27 @@ lg_held(const struct lgroup *g)
 	return !g->reaped || linger_group_lives(g->pid);
 }
 
-/* Kills the group and reaps its leader. */
+/* Kills the group, with what left it, and reaps its leader. */
 static void
 lg_end(struct lgroup *g, int kill_it)
 {
+	char	 mark[CGI_RUN_LEN];
 	int	 i, ws;
 
-	if (kill_it && lg_held(g))
-		kill(-g->pid, SIGKILL);
+	if (kill_it) {
+		/* The tree first, while the leader holds it together. */
+		if (!g->reaped)
+			(void)proc_kill_escaped(g->pid);
+		if (lg_held(g))
+			kill(-g->pid, SIGKILL);
+		/* An escapee whose parent had exited (the leader that
+		 * answered and left) is out of the tree: its mark. */
+		if (g->run != 0) {
+			snprintf(mark, sizeof(mark), CGI_RUN_FMT,
+			    (unsigned long long)g->run);
+			(void)proc_kill_env(mark);
+		}
+	}
 	while (!g->reaped && waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
 		;
 	for (i = 0; i < 2; i++)
@@ -198,15 +215,17 @@ lg_add(struct linger *lg, struct lgroup g)
 
 void
 linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
-    int64_t deadline_ms)
+    int64_t deadline_ms, uint64_t run)
 {
-	lg_add(lg, (struct lgroup){ pid, { out_fd, err_fd }, deadline_ms, 0 });
+	lg_add(lg, (struct lgroup){ pid, { out_fd, err_fd }, deadline_ms, 0,
+	    run });
 }
 
 void
-linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms)
+linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms,
+    uint64_t run)
 {
-	lg_add(lg, (struct lgroup){ pgid, { -1, -1 }, deadline_ms, 1 });
+	lg_add(lg, (struct lgroup){ pgid, { -1, -1 }, deadline_ms, 1, run });
 }
 
 int

@@ -15,7 +15,9 @@
  * once and the group is handed here: a thread of its own drains and drops
  * what the group still writes, reaps the leader once it has exited and
  * nothing holds the pipes, and at the deadline kills the whole group
- * (SIGKILL) and reaps.  The leader is reaped here and nowhere else, so its
+ * (SIGKILL), with what left it (setsid, a daemon's double fork): found
+ * as the leader's descendants while it lives, and by the run's mark in
+ * their environment (run, IDEMGATE_RUN; 0: none), and reaps.  The leader is reaped here and nowhere else, so its
  * pid (the group's id) cannot be reused while the group is signalled.
  */
 struct linger;
@@ -30,7 +32,7 @@ enum idem_err linger_new(struct linger **out);
  * the group is killed and reaped at once.
  */
 void linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
-    int64_t deadline_ms);
+    int64_t deadline_ms, uint64_t run);
 
 /*
  * The same for a group whose leader has exited and been reaped while
@@ -38,7 +40,8 @@ void linger_add(struct linger *lg, pid_t pid, int out_fd, int err_fd,
  * at deadline_ms unless none is left by then.  Its id stays the group's
  * while a member lives; the linger looks every 100 ms.
  */
-void linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms);
+void linger_add_group(struct linger *lg, pid_t pgid, int64_t deadline_ms,
+    uint64_t run);
 
 /* 1 if a process of group pgid lives (its leader reaped, the id is the
  * group's while one does). */

@@ -52,6 +52,18 @@ sh -c 'echo $$ >>"$0.sid"; sleep 4; echo end >>"$0.work"' "$0" </dev/null >/dev/
 printf 'Status: 200\r\nContent-Type: text/plain\r\n\r\nok\n'
 EOF
 chmod 0755 "$SB"
+# a program that answers, then leaves a setsid worker holding its stdout
+# (the answer is whole when the program exits): the worker goes at the
+# route's timeout, with the group, not at the longest timeout of all
+SH=$T/cgi/tsdhold
+cat >"$SH" <<'EOF'
+#!/bin/sh
+printf 'Status: 200\r\nContent-Type: text/plain\r\n\r\nok\n'
+setsid sh -c 'echo $$ >>"$0.sid"; sleep 6; echo end >>"$0.work"' "$0" </dev/null 2>/dev/null &
+i=0
+while [ ! -s "$0.sid" ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done
+EOF
+chmod 0755 "$SH"
 std_setup "[route /pay]
 handler = cgi:$P
 lease = 2s
@@ -76,6 +88,11 @@ timeout = 10s
 
 [route /tbg]
 handler = cgi:$SB
+timeout = 1s
+ttl = 1s
+
+[route /tsdhold]
+handler = cgi:$SH
 timeout = 1s
 ttl = 1s" \
 	"workers = 1" "threads = 4" || { done_testing; exit 1; }
@@ -198,6 +215,23 @@ expect_eq "... the child killed at the route's timeout" 0 "$(living "$bp")"
 sleep 2
 expect_eq "... its work never finished" 0 "$(cat "$SB.work" 2>/dev/null | grep -c end)"
 expect_eq "... the program ran once" 1 "$(wc -l <"$SB.sid")"
+
+# A setsid worker holding the stdout of a whole answer: killed at the
+# route's timeout (1 s) with the lingering group, found by the run's mark
+# (was: by the supervisor after the longest timeout, 10 s here, while a
+# retry past the key's run deadline ran beside it).
+K=$(new_key)
+t0=$(now_ms)
+http h1 POST "$(url web /tsdhold)" -H "Idempotency-Key: $K" --data-binary x
+expect_eq "setsid worker holding stdout: the answer" "200 created" "$HS $(hdr h1 Idempotency-Result)"
+hp=$(tail -1 "$SH.sid" 2>/dev/null)
+expect_match "... the worker had started" '^[0-9]+$' "$hp"
+wait_until 4 gone "$hp"
+expect_eq "... killed at the route's timeout" 0 "$(living "$hp")"
+left "$hp"
+expect_lt "... within the timeout and a tick or two" "$(($(now_ms) - t0))" 2500
+sleep 5.5
+expect_eq "... its work never finished" 0 "$(cat "$SH.work" 2>/dev/null | grep -c end)"
 
 # Stopping the gateway kills what handlers left behind.
 : >"$P.child"
