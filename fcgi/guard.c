@@ -64,14 +64,21 @@ count(struct request *r, enum stat_id id)
 		stats_add(r->ctx->stats, r->route->prefix, id, 1);
 }
 
-/* Runs the handler without idempotency, streaming its answer. */
+/*
+ * Runs the handler without idempotency, streaming its answer.  ours: a
+ * protected request run so (no key, or the store down and on_store_error
+ * = pass): the handler's own Idempotent-Replayed, Idempotency-Result and
+ * Idempotency-Expires are dropped, as on a kept answer, so that no answer
+ * of this route claims a replay idemgate did not make.
+ */
 static void
-guard_plain(struct request *r)
+guard_plain(struct request *r, int ours)
 {
 	struct sink	 s;
 	enum idem_err	 er;
 
 	sink_init(&s, 0, 0, NULL, r->out);
+	s.drop_idem = ours;
 	er = handler_run(r, &s, NULL);
 	if (er != IDEM_OK) {
 		/* Once the head is out, only a broken transfer tells the
@@ -436,6 +443,7 @@ guard_run_owned(struct guarded *g)
 	guard_created(g, created, sizeof(created));
 	lease_init(&l, &g->o, rt->handler != HANDLER_FASTCGI);
 	sink_init(&s, 1, rt->max_response, created, r->out);
+	s.route = rt;
 	memset(&h, 0, sizeof(h));
 	h.tick = lease_tick;
 	h.tick_arg = &l;
@@ -489,7 +497,7 @@ guard_store_error(struct request *r)
 	    store_last_error(r->ctx->st));
 	count(r, STAT_STORE_ERRORS);
 	if (r->route->on_store_error == STORE_ERR_PASS)
-		guard_plain(r);
+		guard_plain(r, 1);
 	else
 		reply_problem(r->out, PROB_STORE_UNAVAILABLE, STORE_RETRY_S, 0,
 		    NULL);
@@ -792,7 +800,7 @@ guard_identify(struct guarded *g)
 		return GUARD_ANSWERED;
 	case IDENT_PLAIN:
 		count(r, STAT_PASSTHROUGH);
-		guard_plain(r);
+		guard_plain(r, 1);
 		return GUARD_ANSWERED;
 	case IDENT_NO_KEY:
 		count(r, STAT_MISSING_KEY);
@@ -1052,7 +1060,7 @@ guard_serve(struct request *r)
 
 	if (!cfg_protects(r->route, r->method)) {
 		count(r, STAT_PASSTHROUGH);
-		guard_plain(r);
+		guard_plain(r, 0);
 		return;
 	}
 	memset(&g, 0, sizeof(g));

@@ -40,7 +40,10 @@ sink_free(struct sink *s)
 static void
 sink_send_head(struct sink *s)
 {
-	reply_head(s->out, &s->ans, s->buffered ? s->extra : NULL);
+	int	 keeps = s->route == NULL ||
+	    !cfg_releases(s->route, s->ans.status);
+
+	reply_head(s->out, &s->ans, s->buffered && keeps ? s->extra : NULL);
 	s->streaming = 1;
 }
 
@@ -155,6 +158,9 @@ sink_feed(void *arg, const void *p, size_t n)
 		 * sends none).  The other hop-by-hop lines go on: a 426's
 		 * Upgrade, a 407's Proxy-Authenticate are the client's. */
 		resp_hdr_remove(&s->ans.hdrs, "Transfer-Encoding");
+		if (s->drop_idem && resp_drop_idem_hdrs(&s->ans.hdrs) !=
+		    IDEM_OK)
+			return sink_fail(s, IDEM_ENOMEM, "out of memory");
 		sink_send_head(s);
 	}
 	er = sink_body(s, s->raw.p + used, s->raw.len - used);

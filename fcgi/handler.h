@@ -11,6 +11,7 @@
 
 struct reply;
 struct request;
+struct route;
 
 /*
  * Collects a handler's CGI output.  Until the head parses, bytes are kept
@@ -23,6 +24,12 @@ struct sink {
 	int		 buffered;
 	size_t		 max;		/* buffered: max_response */
 	const char	*extra;		/* header lines added when streaming */
+	int		 drop_idem;	/* unbuffered: the handler's own
+					 * idempotency headers go too */
+	const struct route *route;	/* if set: extra only on a status its
+					 * key keeps (not one release_statuses
+					 * frees: that answer is neither
+					 * created nor kept) */
 	struct reply	*out;
 	const char	*tag;		/* the request's, for log lines */
 

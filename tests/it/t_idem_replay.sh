@@ -203,6 +203,17 @@ K=$(new_key)
 http t4 POST "$(url web /small?bytes=500)" -H "Idempotency-Key: $K" --data-binary 't'
 http t5 POST "$(url web /small?bytes=500)" -H "Idempotency-Key: $K" --data-binary 't'
 expect_eq "max_response: a smaller answer is stored" reused "$(hdr t5 Idempotency-Result)"
+# ... with a status that releases the key (503): streamed as it came, it
+# is neither created nor kept, so it says neither (was: "created" and an
+# Idempotency-Expires a day away, while every retry ran again).
+K=$(new_key)
+n0=$(runs small)
+http t6 POST "$(url web '/small?bytes=5000&status=503')" -H "Idempotency-Key: $K" --data-binary 't'
+expect_eq "max_response, released status: the answer, whole" "503 5000" "$HS $(wc -c <"$T/t6.b" | tr -d ' ')"
+expect_eq "... no Idempotency-Result, no Idempotency-Expires" "no no" \
+    "$(has_hdr t6 Idempotency-Result && echo yes || echo no) $(has_hdr t6 Idempotency-Expires && echo yes || echo no)"
+http t7 POST "$(url web '/small?bytes=5000&status=503')" -H "Idempotency-Key: $K" --data-binary 't'
+expect_eq "... released: the retry runs again" "503 2" "$HS $(($(runs small) - n0))"
 
 # An answer whose body the web server replaces: delivered once, then a
 # tombstone, never a replay of whatever that file holds by then.

@@ -43,6 +43,7 @@ http d POST "$(url web /pass)" -H "Idempotency-Key: $(new_key)" --data-binary 'd
 expect_eq "MySQL down, on_store_error = pass: handler answers" 201 "$HS"
 expect_eq "on_store_error = pass: handler ran" 1 "$(runs pass)"
 expect_eq "on_store_error = pass: not marked created" "" "$(hdr d Idempotency-Result)"
+expect_eq "on_store_error = pass: the handler's own Idempotent-Replayed dropped" "" "$(hdr d Idempotent-Replayed)"
 
 mariadb_start >/dev/null 2>&1 || not_ok "MariaDB restarts"
 K2=$(new_key)
