@@ -24,6 +24,42 @@ path_unreserved(int c)
 	    c == '~';
 }
 
+/* One escape at in[i] ("%XY") in its one spelling at out: the bytes
+ * written, or 0 when in[i] starts no escape. */
+static size_t
+path_escape_norm(const char *in, size_t len, size_t i, char *out)
+{
+	int	 hi, lo, c;
+
+	if (in[i] != '%' || i + 2 >= len || (hi = path_hexval(in[i + 1])) < 0 ||
+	    (lo = path_hexval(in[i + 2])) < 0)
+		return 0;
+	c = hi * 16 + lo;
+	if (path_unreserved(c)) {
+		out[0] = (char)c;
+		return 1;
+	}
+	out[0] = '%';
+	out[1] = "0123456789ABCDEF"[hi];
+	out[2] = "0123456789ABCDEF"[lo];
+	return 3;
+}
+
+size_t
+path_query_normalize(const char *in, size_t len, char *out)
+{
+	size_t	 i, n = 0, k;
+
+	for (i = 0; i < len; i++) {
+		if ((k = path_escape_norm(in, len, i, out + n)) > 0) {
+			n += k;
+			i += 2;
+		} else
+			out[n++] = in[i];
+	}
+	return n;
+}
+
 /* Drops the last segment of out[0..*n) (and its slash), for "..". */
 static void
 path_pop(char *out, size_t *n)
@@ -39,30 +75,13 @@ char *
 path_normalize(const char *in, size_t len)
 {
 	char	*dec, *out;
-	size_t	 i, n = 0, seg, o;
-	int	 hi, lo;
+	size_t	 i, n, seg, o;
 
 	/* Pass 1: decode the unreserved escapes; keep the rest encoded. */
 	if ((dec = malloc(len + 2)) == NULL)
 		return NULL;
-	dec[n++] = '/';
-	for (i = 0; i < len; i++) {
-		if (in[i] == '%' && i + 2 < len &&
-		    (hi = path_hexval(in[i + 1])) >= 0 &&
-		    (lo = path_hexval(in[i + 2])) >= 0) {
-			int c = hi * 16 + lo;
-
-			if (path_unreserved(c))
-				dec[n++] = (char)c;
-			else {
-				dec[n++] = '%';
-				dec[n++] = "0123456789ABCDEF"[hi];
-				dec[n++] = "0123456789ABCDEF"[lo];
-			}
-			i += 2;
-		} else
-			dec[n++] = in[i];
-	}
+	dec[0] = '/';
+	n = 1 + path_query_normalize(in, len, dec + 1);
 	/* Pass 2: segments; "/" + segment at a time, merging slashes. */
 	if ((out = malloc(n + 2)) == NULL) {
 		free(dec);

@@ -16,6 +16,17 @@
  */
 char *path_normalize(const char *in, size_t len);
 
+/*
+ * A query string's escapes in one spelling (RFC 3986 6.2.2.1 and
+ * 6.2.2.2; path_normalize's first pass): percent-encoded unreserved
+ * characters decoded, other escapes with upper-case hex; nothing else
+ * changes ('+' stays '+': form decoding
+ * reads it as a space, "%2B" as a plus).  Web servers differ here
+ * (lighttpd decodes "%7E", nginx and Apache pass it on).  Writes at most
+ * len bytes to out (no NUL); returns how many.
+ */
+size_t path_query_normalize(const char *in, size_t len, char *out);
+
 /* The value of one hex digit (either case), or -1. */
 int path_hexval(char c);
 

@@ -55,4 +55,19 @@ for q in differ same; do
 	expect_eq "Content-Length $q: replay whole" "" "$(cat "$T/c2.err")"
 done
 expect_eq "Content-Length: two keys, two runs" 2 "$(wc -l <"$T/cgi/cl2.runs")"
+
+# nginx passes a query's escapes on as the client wrote them (lighttpd
+# decodes "%7E"): a retry that spells an unreserved character another
+# way is the same request, not a 422; "+" and "%2B" are not.
+K=$(new_key)
+n0=$(runs pay)
+http q1 POST "$U?d=%7e&n=%41" -H "Idempotency-Key: $K" --data-binary q
+http q2 POST "$U?d=~&n=A" -H "Idempotency-Key: $K" --data-binary q
+expect_eq "query escapes of unreserved characters: the same request" "201 reused 1" \
+    "$HS $(hdr q2 Idempotency-Result) $(($(runs pay) - n0))"
+K=$(new_key)
+http q3 POST "$U?a=x+y" -H "Idempotency-Key: $K" --data-binary q
+s3=$HS
+http q4 POST "$U?a=x%2By" -H "Idempotency-Key: $K" --data-binary q
+expect_eq "... '+' and '%2B' are not" "201 422" "$s3 $HS"
 done_testing

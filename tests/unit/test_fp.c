@@ -198,6 +198,48 @@ test_request(void)
 	CHECK(memcmp(a, b, FP_LEN) != 0);
 	fp_of("POST", "/pay/", "x=1", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
+	/* A query in its one spelling: an escaped unreserved character is
+	 * the character, other escapes match in either case; '+' and
+	 * "%2B" differ (a space and a plus to a form decoder), as do "~"
+	 * and "%257E"; a long query too. */
+	{
+		static const char *const same[][2] = {
+			{ "d=%7e", "d=~" }, { "d=%7E&x=%41", "d=~&x=A" },
+			{ "a=%2b", "a=%2B" }, { "a=%e2%82%ac", "a=%E2%82%AC" },
+			{ "%", "%" }, { "a=%4", "a=%4" }, { "a=%zz", "a=%zz" },
+		};
+		static const char *const other[][2] = {
+			{ "a=+", "a=%2B" }, { "a=~", "a=%257E" },
+			{ "a=%2F", "a=/" }, { "a=%4", "a=%04" },
+		};
+		char	*big1, *big2;
+		size_t	 i, k;
+
+		for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+			fp_of("POST", "/p", same[i][0], "", "", 0, a);
+			fp_of("POST", "/p", same[i][1], "", "", 0, b);
+			CHECK(memcmp(a, b, FP_LEN) == 0);
+		}
+		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+			fp_of("POST", "/p", other[i][0], "", "", 0, a);
+			fp_of("POST", "/p", other[i][1], "", "", 0, b);
+			CHECK(memcmp(a, b, FP_LEN) != 0);
+		}
+		big1 = malloc(3 * 5000 + 1);
+		big2 = malloc(5000 + 1);
+		if (big1 != NULL && big2 != NULL) {
+			for (k = 0; k < 5000; k++) {
+				memcpy(big1 + 3 * k, "%7E", 3);
+				big2[k] = '~';
+			}
+			big1[3 * 5000] = big2[5000] = '\0';
+			fp_of("POST", "/p", big1, "", "", 0, a);
+			fp_of("POST", "/p", big2, "", "", 0, b);
+			CHECK(memcmp(a, b, FP_LEN) == 0);
+		}
+		free(big1);
+		free(big2);
+	}
 	fp_of("POST", "/pay", "x=2", "application/json", "{\"a\":1}", 7, b);
 	CHECK(memcmp(a, b, FP_LEN) != 0);
 	fp_of("POST", "/pay", "x=1", "text/plain", "{\"a\":1}", 7, b);
