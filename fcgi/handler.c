@@ -158,9 +158,8 @@ sink_feed(void *arg, const void *p, size_t n)
 		 * sends none).  The other hop-by-hop lines go on: a 426's
 		 * Upgrade, a 407's Proxy-Authenticate are the client's. */
 		resp_hdr_remove(&s->ans.hdrs, "Transfer-Encoding");
-		if (s->drop_idem && resp_drop_idem_hdrs(&s->ans.hdrs) !=
-		    IDEM_OK)
-			return sink_fail(s, IDEM_ENOMEM, "out of memory");
+		if (s->drop_idem)
+			resp_drop_idem_names(&s->ans.hdrs);
 		sink_send_head(s);
 	}
 	er = sink_body(s, s->raw.p + used, s->raw.len - used);

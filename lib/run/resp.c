@@ -461,15 +461,22 @@ resp_drop_cookies(struct buf *hdrs)
 	resp_hdrs_strip(hdrs, resp_cookies, RESP_NCOOKIES, 0);
 }
 
-enum idem_err
-resp_drop_idem_hdrs(struct buf *hdrs)
+void
+resp_drop_idem_names(struct buf *hdrs)
 {
 	static char *const	 ours[] = { "Idempotent-Replayed",
 		"Idempotency-Result", "Idempotency-Expires" };
+
+	resp_hdrs_strip(hdrs, ours, 3, 0);
+}
+
+enum idem_err
+resp_drop_idem_hdrs(struct buf *hdrs)
+{
 	struct buf		 kept;
 	enum idem_err		 er;
 
-	resp_hdrs_strip(hdrs, ours, 3, 0);
+	resp_drop_idem_names(hdrs);
 	/* Then what only the handler's own connection meant: the lines a
 	 * replay repeats are the ones the first client gets. */
 	buf_init(&kept, hdrs->max);

@@ -63,6 +63,11 @@ enum idem_err resp_hdrs_for_replay(const struct buf *in,
  */
 enum idem_err resp_drop_idem_hdrs(struct buf *hdrs);
 
+/* The first part of that alone: only the three idempotency lines go
+ * (a pass-through answer keeps its hop-by-hop lines: a 426's Upgrade, a
+ * 407's Proxy-Authenticate are the client's).  Never fails. */
+void resp_drop_idem_names(struct buf *hdrs);
+
 /*
  * The name of the first line of hdrs that has the web server answer with
  * something else than the body that follows (nginx's X-Accel-Redirect,

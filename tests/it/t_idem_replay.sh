@@ -124,6 +124,10 @@ expect_eq "hop-by-hop: one run" 1 "$(runs hop)"
 http h3 GET "$(url web /hop)"
 expect_eq "Transfer-Encoding, pass-through: the body" hello "$(body h3)"
 expect_eq "hop-by-hop, pass-through: X-Keep and X-Hop kept" "k h" "$(hdr h3 X-Keep) $(hdr h3 X-Hop)"
+# ... and so on a protected POST without a key (key optional): only the
+# handler's idempotency headers go there.
+http h4 POST "$(url web /hop)" --data-binary x
+expect_eq "hop-by-hop, keyless POST: the body, X-Keep and X-Hop kept" "hello k h" "$(body h4) $(hdr h4 X-Keep) $(hdr h4 X-Hop)"
 
 # Same key, different request: 422, never a run.
 mism() { # mism NAME METHOD PATHQUERY BODY [curl args]
