@@ -87,36 +87,31 @@ proc_children(pid_t *pids, size_t max)
 	return (ssize_t)k;
 }
 
-/* 1 if pid's environment holds entry (elen bytes), whole. */
+/* Environment entries to look for (proc_kill_env_any), each whole. */
+struct proc_entry {
+	const char *const	*entries;
+	size_t			 n;
+};
+
+/* 1 if pid's environment holds one of *arg's entries (a struct
+ * proc_entry), whole. */
 static int
-proc_env_has(long pid, const char *entry, size_t elen)
+proc_env_holds(long pid, const void *arg)
 {
-	char	 path[64], buf[65536];
-	ssize_t	 n;
-	size_t	 i;
+	const struct proc_entry	*e = arg;
+	char			 path[64], buf[65536];
+	ssize_t			 n;
+	size_t			 i, k;
 
 	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
 	if ((n = proc_read(path, buf, sizeof(buf))) <= 0)
 		return 0;
 	/* Entries are NUL-separated: match one whole. */
 	for (i = 0; i < (size_t)n; i += strlen(buf + i) + 1)
-		if (strlen(buf + i) == elen && memcmp(buf + i, entry, elen) == 0)
-			return 1;
+		for (k = 0; k < e->n; k++)
+			if (strcmp(buf + i, e->entries[k]) == 0)
+				return 1;
 	return 0;
-}
-
-/* An environment entry to look for (proc_kill_env), whole. */
-struct proc_entry {
-	const char	*entry;
-	size_t		 elen;
-};
-
-static int
-proc_env_holds(long pid, const void *arg)
-{
-	const struct proc_entry	*e = arg;
-
-	return proc_env_has(pid, e->entry, e->elen);
 }
 
 /* 1 if pid has left the group of *arg (a pid_t: its leader). */
@@ -259,17 +254,22 @@ proc_kill_escaped(pid_t leader)
 int
 proc_kill_env(const char *entry)
 {
+	return *entry != '\0' ? proc_kill_env_any(&entry, 1) : 0;
+}
+
+int
+proc_kill_env_any(const char *const *entries, size_t nentries)
+{
 	struct dirent	*de;
 	DIR		*d;
-	size_t		 elen = strlen(entry);
-	struct proc_entry e = { entry, elen };
+	struct proc_entry e = { entries, nentries };
 	long		 pid, self = (long)getpid();
 	uid_t		 uid = geteuid();
 	struct stat	 st;
 	char		*end;
 	int		 n = 0;
 
-	if (elen == 0 || (d = opendir("/proc")) == NULL)
+	if (nentries == 0 || (d = opendir("/proc")) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
 		pid = strtol(de->d_name, &end, 10);

@@ -68,6 +68,9 @@ void proc_closefrom(unsigned lowfd);
  */
 int proc_kill_env(const char *entry);
 
+/* The same for any of n entries (none empty), in one look at /proc. */
+int proc_kill_env_any(const char *const *entries, size_t n);
+
 /*
  * SIGKILLs every descendant of leader (a process group's leader, alive)
  * that left its group (setsid, setpgid), as /proc lists them now, up to

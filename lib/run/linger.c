@@ -18,6 +18,7 @@
 
 #define LINGER_TICK_MS	100
 #define LINGER_MAX	4096		/* groups; past this, killed at once */
+#define LINGER_SWEEP_MAX 64		/* marks swept in one look at /proc */
 
 struct lgroup {
 	pid_t		 pid;
@@ -46,11 +47,33 @@ lg_held(const struct lgroup *g)
 	return !g->reaped || linger_group_lives(g->pid);
 }
 
-/* Kills the group, with what left it, and reaps its leader. */
+/* Kills what carries one of the n runs' marks: an escapee whose parent
+ * had exited (the leader that answered and left) is out of the leader's
+ * tree.  One look at every process of our user in /proc: never with the
+ * lock held. */
+static void
+lg_sweep(const uint64_t *runs, size_t n)
+{
+	char		 marks[LINGER_SWEEP_MAX][CGI_RUN_LEN];
+	const char	*m[LINGER_SWEEP_MAX];
+	size_t		 i, k = 0;
+
+	for (i = 0; i < n && k < LINGER_SWEEP_MAX; i++) {
+		if (runs[i] == 0)
+			continue;
+		snprintf(marks[k], sizeof(marks[k]), CGI_RUN_FMT,
+		    (unsigned long long)runs[i]);
+		m[k] = marks[k];
+		k++;
+	}
+	(void)proc_kill_env_any(m, k);
+}
+
+/* Kills the group, with what left it while the leader lives, and reaps
+ * the leader (lg_sweep goes with it where the lock is not held). */
 static void
 lg_end(struct lgroup *g, int kill_it)
 {
-	char	 mark[CGI_RUN_LEN];
 	int	 i, ws;
 
 	if (kill_it) {
@@ -59,13 +82,6 @@ lg_end(struct lgroup *g, int kill_it)
 			(void)proc_kill_escaped(g->pid);
 		if (lg_held(g))
 			kill(-g->pid, SIGKILL);
-		/* An escapee whose parent had exited (the leader that
-		 * answered and left) is out of the tree: its mark. */
-		if (g->run != 0) {
-			snprintf(mark, sizeof(mark), CGI_RUN_FMT,
-			    (unsigned long long)g->run);
-			(void)proc_kill_env(mark);
-		}
 	}
 	while (!g->reaped && waitpid(g->pid, &ws, 0) == -1 && errno == EINTR)
 		;
@@ -127,7 +143,8 @@ lg_main(void *arg)
 {
 	struct linger	*lg = arg;
 	struct lgroup	 g;
-	size_t		 i;
+	uint64_t	 sweep[LINGER_SWEEP_MAX];
+	size_t		 i, nsweep;
 	int64_t		 now;
 	int		 end, late;
 
@@ -137,11 +154,19 @@ lg_main(void *arg)
 			pthread_mutex_unlock(&lg->mu);
 			break;
 		}
+		nsweep = 0;
 		now = clock_now_ms();
 		for (i = 0; i < lg->n;) {
 			late = now >= lg->g[i].deadline_ms;
 			end = late || lg_done(&lg->g[i]);
 			if (!end) {
+				i++;
+				continue;
+			}
+			/* Its marks are swept after the lock: no room left
+			 * for one this tick, it waits for the next. */
+			if (late && lg->g[i].run != 0 &&
+			    nsweep == LINGER_SWEEP_MAX) {
 				i++;
 				continue;
 			}
@@ -164,8 +189,11 @@ lg_main(void *arg)
 				    "its timeout; killed", (long)g.pid);
 			/* The leader has exited or is killed now: quick. */
 			lg_end(&g, late);
+			if (late && g.run != 0)
+				sweep[nsweep++] = g.run;
 		}
 		pthread_mutex_unlock(&lg->mu);
+		lg_sweep(sweep, nsweep);
 		clock_sleep_ms(LINGER_TICK_MS);
 	}
 	return NULL;
@@ -211,6 +239,7 @@ lg_add(struct linger *lg, struct lgroup g)
 	log_warn("too many lingering handler groups; killing %ld now",
 	    (long)g.pid);
 	lg_end(&g, 1);
+	lg_sweep(&g.run, 1);
 }
 
 void
@@ -266,7 +295,8 @@ linger_count(struct linger *lg)
 void
 linger_free(struct linger *lg)
 {
-	size_t	 i;
+	uint64_t	 runs[LINGER_SWEEP_MAX];
+	size_t		 i, n = 0;
 
 	if (lg == NULL)
 		return;
@@ -274,8 +304,15 @@ linger_free(struct linger *lg)
 	lg->stop = 1;
 	pthread_mutex_unlock(&lg->mu);
 	pthread_join(lg->tid, NULL);
-	for (i = 0; i < lg->n; i++)
+	for (i = 0; i < lg->n; i++) {
 		lg_end(&lg->g[i], 1);
+		if (lg->g[i].run != 0)
+			runs[n++] = lg->g[i].run;
+		if (n == LINGER_SWEEP_MAX || (i + 1 == lg->n && n > 0)) {
+			lg_sweep(runs, n);
+			n = 0;
+		}
+	}
 	free(lg->g);
 	pthread_mutex_destroy(&lg->mu);
 	free(lg);
