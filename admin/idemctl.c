@@ -132,10 +132,12 @@ main(int argc, char **argv)
 	usage_text(help, sizeof(help));
 	if ((rc = ctl_opts_parse(&c, &cl, argc, argv, &argi)) != CTL_OK)
 		return rc == CTL_HELP ? CTL_OK : rc;
-	/* '' (a variable left unset) would log in as the gateway. */
-	if (c.mysql_group != NULL && c.mysql_group[0] == '\0')
+	/* '' (a variable left unset), or blanks, would log in as the
+	 * gateway. */
+	if (c.mysql_group != NULL &&
+	    c.mysql_group[strspn(c.mysql_group, " \t")] == '\0')
 		return ctl_usage_err(NULL, "--mysql-group wants a group name, "
-		    "not ''");
+		    "not '%s'", c.mysql_group);
 	if (argi >= argc)
 		return ctl_usage_err(NULL, "missing command (cleanup, migrate, "
 		    "check, show, forget, stats, metrics, rekey, run)");

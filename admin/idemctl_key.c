@@ -298,6 +298,7 @@ ctl_show(struct ctl *c, int argc, char **argv)
 		} else if (body.len > 0 &&
 		    fwrite(body.p, 1, body.len, stdout) != body.len) {
 			ctl_err("writing the body failed");
+			clearerr(stdout);	/* said: once */
 			rc = CTL_ESTORE;
 		}
 		goto out;

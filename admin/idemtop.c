@@ -156,9 +156,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'g':
 			/* '' (a variable left unset) would log in as
 			 * the gateway: said, not done */
-			if (*optarg == '\0') {
+			if (optarg[strspn(optarg, " \t")] == '\0') {
 				fprintf(stderr, "idemtop: -g wants a group "
-				    "name, not '' (try idemtop -h)\n");
+				    "name, not '%s' (try idemtop -h)\n",
+				    optarg);
 				return EXIT_USAGE;
 			}
 			o->mysql_group = optarg;

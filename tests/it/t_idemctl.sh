@@ -119,8 +119,10 @@ run -c "$CONF" cleanup --batch 0
 eq "bad --batch: exit 1" 1 "$RC"
 eq "bad --batch: one line (cron mails it)" 1 "$(wc -l <"$T/err" | tr -d ' ')"
 # an empty group (a variable left unset) is not the gateway's
-run -c "$CONF" -g '' cleanup
-eq "-g '': exit 1, one line" "1 1" "$RC $(wc -l <"$T/err" | tr -d ' ')"
+for g in '' '  '; do
+	run -c "$CONF" -g "$g" cleanup
+	eq "-g '$g': exit 1, one line" "1 1" "$RC $(wc -l <"$T/err" | tr -d ' ')"
+done
 # the command line takes what [cleanup] takes: a batch up to 100000, a
 # pause or a limit as a duration (a bare number keeps its old unit)
 for bad in "--batch 100001" "--sleep 2h" "--sleep 1x" "--sleep -1" "--max-seconds 8d" "--max-seconds 604801"; do
@@ -462,6 +464,13 @@ check "show: body not printed without --body" sh -c "! grep -q B '$T/out'"
 run -c "$CONF" show '"order-1"' --body
 printf '\000\377A\nB' >"$T/want"
 check "show --body: raw bytes" cmp -s "$T/want" "$T/out"
+# a body that cannot be written (a full disk): one line, exit 3
+sq "INSERT INTO idem_keys (scope, idem_key, route, method, fingerprint, state, owner, owner_token,
+      waiters, created_at, lease_until, expires_at, completed_at, resp_status, resp_headers, resp_body, resp_size)
+    VALUES (UNHEX('$NONE'), 'order-big', '/payments', 'POST', UNHEX(SHA2('b', 256)), 1,
+      'gw1:42', 10, 0, NOW(6), NOW(6), NOW(6) + INTERVAL 1 DAY, NOW(6), 200, '', REPEAT('b', 100000), 100000)"
+"$CTL" -c "$CONF" show order-big --body >/dev/full 2>"$T/err"
+eq "show --body to a full disk: exit 3, one line" "3 1" "$? $(lines "$T/err")"
 run -c "$CONF" show order-2
 has "show: in-progress" "$T/out" '^state +in-progress$'
 has "show: waiters" "$T/out" '^waiters +3$'
