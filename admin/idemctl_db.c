@@ -647,7 +647,8 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	struct admin_priv	 privs[CHECK_NPRIVS];
 	size_t			 n = 0;
 	const char		*role = NULL;
-	int			 rc, result, secrets_rc;
+	char			 why[1024];
+	int			 rc, result, config_rc;
 
 	if ((rc = check_opts(c, argc, argv, &role)) != 0)
 		return rc < 0 ? CTL_OK : rc;
@@ -660,7 +661,13 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	}
 	finding(" ok ", "config %s valid (%zu route%s)", c->cfgpath,
 	    c->cfg->nroutes, c->cfg->nroutes == 1 ? "" : "s");
-	secrets_rc = check_secrets(c);
+	config_rc = check_secrets(c);
+	/* Only cleanup uses them: said here, not in every command's way. */
+	if (cfg_check_replicas(c->cfg, why, sizeof(why)) != IDEM_OK) {
+		finding("fail", "%s", why);
+		if (config_rc == CTL_OK)
+			config_rc = CTL_ECONFIG;
+	}
 	if ((rc = ctl_connect(c)) != CTL_OK) {
 		finding("fail", "database unreachable (option file %s, "
 		    "group [%s])", c->cfg->mysql_defaults_file ?
@@ -687,5 +694,5 @@ ctl_check(struct ctl *c, int argc, char **argv)
 	check_cleanups(c);
 	if ((rc = check_kids(c)) != CTL_OK && result == CTL_OK)
 		result = rc;
-	return result == CTL_OK ? secrets_rc : result;
+	return result == CTL_OK ? config_rc : result;
 }

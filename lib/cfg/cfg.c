@@ -643,6 +643,7 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 	const struct route	*r;
 	struct stat		 st;
 	size_t			 i;
+	enum idem_err		 er;
 
 	for (i = 0; i < c->nroutes; i++) {
 		r = &c->routes[i];
@@ -658,7 +659,9 @@ cfg_check_files(const struct cfg *c, char *err, size_t errlen)
 			return IDEM_ECONFIG;
 		}
 	}
-	return cfg_check_option_file(c, err, errlen);
+	if ((er = cfg_check_option_file(c, err, errlen)) != IDEM_OK)
+		return er;
+	return cfg_check_replicas(c, err, errlen);
 }
 
 /* The groups the client library reads besides the one it is given. */
@@ -742,6 +745,15 @@ cfg_check_option_file(const struct cfg *c, char *err, size_t errlen)
 		    (er = cfg_check_option_db(c, group, err, errlen)) !=
 		    IDEM_OK)
 			return er;
+	return IDEM_OK;
+}
+
+enum idem_err
+cfg_check_replicas(const struct cfg *c, char *err, size_t errlen)
+{
+	char		 group[256];
+	unsigned	 i;
+
 	/* A replica's own group: without it (the client groups alone)
 	 * cleanup would ask the primary how far behind it is. */
 	if (c->mysql_defaults_file == NULL || c->replicas == NULL)

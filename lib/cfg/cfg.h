@@ -257,9 +257,14 @@ enum idem_err cfg_check_option_db(const struct cfg *c, const char *group,
     char *err, size_t errlen);
 
 /* The mysql_defaults_file part of that, for each group of mysql_group
- * (with its database), and each of [cleanup] replicas (its own group):
- * idemgate checks it at start too, idemctl before it connects. */
+ * (with its database): idemgate checks it at start too, idemctl before
+ * it connects. */
 enum idem_err cfg_check_option_file(const struct cfg *c, char *err,
+    size_t errlen);
+
+/* Each group of [cleanup] replicas is in the option file under its own
+ * name (idemgate -t, idemctl check; only cleanup uses them). */
+enum idem_err cfg_check_replicas(const struct cfg *c, char *err,
     size_t errlen);
 
 /*

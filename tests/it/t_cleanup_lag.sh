@@ -138,4 +138,12 @@ out=$("$IDEMCTL" -c "$T/norep.conf" cleanup 2>&1)
 expect_eq "[cleanup] max_lag without replicas: exit 0" 0 "$?"
 out=$("$IDEMCTL" -c "$T/norep.conf" check 2>&1)
 expect_match "check: max_lag without replicas is a warning" 'max_lag set, but no \[cleanup\] replicas' "$out"
+# A replica group the option file lacks: idemctl check fails on it (exit
+# 2, named at its line), other commands go on (only cleanup asks it).
+sed 's/^replicas = replica1$/replicas = replica1 nosuch/' "$T/g.conf" >"$T/badrep.conf"
+out=$("$IDEMCTL" -c "$T/badrep.conf" check 2>&1)
+expect_eq "check: a missing replica group: exit 2" 2 "$?"
+expect_match "... named at its line" 'badrep\.conf:[0-9]+:[0-9]+: replicas: no \[nosuch\] group' "$out"
+"$IDEMCTL" -c "$T/badrep.conf" show no-such-key >/dev/null 2>&1
+expect_eq "... show is not stopped by it (no such key: 7)" 7 "$?"
 done_testing
