@@ -28,7 +28,8 @@
 #include "store_hkey.h"
 
 #define RUN_TIMED_OUT		124	/* like timeout(1) */
-#define RUN_CANNOT_START	127	/* like sh: not found, not executable */
+#define RUN_NOT_FOUND		127	/* like sh and timeout(1): not found */
+#define RUN_CANNOT_START	126	/* found, but it cannot be run */
 #define RUN_STOP_GRACE_MS	2000	/* SIGTERM, then SIGKILL this much
 					 * later */
 #define RUN_POLL_MS		100	/* how soon a signal to run reaches
@@ -71,13 +72,14 @@ const char ctl_run_usage[] =
 "default and 0:\n"
 "                     none\n"
 "  --store-failures   keep a non-zero status too (default: released, so the\n"
-"                     next delivery runs COMMAND again); not 127, COMMAND\n"
-"                     not started\n"
+"                     next delivery runs COMMAND again); not 126 or 127,\n"
+"                     COMMAND not started\n"
 "  -c, --config FILE  idemgate config (default " CTL_DEFAULT_CONFIG ")\n"
 "  -h, --help         this text\n"
 "\n"
 "Exit status: COMMAND's (128+N if killed by signal N, 124 if --timeout\n"
-"stopped it, 127 if it could not be started), or the recorded one on a\n"
+"stopped it, 127 if it was not found, 126 if it could not be run), or\n"
+"the recorded one on a\n"
 "replay; 65 the key was used with other argv or stdin, or stdin is over\n"
 "max_body; 69 the store is unreachable (COMMAND did not run); 74 stdin\n"
 "unreadable; 75 still running elsewhere after --wait (deliver again\n"
@@ -957,7 +959,9 @@ run_command(struct run_job *j, struct run_io *o, int *status)
 	o->k = NULL;
 	free(env);
 	if (er == IDEM_EHANDLER)
-		*status = RUN_CANNOT_START;
+		*status = st.start_errno == ENOENT ||
+		    st.start_errno == ENOTDIR ? RUN_NOT_FOUND :
+		    RUN_CANNOT_START;
 	else if (er == IDEM_ETIMEOUT || st.timed_out)
 		*status = RUN_TIMED_OUT;
 	else if (st.signo != 0)
@@ -1085,9 +1089,9 @@ run_owned(struct run_job *j)
 	 * like any other. */
 	if (er == IDEM_ELEASE && run_signal != 0 && status == 0)
 		status = 128 + run_signal;
-	/* Any other end is an exit status (124 timed out, 127 not started,
-	 * 128+N a signal): it is the answer, released unless it is 0 or
-	 * --store-failures keeps it.  A COMMAND that never started did
+	/* Any other end is an exit status (124 timed out, 126 or 127 not
+	 * started, 128+N a signal): it is the answer, released unless it
+	 * is 0 or --store-failures keeps it.  A COMMAND that never started did
 	 * nothing to keep: released all the same (a deploy that had not
 	 * put it in place yet must not lock its job out for the ttl). */
 	answer_borrow(&ans, status, NULL, 0, o.b.p, o.b.len);

@@ -543,6 +543,7 @@ struct cgi_io {
 	int			 exited;	/* leader exited, unreaped */
 	int			 ws;		/* its status when exited */
 	int			 complete;	/* the answer is whole */
+	int			 start_errno;	/* not started: why */
 	struct errlog		 el;
 };
 
@@ -776,6 +777,7 @@ cgi_io_start(struct cgi_io *io)
 
 	if (cgi_pipe(pin) != IDEM_OK || cgi_pipe(pout) != IDEM_OK ||
 	    (!r->err_through && cgi_pipe(perr) != IDEM_OK)) {
+		io->start_errno = errno;
 		log_err("%s: pipe: %s", cgi_tag(r), strerror(errno));
 		goto close;
 	}
@@ -783,6 +785,7 @@ cgi_io_start(struct cgi_io *io)
 	io->pid = cgi_spawn(r, pin[0], pout[1], r->err_through ?
 	    STDERR_FILENO : perr[1]);
 	if (io->pid == -1) {
+		io->start_errno = errno;
 		log_err("%s: cannot start %s: %s", cgi_tag(r), r->program,
 		    strerror(errno));
 		goto close;
@@ -914,8 +917,11 @@ cgi_exec(const struct cgi_run *r, struct cgi_status *st)
 	memset(&io, 0, sizeof(io));
 	io.r = r;
 	io.fin = io.fout = io.ferr = io.pidfd = -1;
-	if ((er = cgi_io_start(&io)) != IDEM_OK)
+	if ((er = cgi_io_start(&io)) != IDEM_OK) {
+		memset(st, 0, sizeof(*st));
+		st->start_errno = io.start_errno;
 		return er;
+	}
 	er = cgi_io_run(&io);
 	if (er == IDEM_OK)
 		cgi_io_err_tail(&io);

@@ -163,6 +163,8 @@ struct cgi_status {
 	int		 signo;		/* killed by this signal, else 0 */
 	int		 timed_out;	/* 1: we killed it at timeout_ms */
 	int		 lingering;	/* 1: complete while still running */
+	int		 start_errno;	/* not started (IDEM_EHANDLER from
+					 * cgi_exec before it ran): why */
 };
 
 /*

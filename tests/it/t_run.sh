@@ -91,6 +91,14 @@ printf '#!/bin/sh\necho deployed\n' >"$T/later.sh"
 chmod 0755 "$T/later.sh"
 run a f6 --key k4b --store-failures -- "$T/later.sh"
 expect_eq "--store-failures, COMMAND not found: 127, then it runs" "127 0 deployed" "$(rc f5) $(rc f6) $(cat "$T/f6.o")"
+# found but not executable: 126, as sh and timeout(1) say (127 is "not
+# found"); released all the same
+printf '#!/bin/sh\necho late\n' >"$T/noexec.sh"
+chmod 0644 "$T/noexec.sh"
+run a f7 --key k4c --store-failures -- "$T/noexec.sh"
+chmod 0755 "$T/noexec.sh"
+run a f8 --key k4c --store-failures -- "$T/noexec.sh"
+expect_eq "--store-failures, COMMAND not executable: 126, then it runs" "126 0 late" "$(rc f7) $(rc f8) $(cat "$T/f8.o")"
 
 # 3. 20 concurrent runs of one key over two "hosts": one execution, all
 # alike; those whose --wait runs out say 75 and run nothing.  The four
