@@ -586,55 +586,44 @@ guard_scope(const struct request *r, char *kind, size_t kindlen,
 	return v != NULL && *v != '\0' ? v : NULL;
 }
 
-/* The next character of a query as a web server may normalise it: an
- * escaped unreserved character decoded, other escapes' hex upper-cased.
- * Advances *p (to end at most). */
-static int
-query_char(const char **p, const char *end)
-{
-	const char	*s = *p;
-	int		 c;
-
-	if (*s == '%' && end - s >= 3 && isxdigit((unsigned char)s[1]) &&
-	    isxdigit((unsigned char)s[2])) {
-		c = path_hexval(s[1]) << 4 | path_hexval(s[2]);
-		*p = s + 3;
-		if (path_unreserved(c))
-			return c;
-		return 0x100 | c;	/* still escaped, any hex case */
-	}
-	*p = s + 1;
-	return (unsigned char)*s;
-}
-
 /*
- * The query of REQUEST_URI (*len bytes, up to any '#') when it is not
- * QUERY_STRING, or NULL: a
- * rewrite that kept the client's query only there (Apache's RewriteRule
- * without QSA) or added to it (a front controller's "?q=$uri&$args").
- * An application that reads REQUEST_URI sees it, so it is part of the
- * request.  Spellings a web server normalises one way and not the other
- * (lighttpd: "%7e" in REQUEST_URI, "~" in QUERY_STRING) are the same.
+ * The query of REQUEST_URI (up to any '#') in its one spelling
+ * (path_query_normalize) when that is not QUERY_STRING's: a rewrite that
+ * kept the client's query only there (Apache's RewriteRule without QSA)
+ * or added to it (a front controller's "?q=$uri&$args").  An application
+ * that reads REQUEST_URI sees it, so it is part of the request; spellings
+ * a web server normalises one way and not the other (lighttpd: "%7e" in
+ * REQUEST_URI, "~" in QUERY_STRING) are the same.  OUT: *out (free()) and
+ * *len, *out NULL when there is none; or IDEM_ENOMEM.
  */
-static const char *
-guard_uri_query(const struct request *r, size_t *len)
+static enum idem_err
+guard_uri_query(const struct request *r, char **out, size_t *len)
 {
 	const char	*uri = request_param(r->envp, "REQUEST_URI"), *q;
 	const char	*qs = r->query != NULL ? r->query : "";
-	const char	*a, *b, *aend, *bend;
+	size_t		 qlen, qslen = strlen(qs), na, nb;
+	char		*a, *b;
 
+	*out = NULL;
 	if (uri == NULL || (q = strchr(uri, '?')) == NULL)
-		return NULL;
+		return IDEM_OK;
 	q++;
-	a = q;
-	aend = q + strcspn(q, "#");
-	b = qs;
-	bend = qs + strlen(qs);
-	*len = (size_t)(aend - q);
-	while (a < aend && b < bend)
-		if (query_char(&a, aend) != query_char(&b, bend))
-			return q;
-	return a == aend && b == bend ? NULL : q;
+	qlen = strcspn(q, "#");
+	if ((a = malloc(qlen + 1)) == NULL ||
+	    (b = malloc(qslen + 1)) == NULL) {
+		free(a);
+		return IDEM_ENOMEM;
+	}
+	na = path_query_normalize(q, qlen, a);
+	nb = path_query_normalize(qs, qslen, b);
+	if (na == nb && memcmp(a, b, na) == 0) {
+		free(a);
+		a = NULL;
+	}
+	free(b);
+	*out = a;
+	*len = na;
+	return IDEM_OK;
 }
 
 enum idem_err
@@ -642,6 +631,7 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 {
 	const struct route	*rt = r->route;
 	char			*more[CFG_MAX_FP_HEADERS + 1], pname[300];
+	char			*uq;
 	const char		*v, *ctype = r->ctype;
 	struct buf		 canon;
 	size_t			 i, n = 0, qlen;
@@ -661,11 +651,13 @@ guard_fingerprint(const struct request *r, unsigned char fp[FP_LEN])
 	}
 	/* "?" names no header: no fingerprint_headers entry can be it.
 	 * Absent (the usual case), the fingerprint is what it always was. */
-	if (er == IDEM_OK && (v = guard_uri_query(r, &qlen)) != NULL) {
-		if (asprintf(&more[n], "?REQUEST_URI=%.*s", (int)qlen, v) < 0)
+	if (er == IDEM_OK && (er = guard_uri_query(r, &uq, &qlen)) ==
+	    IDEM_OK && uq != NULL) {
+		if (asprintf(&more[n], "?REQUEST_URI=%.*s", (int)qlen, uq) < 0)
 			er = IDEM_ENOMEM;
 		else
 			n++;
+		free(uq);
 	}
 	buf_init(&canon, CANON_MAX(r->body.len));
 	whole = er == IDEM_OK && rt->fingerprint == FPMODE_CANONICAL &&

@@ -374,6 +374,12 @@ test_fingerprint_reads(void)
 	    "QUERY_STRING=a=~%2F", NULL };
 	char		*front[] = { "REQUEST_URI=/pay?amount=10",
 	    "QUERY_STRING=q=/pay&amount=10", NULL };
+	/* The same rewrite behind two web servers: REQUEST_URI's query as
+	 * the client spelled it, and as another spelled it; one request */
+	char		*rwl[] = { "REQUEST_URI=/pay?amount=%7e10",
+	    "QUERY_STRING=r=pay", NULL };
+	char		*rwu[] = { "REQUEST_URI=/pay?amount=~10",
+	    "QUERY_STRING=r=pay", NULL };
 	unsigned char	 a[FP_LEN], b[FP_LEN], old[FP_LEN];
 
 	CHECK(strcmp(request_param(twice, "QUERY_STRING"), "amount=1000") ==
@@ -401,6 +407,11 @@ test_fingerprint_reads(void)
 	    .query = "q=/pay&amount=10", .ctype = "application/json",
 	    .body = "{}", .bodylen = 2 }, old);
 	CHECK(memcmp(a, old, FP_LEN) != 0);
+	fp_of(rwl, a);
+	fp_of(rwu, b);
+	CHECK(memcmp(a, b, FP_LEN) == 0);
+	fp_of(rw10, b);
+	CHECK(memcmp(a, b, FP_LEN) != 0);
 }
 
 int
