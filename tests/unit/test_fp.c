@@ -212,18 +212,42 @@ test_request(void)
 			{ "a=+", "a=%2B" }, { "a=~", "a=%257E" },
 			{ "a=%2F", "a=/" }, { "a=%4", "a=%04" },
 		};
-		char	*big1, *big2;
-		size_t	 i, k;
+		unsigned char	 x[FP_LEN], y[FP_LEN];
+		char		*big1, *big2;
+		size_t		 i, k, len;
 
 		for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
-			fp_of("POST", "/p", same[i][0], "", "", 0, a);
-			fp_of("POST", "/p", same[i][1], "", "", 0, b);
-			CHECK(memcmp(a, b, FP_LEN) == 0);
+			fp_of("POST", "/p", same[i][0], "", "", 0, x);
+			fp_of("POST", "/p", same[i][1], "", "", 0, y);
+			CHECK(memcmp(x, y, FP_LEN) == 0);
 		}
 		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
-			fp_of("POST", "/p", other[i][0], "", "", 0, a);
-			fp_of("POST", "/p", other[i][1], "", "", 0, b);
-			CHECK(memcmp(a, b, FP_LEN) != 0);
+			fp_of("POST", "/p", other[i][0], "", "", 0, x);
+			fp_of("POST", "/p", other[i][1], "", "", 0, y);
+			CHECK(memcmp(x, y, FP_LEN) != 0);
+		}
+		/* Queries of 4095, 4096 (the stack buffer) and 4097 bytes and
+		 * more: one escape at the end, in either spelling. */
+		for (len = 4095; len <= 4097; len++) {
+			big1 = malloc(len + 1);
+			big2 = malloc(len - 2 + 1);
+			if (big1 == NULL || big2 == NULL) {
+				free(big1);
+				free(big2);
+				continue;
+			}
+			memset(big1, 'q', len - 3);
+			memcpy(big1 + len - 3, "%7e", 4);
+			memset(big2, 'q', len - 3);
+			memcpy(big2 + len - 3, "~", 2);
+			fp_of("POST", "/p", big1, "", "", 0, x);
+			fp_of("POST", "/p", big2, "", "", 0, y);
+			CHECK(memcmp(x, y, FP_LEN) == 0);
+			big1[len - 1] = 'F';	/* "%7F": not unreserved */
+			fp_of("POST", "/p", big1, "", "", 0, x);
+			CHECK(memcmp(x, y, FP_LEN) != 0);
+			free(big1);
+			free(big2);
 		}
 		big1 = malloc(3 * 5000 + 1);
 		big2 = malloc(5000 + 1);
@@ -233,9 +257,9 @@ test_request(void)
 				big2[k] = '~';
 			}
 			big1[3 * 5000] = big2[5000] = '\0';
-			fp_of("POST", "/p", big1, "", "", 0, a);
-			fp_of("POST", "/p", big2, "", "", 0, b);
-			CHECK(memcmp(a, b, FP_LEN) == 0);
+			fp_of("POST", "/p", big1, "", "", 0, x);
+			fp_of("POST", "/p", big2, "", "", 0, y);
+			CHECK(memcmp(x, y, FP_LEN) == 0);
 		}
 		free(big1);
 		free(big2);
