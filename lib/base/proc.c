@@ -114,11 +114,35 @@ proc_env_holds(long pid, const void *arg)
 	return 0;
 }
 
-/* 1 if pid has left the group of *arg (a pid_t: its leader). */
-static int
-proc_left_group(long pid, const void *arg)
+/* pid's parent as /proc/PID/stat says, or -1. */
+static long
+proc_ppid(long pid)
 {
-	return getpgid((pid_t)pid) != *(const pid_t *)arg;
+	char	 path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' too. */
+	if (proc_read(path, buf, sizeof(buf)) <= 0 ||
+	    (p = strrchr(buf, ')')) == NULL)
+		return -1;
+	return strlen(p) > 4 ? strtol(p + 4, NULL, 10) : -1;
+}
+
+/* A process found in a leader's tree: its pid and the parent it was
+ * listed under (proc_kill_escaped). */
+struct proc_kin {
+	pid_t	 leader, parent;
+};
+
+/* 1 if pid is still the one listed under kin's parent (not a process
+ * that took a freed pid since) and has left kin's leader's group. */
+static int
+proc_escaped(long pid, const void *arg)
+{
+	const struct proc_kin	*k = arg;
+
+	return proc_ppid(pid) == (long)k->parent &&
+	    getpgid((pid_t)pid) != k->leader;
 }
 
 /*
@@ -233,21 +257,32 @@ proc_kids_of(pid_t pid, pid_t *pids, size_t max, size_t *n)
 int
 proc_kill_escaped(pid_t leader)
 {
-	pid_t	 pids[PROC_TREE_MAX];
-	size_t	 n = 0, i;
-	int	 killed = 0;
+	pid_t		 pids[PROC_TREE_MAX], parent[PROC_TREE_MAX];
+	struct proc_kin	 kin = { leader, 0 };
+	size_t		 n = 0, i, j, before;
+	int		 killed = 0;
 
 	if (leader <= 1)
 		return 0;
 	/* The whole tree first: a parent killed first would hand its
-	 * children to a subreaper, out of our sight. */
+	 * children to a subreaper, out of our sight.  Each with the parent
+	 * it was listed under. */
 	proc_kids_of(leader, pids, PROC_TREE_MAX, &n);
-	for (i = 0; i < n; i++)
+	for (j = 0; j < n; j++)
+		parent[j] = leader;
+	for (i = 0; i < n; i++) {
+		before = n;
 		proc_kids_of(pids[i], pids, PROC_TREE_MAX, &n);
-	/* (A pid freed between the listing and its pidfd may be another
-	 * process by then; the listing is a moment old.) */
-	for (i = 0; i < n; i++)
-		killed += proc_kill_if(pids[i], proc_left_group, &leader);
+		for (j = before; j < n; j++)
+			parent[j] = pids[i];
+	}
+	/* A pid freed since the listing may be another process by then:
+	 * killed only while its parent is still the one it was listed
+	 * under (the look is through its pidfd: proc_kill_if). */
+	for (i = 0; i < n; i++) {
+		kin.parent = parent[i];
+		killed += proc_kill_if(pids[i], proc_escaped, &kin);
+	}
 	return killed;
 }
 

@@ -77,8 +77,9 @@ int proc_kill_env_any(const char *const *entries, size_t n);
  * PROC_TREE_MAX: what a kill of the group would miss, found while their
  * parents still live (an orphan goes to a subreaper, out of the tree),
  * whatever became of their environment or user (those of other users
- * only as root can).  The number killed.  For a run's end, not per
- * request.
+ * only as root can), each only while its parent is still the one it was
+ * listed under (a pid freed and taken since is another process's).  The
+ * number killed.  For a run's end, not per request.
  */
 #define PROC_TREE_MAX	256
 int proc_kill_escaped(pid_t leader);
