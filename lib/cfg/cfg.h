@@ -8,6 +8,10 @@
 
 #include "err.h"
 
+/* The largest max_response: a stored answer is read back whole for a
+ * replay, and the store reads no more (lib/store/store.c). */
+#define CFG_MAX_RESPONSE_MAX	((int64_t)64 * 1024 * 1024)
+
 /* The most rows one cleanup DELETE takes ([cleanup] batch, --batch). */
 #define CFG_CLEANUP_BATCH_MAX	100000
 

@@ -49,8 +49,8 @@
  */
 
 /* Cap on a stored answer read back by store_claim (the caller's
- * max_response is not known here). */
-#define CLAIM_MAX_BODY		(64u * 1024 * 1024)
+ * max_response is not known here): the largest max_response. */
+#define CLAIM_MAX_BODY		((size_t)CFG_MAX_RESPONSE_MAX)
 #define CLAIM_MAX_HDRS		(1u * 1024 * 1024)
 /* Claim/wait rounds of store_claim_wait; its deadline ends it long before. */
 #define CLAIM_ROUNDS		1000
