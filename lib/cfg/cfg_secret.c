@@ -83,6 +83,7 @@ static enum idem_err
 kf_add(struct keyfile *kf, const char *p, size_t len, int line)
 {
 	struct cfg_secret	*k;
+	char			 msg[128];
 	size_t			 i;
 	enum idem_err		 er;
 
@@ -95,9 +96,22 @@ kf_add(struct keyfile *kf, const char *p, size_t len, int line)
 	k = &kf->keys[kf->n];
 	if ((er = kf_line(kf, p, len, line, k)) != IDEM_OK)
 		return er;
-	for (i = 0; i < kf->n; i++)
+	/* A placeholder left in, or a "new" key copied from an old line:
+	 * no secret, or no rotation. */
+	for (i = 0; i < CFG_SECRET_LEN && k->key[i] == 0; i++)
+		;
+	if (i == CFG_SECRET_LEN)
+		return kf_err(kf, line, 1, "key of zero bytes: a placeholder, "
+		    "not a secret (openssl rand -hex 32 makes one)");
+	for (i = 0; i < kf->n; i++) {
 		if (strcmp(kf->keys[i].id, k->id) == 0)
 			return kf_err(kf, line, 1, "duplicate key id");
+		if (memcmp(kf->keys[i].key, k->key, CFG_SECRET_LEN) == 0) {
+			snprintf(msg, sizeof(msg), "the same key as id '%s': "
+			    "a new id needs a new key", kf->keys[i].id);
+			return kf_err(kf, line, 1, msg);
+		}
+	}
 	kf->n++;
 	return IDEM_OK;
 }
