@@ -48,6 +48,29 @@ request_params_size(char *const *envp)
 	return n;
 }
 
+/*
+ * The path of an absolute-form request target ("http://host/pay", RFC
+ * 9112 3.2.2), which Apache passes on in REQUEST_URI as the client sent
+ * it: from the first '/' after the authority ("/" when there is none);
+ * uri itself when it has no scheme.
+ */
+static const char *
+request_uri_path(const char *uri)
+{
+	const char	*p = uri;
+
+	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+		return uri;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+	    (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.')
+		p++;
+	if (strncmp(p, "://", 3) != 0)
+		return uri;
+	p += 3;
+	p += strcspn(p, "/?#");
+	return *p == '/' ? p : "/";
+}
+
 char *
 request_path(char *const *envp)
 {
@@ -57,6 +80,7 @@ request_path(char *const *envp)
 
 	uri = request_param(envp, "REQUEST_URI");
 	if (uri != NULL && *uri != '\0') {
+		uri = request_uri_path(uri);
 		len = strcspn(uri, "?#");
 		if ((p = malloc(len + 1)) == NULL)
 			return NULL;

@@ -31,8 +31,9 @@ const char *request_param_once(char *const *envp, const char *name,
 size_t request_params_size(char *const *envp);
 
 /*
- * Request path: REQUEST_URI up to '?' or '#', else SCRIPT_NAME + PATH_INFO,
- * else "/".  Returns a malloc'd string or NULL (out of memory).
+ * Request path: REQUEST_URI up to '?' or '#' (an absolute-form target's
+ * from the '/' after its authority), else SCRIPT_NAME + PATH_INFO, else
+ * "/".  Returns a malloc'd string or NULL (out of memory).
  */
 char *request_path(char *const *envp);
 

@@ -46,4 +46,12 @@ expect_match "short body over max_response: a broken transfer" 'curl: \((18|56|9
 http cs3 POST "$(url ap /clshort)" -H "Idempotency-Key: $K" --data-binary x
 is_problem "short body over max_response: a retry gets the tombstone" cs3 410 response-not-stored
 expect_eq "short body: two runs, one a request" 2 "$(runs clshort)"
+# Apache passes an absolute-form target (RFC 9112 3.2.2) on in
+# REQUEST_URI as the client sent it: the route is its path's, one run.
+K=$(new_key)
+n0=$(runs pay)
+http ab1 POST "$(url ap /)" --request-target "http://localhost/payments" -H "Idempotency-Key: $K" --data-binary ab
+http ab2 POST "$(url ap /)" --request-target "http://localhost/payments" -H "Idempotency-Key: $K" --data-binary ab
+expect_eq "absolute-form target: the protected route, one run" "created reused 1" \
+    "$(hdr ab1 Idempotency-Result) $(hdr ab2 Idempotency-Result) $(($(runs pay) - n0))"
 done_testing

@@ -163,6 +163,28 @@ test_request_helpers(void)
 	p = request_path(env3);
 	CHECK(p != NULL && strcmp(p, "/") == 0);
 	free(p);
+	/* An absolute-form target (Apache passes it on as sent): its path. */
+	{
+		static const char *const abs[][2] = {
+			{ "http://localhost/api/charge?a=1", "/api/charge" },
+			{ "HTTPS://h:8443/pay", "/pay" },
+			{ "http://h", "/" }, { "http://h?x=1", "/" },
+			{ "svn+ssh://h/x", "/x" },
+			/* not a scheme: as they are */
+			{ "/a/http://b/c", "/a/http://b/c" },
+			{ "1http://h/x", "1http://h/x" },
+			{ "http:/x", "http:/x" },
+		};
+		char	 uri[128], *e[2] = { uri, NULL };
+		size_t	 i;
+
+		for (i = 0; i < sizeof(abs) / sizeof(abs[0]); i++) {
+			snprintf(uri, sizeof(uri), "REQUEST_URI=%s", abs[i][0]);
+			p = request_path(e);
+			CHECK(p != NULL && strcmp(p, abs[i][1]) == 0);
+			free(p);
+		}
+	}
 
 	CHECK(request_content_length("0", &n) == IDEM_OK && n == 0);
 	CHECK(request_content_length("1048576", &n) == IDEM_OK && n == 1048576);
