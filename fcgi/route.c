@@ -9,6 +9,7 @@
 
 #include "cgi.h"
 #include "log.h"
+#include "path.h"
 #include "params.h"
 #include "request.h"
 #include "route.h"
@@ -332,6 +333,46 @@ route_under(const struct route *x, const struct route *rt)
 	    0 && (l == 0 || rt->prefix[l - 1] == '/' || x->prefix[l] == '/');
 }
 
+/*
+ * The route of r's path as nginx and lighttpd read it: they decode an
+ * encoded slash in the path they map and resolve the ".." it makes, so
+ * "/api/x/..%2Fcharge" runs what "/api/charge" names.  That route, and
+ * that spelling of the path, when its terms are stronger than rt's (no
+ * move ever weakens them); else rt.  (A script route is decided by its
+ * file below, whatever the spelling.)
+ */
+static const struct route *
+route_slash(const struct cfg *cfg, struct request *r, const struct route *rt)
+{
+	const struct route	*x;
+	const char		*p;
+	char			*d, *n;
+	size_t			 k = 0;
+
+	if (strstr(r->path, "%2F") == NULL ||
+	    (d = malloc(strlen(r->path) + 1)) == NULL)
+		return rt;
+	for (p = r->path; *p != '\0'; p++)
+		if (strncmp(p, "%2F", 3) == 0) {
+			d[k++] = '/';
+			p += 2;
+		} else
+			d[k++] = *p;
+	n = path_normalize(d, k);
+	free(d);
+	if (n == NULL)
+		return rt;
+	x = cfg_route(cfg, n);
+	if (x == NULL || (rt != NULL &&
+	    route_strength(x) <= route_strength(rt))) {
+		free(n);
+		return rt;
+	}
+	free(r->path);
+	r->path = n;
+	return x;
+}
+
 void
 route_pick(const struct cfg *cfg, struct request *r)
 {
@@ -341,7 +382,7 @@ route_pick(const struct cfg *cfg, struct request *r)
 	size_t			 i, held, own, most = 0;
 	int			 k, kbest = 0, krt;
 
-	r->route = rt = cfg_route(cfg, r->path);
+	r->route = rt = route_slash(cfg, r, cfg_route(cfg, r->path));
 	if (rt == NULL || rt->handler != HANDLER_SCRIPT)
 		return;
 	route_set_script(r, rt);

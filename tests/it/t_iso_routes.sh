@@ -90,10 +90,13 @@ spellings() {
 
 S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi /cgi-bin/pay-hard.cgi /cgi-bin/legacy/old/pay.cgi)
 C=(/api/pay //api/pay /api//pay /api/%70ay /api/./pay /x/../api/pay /%61pi/pay)
+# lighttpd and nginx decode an encoded slash in the path they map (Apache
+# refuses it): the "..%2F" they resolve leads to the protected route too
+CS=("${C[@]}" /api/x/..%2Fpay /api/x/..%2fpay)
 
 lighttpd_start web "unix:$T/gw.sock" "$W" && {
 	spellings web "lighttpd script" script_runs "${S[@]}"
-	spellings web "lighttpd cgi" "runs pay" "${C[@]}"
+	spellings web "lighttpd cgi" "runs pay" "${CS[@]}"
 	http o POST "$(url web /cgi-bin/other.cgi)" --data-binary x
 	expect_eq "lighttpd: other scripts stay unprotected" 201 "$HS"
 	http sv POST "$(url web /cgi-bin/sub/v1/charge.cgi)" --data-binary x
@@ -106,7 +109,7 @@ ws_stop web
 nginx_start ngx "unix:$T/gw.sock" && {
 	# nginx refuses "/x/../" above nothing only when it climbs past root
 	spellings ngx "nginx script" script_runs "${S[@]}"
-	spellings ngx "nginx cgi" "runs pay" "${C[@]}"
+	spellings ngx "nginx cgi" "runs pay" "${CS[@]}"
 }
 ws_stop ngx
 
