@@ -290,6 +290,26 @@ reader_accept_resume(struct reader *rd, int64_t now, int64_t next)
 	return next;
 }
 
+/* A peer FCGI_WEB_SERVER_ADDRS does not list: one line every 10 s at
+ * most, with how many there were (anyone who reaches the port may open
+ * connections faster than a log takes lines). */
+static void
+reader_refused_peer(int64_t now)
+{
+	static struct log_every	 every;
+	uint64_t		 n = 0;
+
+	if (!log_every(&every, now, 10 * 1000, &n))
+		return;
+	if (n > 1)
+		log_warn("connections from peers not in FCGI_WEB_SERVER_ADDRS "
+		    "refused: %llu since the last line",
+		    (unsigned long long)n);
+	else
+		log_warn("connection from a peer not in "
+		    "FCGI_WEB_SERVER_ADDRS refused");
+}
+
 /* Accepts up to 64 connections; 1 if there may be more. */
 static int
 reader_accept(struct reader *rd, int64_t now)
@@ -310,8 +330,7 @@ reader_accept(struct reader *rd, int64_t now)
 			return 0;	/* EAGAIN: another worker took it, or
 					 * none */
 		if (!listen_peer_allowed(fd, rd->web_addrs)) {
-			log_warn("connection from a peer not in "
-			    "FCGI_WEB_SERVER_ADDRS refused");
+			reader_refused_peer(now);
 			close(fd);
 			continue;
 		}

@@ -87,6 +87,16 @@ if gw_start gt2 "$T/t2.conf" FCGI_WEB_SERVER_ADDRS=10.9.9.9; then
 	http c GET "$(url wt2 /payments?denied=1)"
 	expect_match "tcp: foreign web server refused (5xx)" '^5' "$HS"
 	expect_eq "tcp: refused request did not run the handler" "$n0" "$(runs pay)"
+	# a flood of refused connections is not a flood of log lines
+	python3 - "$P" <<'PYF'
+import socket, sys
+for _ in range(300):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.close()
+PYF
+	sleep 0.3
+	n=$(grep -c 'not in FCGI_WEB_SERVER_ADDRS refused' "$T/gt2.log")
+	check "tcp: 300 refused connections, at most 3 log lines ($n)" [ "$n" -ge 1 -a "$n" -le 3 ]
 	gw_stop gt2
 	ws_stop wt2
 fi
