@@ -160,7 +160,7 @@ expect_eq "socket_owner: root may give it to anyone" "0 syntax ok" "$RC $OUT"
 # --- The key file, read as the user -t checks as: one only root may read
 # fails there, as the gateway started as that user would.
 mkdir -m 0755 "$T/keys.d"
-printf 'k1 %064d\n' 0 >"$T/keys.d/keys"
+printf 'k1 %064d\n' 1 >"$T/keys.d/keys"
 chmod 0600 "$T/keys.d/keys"
 conf sealed "unix:$T/fpm.sock" "secret_key_file = $T/keys.d/keys"
 t sealed -u root
