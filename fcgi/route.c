@@ -333,13 +333,32 @@ route_under(const struct route *x, const struct route *rt)
 	    0 && (l == 0 || rt->prefix[l - 1] == '/' || x->prefix[l] == '/');
 }
 
+/* 1 if routes a and b run the same handler: the same program, or the
+ * same upstream. */
+static int
+route_same_handler(const struct route *a, const struct route *b)
+{
+	if (a->handler != b->handler)
+		return 0;
+	if (a->handler == HANDLER_CGI)
+		return a->program != NULL && b->program != NULL &&
+		    strcmp(a->program, b->program) == 0;
+	if (a->handler == HANDLER_FASTCGI)
+		return a->upstream != NULL && b->upstream != NULL &&
+		    strcmp(a->upstream, b->upstream) == 0;
+	return 0;
+}
+
 /*
- * The route of r's path as nginx and lighttpd read it: they decode an
- * encoded slash in the path they map and resolve the ".." it makes, so
- * "/api/x/..%2Fcharge" runs what "/api/charge" names.  That route, and
- * that spelling of the path, when its terms are stronger than rt's (no
- * move ever weakens them); else rt.  (A script route is decided by its
- * file below, whatever the spelling.)
+ * The route of r's path as a web server that decodes an encoded slash in
+ * the path it maps reads it (nginx; lighttpd with url-path-2f-decode):
+ * it resolves the ".." that makes, so "/api/x/..%2Fcharge" is what
+ * "/api/charge" names to the program behind it.  That route, and that
+ * spelling of the path, when it runs the same program (or upstream) as
+ * rt with stronger terms (no move ever weakens them, nor runs another
+ * program than the spelling's route: a web server that does not decode
+ * it may have let the request through for that one); else rt.  (A
+ * script route is decided by its file below, whatever the spelling.)
  */
 static const struct route *
 route_slash(const struct cfg *cfg, struct request *r, const struct route *rt)
@@ -363,8 +382,8 @@ route_slash(const struct cfg *cfg, struct request *r, const struct route *rt)
 	if (n == NULL)
 		return rt;
 	x = cfg_route(cfg, n);
-	if (x == NULL || (rt != NULL &&
-	    route_strength(x) <= route_strength(rt))) {
+	if (x == NULL || rt == NULL || !route_same_handler(x, rt) ||
+	    route_strength(x) <= route_strength(rt)) {
 		free(n);
 		return rt;
 	}

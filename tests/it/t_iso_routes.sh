@@ -40,6 +40,10 @@ require_key = yes
 handler = cgi:$P
 require_key = yes
 
+# the same program with weaker terms (no key required) above it
+[route /api]
+handler = cgi:$P
+
 [route /cgi-bin/legacy/old]
 handler = script
 script_root = $W/cgi-bin
@@ -91,7 +95,9 @@ spellings() {
 S=(/cgi-bin/pay.cgi //cgi-bin/pay.cgi /cgi-bin//pay.cgi /cgi-bin/%70ay.cgi /cgi-bin/./pay.cgi /x/../cgi-bin/pay.cgi /cgi-bin/pay-link.cgi /cgi-bin/pay-hard.cgi /cgi-bin/legacy/old/pay.cgi)
 C=(/api/pay //api/pay /api//pay /api/%70ay /api/./pay /x/../api/pay /%61pi/pay)
 # lighttpd and nginx decode an encoded slash in the path they map (Apache
-# refuses it): the "..%2F" they resolve leads to the protected route too
+# refuses it): the "..%2F" they resolve to /api/pay takes that route's
+# terms, not those of the route its spelling matches (/api, the same
+# program without a key required)
 CS=("${C[@]}" /api/x/..%2Fpay /api/x/..%2fpay)
 
 lighttpd_start web "unix:$T/gw.sock" "$W" && {
