@@ -145,33 +145,56 @@ proc_escaped(long pid, const void *arg)
 	    getpgid((pid_t)pid) != k->leader;
 }
 
+#define PROC_BARE	(-2)	/* proc_take: no pidfds here, the bare pid */
+
 /*
- * SIGKILLs pid if still(pid, arg) says so: 1 if it did.  Through a pidfd
- * taken before the look, so a pid freed and reused in between is never
- * the one killed.
+ * Takes pid to be killed if still(pid, arg) says so: its pidfd, opened
+ * before the look, so a pid freed and reused in between is never the one
+ * killed; PROC_BARE on a kernel without pidfds; -1 when it is not to be
+ * killed (or a pidfd was refused otherwise, no fds left: left to the
+ * sweep).
  */
 static int
-proc_kill_if(long pid, int (*still)(long, const void *), const void *arg)
+proc_take(long pid, int (*still)(long, const void *), const void *arg)
 {
-	int	 fd, n = 0;
+	int	 fd;
 
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
 	if ((fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0)) >= 0) {
-		if (still(pid, arg) && syscall(SYS_pidfd_send_signal, fd,
-		    SIGKILL, NULL, 0) == 0)
-			n = 1;
+		if (still(pid, arg))
+			return fd;
 		close(fd);
-		return n;
+		return -1;
 	}
-	/* Only a kernel without pidfds falls back to a bare pid; a pidfd
-	 * refused otherwise (no fds left) leaves it to the sweep. */
 	if (errno != ENOSYS)
-		return 0;
+		return -1;
 #endif
 	(void)fd;
-	if (still(pid, arg) && kill((pid_t)pid, SIGKILL) == 0)
-		n = 1;
+	return still(pid, arg) ? PROC_BARE : -1;
+}
+
+/* SIGKILLs what proc_take took (and closes its pidfd): 1 if it did. */
+static int
+proc_kill_taken(long pid, int h)
+{
+	int	 n = 0;
+
+	if (h == PROC_BARE)
+		return kill((pid_t)pid, SIGKILL) == 0;
+	if (h < 0)
+		return 0;
+#if defined(SYS_pidfd_send_signal)
+	n = syscall(SYS_pidfd_send_signal, h, SIGKILL, NULL, 0) == 0;
+#endif
+	close(h);
 	return n;
+}
+
+/* SIGKILLs pid if still(pid, arg) says so: 1 if it did (proc_take). */
+static int
+proc_kill_if(long pid, int (*still)(long, const void *), const void *arg)
+{
+	return proc_kill_taken(pid, proc_take(pid, still, arg));
 }
 
 /* proc_start's first part: 0, or -1 when /dev/null cannot be opened. */
@@ -258,6 +281,7 @@ int
 proc_kill_escaped(pid_t leader)
 {
 	pid_t		 pids[PROC_TREE_MAX], parent[PROC_TREE_MAX];
+	int		 taken[PROC_TREE_MAX];
 	struct proc_kin	 kin = { leader, 0 };
 	size_t		 n = 0, i, j, before;
 	int		 killed = 0;
@@ -277,12 +301,19 @@ proc_kill_escaped(pid_t leader)
 			parent[j] = pids[i];
 	}
 	/* A pid freed since the listing may be another process by then:
-	 * killed only while its parent is still the one it was listed
-	 * under (the look is through its pidfd: proc_kill_if). */
+	 * taken only while its parent is still the one it was listed under
+	 * (the look is through its pidfd: proc_take).  Every look first,
+	 * while the tree holds together, then every kill, parents first: a
+	 * child killed first would let its parent run on a moment (the
+	 * rest of a script), and a parent killed before its child's look
+	 * would hand the child to a subreaper; a child taken is killed
+	 * through its pidfd wherever it went. */
 	for (i = 0; i < n; i++) {
 		kin.parent = parent[i];
-		killed += proc_kill_if(pids[i], proc_escaped, &kin);
+		taken[i] = proc_take(pids[i], proc_escaped, &kin);
 	}
+	for (i = 0; i < n; i++)
+		killed += proc_kill_taken(pids[i], taken[i]);
 	return killed;
 }
 
