@@ -231,13 +231,20 @@ cleanup_gate(const struct ctl *c, const struct cleanup_args *a,
     struct lag_gate *g, struct cleanup_opts *o)
 {
 	const struct cfg	*cfg = c->cfg;
-	enum idem_err	 er;
+	char			 why[1024];
+	enum idem_err		 er;
 
 	memset(g, 0, sizeof(*g));
 	g->max_ms = a->max_lag_ms >= 0 ? a->max_lag_ms :
 	    cfg->cleanup_max_lag_ms;
 	if (g->max_ms <= 0 || a->dry)
 		return CTL_OK;
+	/* A replica group the option file lacks: the client groups alone
+	 * would have it ask the primary how far behind it is. */
+	if (cfg_check_replicas(cfg, why, sizeof(why)) != IDEM_OK) {
+		ctl_err("cleanup: %s", why);
+		return CTL_ECONFIG;
+	}
 	er = lag_open(cfg, &g->lag);
 	if (er == IDEM_EINVAL) {
 		if (c->verbose)

@@ -146,4 +146,6 @@ expect_eq "check: a missing replica group: exit 2" 2 "$?"
 expect_match "... named at its line" 'badrep\.conf:[0-9]+:[0-9]+: replicas: no \[nosuch\] group' "$out"
 "$IDEMCTL" -c "$T/badrep.conf" show no-such-key >/dev/null 2>&1
 expect_eq "... show is not stopped by it (no such key: 7)" 7 "$?"
+out=$("$IDEMCTL" -c "$T/badrep.conf" cleanup --max-lag 5s 2>&1)
+expect_eq "... cleanup --max-lag is: exit 2, one line" "2 1" "$? $(echo "$out" | wc -l)"
 done_testing
