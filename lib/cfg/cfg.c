@@ -59,6 +59,12 @@ route_fold(struct parser *p, struct route *r, uint64_t seen)
 			r->nmethods++;
 		}
 	}
+	/* What a replay can read back whole: an answer over it is kept as
+	 * a tombstone, not stored to be refused on every retry. */
+	if (r->max_response > (size_t)CFG_MAX_RESPONSE_MAX) {
+		r->max_response = (size_t)CFG_MAX_RESPONSE_MAX;
+		r->max_response_cut = 1;
+	}
 	return cfg_policy_fold(p, r, d, seen);
 }
 

@@ -83,7 +83,10 @@ struct route {
 	int64_t			 lease_ms;	/* default 60s */
 	int			 store_5xx;	/* default 0 */
 	size_t			 max_body;	/* default 1M */
-	size_t			 max_response;	/* default 8M */
+	size_t			 max_response;	/* default 8M; at most
+						 * CFG_MAX_RESPONSE_MAX */
+	int			 max_response_cut; /* set above it: cut
+						 * (cfg_warnings says so) */
 	enum store_err_mode	 on_store_error; /* default reject */
 
 	/* Request policy (SPEC section 9). */

@@ -655,8 +655,7 @@ const struct cfg_key cfg_keys[K__MAX] = {
 	[K_MAX_BODY] = SIZE("max_body", RI, ROUTE(max_body), 0, GIB, 0,
 	    "must be at most 1G"),
 	[K_MAX_RESPONSE] = SIZE("max_response", RI, ROUTE(max_response), 0,
-	    CFG_MAX_RESPONSE_MAX, 0, "must be at most 64M (a larger answer "
-	    "could not be read back to replay it)"),
+	    GIB, 0, "must be at most 1G"),
 	[K_ON_STORE_ERROR] = ENUM("on_store_error", RI, ROUTE(on_store_error),
 	    "reject pass", "value", " for on_store_error (reject or pass)"),
 	[K_TIMEOUT] = DUR("timeout", RI, ROUTE(timeout_ms), POSITIVE),

@@ -142,6 +142,14 @@ cfg_warnings(const struct cfg *c, FILE *f)
 		int64_t	 run_ms;
 
 		r = &c->routes[i];
+		if (r->max_response_cut) {
+			fprintf(f, "%s:%d:1: warning: route %s: max_response "
+			    "above 64M taken as 64M: a replay reads a stored "
+			    "answer back whole, 64M at most; a larger one is "
+			    "kept as a tombstone\n", c->path, r->line,
+			    r->prefix);
+			n++;
+		}
 		run_ms = r->handler == HANDLER_FASTCGI ? r->run_limit_ms :
 		    r->timeout_ms;
 		if (r->idempotency && run_ms > 0 && r->ttl_ms < run_ms) {

@@ -366,6 +366,36 @@ parse_ab(const char *text, const struct route **a, const struct route **b)
 	return c;
 }
 
+/* max_response over what a replay can read back (64M): taken as 64M,
+ * and -t's warnings say so; up to it, as given. */
+static void
+test_max_response_cut(void)
+{
+	const struct route	*a, *b;
+	struct cfg		*c;
+	char			*out = NULL;
+	size_t			 len = 0;
+	FILE			*f;
+
+	c = parse_ab("[route /a]\nhandler = cgi:/bin/true\nmax_response = 100M\n"
+	    "[route /b]\nhandler = cgi:/bin/true\nmax_response = 64M\n", &a, &b);
+	if (c == NULL)
+		return;
+	CHECK(a->max_response == (size_t)CFG_MAX_RESPONSE_MAX &&
+	    a->max_response_cut);
+	CHECK(b->max_response == (size_t)CFG_MAX_RESPONSE_MAX &&
+	    !b->max_response_cut);
+	if ((f = open_memstream(&out, &len)) != NULL) {
+		(void)cfg_warnings(c, f);
+		fclose(f);
+		CHECK(out != NULL && strstr(out, "route /a: max_response above "
+		    "64M taken as 64M") != NULL && strstr(out, "route /b:") ==
+		    NULL);
+		free(out);
+	}
+	cfg_free(c);
+}
+
 /* [idempotency] applies to routes that come before it as well as after. */
 static void
 test_fold(void)
@@ -845,6 +875,7 @@ main(void)
 	test_values();
 	test_accepted();
 	test_fold();
+	test_max_response_cut();
 	test_policy_fold();
 	test_policy();
 	test_header_lists();
