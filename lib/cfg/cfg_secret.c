@@ -96,13 +96,7 @@ kf_add(struct keyfile *kf, const char *p, size_t len, int line)
 	k = &kf->keys[kf->n];
 	if ((er = kf_line(kf, p, len, line, k)) != IDEM_OK)
 		return er;
-	/* A placeholder left in, or a "new" key copied from an old line:
-	 * no secret, or no rotation. */
-	for (i = 0; i < CFG_SECRET_LEN && k->key[i] == 0; i++)
-		;
-	if (i == CFG_SECRET_LEN)
-		return kf_err(kf, line, 1, "key of zero bytes: a placeholder, "
-		    "not a secret (openssl rand -hex 32 makes one)");
+	/* A "new" key copied from an old line: no rotation. */
 	for (i = 0; i < kf->n; i++) {
 		if (strcmp(kf->keys[i].id, k->id) == 0)
 			return kf_err(kf, line, 1, "duplicate key id");
