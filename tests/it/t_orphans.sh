@@ -173,10 +173,11 @@ released() {
 	sp=$(tail -1 "$3" 2>/dev/null)
 	expect_match "$5: the setsid worker had started" '^[0-9]+$' "$sp"
 	wait_until 1 gone "$sp"
+	# one look, said as it was seen when it fails
 	seen=$(left "$sp")
-	expect_eq "$5: killed before the key is released" 0 "$(living "$sp")"
+	expect_eq "$5: killed before the key is released" "" "$seen"
 	if [ -n "$seen" ]; then
-		echo "$seen"
+		echo "# ... seen $(($(now_ms) - t_ans)) ms after the answer; wchan $(cat "/proc/$sp/wchan" 2>/dev/null)"
 		wait_until 5 gone "$sp"
 		echo "# ... gone $(($(now_ms) - t_ans)) ms after the answer"
 	fi
