@@ -9,8 +9,8 @@
 
 #include "cgi.h"
 #include "log.h"
-#include "path.h"
 #include "params.h"
+#include "path.h"
 #include "request.h"
 #include "route.h"
 
