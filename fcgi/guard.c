@@ -609,6 +609,9 @@ guard_uri_query(const struct request *r, char **out, size_t *len)
 		return IDEM_OK;
 	q++;
 	qlen = strcspn(q, "#");
+	/* The usual case, as the client spelled it: nothing to look at. */
+	if (qlen == qslen && memcmp(q, qs, qlen) == 0)
+		return IDEM_OK;
 	if ((a = malloc(qlen + 1)) == NULL ||
 	    (b = malloc(qslen + 1)) == NULL) {
 		free(a);
